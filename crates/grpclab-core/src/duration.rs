@@ -1,0 +1,39 @@
+//! Durations as flags and environment variables spell them: `20s`, `500ms`, `1m30s`, `2h`.
+//! A bare number is refused rather than guessed at (seconds? milliseconds?).
+
+use std::time::Duration;
+
+/// Parses a human duration such as `20s`, `500ms` or `1m30s`.
+///
+/// The error says what was wrong and shows valid spellings, ready to print after the flag name.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "'{text}' has no unit; write e.g. '{text}s' or '{text}ms'"
+        ));
+    }
+    humantime::parse_duration(text).map_err(|err| {
+        format!("'{text}' is not a duration ({err}); write e.g. '20s', '500ms' or '1m30s'")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_common_spellings() {
+        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+    }
+
+    #[test]
+    fn refuses_bare_numbers_and_garbage() {
+        assert!(parse_duration("20").unwrap_err().contains("no unit"));
+        assert!(parse_duration("fast")
+            .unwrap_err()
+            .contains("not a duration"));
+    }
+}

@@ -1,0 +1,24 @@
+//! The pieces every part of grpclab shares.
+//!
+//! - [`scenario`]: a benchmark scenario — a `.proto` compiled at run time with protox (no protoc),
+//!   the method to call, and request payloads encoded once from JSON ([`Scenario`]). The
+//!   grpc_bench scenarios are built in ([`scenario::BUILTIN`]); a user's own is a folder or flags.
+//! - [`framing`]: gRPC's length-prefixed message framing and the `grpc-timeout` header.
+//! - [`status`]: gRPC status codes ([`Code`]) with the names ghz reports.
+//! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
+//!
+//! ```
+//! let scenario = grpclab_core::Scenario::builtin("complex_proto").unwrap();
+//! assert_eq!(scenario.path(), "/helloworld.Greeter/SayHello");
+//! // 78 bytes of protobuf behind gRPC's 5-byte prefix.
+//! assert_eq!(scenario.requests()[0].len(), 83);
+//! ```
+#![deny(missing_docs)]
+
+pub mod duration;
+pub mod framing;
+pub mod scenario;
+pub mod status;
+
+pub use scenario::{Scenario, ScenarioError};
+pub use status::Code;

@@ -1,0 +1,600 @@
+//! Scenarios: what to call and with what.
+//!
+//! A scenario is a folder holding `*.proto` files and a `payload` (the request as JSON, or a
+//! JSON array of requests to send round-robin). The grpc_bench scenarios ship inside the binary
+//! ([`BUILTIN`]); any other folder, or `--proto/--call/--data` on the command line, is a user's.
+//!
+//! `.proto` files are compiled at run time with protox and payloads encoded with prost-reflect,
+//! so nothing needs protoc and no code is generated for a user's schema. Each distinct request
+//! is encoded and framed exactly once; the load engine shares the bytes by reference.
+
+use bytes::Bytes;
+use miette::Diagnostic;
+use prost::Message;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+use protox::file::{File, FileResolver};
+use std::path::{Path, PathBuf};
+
+use crate::framing::frame_message;
+
+/// A scenario compiled into the binary: its name, its `.proto` source and its JSON payload.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinScenario {
+    /// The folder name under `scenarios/`, e.g. `complex_proto`.
+    pub name: &'static str,
+    /// The text of its `helloworld.proto`.
+    pub proto: &'static str,
+    /// The text of its `payload`.
+    pub payload: &'static str,
+}
+
+macro_rules! builtin {
+    ($name:literal) => {
+        BuiltinScenario {
+            name: $name,
+            proto: include_str!(concat!("../../../scenarios/", $name, "/helloworld.proto")),
+            payload: include_str!(concat!("../../../scenarios/", $name, "/payload")),
+        }
+    };
+}
+
+/// The grpc_bench scenarios, as committed under `scenarios/`.
+pub const BUILTIN: &[BuiltinScenario] = &[
+    builtin!("complex_proto"),
+    builtin!("string_10B"),
+    builtin!("string_100B"),
+    builtin!("string_1kB"),
+    builtin!("string_10kB"),
+    builtin!("large_complex"),
+];
+
+/// The file name of a scenario's payload inside its folder.
+pub const PAYLOAD_FILE: &str = "payload";
+
+/// Everything that can be wrong with a scenario, a schema or a payload. Each message says what
+/// is wrong and where, ready to print as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// the file
+        path: PathBuf,
+        /// why
+        source: std::io::Error,
+    },
+    /// A `.proto` file does not compile; `location` is `file:line:col` where known.
+    #[error("{location}: {message}")]
+    Proto {
+        /// `file:line:col`, or just the file
+        location: String,
+        /// protox's description of the problem
+        message: String,
+    },
+    /// No such built-in scenario and no such folder.
+    #[error("unknown scenario '{name}': not a folder, and the built-in scenarios are {available}")]
+    UnknownScenario {
+        /// what was asked for
+        name: String,
+        /// the built-in names, comma-separated
+        available: String,
+    },
+    /// The call names no method of the schema.
+    #[error("unknown call '{call}'; the schema has: {available}")]
+    UnknownCall {
+        /// what was asked for
+        call: String,
+        /// the methods there are, as `package.Service.Method`, comma-separated
+        available: String,
+    },
+    /// The schema has several methods and no call was given.
+    #[error("the schema has several methods ({available}); choose one with --call")]
+    AmbiguousCall {
+        /// the methods there are
+        available: String,
+    },
+    /// The method streams; grpclab drives unary calls.
+    #[error("'{call}' is a streaming method; grpclab measures unary calls only")]
+    Streaming {
+        /// the method
+        call: String,
+    },
+    /// The payload is not a JSON object (or array of objects) that fits the request message.
+    #[error("payload does not fit {message}: {reason}")]
+    Payload {
+        /// the request message's full name
+        message: String,
+        /// serde's or prost-reflect's reason, naming the field and position
+        reason: String,
+    },
+}
+
+/// A compiled set of `.proto` files.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    pool: DescriptorPool,
+}
+
+impl Schema {
+    /// Compiles `files` (paths to `.proto` files), resolving imports against `includes`. When
+    /// `includes` is empty, each file's own folder is used, as ghz does.
+    pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<Schema, ScenarioError> {
+        let mut includes = includes.to_vec();
+        if includes.is_empty() {
+            for file in files {
+                let dir = file
+                    .parent()
+                    .filter(|dir| !dir.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !includes.iter().any(|known| known == dir) {
+                    includes.push(dir.to_path_buf());
+                }
+            }
+        }
+        for file in files {
+            if !file.is_file() {
+                return Err(ScenarioError::Io {
+                    path: file.clone(),
+                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+                });
+            }
+        }
+        let mut compiler =
+            protox::Compiler::new(&includes).map_err(|err| proto_error(&err, |_| None))?;
+        compiler
+            .open_files(files)
+            .map_err(|err| proto_error(&err, |name| read_included(&includes, name)))?;
+        Ok(Schema {
+            pool: compiler.descriptor_pool(),
+        })
+    }
+
+    /// Compiles one `.proto` given as text, named `name` in error messages.
+    pub fn compile_source(name: &str, source: &str) -> Result<Schema, ScenarioError> {
+        let resolver = SingleFileResolver { name, source };
+        let mut compiler = protox::Compiler::with_file_resolver(resolver.owned());
+        compiler
+            .open_file(name)
+            .map_err(|err| proto_error(&err, |file| (file == name).then(|| source.to_owned())))?;
+        Ok(Schema {
+            pool: compiler.descriptor_pool(),
+        })
+    }
+
+    /// Every method of every service, as `package.Service.Method`.
+    pub fn method_names(&self) -> Vec<String> {
+        self.pool
+            .services()
+            .flat_map(|service| service.methods().collect::<Vec<_>>())
+            .map(|method| method.full_name().to_owned())
+            .collect()
+    }
+
+    /// Finds the method `call` names: `package.Service.Method` or `package.Service/Method` (ghz
+    /// accepts both). With no call, the schema's only method.
+    pub fn method(&self, call: Option<&str>) -> Result<MethodDescriptor, ScenarioError> {
+        let available = || self.method_names().join(", ");
+        let method = match call {
+            None => {
+                let mut methods = self
+                    .pool
+                    .services()
+                    .flat_map(|s| s.methods().collect::<Vec<_>>());
+                match (methods.next(), methods.next()) {
+                    (Some(only), None) => only,
+                    (None, _) => {
+                        return Err(ScenarioError::UnknownCall {
+                            call: String::new(),
+                            available: "no services".to_owned(),
+                        })
+                    }
+                    (Some(_), Some(_)) => {
+                        return Err(ScenarioError::AmbiguousCall {
+                            available: available(),
+                        })
+                    }
+                }
+            }
+            Some(call) => {
+                let normalized = call.trim_start_matches('/').replace('/', ".");
+                let (service, method) =
+                    normalized
+                        .rsplit_once('.')
+                        .ok_or_else(|| ScenarioError::UnknownCall {
+                            call: call.to_owned(),
+                            available: available(),
+                        })?;
+                self.pool
+                    .get_service_by_name(service)
+                    .and_then(|s| s.methods().find(|m| m.name() == method))
+                    .ok_or_else(|| ScenarioError::UnknownCall {
+                        call: call.to_owned(),
+                        available: available(),
+                    })?
+            }
+        };
+        if method.is_client_streaming() || method.is_server_streaming() {
+            return Err(ScenarioError::Streaming {
+                call: method.full_name().to_owned(),
+            });
+        }
+        Ok(method)
+    }
+}
+
+/// Encodes a JSON payload — one object, or an array of objects to send round-robin — as framed
+/// gRPC request messages of type `input`.
+pub fn encode_payload(input: &MessageDescriptor, json: &str) -> Result<Vec<Bytes>, ScenarioError> {
+    let payload_error = |reason: String| ScenarioError::Payload {
+        message: input.full_name().to_owned(),
+        reason,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|err| payload_error(format!("invalid JSON: {err}")))?;
+    let objects = match value {
+        serde_json::Value::Array(items) if items.is_empty() => {
+            return Err(payload_error("the array holds no requests".to_owned()))
+        }
+        serde_json::Value::Array(items) => items,
+        object @ serde_json::Value::Object(_) => vec![object],
+        other => {
+            return Err(payload_error(format!(
+                "expected a JSON object or an array of objects, found {}",
+                json_kind(&other)
+            )))
+        }
+    };
+    let several = objects.len() > 1;
+    objects
+        .into_iter()
+        .enumerate()
+        .map(|(index, object)| {
+            let message = DynamicMessage::deserialize(input.clone(), object).map_err(|err| {
+                if several {
+                    payload_error(format!("request [{index}]: {err}"))
+                } else {
+                    payload_error(err.to_string())
+                }
+            })?;
+            Ok(frame_message(&message.encode_to_vec()))
+        })
+        .collect()
+}
+
+/// A scenario ready to run: the method and its framed requests.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    name: String,
+    method: MethodDescriptor,
+    requests: Vec<Bytes>,
+}
+
+impl Scenario {
+    /// A built-in scenario by name.
+    pub fn builtin(name: &str) -> Result<Scenario, ScenarioError> {
+        let builtin = BUILTIN.iter().find(|b| b.name == name).ok_or_else(|| {
+            ScenarioError::UnknownScenario {
+                name: name.to_owned(),
+                available: builtin_names(),
+            }
+        })?;
+        let schema = Schema::compile_source("helloworld.proto", builtin.proto)?;
+        let method = schema.method(None)?;
+        let requests = encode_payload(&method.input(), builtin.payload)?;
+        Ok(Scenario {
+            name: name.to_owned(),
+            method,
+            requests,
+        })
+    }
+
+    /// A scenario folder: every `*.proto` in it (compiled with the folder as include path) and
+    /// its `payload` file. `call` picks the method where the schema has several.
+    pub fn from_dir(dir: &Path, call: Option<&str>) -> Result<Scenario, ScenarioError> {
+        let io = |source| ScenarioError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let mut protos: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "proto"))
+            .collect();
+        protos.sort();
+        if protos.is_empty() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the folder holds no .proto file",
+            )));
+        }
+        let schema = Schema::compile(&protos, &[dir.to_path_buf()])?;
+        let method = schema.method(call)?;
+        let payload_path = dir.join(PAYLOAD_FILE);
+        let payload =
+            std::fs::read_to_string(&payload_path).map_err(|source| ScenarioError::Io {
+                path: payload_path,
+                source,
+            })?;
+        let requests = encode_payload(&method.input(), &payload)?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string());
+        Ok(Scenario {
+            name,
+            method,
+            requests,
+        })
+    }
+
+    /// A built-in scenario's name, else a folder's path.
+    pub fn load(name_or_dir: &str, call: Option<&str>) -> Result<Scenario, ScenarioError> {
+        let dir = Path::new(name_or_dir);
+        if dir.is_dir() {
+            Scenario::from_dir(dir, call)
+        } else {
+            let scenario = Scenario::builtin(name_or_dir)?;
+            match call {
+                Some(call) if call.replace('/', ".") != scenario.method.full_name() => {
+                    Err(ScenarioError::UnknownCall {
+                        call: call.to_owned(),
+                        available: scenario.method.full_name().to_owned(),
+                    })
+                }
+                _ => Ok(scenario),
+            }
+        }
+    }
+
+    /// A scenario from parts: a method and a JSON payload for it.
+    pub fn from_method(
+        name: &str,
+        method: MethodDescriptor,
+        payload_json: &str,
+    ) -> Result<Scenario, ScenarioError> {
+        let requests = encode_payload(&method.input(), payload_json)?;
+        Ok(Scenario {
+            name: name.to_owned(),
+            method,
+            requests,
+        })
+    }
+
+    /// This scenario with its payload replaced (`-d`/`-D` on top of `--scenario`).
+    pub fn with_payload(self, payload_json: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_method(&self.name, self.method, payload_json)
+    }
+
+    /// The scenario's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The method called.
+    pub fn method(&self) -> &MethodDescriptor {
+        &self.method
+    }
+
+    /// The HTTP/2 `:path` of the call: `/package.Service/Method`.
+    pub fn path(&self) -> String {
+        format!(
+            "/{}/{}",
+            self.method.parent_service().full_name(),
+            self.method.name()
+        )
+    }
+
+    /// The framed requests, sent round-robin.
+    pub fn requests(&self) -> &[Bytes] {
+        &self.requests
+    }
+}
+
+/// Checks a reply as `--validate` does: it must decode as the method's output message with no
+/// field the schema does not know. Returns the reason when it does not.
+pub fn validate_reply(output: &MessageDescriptor, message: &[u8]) -> Result<(), String> {
+    let decoded = DynamicMessage::decode(output.clone(), message)
+        .map_err(|err| format!("reply does not decode as {}: {err}", output.full_name()))?;
+    if let Some(unknown) = first_unknown_field(&decoded) {
+        return Err(format!(
+            "reply has field number {unknown}, which {} does not define",
+            output.full_name()
+        ));
+    }
+    Ok(())
+}
+
+fn first_unknown_field(message: &DynamicMessage) -> Option<u32> {
+    if let Some(field) = message.unknown_fields().next() {
+        return Some(field.number());
+    }
+    message.fields().find_map(|(_, value)| match value {
+        prost_reflect::Value::Message(inner) => first_unknown_field(inner),
+        prost_reflect::Value::List(items) => items.iter().find_map(|item| match item {
+            prost_reflect::Value::Message(inner) => first_unknown_field(inner),
+            _ => None,
+        }),
+        _ => None,
+    })
+}
+
+/// The built-in scenario names, comma-separated.
+pub fn builtin_names() -> String {
+    BUILTIN
+        .iter()
+        .map(|b| b.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn read_included(includes: &[PathBuf], name: &str) -> Option<String> {
+    includes
+        .iter()
+        .find_map(|dir| std::fs::read_to_string(dir.join(name)).ok())
+}
+
+/// Turns a protox error into `file:line:col: message`, reading the file's text through `source`
+/// to turn protox's byte offset into a line and column.
+fn proto_error(err: &protox::Error, source: impl Fn(&str) -> Option<String>) -> ScenarioError {
+    let file = err.file().unwrap_or("<proto>").to_owned();
+    let offset = err
+        .labels()
+        .and_then(|mut labels| labels.next())
+        .map(|label| label.offset());
+    let location = match (offset, source(&file)) {
+        (Some(offset), Some(text)) => {
+            let before = &text[..offset.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |nl| nl + 1) + 1;
+            format!("{file}:{line}:{col}")
+        }
+        _ => file,
+    };
+    ScenarioError::Proto {
+        location,
+        message: err.to_string(),
+    }
+}
+
+/// Serves one in-memory `.proto` to protox (the built-in scenarios live in the binary).
+struct SingleFileResolver<'a> {
+    name: &'a str,
+    source: &'a str,
+}
+
+impl SingleFileResolver<'_> {
+    fn owned(&self) -> OwnedFileResolver {
+        OwnedFileResolver {
+            name: self.name.to_owned(),
+            source: self.source.to_owned(),
+        }
+    }
+}
+
+struct OwnedFileResolver {
+    name: String,
+    source: String,
+}
+
+impl FileResolver for OwnedFileResolver {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        if name == self.name {
+            File::from_source(name, &self.source)
+        } else {
+            // Well-known imports (google/protobuf/*) still resolve.
+            protox::file::GoogleFileResolver::new().open_file(name)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_proto_encodes_to_grpc_bench_size() {
+        let scenario = Scenario::builtin("complex_proto").unwrap();
+        assert_eq!(scenario.requests().len(), 1);
+        assert_eq!(scenario.requests()[0].len(), 83);
+        assert_eq!(scenario.path(), "/helloworld.Greeter/SayHello");
+    }
+
+    #[test]
+    fn every_builtin_compiles_and_string_sizes_hold() {
+        for builtin in BUILTIN {
+            let scenario = Scenario::builtin(builtin.name).unwrap();
+            let framed = scenario.requests()[0].len();
+            let expected_string = match builtin.name {
+                "string_10B" => Some(10),
+                "string_100B" => Some(100),
+                "string_1kB" => Some(1000),
+                "string_10kB" => Some(10_000),
+                _ => None,
+            };
+            if let Some(len) = expected_string {
+                // prefix + request tag/len + Hello.name tag/len + the string
+                assert!(
+                    framed > len + 5 && framed <= len + 5 + 8,
+                    "{}: {framed}",
+                    builtin.name
+                );
+            }
+            if builtin.name == "large_complex" {
+                assert!(
+                    (100_000..=200_000).contains(&framed),
+                    "large_complex is {framed} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn proto_errors_carry_line_and_column() {
+        let err = Schema::compile_source(
+            "bad.proto",
+            "syntax = \"proto3\";\nmessage M {\n  string a = 1\n}\n",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("bad.proto:4:1"), "{text}");
+    }
+
+    #[test]
+    fn unknown_call_lists_methods() {
+        let schema = Schema::compile_source("h.proto", BUILTIN[0].proto).unwrap();
+        let err = schema
+            .method(Some("helloworld.Greeter.SayBye"))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("helloworld.Greeter.SayHello"),
+            "{err}"
+        );
+        assert!(schema.method(Some("helloworld.Greeter/SayHello")).is_ok());
+    }
+
+    #[test]
+    fn payload_errors_name_the_field() {
+        let schema = Schema::compile_source("h.proto", BUILTIN[0].proto).unwrap();
+        let input = schema.method(None).unwrap().input();
+        let err = encode_payload(&input, r#"{"request": {"nmae": "x"}}"#).unwrap_err();
+        assert!(err.to_string().contains("nmae"), "{err}");
+        let err = encode_payload(&input, r#"{"request": {"n": "many"}}"#).unwrap_err();
+        assert!(err.to_string().contains("helloworld.HelloRequest"), "{err}");
+        let err = encode_payload(&input, "[1]").unwrap_err();
+        assert!(
+            err.to_string().contains("request [0]") || err.to_string().contains("expected"),
+            "{err}"
+        );
+        assert_eq!(
+            encode_payload(&input, r#"[{}, {"request": {"name": "b"}}]"#)
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn validation_rejects_garbage_and_unknown_fields() {
+        let scenario = Scenario::builtin("complex_proto").unwrap();
+        let output = scenario.method().output();
+        let request = &scenario.requests()[0][5..];
+        // HelloReply and HelloRequest share their layout, so an echo validates.
+        assert_eq!(validate_reply(&output, request), Ok(()));
+        assert!(validate_reply(&output, b"\xff\xff").is_err());
+        // field 15, varint 1: unknown to HelloReply
+        assert!(validate_reply(&output, b"\x78\x01")
+            .unwrap_err()
+            .contains("15"));
+    }
+}

@@ -1,1 +1,33 @@
+//! The grpclab load engine: drives unary gRPC calls at a server and measures them exactly.
+//!
+//! - [`LoadConfig`]: target, call, framed requests, concurrency, connections, pacing
+//!   ([`Pacing::ClosedLoop`] or [`Pacing::OpenLoop`] at a rate), duration or total, warmup,
+//!   timeout, client threads, optional reply validation.
+//! - [`run`]: runs it on `threads` client threads — each a current-thread tokio runtime that
+//!   owns its HTTP/2 connections (h2 crate) — and returns a [`LoadResult`].
+//! - [`LoadResult`]: merged HdrHistograms (nanoseconds, 1 µs to 60 s, 3 significant digits),
+//!   counts per gRPC status, error messages, a per-second series; [`encode_histogram`] writes
+//!   a histogram in HdrHistogram's standard serialized form so runs merge exactly.
+//!
+//! Measuring never prints: progress goes to a callback, results to the caller's exporters.
+//!
+//! Cost: each distinct request is encoded once by the caller and shared by reference; streams
+//! hold their own connection handle, and recorders are per thread. The transport sits behind
+//! [`call`](crate) and [`connection`](crate) so a faster HTTP/2 engine can replace h2.
+#![deny(missing_docs)]
 
+mod call;
+pub mod config;
+mod connection;
+mod engine;
+pub mod progress;
+pub mod recorder;
+pub mod result;
+mod schedule;
+
+pub use config::{ConfigError, LoadConfig, Pacing, ReplyValidator};
+pub use engine::{drain_limit, run, LoadError};
+pub use progress::{ProgressSnapshot, ProgressTarget};
+pub use recorder::{Recorder, SecondStats};
+pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
+pub use tokio_util::sync::CancellationToken;

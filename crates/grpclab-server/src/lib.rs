@@ -1,1 +1,136 @@
+//! grpclab's built-in gRPC servers, the implementations `grpclab serve` runs and `grpclab bench`
+//! measures.
+//!
+//! - [`tonic_baseline`]: idiomatic tonic, as grpc_bench's `rust_tonic_mt` and `rust_tonic_st`
+//!   write it. Every claim about a faster server is measured against it.
+//!
+//! Every server implements the scenarios' `helloworld.Greeter/SayHello` generically: decode the
+//! request, build the reply from it, encode the reply — never echo raw bytes, never assume
+//! requests are identical (grpc_bench's rules).
+#![deny(missing_docs)]
 
+pub mod tonic_baseline;
+
+/// The scenarios' protobuf types and tonic service, generated at build time from
+/// `scenarios/complex_proto/helloworld.proto`.
+#[allow(missing_docs, clippy::all)]
+pub mod pb {
+    tonic::include_proto!("helloworld");
+}
+
+use std::net::SocketAddr;
+
+/// Which built-in server to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Implementation {
+    /// tonic on a multi-thread runtime with `threads` workers (grpc_bench's `rust_tonic_mt`).
+    TonicMt,
+    /// tonic on a current-thread runtime (grpc_bench's `rust_tonic_st`).
+    TonicSt,
+}
+
+impl Implementation {
+    /// Every built-in implementation with its command-line name.
+    pub const ALL: [(&'static str, Implementation); 2] = [
+        ("tonic-mt", Implementation::TonicMt),
+        ("tonic-st", Implementation::TonicSt),
+    ];
+
+    /// The implementation with this command-line name.
+    pub fn from_name(name: &str) -> Option<Implementation> {
+        Implementation::ALL
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, implementation)| *implementation)
+    }
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        Implementation::ALL
+            .iter()
+            .find(|(_, implementation)| *implementation == self)
+            .map_or("?", |(name, _)| name)
+    }
+}
+
+/// How to run a built-in server.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Which server.
+    pub implementation: Implementation,
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Worker threads (for the multi-thread flavours).
+    pub threads: usize,
+}
+
+/// Errors that end a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source} (is another server on that port? pick another with --port)")]
+    Bind {
+        /// the address
+        addr: SocketAddr,
+        /// why
+        source: std::io::Error,
+    },
+    /// The runtime could not be built.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The server failed while serving.
+    #[error("server failed: {0}")]
+    Serve(String),
+}
+
+/// Runs a built-in server until SIGTERM or Ctrl-C, then drains in-flight calls and returns.
+/// `on_ready` is called with the bound address once the server accepts connections.
+pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    let runtime = match config.implementation {
+        Implementation::TonicMt => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads.max(1))
+            .enable_all()
+            .build(),
+        Implementation::TonicSt => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(ServeError::Runtime)?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: config.addr,
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| ServeError::Bind {
+            addr: config.addr,
+            source,
+        })?;
+        on_ready(local);
+        tonic_baseline::run(listener, shutdown_signal()).await
+    })
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

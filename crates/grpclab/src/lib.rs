@@ -1,1 +1,23 @@
+//! The `grpclab` command line, as a library so tests can call each command in-process.
+//!
+//! - [`cli`]: clap definitions.
+//! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
+//! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
+//! - [`export`]: one exporter per output format behind the [`export::Exporter`] trait.
+#![deny(missing_docs)]
 
+pub mod cli;
+pub mod export;
+pub mod load_cmd;
+pub mod serve_cmd;
+
+/// A problem with what the user asked for (a flag, a file, a payload, an unreachable target):
+/// printed as one line, exit code 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+/// Exit code for bad input, as clap uses for bad flags.
+pub const EXIT_INPUT: u8 = 2;
+/// Exit code for a failure after the work started (e.g. results could not be written).
+pub const EXIT_FAILURE: u8 = 1;

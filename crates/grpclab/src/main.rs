@@ -1,1 +1,59 @@
-fn main() {}
+//! grpclab's entry point: parse → prepare (validate) → execute → report. `main` only prints
+//! the error and chooses the exit code.
+
+use clap::Parser;
+use grpclab::cli::{Cli, Command};
+use grpclab::{load_cmd, serve_cmd, InputError, EXIT_FAILURE, EXIT_INPUT};
+use grpclab_load::CancellationToken;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            if err.downcast_ref::<InputError>().is_some() {
+                ExitCode::from(EXIT_INPUT)
+            } else {
+                ExitCode::from(EXIT_FAILURE)
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Load(args) => {
+            let prepared = load_cmd::prepare(&args)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(&cancel);
+            load_cmd::execute(prepared, &cancel)?;
+            Ok(())
+        }
+        Command::Serve(args) => {
+            let config = serve_cmd::prepare(&args)?;
+            serve_cmd::execute(&config)
+        }
+    }
+}
+
+/// Cancels `token` on Ctrl-C (SIGINT) or SIGTERM, so a run stops, drains and still writes its
+/// results.
+fn cancel_on_ctrl_c(token: &CancellationToken) {
+    let token = token.clone();
+    let _ = std::thread::Builder::new()
+        .name("grpclab-signals".to_owned())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                grpclab_server::shutdown_signal().await;
+                token.cancel();
+            });
+        });
+}

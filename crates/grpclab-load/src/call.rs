@@ -1,0 +1,204 @@
+//! One unary gRPC call over an h2 sender, and what its outcome means in gRPC terms.
+
+use bytes::Bytes;
+use grpclab_core::framing::unframe_single;
+use grpclab_core::Code;
+use h2::client::SendRequest;
+use http::{HeaderMap, Request, StatusCode, Uri};
+
+use crate::config::ReplyValidator;
+
+/// How a call ended, when it did not end with OK.
+#[derive(Debug)]
+pub(crate) struct CallFailure {
+    pub code: Code,
+    pub message: String,
+    /// The failure concerns the whole connection (I/O error, GOAWAY), not just this stream:
+    /// the stream must wait for the connection driver to reconnect.
+    pub connection_lost: bool,
+}
+
+impl CallFailure {
+    fn new(code: Code, message: impl Into<String>) -> CallFailure {
+        CallFailure {
+            code,
+            message: message.into(),
+            connection_lost: false,
+        }
+    }
+}
+
+/// What every call on a thread shares: the request line and headers, built once.
+pub(crate) struct CallTemplate {
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    pub validator: Option<ReplyValidator>,
+}
+
+impl CallTemplate {
+    /// A fresh request. h2 takes requests by value, so the header map is cloned per call: the
+    /// one per-call allocation left in our code, owned by http/h2's API (the fast-path engine
+    /// of a later issue removes it).
+    fn request(&self) -> Request<()> {
+        let mut request = Request::new(());
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
+/// Sends one call with `body` (a framed request) and reads its reply and trailers. `scratch`
+/// collects the reply for validation; it is reused across calls.
+pub(crate) async fn unary_call(
+    sender: &mut SendRequest<Bytes>,
+    template: &CallTemplate,
+    body: Bytes,
+    scratch: &mut Vec<u8>,
+) -> Result<(), CallFailure> {
+    std::future::poll_fn(|cx| sender.poll_ready(cx))
+        .await
+        .map_err(failure_from_h2)?;
+    let (response, mut request_body) = sender
+        .send_request(template.request(), false)
+        .map_err(failure_from_h2)?;
+    request_body
+        .send_data(body, true)
+        .map_err(failure_from_h2)?;
+    let response = response.await.map_err(failure_from_h2)?;
+    let (head, mut reply) = response.into_parts();
+    if head.status != StatusCode::OK {
+        return Err(CallFailure::new(
+            Code::from_http_status(head.status.as_u16()),
+            format!("HTTP status {}", head.status.as_u16()),
+        ));
+    }
+    // Trailers-Only: the status came with the headers (typical of an immediate error).
+    if head.headers.contains_key("grpc-status") {
+        return status_from(&head.headers);
+    }
+    scratch.clear();
+    let mut received = 0usize;
+    while let Some(chunk) = reply.data().await {
+        let chunk = chunk.map_err(failure_from_h2)?;
+        received += chunk.len();
+        // Give the window back at once, so the server can keep sending.
+        let _ = reply.flow_control().release_capacity(chunk.len());
+        if template.validator.is_some() {
+            scratch.extend_from_slice(&chunk);
+        }
+    }
+    let trailers = reply.trailers().await.map_err(failure_from_h2)?;
+    let Some(trailers) = trailers else {
+        return Err(CallFailure::new(
+            Code::Internal,
+            "the server ended the stream without trailers (no grpc-status)",
+        ));
+    };
+    status_from(&trailers)?;
+    if received == 0 {
+        return Err(CallFailure::new(
+            Code::Internal,
+            "status OK but no reply message",
+        ));
+    }
+    if let Some(validator) = &template.validator {
+        let message = unframe_single(scratch)
+            .map_err(|err| CallFailure::new(Code::Internal, format!("invalid reply: {err}")))?;
+        validator(message).map_err(|reason| {
+            CallFailure::new(Code::Internal, format!("invalid reply: {reason}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// Reads `grpc-status` and `grpc-message` from headers or trailers.
+fn status_from(headers: &HeaderMap) -> Result<(), CallFailure> {
+    let Some(status) = headers.get("grpc-status") else {
+        return Err(CallFailure::new(
+            Code::Internal,
+            "the server sent trailers without grpc-status",
+        ));
+    };
+    match Code::from_header(status.as_bytes()) {
+        Code::Ok => Ok(()),
+        code => {
+            let message = headers
+                .get("grpc-message")
+                .map(|m| percent_decode(m.as_bytes()))
+                .unwrap_or_default();
+            Err(CallFailure::new(code, message))
+        }
+    }
+}
+
+/// Maps an h2 error to the status a gRPC client reports (the gRPC spec's mapping of RST_STREAM
+/// codes; transport failures are Unavailable).
+fn failure_from_h2(err: h2::Error) -> CallFailure {
+    if let (true, Some(reason)) = (err.is_reset(), err.reason()) {
+        let code = match reason {
+            h2::Reason::REFUSED_STREAM => Code::Unavailable,
+            h2::Reason::CANCEL => Code::Canceled,
+            h2::Reason::ENHANCE_YOUR_CALM => Code::ResourceExhausted,
+            h2::Reason::INADEQUATE_SECURITY => Code::PermissionDenied,
+            _ => Code::Internal,
+        };
+        return CallFailure::new(code, format!("stream reset by the server: {reason:?}"));
+    }
+    CallFailure {
+        code: Code::Unavailable,
+        message: if err.is_go_away() {
+            "the server sent GOAWAY".to_owned()
+        } else if err.is_io() {
+            "connection lost".to_owned()
+        } else {
+            err.to_string()
+        },
+        connection_lost: true,
+    }
+}
+
+/// `grpc-message` is percent-encoded (gRPC over HTTP/2 spec); decode it for display.
+fn percent_decode(value: &[u8]) -> String {
+    let mut out = Vec::with_capacity(value.len());
+    let mut i = 0;
+    while i < value.len() {
+        if value[i] == b'%' && i + 2 < value.len() {
+            let hex = std::str::from_utf8(&value[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(byte) = hex {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(value[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_message_is_percent_decoded() {
+        assert_eq!(percent_decode(b"no%20such%20thing"), "no such thing");
+        assert_eq!(percent_decode(b"100%"), "100%");
+        assert_eq!(percent_decode(b"%zz"), "%zz");
+    }
+
+    #[test]
+    fn status_is_read_from_trailers() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", "0".parse().unwrap());
+        assert!(status_from(&trailers).is_ok());
+        trailers.insert("grpc-status", "13".parse().unwrap());
+        trailers.insert("grpc-message", "boom%21".parse().unwrap());
+        let failure = status_from(&trailers).unwrap_err();
+        assert_eq!(failure.code, Code::Internal);
+        assert_eq!(failure.message, "boom!");
+    }
+}

@@ -1,0 +1,153 @@
+//! What a load run does: the target, the call, the requests, and how hard and how long to push.
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Checks a reply message (without its gRPC prefix); `Err` carries why it is wrong.
+pub type ReplyValidator = Arc<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
+
+/// How requests are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Each stream sends its next request as soon as the previous one completes.
+    ClosedLoop,
+    /// Requests are scheduled at a fixed total rate (requests per second). Latency counts from
+    /// the scheduled time, so a stalled server cannot hide its stall (coordinated omission).
+    OpenLoop {
+        /// requests per second, over all streams and threads
+        rate: f64,
+    },
+}
+
+/// A complete description of one load run. Build it, [`validate`](LoadConfig::validate) it,
+/// pass it to [`run`](crate::run).
+#[derive(Clone)]
+pub struct LoadConfig {
+    /// The server's address.
+    pub target: SocketAddr,
+    /// The `:authority` to send (what the user typed as `HOST:PORT`).
+    pub authority: String,
+    /// The `:path` of the call, `/package.Service/Method`.
+    pub path: String,
+    /// Framed requests (gRPC prefix included), sent round-robin. At least one.
+    pub requests: Vec<Bytes>,
+    /// Extra request headers (`-m`).
+    pub metadata: Vec<(HeaderName, HeaderValue)>,
+    /// Streams in flight at once, spread evenly over the connections.
+    pub concurrency: usize,
+    /// HTTP/2 connections.
+    pub connections: usize,
+    /// How requests are paced.
+    pub pacing: Pacing,
+    /// Stop after this long (measured window, warmup excluded).
+    pub duration: Option<Duration>,
+    /// Stop after this many measured calls.
+    pub total: Option<u64>,
+    /// Calls before the measured window starts; sent, not counted.
+    pub warmup: Duration,
+    /// Per-call deadline, sent as `grpc-timeout` and enforced by the client.
+    pub timeout: Option<Duration>,
+    /// Client threads, each with its own single-threaded runtime and connections.
+    pub threads: usize,
+    /// `--validate`: checks each reply; a failing reply counts as an error.
+    pub validator: Option<ReplyValidator>,
+}
+
+impl std::fmt::Debug for LoadConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadConfig")
+            .field("target", &self.target)
+            .field("path", &self.path)
+            .field("requests", &self.requests.len())
+            .field("concurrency", &self.concurrency)
+            .field("connections", &self.connections)
+            .field("pacing", &self.pacing)
+            .field("duration", &self.duration)
+            .field("total", &self.total)
+            .field("warmup", &self.warmup)
+            .field("timeout", &self.timeout)
+            .field("threads", &self.threads)
+            .field("validate", &self.validator.is_some())
+            .finish()
+    }
+}
+
+/// A configuration that cannot run; the message names the flag and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl LoadConfig {
+    /// A closed-loop configuration with ghz's defaults (50 streams over 1 connection, 200 calls,
+    /// 20 s timeout) for `path` on `target`.
+    pub fn new(target: SocketAddr, path: &str, requests: Vec<Bytes>) -> LoadConfig {
+        LoadConfig {
+            target,
+            authority: target.to_string(),
+            path: path.to_owned(),
+            requests,
+            metadata: Vec::new(),
+            concurrency: 50,
+            connections: 1,
+            pacing: Pacing::ClosedLoop,
+            duration: None,
+            total: Some(200),
+            warmup: Duration::ZERO,
+            timeout: Some(Duration::from_secs(20)),
+            threads: 1,
+            validator: None,
+        }
+    }
+
+    /// Checks that the run can start, and clamps `threads` to the connections (a thread without
+    /// a connection would only idle).
+    pub fn validate(&mut self) -> Result<(), ConfigError> {
+        let fail = |message: &str| Err(ConfigError(message.to_owned()));
+        if self.requests.is_empty() {
+            return fail("no requests to send: give a payload with -d/--data or -D/--data-file");
+        }
+        if self.concurrency == 0 {
+            return fail("-c/--concurrency must be at least 1");
+        }
+        if self.connections == 0 {
+            return fail("--connections must be at least 1");
+        }
+        if self.connections > self.concurrency {
+            return Err(ConfigError(format!(
+                "--connections ({}) is more than -c/--concurrency ({}): each connection needs at least one stream; lower --connections or raise -c",
+                self.connections, self.concurrency
+            )));
+        }
+        if self.threads == 0 {
+            return fail("--cpus must be at least 1");
+        }
+        if let Pacing::OpenLoop { rate } = self.pacing {
+            if !(rate.is_finite() && rate > 0.0) {
+                return fail("--rps must be a positive number (0 means unlimited: a closed loop)");
+            }
+        }
+        if self.duration.is_none() && self.total.is_none() {
+            return fail("say when to stop: -z/--duration or -n/--total");
+        }
+        if self.duration == Some(Duration::ZERO) {
+            return fail("-z/--duration must be longer than zero");
+        }
+        if self.total == Some(0) {
+            return fail("-n/--total must be at least 1");
+        }
+        if self.timeout == Some(Duration::ZERO) {
+            self.timeout = None;
+        }
+        if !self.path.starts_with('/') {
+            return Err(ConfigError(format!(
+                "call path '{}' must start with '/'",
+                self.path
+            )));
+        }
+        self.threads = self.threads.min(self.connections);
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! One HTTP/2 connection to the target, kept alive for the streams that share it.
+//!
+//! A driver task owns the connection: it runs h2's connection future, and when the connection
+//! is lost (the server died, sent GOAWAY, reset the socket) it reconnects with exponential
+//! backoff. It publishes the current state through a `watch` channel; each stream keeps its
+//! own handle to the h2 sender and only looks at the channel again after a failure, so the
+//! steady state costs the streams nothing.
+
+use bytes::Bytes;
+use h2::client::{Connection, SendRequest};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// First pause before reconnecting; doubles per failed attempt up to [`MAX_BACKOFF`].
+const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest pause between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// How long a TCP connect may take before it counts as failed.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Stream flow-control window we grant the server: replies up to 1 MiB need no WINDOW_UPDATE
+/// round trip.
+const STREAM_WINDOW: u32 = 1 << 20;
+/// Connection flow-control window we grant the server.
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// What the streams of one connection see.
+#[derive(Clone)]
+pub(crate) struct ConnectionState {
+    /// Bumped every time the connection goes down or comes back.
+    pub generation: u64,
+    /// The sender while connected.
+    pub sender: Option<SendRequest<Bytes>>,
+    /// Why the connection is down, while it is.
+    pub down_reason: String,
+}
+
+/// Opens a TCP connection (TCP_NODELAY) and performs the HTTP/2 handshake.
+pub(crate) async fn connect(
+    target: SocketAddr,
+) -> Result<(SendRequest<Bytes>, Connection<TcpStream, Bytes>), String> {
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(target))
+        .await
+        .map_err(|_| format!("connecting to {target} timed out after {CONNECT_TIMEOUT:?}"))?
+        .map_err(|err| format!("cannot connect to {target}: {err}"))?;
+    // Without NODELAY, Nagle's algorithm holds small frames back: a latency benchmark must not.
+    tcp.set_nodelay(true)
+        .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
+    h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .handshake(tcp)
+        .await
+        .map_err(|err| format!("HTTP/2 handshake with {target} failed: {err}"))
+}
+
+/// Runs `connection` and replaces it when lost, until `stop` is cancelled and the last stream
+/// using it has finished. Counts successful reconnections in `reconnects`.
+pub(crate) async fn drive(
+    target: SocketAddr,
+    first: Connection<TcpStream, Bytes>,
+    state: watch::Sender<ConnectionState>,
+    stop: CancellationToken,
+    reconnects: std::rc::Rc<std::cell::Cell<u64>>,
+) {
+    let mut connection = Some(first);
+    let mut backoff = INITIAL_BACKOFF;
+    loop {
+        if let Some(mut live) = connection.take() {
+            let outcome = tokio::select! {
+                outcome = &mut live => outcome,
+                _ = stop.cancelled() => {
+                    // Let the in-flight calls finish: drop our own sender handle so the
+                    // connection closes once the streams drop theirs, and keep driving it.
+                    state.send_modify(|s| s.sender = None);
+                    let _ = live.await;
+                    return;
+                }
+            };
+            let reason = match outcome {
+                Ok(()) => "the server closed the connection".to_owned(),
+                Err(err) => describe_connection_error(&err),
+            };
+            publish_down(&state, reason);
+            backoff = INITIAL_BACKOFF;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.cancelled() => return,
+        }
+        match connect(target).await {
+            Ok((sender, live)) => {
+                reconnects.set(reconnects.get() + 1);
+                state.send_modify(|s| {
+                    s.generation += 1;
+                    s.sender = Some(sender);
+                    s.down_reason.clear();
+                });
+                connection = Some(live);
+            }
+            Err(reason) => {
+                publish_down(&state, reason);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+fn publish_down(state: &watch::Sender<ConnectionState>, reason: String) {
+    state.send_modify(|s| {
+        s.generation += 1;
+        s.sender = None;
+        s.down_reason = reason;
+    });
+}
+
+fn describe_connection_error(err: &h2::Error) -> String {
+    if err.is_go_away() {
+        format!("the server sent GOAWAY ({err})")
+    } else {
+        format!("connection lost: {err}")
+    }
+}

@@ -1,0 +1,527 @@
+//! The load engine: client threads, their connections and streams, and the controller that
+//! starts, watches and stops them.
+//!
+//! Thread-per-core: each client thread runs one current-thread tokio runtime that owns its
+//! connections outright, so nothing on the hot path is shared between threads except the
+//! [`Schedule`] (two relaxed atomics). Each thread records into its own [`Recorder`]; the
+//! controller merges them once, at the end.
+//!
+//! A run goes: every thread connects its connections (any failure aborts the run with an
+//! error before anything is measured) → the controller starts the schedule → streams send
+//! until the schedule says stop → calls still in flight get [`drain_limit`] to finish →
+//! recorders merge into a [`LoadResult`].
+
+use bytes::Bytes;
+use grpclab_core::framing::format_grpc_timeout;
+use grpclab_core::Code;
+use h2::client::SendRequest;
+use http::{HeaderMap, HeaderValue, Uri};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::call::{unary_call, CallTemplate};
+use crate::config::{LoadConfig, Pacing};
+use crate::connection::{self, ConnectionState};
+use crate::progress::{totals, ProgressSnapshot, ProgressTarget, ThreadProgress};
+use crate::recorder::Recorder;
+use crate::result::{EndReason, LoadResult};
+use crate::schedule::{Schedule, Ticket};
+
+/// How early an open-loop stream wakes before its intended send time: two ticks of tokio's
+/// 1 ms timer wheel, because the runtime parks in epoll with millisecond timeouts and may itself wake up to a tick late.
+const EARLY_WAKE: Duration = Duration::from_millis(2);
+/// How often the controller reports progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+/// The longest calls still in flight at the end may take to finish before they are abandoned.
+const MAX_DRAIN: Duration = Duration::from_secs(5);
+
+/// Why a run could not start or could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The target could not be reached before the run started.
+    #[error("{0}; is the server running and listening there?")]
+    Connect(String),
+    /// A client thread could not be started.
+    #[error("cannot start a client thread: {0}")]
+    Thread(String),
+}
+
+/// How long calls still in flight at the end may take to finish: the call timeout, at most
+/// [`MAX_DRAIN`]. Calls past it are abandoned and counted as `Canceled`.
+pub fn drain_limit(config: &LoadConfig) -> Duration {
+    config.timeout.unwrap_or(MAX_DRAIN).min(MAX_DRAIN)
+}
+
+/// Everything the threads of one run share.
+struct Shared {
+    config: LoadConfig,
+    progress: Vec<ThreadProgress>,
+}
+
+/// What one thread hands back.
+struct ThreadOutcome {
+    recorder: Recorder,
+    reconnects: u64,
+    abandoned: u64,
+    last_completion: Option<Instant>,
+}
+
+/// Runs the load described by `config` and returns what it measured.
+///
+/// `cancel` ends the run early (Ctrl-C): calls stop, in-flight calls drain, and the result
+/// covers what was measured. `on_progress` is called about ten times a second from the calling
+/// thread; it must not block.
+pub fn run(
+    mut config: LoadConfig,
+    cancel: &CancellationToken,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Result<LoadResult, LoadError> {
+    config.validate()?;
+    let threads = config.threads;
+    let target = match config.duration {
+        Some(duration) => ProgressTarget::Duration(duration),
+        None => ProgressTarget::Total(config.total.unwrap_or(0)),
+    };
+    let shared = Arc::new(Shared {
+        progress: (0..threads).map(|_| ThreadProgress::default()).collect(),
+        config,
+    });
+
+    // Start the threads; each connects, reports, then waits for the schedule.
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let (done_tx, done_rx) = mpsc::channel::<Option<ThreadOutcome>>();
+    let mut go_senders = Vec::with_capacity(threads);
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let (go_tx, go_rx) = oneshot::channel::<Option<Arc<Schedule>>>();
+        go_senders.push(go_tx);
+        let shared = Arc::clone(&shared);
+        let ready_tx = ready_tx.clone();
+        let done_tx = done_tx.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("grpclab-client-{index}"))
+            .spawn(move || {
+                let outcome = client_thread(index, &shared, ready_tx, go_rx);
+                let _ = done_tx.send(outcome);
+            })
+            .map_err(|err| LoadError::Thread(err.to_string()))?;
+        handles.push(handle);
+    }
+    drop(ready_tx);
+    drop(done_tx);
+
+    let mut connect_error = None;
+    for _ in 0..threads {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(message)) => connect_error = connect_error.or(Some(message)),
+            Err(_) => {
+                connect_error =
+                    connect_error.or(Some("a client thread ended before connecting".to_owned()))
+            }
+        }
+    }
+    if let Some(message) = connect_error {
+        for go in go_senders {
+            let _ = go.send(None);
+        }
+        for handle in handles {
+            let _ = handle.join();
+        }
+        return Err(LoadError::Connect(message));
+    }
+
+    let config = &shared.config;
+    let stop = cancel.child_token();
+    let schedule = Arc::new(Schedule::new(
+        config.pacing,
+        config.warmup,
+        config.duration,
+        config.total,
+        stop.clone(),
+    ));
+    let started_at = SystemTime::now() + config.warmup;
+    for go in go_senders {
+        let _ = go.send(Some(Arc::clone(&schedule)));
+    }
+
+    // Watch: report progress, end the measured window on time, collect finished threads.
+    let run_start = Instant::now();
+    let mut outcomes = Vec::with_capacity(threads);
+    let mut last_report = (run_start, 0u64);
+    while outcomes.len() < threads {
+        match done_rx.recv_timeout(PROGRESS_INTERVAL) {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if schedule.end().is_some_and(|end| now >= end) {
+            stop.cancel();
+        }
+        let (completed, errors) = totals(&shared.progress);
+        let interval = now.duration_since(last_report.0).as_secs_f64();
+        let current_rps = if interval > 0.0 {
+            completed.saturating_sub(last_report.1) as f64 / interval
+        } else {
+            0.0
+        };
+        last_report = (now, completed);
+        on_progress(&ProgressSnapshot {
+            measured: now.saturating_duration_since(schedule.measure_from()),
+            warming_up: now < schedule.measure_from(),
+            completed,
+            errors,
+            current_rps,
+            target,
+        });
+    }
+    for handle in handles {
+        let _ = handle.join();
+    }
+
+    let open_loop = matches!(config.pacing, Pacing::OpenLoop { .. });
+    let mut recorder = Recorder::new(open_loop);
+    let mut reconnects = 0;
+    let mut abandoned = 0;
+    let mut last_completion: Option<Instant> = None;
+    for outcome in outcomes.into_iter().flatten() {
+        recorder.merge(&outcome.recorder);
+        reconnects += outcome.reconnects;
+        abandoned += outcome.abandoned;
+        last_completion = last_completion.max(outcome.last_completion);
+    }
+    let end_reason = if cancel.is_cancelled() {
+        EndReason::Cancel
+    } else if config.total.is_some_and(|total| recorder.count() >= total) {
+        EndReason::Total
+    } else {
+        EndReason::Timeout
+    };
+    let measured_end = match (config.duration, end_reason) {
+        // A timed run's window is its duration, plus however long the last calls took to
+        // drain; a window cut short by Ctrl-C or -n ends with the last completion.
+        (Some(_), EndReason::Timeout) => last_completion
+            .max(schedule.end())
+            .unwrap_or_else(Instant::now),
+        _ => last_completion.unwrap_or_else(Instant::now),
+    };
+    Ok(LoadResult {
+        started_at,
+        elapsed: measured_end.saturating_duration_since(schedule.measure_from()),
+        end_reason,
+        recorder,
+        reconnects,
+        abandoned,
+    })
+}
+
+/// The request headers every call of the run sends.
+fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
+    let uri: Uri = format!("http://{}{}", config.authority, config.path)
+        .parse()
+        .map_err(|err| format!("invalid call path or authority: {err}"))?;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
+    headers.insert(
+        http::header::USER_AGENT,
+        HeaderValue::from_static(concat!("grpclab/", env!("CARGO_PKG_VERSION"))),
+    );
+    if let Some(timeout) = config.timeout {
+        let value = HeaderValue::from_str(&format_grpc_timeout(timeout))
+            .map_err(|err| format!("invalid timeout: {err}"))?;
+        headers.insert("grpc-timeout", value);
+    }
+    for (name, value) in &config.metadata {
+        headers.append(name.clone(), value.clone());
+    }
+    Ok(CallTemplate {
+        uri,
+        headers,
+        validator: config.validator.clone(),
+    })
+}
+
+/// How many streams each connection carries: `concurrency` spread evenly.
+fn streams_on(connection: usize, config: &LoadConfig) -> usize {
+    let base = config.concurrency / config.connections;
+    base + usize::from(connection < config.concurrency % config.connections)
+}
+
+/// One client thread: connect, wait for the start, run its streams, drain, hand back results.
+fn client_thread(
+    index: usize,
+    shared: &Arc<Shared>,
+    ready: mpsc::Sender<Result<(), String>>,
+    go: oneshot::Receiver<Option<Arc<Schedule>>>,
+) -> Option<ThreadOutcome> {
+    let config = &shared.config;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            let _ = ready.send(Err(format!("cannot start a client runtime: {err}")));
+            return None;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async move {
+        let template = match call_template(config) {
+            Ok(template) => Rc::new(template),
+            Err(message) => {
+                let _ = ready.send(Err(message));
+                return None;
+            }
+        };
+        // This thread's connections: every `threads`-th one, starting at `index`.
+        let mut connections = Vec::new();
+        for connection_index in (index..config.connections).step_by(config.threads) {
+            match connection::connect(config.target).await {
+                Ok((sender, driver)) => connections.push((connection_index, sender, driver)),
+                Err(message) => {
+                    let _ = ready.send(Err(message));
+                    return None;
+                }
+            }
+        }
+        let _ = ready.send(Ok(()));
+        let schedule = go.await.ok().flatten()?;
+
+        let thread = Rc::new(ThreadState {
+            schedule: Arc::clone(&schedule),
+            template,
+            requests: config.requests.clone(),
+            next_request: Cell::new(index),
+            recorder: RefCell::new(Recorder::new(matches!(
+                config.pacing,
+                Pacing::OpenLoop { .. }
+            ))),
+            in_flight: Cell::new(0),
+            last_completion: Cell::new(None),
+            progress_slot: index,
+            shared: Arc::clone(shared),
+        });
+        let drivers_stop = schedule.stop_token().child_token();
+        let reconnects = Rc::new(Cell::new(0u64));
+        let mut streams = Vec::new();
+        for (connection_index, sender, driver) in connections {
+            let (state_tx, state_rx) = watch::channel(ConnectionState {
+                generation: 0,
+                sender: Some(sender.clone()),
+                down_reason: String::new(),
+            });
+            tokio::task::spawn_local(connection::drive(
+                config.target,
+                driver,
+                state_tx,
+                drivers_stop.clone(),
+                Rc::clone(&reconnects),
+            ));
+            for _ in 0..streams_on(connection_index, config) {
+                streams.push(tokio::task::spawn_local(stream_loop(
+                    Rc::clone(&thread),
+                    StreamConnection {
+                        state: state_rx.clone(),
+                        sender: Some(sender.clone()),
+                        generation: 0,
+                    },
+                )));
+            }
+        }
+
+        // Wait for the streams; once the run stops, give in-flight calls the drain limit.
+        let all_streams = async {
+            for stream in streams {
+                let _ = stream.await;
+            }
+        };
+        let drain_deadline = async {
+            schedule.stop_token().cancelled().await;
+            tokio::time::sleep(drain_limit(config)).await;
+        };
+        let abandoned = tokio::select! {
+            _ = all_streams => 0,
+            _ = drain_deadline => thread.in_flight.get(),
+        };
+        drivers_stop.cancel();
+        let mut recorder = thread.recorder.borrow().clone();
+        if abandoned > 0 {
+            let since = Instant::now().saturating_duration_since(schedule.measure_from());
+            for _ in 0..abandoned {
+                recorder.record_error(
+                    Code::Canceled,
+                    "still in flight when the run ended (drain limit reached)",
+                    since,
+                );
+            }
+        }
+        Some(ThreadOutcome {
+            recorder,
+            reconnects: reconnects.get(),
+            abandoned,
+            last_completion: thread.last_completion.get(),
+        })
+    })
+}
+
+/// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
+struct ThreadState {
+    schedule: Arc<Schedule>,
+    template: Rc<CallTemplate>,
+    requests: Vec<Bytes>,
+    /// Round-robin position in `requests`.
+    next_request: Cell<usize>,
+    recorder: RefCell<Recorder>,
+    /// Measured calls sent and not yet completed.
+    in_flight: Cell<u64>,
+    last_completion: Cell<Option<Instant>>,
+    progress_slot: usize,
+    shared: Arc<Shared>,
+}
+
+impl ThreadState {
+    fn next_body(&self) -> Bytes {
+        let index = self.next_request.get();
+        self.next_request.set(index.wrapping_add(1));
+        // Cloning `Bytes` shares the encoded request: a reference count, no copy.
+        self.requests[index % self.requests.len()].clone()
+    }
+
+    fn record(
+        &self,
+        outcome: &Result<(), crate::call::CallFailure>,
+        latency: Duration,
+        service: Duration,
+        done: Instant,
+    ) {
+        let since = done.saturating_duration_since(self.schedule.measure_from());
+        let mut recorder = self.recorder.borrow_mut();
+        match outcome {
+            Ok(()) => recorder.record_ok(latency, service, since),
+            Err(failure) => recorder.record_error(failure.code, &failure.message, since),
+        }
+        self.last_completion.set(Some(done));
+        self.shared.progress[self.progress_slot].add(outcome.is_err());
+    }
+}
+
+/// A stream's view of its connection: its own sender handle, refreshed only after a failure.
+struct StreamConnection {
+    state: watch::Receiver<ConnectionState>,
+    sender: Option<SendRequest<Bytes>>,
+    generation: u64,
+}
+
+impl StreamConnection {
+    /// The live sender, or why there is none.
+    fn sender(&mut self) -> Result<&mut SendRequest<Bytes>, String> {
+        if self.sender.is_none() {
+            let state = self.state.borrow_and_update();
+            self.generation = state.generation;
+            match &state.sender {
+                Some(sender) => self.sender = Some(sender.clone()),
+                None => return Err(state.down_reason.clone()),
+            }
+        }
+        self.sender
+            .as_mut()
+            .ok_or_else(|| "no connection".to_owned())
+    }
+
+    /// After a connection-level failure: forget the sender and wait until the driver has
+    /// news (reconnected, or another attempt failed), so a dead connection is not hammered.
+    async fn wait_for_change(&mut self, stop: &CancellationToken) {
+        self.sender = None;
+        if self.state.borrow().generation != self.generation {
+            return;
+        }
+        tokio::select! {
+            _ = self.state.changed() => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+}
+
+/// One stream slot: take a ticket, (open loop: wait for its time), call, record, repeat.
+async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) {
+    let mut scratch = Vec::new();
+    let stop = thread.schedule.stop_token().clone();
+    let timeout = thread.shared.config.timeout;
+    loop {
+        let Ticket::Send { intended, measured } = thread.schedule.next_ticket() else {
+            return;
+        };
+        if let Some(intended) = intended {
+            // tokio's timer fires on the first millisecond tick at or after its deadline, so
+            // sleeping until `intended` would send a millisecond or more late and charge that lateness to
+            // the server. Wake early instead (see EARLY_WAKE); latency below then counts from the
+            // earlier of the intended and the actual send, so an early send is measured as
+            // its plain service time and never flatters the server.
+            let wake = intended.checked_sub(EARLY_WAKE).unwrap_or(intended);
+            if wake > Instant::now() {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(wake.into()) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
+        }
+        let sent = Instant::now();
+        let outcome = match connection.sender() {
+            Err(reason) => Err(crate::call::CallFailure {
+                code: Code::Unavailable,
+                message: reason,
+                connection_lost: true,
+            }),
+            Ok(sender) => {
+                if measured {
+                    thread.in_flight.set(thread.in_flight.get() + 1);
+                }
+                let call = unary_call(sender, &thread.template, thread.next_body(), &mut scratch);
+                let outcome = match timeout {
+                    None => call.await,
+                    Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                        Err(crate::call::CallFailure {
+                            code: Code::DeadlineExceeded,
+                            message: "deadline exceeded (client side)".to_owned(),
+                            connection_lost: false,
+                        })
+                    }),
+                };
+                if measured {
+                    thread.in_flight.set(thread.in_flight.get() - 1);
+                }
+                outcome
+            }
+        };
+        let done = Instant::now();
+        if measured {
+            let from = intended.map_or(sent, |intended| intended.min(sent));
+            let latency = done.saturating_duration_since(from);
+            thread.record(
+                &outcome,
+                latency,
+                done.saturating_duration_since(sent),
+                done,
+            );
+        }
+        if let Err(failure) = outcome {
+            if failure.connection_lost {
+                connection.wait_for_change(&stop).await;
+            }
+        }
+    }
+}

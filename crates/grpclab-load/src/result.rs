@@ -1,0 +1,142 @@
+//! The outcome of a load run, merged over all client threads. Measuring only: exporters in the
+//! `grpclab` crate turn it into text, JSON or CSV.
+
+use base64::Engine as _;
+use grpclab_core::Code;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use crate::recorder::{Recorder, SecondStats};
+
+/// Why the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndReason {
+    /// The measured duration (`-z`) passed.
+    Timeout,
+    /// The `-n` calls were made.
+    Total,
+    /// Ctrl-C (or the caller) stopped it early.
+    Cancel,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone)]
+pub struct LoadResult {
+    /// When the measured window began (after the warmup).
+    pub started_at: SystemTime,
+    /// From the start of the measured window to the last measured call's completion.
+    pub elapsed: Duration,
+    /// Why the run ended.
+    pub end_reason: EndReason,
+    /// The merged recordings.
+    pub recorder: Recorder,
+    /// Connections re-established after being lost.
+    pub reconnects: u64,
+    /// Calls still in flight when the drain limit ran out; counted as `Canceled` errors.
+    pub abandoned: u64,
+}
+
+impl LoadResult {
+    /// Calls in the measured window, successful or not (ghz's `count`).
+    pub fn count(&self) -> u64 {
+        self.recorder.count()
+    }
+
+    /// Calls that ended with status OK.
+    pub fn ok(&self) -> u64 {
+        self.recorder.status[Code::Ok as usize]
+    }
+
+    /// Calls that did not end with status OK.
+    pub fn errors(&self) -> u64 {
+        self.count() - self.ok()
+    }
+
+    /// Completed calls per second over the measured window (ghz's `rps`).
+    pub fn rps(&self) -> f64 {
+        let seconds = self.elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            self.count() as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// Latency of successful calls, in nanoseconds.
+    pub fn latency(&self) -> &Histogram<u64> {
+        &self.recorder.latency
+    }
+
+    /// Open loop: the uncorrected service time of successful calls, in nanoseconds.
+    pub fn service_time(&self) -> Option<&Histogram<u64>> {
+        self.recorder.service_time.as_ref()
+    }
+
+    /// Calls per final status, for the statuses that occurred.
+    pub fn status_counts(&self) -> BTreeMap<Code, u64> {
+        Code::ALL
+            .iter()
+            .zip(self.recorder.status.iter())
+            .filter(|(_, count)| **count > 0)
+            .map(|(code, count)| (*code, *count))
+            .collect()
+    }
+
+    /// Failed calls per message.
+    pub fn error_counts(&self) -> &BTreeMap<String, u64> {
+        &self.recorder.errors
+    }
+
+    /// The measured window, second by second.
+    pub fn per_second(&self) -> &[SecondStats] {
+        &self.recorder.per_second
+    }
+}
+
+/// Encodes a histogram in HdrHistogram's standard form: V2 with deflate, then base64 (as in
+/// HdrHistogram's interval logs), so any HdrHistogram implementation can read and merge it.
+pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    // Serializing into a Vec cannot fail for an in-bounds histogram.
+    match V2DeflateSerializer::new().serialize(histogram, &mut bytes) {
+        Ok(_) => base64::engine::general_purpose::STANDARD.encode(bytes),
+        Err(_) => String::new(),
+    }
+}
+
+/// Decodes a histogram written by [`encode_histogram`] (or any HdrHistogram V2 encoder).
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|err| format!("histogram is not base64: {err}"))?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|err| format!("histogram does not decode: {err:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::new_histogram;
+
+    #[test]
+    fn histograms_round_trip_and_merge_exactly() {
+        let mut a = new_histogram();
+        let mut b = new_histogram();
+        for v in [1_000u64, 25_000, 1_000_000] {
+            a.record(v).unwrap();
+        }
+        b.record(7_000_000).unwrap();
+        let mut merged = decode_histogram(&encode_histogram(&a)).unwrap();
+        merged
+            .add(decode_histogram(&encode_histogram(&b)).unwrap())
+            .unwrap();
+        assert_eq!(merged.len(), 4);
+        assert_eq!(merged.max(), b.max());
+        assert_eq!(merged.value_at_quantile(0.5), a.value_at_quantile(0.7));
+        assert!(decode_histogram("not base64!").is_err());
+    }
+}

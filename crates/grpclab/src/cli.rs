@@ -1,0 +1,169 @@
+//! The command line: clap definitions only. Turning these into typed, validated settings
+//! happens in each command's module, so that every error can name its flag.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// grpclab: a gRPC performance lab — load generator, built-in servers and benchmark harness.
+#[derive(Debug, Parser)]
+#[command(name = "grpclab", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Drive unary gRPC calls at a server and measure them (ghz's flags where they overlap).
+    Load(Box<LoadArgs>),
+    /// Run one of the built-in gRPC servers.
+    Serve(ServeArgs),
+}
+
+/// Output formats of `grpclab load`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// ghz-style text summary.
+    Summary,
+    /// Everything, in JSON with ghz's field names where they overlap.
+    Json,
+    /// The per-second series.
+    Csv,
+}
+
+/// `grpclab load [OPTIONS] HOST:PORT`
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The server, as HOST:PORT (plaintext HTTP/2).
+    #[arg(value_name = "HOST:PORT")]
+    pub target: String,
+
+    /// A built-in scenario (complex_proto, string_10B, string_100B, string_1kB, string_10kB,
+    /// large_complex) or a scenario folder (*.proto + payload). The default when --proto is not
+    /// given: complex_proto.
+    #[arg(long, value_name = "NAME|DIR", conflicts_with = "proto")]
+    pub scenario: Option<String>,
+
+    /// The .proto file that defines the call (compiled at run time; no protoc needed).
+    #[arg(long, value_name = "FILE")]
+    pub proto: Option<PathBuf>,
+
+    /// Folders to resolve the .proto's imports in (default: the .proto's own folder).
+    #[arg(
+        short = 'i',
+        long = "import-paths",
+        value_name = "DIR",
+        value_delimiter = ','
+    )]
+    pub import_paths: Vec<PathBuf>,
+
+    /// The method to call: package.Service.Method (or package.Service/Method).
+    #[arg(long, value_name = "CALL")]
+    pub call: Option<String>,
+
+    /// The request as JSON: an object, or an array of objects sent round-robin.
+    #[arg(short = 'd', long, value_name = "JSON", conflicts_with = "data_file")]
+    pub data: Option<String>,
+
+    /// A file holding the request as JSON (an object, or an array sent round-robin).
+    #[arg(short = 'D', long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+
+    /// Request metadata as a JSON object of strings, e.g. '{"authorization":"Bearer x"}'.
+    #[arg(short = 'm', long, value_name = "JSON")]
+    pub metadata: Option<String>,
+
+    /// Calls in flight at once (streams), spread evenly over the connections.
+    #[arg(short = 'c', long, default_value_t = 50, value_name = "N")]
+    pub concurrency: usize,
+
+    /// HTTP/2 connections.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub connections: usize,
+
+    /// Total request rate (open loop, latency measured from each call's scheduled time);
+    /// 0 means as fast as the streams go (closed loop).
+    #[arg(long, default_value_t = 0.0, value_name = "R")]
+    pub rps: f64,
+
+    /// How long to measure, e.g. 20s (warmup excluded). With -n too, whichever comes first.
+    #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+
+    /// How many calls to measure. Default 200 when -z is not given.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub total: Option<u64>,
+
+    /// Per-call deadline, sent as grpc-timeout; 0 for none.
+    #[arg(short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    pub timeout: std::time::Duration,
+
+    /// Use plaintext HTTP/2 (h2c). Accepted for ghz compatibility: grpclab speaks only h2c.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Output format.
+    #[arg(short = 'O', long, value_enum, default_value_t = OutputFormat::Summary)]
+    pub format: OutputFormat,
+
+    /// Write the output to this file instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Send calls for this long before measuring; they are not counted.
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    pub warmup: std::time::Duration,
+
+    /// Client threads (each owns its connections). Default: the CPUs this process may use.
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<usize>,
+
+    /// Decode every reply with the schema; a reply that does not decode, or has fields the
+    /// schema does not define, counts as an error.
+    #[arg(long)]
+    pub validate: bool,
+}
+
+/// `grpclab serve --impl NAME [--port P] [--threads N]`
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Which server: tonic-mt (multi-thread runtime) or tonic-st (current-thread runtime).
+    #[arg(long = "impl", value_name = "NAME", default_value = "tonic-mt")]
+    pub implementation: String,
+
+    /// Port to listen on (0 picks a free one; the address is printed once ready).
+    #[arg(long, default_value_t = 50051)]
+    pub port: u16,
+
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+
+    /// Worker threads. Default: GRPC_SERVER_CPUS, else 1.
+    #[arg(long, env = "GRPC_SERVER_CPUS", value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    grpclab_core::duration::parse_duration(text)
+}
+
+fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
+    if text.trim() == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    parse_duration(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

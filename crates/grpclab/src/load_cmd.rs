@@ -1,0 +1,281 @@
+//! `grpclab load`: turn flags into a [`LoadConfig`], run it with a progress bar, export.
+//!
+//! Two stages, as in ripgrep: [`prepare`] only validates and builds (every error names its flag
+//! or file), [`execute`] runs and writes. Results are always written, Ctrl-C included.
+
+use anyhow::Context as _;
+use grpclab_core::scenario::{encode_payload, validate_reply, Schema};
+use grpclab_core::Scenario;
+use grpclab_load::{CancellationToken, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget};
+use http::{HeaderName, HeaderValue};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cli::{LoadArgs, OutputFormat};
+use crate::export::{exporter_for, Report, RunOptions};
+use crate::InputError;
+
+/// The scenario used when neither --scenario nor --proto is given.
+pub const DEFAULT_SCENARIO: &str = "complex_proto";
+
+/// A validated load run, ready to execute.
+pub struct PreparedLoad {
+    /// The engine's configuration.
+    pub config: LoadConfig,
+    /// The settings as reported.
+    pub options: RunOptions,
+    /// Output format.
+    pub format: OutputFormat,
+    /// Output file, if not standard output.
+    pub output: Option<std::path::PathBuf>,
+}
+
+/// Validates the flags and builds the run. Every error is an [`InputError`].
+pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
+    let target = resolve(&args.target)?;
+    let (scenario, scenario_label) = load_scenario(args)?;
+    let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
+    config.authority = args.target.clone();
+    config.metadata = parse_metadata(args.metadata.as_deref())?;
+    config.concurrency = args.concurrency;
+    config.connections = args.connections;
+    config.pacing = if args.rps < 0.0 || !args.rps.is_finite() {
+        return Err(InputError(format!(
+            "--rps {} is not a rate; give requests per second, or 0 for a closed loop",
+            args.rps
+        )));
+    } else if args.rps == 0.0 {
+        Pacing::ClosedLoop
+    } else {
+        Pacing::OpenLoop { rate: args.rps }
+    };
+    config.duration = args.duration;
+    config.total = match (args.total, args.duration) {
+        (Some(total), _) => Some(total),
+        (None, Some(_)) => None,
+        (None, None) => Some(200),
+    };
+    config.warmup = args.warmup;
+    config.timeout = (!args.timeout.is_zero()).then_some(args.timeout);
+    config.threads = args
+        .cpus
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if args.validate {
+        let output = scenario.method().output();
+        config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
+    }
+    config
+        .validate()
+        .map_err(|err| InputError(err.to_string()))?;
+    let options = RunOptions {
+        host: args.target.clone(),
+        call: scenario.method().full_name().to_owned(),
+        scenario: scenario_label,
+        distinct_requests: config.requests.len(),
+        concurrency: config.concurrency,
+        connections: config.connections,
+        rps: args.rps,
+        duration: config.duration.map(|d| d.as_nanos() as u64),
+        total: config.total,
+        warmup: config.warmup.as_nanos() as u64,
+        timeout: config.timeout.map(|d| d.as_nanos() as u64),
+        cpus: config.threads,
+        validate: args.validate,
+    };
+    Ok(PreparedLoad {
+        config,
+        options,
+        format: args.format,
+        output: args.output.clone(),
+    })
+}
+
+/// Runs a prepared load with a progress bar (when stderr is a terminal) and writes the output.
+pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Result<Report> {
+    let progress = progress_bar();
+    let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
+        show_progress(&progress, snapshot)
+    });
+    progress.finish_and_clear();
+    let result = result.map_err(|err| InputError(err.to_string()))?;
+    let report = Report {
+        options: prepared.options,
+        result,
+    };
+    let bytes = exporter_for(prepared.format).render(&report)?;
+    write_output(prepared.output.as_deref(), &bytes)?;
+    Ok(report)
+}
+
+/// Writes to the file, or standard output. If the file cannot be written, the output still goes
+/// to standard output, so a finished run is never lost.
+fn write_output(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match path {
+        None => std::io::stdout()
+            .write_all(bytes)
+            .context("cannot write to standard output"),
+        Some(path) => {
+            if let Err(err) = std::fs::write(path, bytes) {
+                let _ = std::io::stdout().write_all(bytes);
+                anyhow::bail!(
+                    "cannot write {}: {err}; the results were printed to standard output instead",
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn resolve(target: &str) -> Result<SocketAddr, InputError> {
+    let hint = "give HOST:PORT, e.g. 127.0.0.1:50051";
+    if !target.contains(':') {
+        return Err(InputError(format!("'{target}' has no port; {hint}")));
+    }
+    target
+        .to_socket_addrs()
+        .map_err(|err| InputError(format!("cannot resolve '{target}': {err}; {hint}")))?
+        .next()
+        .ok_or_else(|| InputError(format!("'{target}' resolves to no address; {hint}")))
+}
+
+fn load_scenario(args: &LoadArgs) -> Result<(Scenario, String), InputError> {
+    let payload = match (&args.data, &args.data_file) {
+        (Some(json), _) => Some(json.clone()),
+        (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|err| {
+            InputError(format!(
+                "-D/--data-file: cannot read {}: {err}",
+                path.display()
+            ))
+        })?),
+        (None, None) => None,
+    };
+    let input_error = |err: grpclab_core::ScenarioError| InputError(err.to_string());
+    if let Some(proto) = &args.proto {
+        let schema = Schema::compile(std::slice::from_ref(proto), &args.import_paths)
+            .map_err(input_error)?;
+        let method = schema.method(args.call.as_deref()).map_err(input_error)?;
+        let payload = payload.unwrap_or_else(|| "{}".to_owned());
+        let label = proto.display().to_string();
+        // Validate the payload against the input type first, for a clear message.
+        encode_payload(&method.input(), &payload).map_err(input_error)?;
+        let scenario = Scenario::from_method(&label, method, &payload).map_err(input_error)?;
+        return Ok((scenario, label));
+    }
+    let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
+    let scenario = Scenario::load(name, args.call.as_deref()).map_err(input_error)?;
+    let scenario = match payload {
+        Some(payload) => scenario.with_payload(&payload).map_err(input_error)?,
+        None => scenario,
+    };
+    Ok((scenario, name.to_owned()))
+}
+
+/// Headers a user may not set: HTTP/2 pseudo-headers and the ones gRPC's framing depends on.
+const RESERVED_HEADERS: [&str; 4] = ["content-type", "te", "grpc-timeout", "grpc-encoding"];
+
+fn parse_metadata(json: Option<&str>) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
+    let Some(json) = json else {
+        return Ok(Vec::new());
+    };
+    let hint = r#"give a JSON object of strings, e.g. '{"authorization":"Bearer x"}'"#;
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).map_err(|err| {
+            InputError(format!(
+                "-m/--metadata is not a JSON object ({err}); {hint}"
+            ))
+        })?;
+    object
+        .into_iter()
+        .map(|(key, value)| {
+            let serde_json::Value::String(value) = value else {
+                return Err(InputError(format!(
+                    "-m/--metadata: the value of '{key}' is not a string; {hint}"
+                )));
+            };
+            let lower = key.to_ascii_lowercase();
+            if lower.starts_with(':') || RESERVED_HEADERS.contains(&lower.as_str()) {
+                return Err(InputError(format!(
+                    "-m/--metadata: '{key}' is set by grpclab itself and cannot be overridden"
+                )));
+            }
+            let name = HeaderName::from_bytes(lower.as_bytes()).map_err(|_| {
+                InputError(format!("-m/--metadata: '{key}' is not a valid header name"))
+            })?;
+            let value = HeaderValue::from_str(&value).map_err(|_| {
+                InputError(format!(
+                    "-m/--metadata: the value of '{key}' has characters a header cannot carry"
+                ))
+            })?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+fn progress_bar() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+fn show_progress(bar: &ProgressBar, snapshot: &ProgressSnapshot) {
+    if bar.is_hidden() {
+        return;
+    }
+    let fraction = match snapshot.target {
+        ProgressTarget::Duration(duration) => {
+            snapshot.measured.as_secs_f64() / duration.as_secs_f64().max(1e-9)
+        }
+        ProgressTarget::Total(total) => snapshot.completed as f64 / total.max(1) as f64,
+    };
+    bar.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
+    let phase = if snapshot.warming_up {
+        "warming up · "
+    } else {
+        ""
+    };
+    bar.set_message(format!(
+        "{phase}{} calls · {:.0} req/s · {} errors",
+        snapshot.completed, snapshot.current_rps, snapshot.errors
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_must_be_an_object_of_valid_strings() {
+        assert_eq!(parse_metadata(Some(r#"{"a":"b"}"#)).unwrap().len(), 1);
+        assert!(parse_metadata(Some("[]"))
+            .unwrap_err()
+            .0
+            .contains("JSON object"));
+        assert!(parse_metadata(Some(r#"{"a":1}"#))
+            .unwrap_err()
+            .0
+            .contains("not a string"));
+        assert!(parse_metadata(Some(r#"{"te":"x"}"#))
+            .unwrap_err()
+            .0
+            .contains("cannot be overridden"));
+        assert!(parse_metadata(Some(r#"{"a b":"x"}"#))
+            .unwrap_err()
+            .0
+            .contains("valid header name"));
+    }
+
+    #[test]
+    fn targets_need_a_port() {
+        assert!(resolve("localhost").unwrap_err().0.contains("no port"));
+        assert_eq!(resolve("127.0.0.1:9").unwrap().port(), 9);
+    }
+}

@@ -14,7 +14,8 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// First pause before reconnecting; doubles per failed attempt up to [`MAX_BACKOFF`].
+/// Pause after the first failed reconnection attempt; doubles per failed attempt up to
+/// [`MAX_BACKOFF`].
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -66,7 +67,9 @@ pub(crate) async fn drive(
     reconnects: std::rc::Rc<std::cell::Cell<u64>>,
 ) {
     let mut connection = Some(first);
-    let mut backoff = INITIAL_BACKOFF;
+    // The pause before the next attempt: none right after losing a connection (a server that
+    // sent GOAWAY for a restart is usually back at once), then exponential while attempts fail.
+    let mut backoff = Duration::ZERO;
     loop {
         if let Some(mut live) = connection.take() {
             let outcome = tokio::select! {
@@ -84,11 +87,15 @@ pub(crate) async fn drive(
                 Err(err) => describe_connection_error(&err),
             };
             publish_down(&state, reason);
-            backoff = INITIAL_BACKOFF;
+            backoff = Duration::ZERO;
         }
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = stop.cancelled() => return,
+        if !backoff.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.cancelled() => return,
+            }
+        } else if stop.is_cancelled() {
+            return;
         }
         match connect(target).await {
             Ok((sender, live)) => {
@@ -102,7 +109,7 @@ pub(crate) async fn drive(
             }
             Err(reason) => {
                 publish_down(&state, reason);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
             }
         }
     }

@@ -1,0 +1,243 @@
+//! The load engine against real servers on loopback sockets.
+
+mod common;
+
+use common::{any_port, scripted_server, scripted_server_with_goaway, tonic_server, Reply};
+use grpclab_core::scenario::validate_reply;
+use grpclab_core::{Code, Scenario};
+use grpclab_load::{run, CancellationToken, EndReason, LoadConfig, Pacing};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn config_for(addr: std::net::SocketAddr, scenario: &Scenario) -> LoadConfig {
+    LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec())
+}
+
+fn complex() -> Scenario {
+    Scenario::builtin("complex_proto").unwrap()
+}
+
+#[test]
+fn total_is_counted_exactly_over_several_threads_and_connections() {
+    let server = tonic_server(any_port());
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(1000);
+    config.concurrency = 20;
+    config.connections = 3;
+    config.threads = 2;
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.count(), 1000);
+    assert_eq!(result.ok(), 1000);
+    assert_eq!(result.latency().len(), 1000);
+    assert_eq!(result.end_reason, EndReason::Total);
+    assert_eq!(
+        result.per_second().iter().map(|s| s.count).sum::<u64>(),
+        1000
+    );
+}
+
+#[test]
+fn failing_calls_show_in_the_status_distribution() {
+    let server = scripted_server(
+        any_port(),
+        Arc::new(|message: &[u8]| {
+            if message.windows(4).any(|w| w == b"fail") {
+                Reply::Status(13, "boom%21")
+            } else {
+                Reply::Echo
+            }
+        }),
+    );
+    let scenario = complex()
+        .with_payload(r#"[{"request":{"name":"fine"}},{"request":{"name":"fail"}}]"#)
+        .unwrap();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(100);
+    config.concurrency = 1;
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    let statuses = result.status_counts();
+    assert_eq!(statuses.get(&Code::Ok), Some(&50));
+    assert_eq!(statuses.get(&Code::Internal), Some(&50));
+    assert_eq!(result.error_counts().get("Internal: boom!"), Some(&50));
+    // Only successful calls are in the latency histogram.
+    assert_eq!(result.latency().len(), 50);
+}
+
+#[test]
+fn timeouts_are_sent_and_enforced() {
+    let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Hang));
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(6);
+    config.concurrency = 3;
+    config.timeout = Some(Duration::from_millis(100));
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(
+        result.status_counts().get(&Code::DeadlineExceeded),
+        Some(&6)
+    );
+    assert_eq!(
+        server.last_timeout.lock().unwrap().as_deref(),
+        Some("100000u")
+    );
+}
+
+#[test]
+fn validate_catches_a_wrong_reply() {
+    // Field 15 (varint 1): HelloReply has no such field.
+    let server = scripted_server(
+        any_port(),
+        Arc::new(|_: &[u8]| Reply::Message(vec![0x78, 0x01])),
+    );
+    let scenario = complex();
+    let output = scenario.method().output();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(20);
+    let unvalidated = run(config.clone(), &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(unvalidated.ok(), 20, "without --validate the reply passes");
+    config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
+    let validated = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(validated.status_counts().get(&Code::Internal), Some(&20));
+    let message = validated.error_counts().keys().next().unwrap();
+    assert!(message.contains("field number 15"), "{message}");
+}
+
+#[test]
+fn validate_accepts_a_correct_echo() {
+    let server = tonic_server(any_port());
+    let scenario = complex();
+    let output = scenario.method().output();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(50);
+    config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.ok(), 50);
+}
+
+#[test]
+fn a_server_killed_mid_run_counts_unavailable_and_the_run_recovers() {
+    let mut server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
+    let addr = server.addr;
+    let scenario = complex();
+    let mut config = config_for(addr, &scenario);
+    config.total = Some(3000);
+    config.concurrency = 10;
+    config.connections = 2;
+    let killer = std::thread::spawn(move || {
+        server.wait_for_served(500);
+        server.kill();
+        std::thread::sleep(Duration::from_millis(300));
+        // A new server on the same port: the client must reconnect and finish.
+        let revived = scripted_server(addr, Arc::new(|_: &[u8]| Reply::Echo));
+        revived.wait_for_served(100);
+        revived
+    });
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    let _revived = killer.join().unwrap();
+    let statuses = result.status_counts();
+    assert_eq!(result.count(), 3000);
+    assert!(
+        statuses.get(&Code::Unavailable).copied().unwrap_or(0) >= 1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.get(&Code::Ok).copied().unwrap_or(0) >= 600,
+        "{statuses:?}"
+    );
+    assert!(result.reconnects >= 1);
+}
+
+#[test]
+fn cancelling_stops_the_run_and_keeps_what_was_measured() {
+    let server = tonic_server(any_port());
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = None;
+    config.duration = Some(Duration::from_secs(600));
+    let cancel = CancellationToken::new();
+    let mut seen = 0;
+    let result = run(config, &cancel, &mut |progress| {
+        seen = progress.completed;
+        if progress.completed >= 200 {
+            cancel.cancel();
+        }
+    })
+    .unwrap();
+    assert_eq!(result.end_reason, EndReason::Cancel);
+    assert!(result.count() >= seen && seen >= 200);
+    assert_eq!(result.errors(), 0);
+}
+
+#[test]
+fn open_loop_records_service_time_beside_corrected_latency() {
+    let server = tonic_server(any_port());
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.pacing = Pacing::OpenLoop { rate: 2000.0 };
+    config.total = Some(300);
+    config.concurrency = 10;
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.ok(), 300);
+    let service = result.service_time().expect("open loop keeps service time");
+    assert_eq!(service.len(), 300);
+    // Latency counts from the earlier of intended and actual send: never below service time.
+    assert!(result.latency().max() >= service.max());
+}
+
+#[test]
+fn warmup_calls_are_sent_but_not_counted() {
+    let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(100);
+    config.concurrency = 4;
+    config.warmup = Duration::from_millis(200);
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.count(), 100);
+    assert!(server.served.load(std::sync::atomic::Ordering::Relaxed) > 100);
+}
+
+#[test]
+fn an_unreachable_target_is_an_error_before_anything_runs() {
+    // Bind then drop a listener: its port is very likely closed now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let scenario = complex();
+    let config = config_for(port, &scenario);
+    let err = run(config, &CancellationToken::new(), &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+}
+
+#[test]
+fn invalid_configurations_are_refused() {
+    let scenario = complex();
+    let mut config = config_for(any_port(), &scenario);
+    config.connections = 60;
+    config.concurrency = 50;
+    let err = run(config, &CancellationToken::new(), &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("--connections"), "{err}");
+}
+
+#[test]
+fn goaway_mid_run_reconnects_and_finishes() {
+    let server =
+        scripted_server_with_goaway(any_port(), Arc::new(|_: &[u8]| Reply::Echo), Some(100));
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(1000);
+    config.concurrency = 4;
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.count(), 1000);
+    // Every connection goes away after 100 streams: at least 9 reconnections for 1000 calls.
+    assert!(result.reconnects >= 9, "reconnects: {}", result.reconnects);
+    let failed = result.errors();
+    let unavailable = result
+        .status_counts()
+        .get(&Code::Unavailable)
+        .copied()
+        .unwrap_or(0);
+    assert_eq!(failed, unavailable, "{:?}", result.error_counts());
+}

@@ -20,6 +20,8 @@ pub enum Command {
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
     Serve(ServeArgs),
+    /// Write a scenario's request as a framed gRPC message, for other clients (e.g. h2load -d).
+    Encode(EncodeArgs),
 }
 
 /// Output formats of `grpclab load`.
@@ -40,36 +42,9 @@ pub struct LoadArgs {
     #[arg(value_name = "HOST:PORT")]
     pub target: String,
 
-    /// A built-in scenario (complex_proto, string_10B, string_100B, string_1kB, string_10kB,
-    /// large_complex) or a scenario folder (*.proto + payload). The default when --proto is not
-    /// given: complex_proto.
-    #[arg(long, value_name = "NAME|DIR", conflicts_with = "proto")]
-    pub scenario: Option<String>,
-
-    /// The .proto file that defines the call (compiled at run time; no protoc needed).
-    #[arg(long, value_name = "FILE")]
-    pub proto: Option<PathBuf>,
-
-    /// Folders to resolve the .proto's imports in (default: the .proto's own folder).
-    #[arg(
-        short = 'i',
-        long = "import-paths",
-        value_name = "DIR",
-        value_delimiter = ','
-    )]
-    pub import_paths: Vec<PathBuf>,
-
-    /// The method to call: package.Service.Method (or package.Service/Method).
-    #[arg(long, value_name = "CALL")]
-    pub call: Option<String>,
-
-    /// The request as JSON: an object, or an array of objects sent round-robin.
-    #[arg(short = 'd', long, value_name = "JSON", conflicts_with = "data_file")]
-    pub data: Option<String>,
-
-    /// A file holding the request as JSON (an object, or an array sent round-robin).
-    #[arg(short = 'D', long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
+    /// What to call, and with what.
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
 
     /// Request metadata as a JSON object of strings, e.g. '{"authorization":"Bearer x"}'.
     #[arg(short = 'm', long, value_name = "JSON")]
@@ -124,6 +99,58 @@ pub struct LoadArgs {
     /// schema does not define, counts as an error.
     #[arg(long)]
     pub validate: bool,
+}
+
+/// Where the call and its requests come from: a scenario, or a .proto with a payload.
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    /// A built-in scenario (complex_proto, string_10B, string_100B, string_1kB, string_10kB,
+    /// large_complex) or a scenario folder (*.proto + payload). The default when --proto is not
+    /// given: complex_proto.
+    #[arg(long, value_name = "NAME|DIR", conflicts_with = "proto")]
+    pub scenario: Option<String>,
+
+    /// The .proto file that defines the call (compiled at run time; no protoc needed).
+    #[arg(long, value_name = "FILE")]
+    pub proto: Option<PathBuf>,
+
+    /// Folders to resolve the .proto's imports in (default: the .proto's own folder).
+    #[arg(
+        short = 'i',
+        long = "import-paths",
+        value_name = "DIR",
+        value_delimiter = ','
+    )]
+    pub import_paths: Vec<PathBuf>,
+
+    /// The method to call: package.Service.Method (or package.Service/Method).
+    #[arg(long, value_name = "CALL")]
+    pub call: Option<String>,
+
+    /// The request as JSON: an object, or an array of objects sent round-robin.
+    #[arg(short = 'd', long, value_name = "JSON", conflicts_with = "data_file")]
+    pub data: Option<String>,
+
+    /// A file holding the request as JSON (an object, or an array sent round-robin).
+    #[arg(short = 'D', long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+
+}
+
+/// `grpclab encode [--scenario NAME | --proto FILE ...] -o FILE`
+#[derive(Debug, Args)]
+pub struct EncodeArgs {
+    /// What to encode.
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    /// The file to write the framed request to (gRPC's 5-byte prefix included).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// With a payload array, which request to write (counting from 0).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub index: usize,
 }
 
 /// `grpclab serve --impl NAME [--port P] [--threads N]`

@@ -2,11 +2,13 @@
 //!
 //! - [`cli`]: clap definitions.
 //! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
+//! - [`encode_cmd`]: `grpclab encode` (a scenario's request as framed bytes, for h2load).
 //! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
 //! - [`export`]: one exporter per output format behind the [`export::Exporter`] trait.
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod encode_cmd;
 pub mod export;
 pub mod load_cmd;
 pub mod serve_cmd;

@@ -14,7 +14,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cli::{LoadArgs, OutputFormat};
+use crate::cli::{LoadArgs, OutputFormat, ScenarioArgs};
 use crate::export::{exporter_for, Report, RunOptions};
 use crate::InputError;
 
@@ -36,7 +36,7 @@ pub struct PreparedLoad {
 /// Validates the flags and builds the run. Every error is an [`InputError`].
 pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     let target = resolve(&args.target)?;
-    let (scenario, scenario_label) = load_scenario(args)?;
+    let (scenario, scenario_label) = load_scenario(&args.scenario)?;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
     config.authority = args.target.clone();
     config.metadata = parse_metadata(args.metadata.as_deref())?;
@@ -142,7 +142,8 @@ fn resolve(target: &str) -> Result<SocketAddr, InputError> {
         .ok_or_else(|| InputError(format!("'{target}' resolves to no address; {hint}")))
 }
 
-fn load_scenario(args: &LoadArgs) -> Result<(Scenario, String), InputError> {
+/// Resolves the scenario flags into a scenario and a label for reports.
+pub fn load_scenario(args: &ScenarioArgs) -> Result<(Scenario, String), InputError> {
     let payload = match (&args.data, &args.data_file) {
         (Some(json), _) => Some(json.clone()),
         (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|err| {

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use grpclab::cli::{Cli, Command};
-use grpclab::{load_cmd, serve_cmd, InputError, EXIT_FAILURE, EXIT_INPUT};
+use grpclab::{encode_cmd, load_cmd, serve_cmd, InputError, EXIT_FAILURE, EXIT_INPUT};
 use grpclab_load::CancellationToken;
 use std::process::ExitCode;
 
@@ -29,6 +29,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             load_cmd::execute(prepared, &cancel)?;
+            Ok(())
+        }
+        Command::Encode(args) => {
+            let written = encode_cmd::execute(&args)?;
+            eprintln!("wrote {written} bytes to {}", args.output.display());
             Ok(())
         }
         Command::Serve(args) => {

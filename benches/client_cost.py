@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Client cost: `grpclab load` versus h2load against the same server, side by side.
+
+The server (`grpclab serve --impl tonic-mt --threads 1`) is pinned to CPU 0, each client in
+turn to CPU 1. Both clients drive complex_proto over 50 connections x 1000 concurrent streams
+for DURATION seconds after a WARMUP; h2load sends the very bytes grpclab sends (written by
+`grpclab encode`) with content-type: application/grpc and te: trailers.
+
+Client CPU is utime+stime of the client process over the measured window: read from
+/proc/PID/stat when the warmup ends, and from wait4()'s rusage when the client exits.
+Requests are the client's own count for the measured window. Peak memory is ru_maxrss.
+Rounds alternate the two clients so drift hits both; the table shows per-round figures and
+the medians, and the ratio grpclab / h2load of the medians.
+
+Usage: benches/client_cost.py [--rounds 3] [--duration 20] [--warmup 5]
+Needs: h2load (Debian package nghttp2-client), taskset; builds grpclab in release mode.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "grpclab")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """utime+stime of a live process, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def run_client(argv, warmup):
+    """Runs a client; returns (stdout, cpu seconds after the warmup, peak RSS in KiB)."""
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+    time.sleep(warmup)
+    try:
+        at_warmup_end = cpu_seconds(proc.pid)
+    except FileNotFoundError:
+        at_warmup_end = 0.0
+    _, status, rusage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace")
+    out.seek(0)
+    stdout = out.read().decode(errors="replace")
+    if proc.returncode != 0:
+        sys.exit(f"client failed ({proc.returncode}): {' '.join(argv)}\n{stderr}{stdout}")
+    total_cpu = rusage.ru_utime + rusage.ru_stime
+    return stdout, total_cpu - at_warmup_end, rusage.ru_maxrss
+
+
+def start_server():
+    server = subprocess.Popen(
+        ["taskset", "-c", "0", BIN, "serve", "--impl", "tonic-mt", "--threads", "1", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in server.stderr:
+        if "listening on " in line:
+            return server, line.split("listening on ")[1].strip()
+    sys.exit("the server did not start")
+
+
+def grpclab_round(target, args):
+    argv = ["taskset", "-c", "1", BIN, "load", target, "-c", "1000", "--connections", "50",
+            "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json"]
+    stdout, cpu, rss = run_client(argv, args.warmup)
+    report = json.loads(stdout)
+    errors = report["count"] - report["statusCodeDistribution"].get("OK", 0)
+    return {"requests": report["count"], "errors": errors, "rps": report["rps"], "cpu": cpu, "rss_kib": rss}
+
+
+def h2load_round(target, args, request_file):
+    argv = ["taskset", "-c", "1", "h2load", "-t", "1", "-c", "50", "-m", "20",
+            "-D", str(args.duration), f"--warm-up-time={args.warmup}", "-d", request_file,
+            "-H", "content-type: application/grpc", "-H", "te: trailers",
+            f"http://{target}/helloworld.Greeter/SayHello"]
+    stdout, cpu, rss = run_client(argv, args.warmup)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", stdout)
+    rps = re.search(r"finished in [^,]+, ([\d.]+) req/s", stdout)
+    if not done or not rps:
+        sys.exit(f"cannot read h2load's output:\n{stdout}")
+    requests, succeeded = int(done.group(1)), int(done.group(2))
+    return {"requests": requests, "errors": requests - succeeded, "rps": float(rps.group(1)),
+            "cpu": cpu, "rss_kib": rss}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+    if not shutil.which("h2load"):
+        sys.exit("h2load not found: apt-get install nghttp2-client")
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    request_file = os.path.join(tempfile.mkdtemp(), "complex_proto.bin")
+    subprocess.run([BIN, "encode", "--scenario", "complex_proto", "-o", request_file],
+                   check=True, capture_output=True)
+    server, target = start_server()
+    rows = {"grpclab": [], "h2load": []}
+    try:
+        for round_no in range(1, args.rounds + 1):
+            for name in ("grpclab", "h2load"):
+                server_cpu_before = cpu_seconds(server.pid)
+                if name == "grpclab":
+                    row = grpclab_round(target, args)
+                else:
+                    row = h2load_round(target, args, request_file)
+                row["server_cpu"] = cpu_seconds(server.pid) - server_cpu_before
+                row["round"] = round_no
+                rows[name].append(row)
+                us = row["cpu"] * 1e6 / max(row["requests"], 1)
+                print(f"round {round_no} {name:8} {row['rps']:>10.0f} req/s  {us:6.2f} µs/req client CPU"
+                      f"  {row['rss_kib'] / 1024:6.1f} MiB peak  errors {row['errors']}", flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+
+    def med(name, key):
+        return statistics.median(r[key] for r in rows[name])
+
+    def us_per_req(name):
+        return statistics.median(r["cpu"] * 1e6 / max(r["requests"], 1) for r in rows[name])
+
+    print()
+    print(f"client cost, complex_proto, 50 connections x 1000 streams, {args.duration}s after "
+          f"{args.warmup}s warmup, server tonic-mt on CPU 0, client on CPU 1, medians of {args.rounds} rounds")
+    print()
+    print("| client | req/s | client CPU µs/req | peak RSS MiB | errors |")
+    print("|---|---:|---:|---:|---:|")
+    for name in ("grpclab", "h2load"):
+        print(f"| {name} | {med(name, 'rps'):.0f} | {us_per_req(name):.2f} | "
+              f"{med(name, 'rss_kib') / 1024:.1f} | {med(name, 'errors'):.0f} |")
+    print()
+    print(f"ratio grpclab / h2load, client CPU µs per request: {us_per_req('grpclab') / us_per_req('h2load'):.2f} "
+          f"(bar: at most 1.5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+//! `grpclab encode`: write a scenario's request as one framed gRPC message, so other clients
+//! (h2load's `-d`, curl) can send exactly the bytes grpclab sends.
+
+use crate::cli::EncodeArgs;
+use crate::load_cmd::load_scenario;
+use crate::InputError;
+
+/// Encodes and writes the request; returns how many bytes were written.
+pub fn execute(args: &EncodeArgs) -> Result<usize, InputError> {
+    let (scenario, _) = load_scenario(&args.scenario)?;
+    let requests = scenario.requests();
+    let request = requests.get(args.index).ok_or_else(|| {
+        InputError(format!(
+            "--index {} is out of range: the payload holds {} request(s)",
+            args.index,
+            requests.len()
+        ))
+    })?;
+    std::fs::write(&args.output, request).map_err(|err| {
+        InputError(format!("-o/--output: cannot write {}: {err}", args.output.display()))
+    })?;
+    Ok(request.len())
+}

@@ -1,0 +1,253 @@
+//! The `grpclab` binary end to end: real processes, real loopback sockets.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+fn grpclab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_grpclab"))
+}
+
+/// A `grpclab serve` child process, stopped with SIGTERM when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(implementation: &str) -> Server {
+        let mut child = grpclab()
+            .args(["serve", "--impl", implementation, "--port", "0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn grpclab serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("serve printed no 'listening on' line")
+                .expect("read stderr");
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                break addr.trim().parse().expect("address");
+            }
+        };
+        Server { child, addr }
+    }
+
+    fn target(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), "TERM");
+        self.child.wait().expect("wait for server")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+}
+
+fn run(args: &[&str]) -> Output {
+    grpclab().args(args).output().expect("run grpclab")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is not JSON ({err}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(output)
+        )
+    })
+}
+
+#[test]
+fn json_output_keeps_ghz_fields_and_histograms_merge() {
+    let server = Server::start("tonic-mt");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("second.json");
+    let first = run(&["load", &server.target(), "-n", "300", "-c", "10", "-O", "json"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = run(&[
+        "load", &server.target(), "-n", "200", "-c", "5", "-O", "json", "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(second.stdout.is_empty(), "-o writes to the file, not stdout");
+
+    let first = json(&first);
+    let second: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(first["count"], 300);
+    assert_eq!(first["statusCodeDistribution"]["OK"], 300);
+    assert_eq!(first["endReason"], "total");
+    for field in ["total", "average", "fastest", "slowest"] {
+        assert!(first[field].as_u64().unwrap() > 0, "{field} is a positive integer (ns)");
+    }
+    assert!(first["rps"].as_f64().unwrap() > 0.0);
+    let distribution = first["latencyDistribution"].as_array().unwrap();
+    assert_eq!(distribution.len(), 9);
+    assert_eq!(distribution[2]["percentage"], 50.0);
+
+    let decode = |report: &serde_json::Value| {
+        grpclab_load::decode_histogram(report["hdrHistogram"]["latency"].as_str().unwrap())
+            .unwrap()
+    };
+    let mut merged = decode(&first);
+    merged.add(decode(&second)).unwrap();
+    assert_eq!(merged.len(), 500);
+    assert_eq!(
+        merged.max(),
+        first["slowest"].as_u64().unwrap().max(second["slowest"].as_u64().unwrap())
+    );
+}
+
+#[test]
+fn summary_and_csv_outputs() {
+    let server = Server::start("tonic-st");
+    let summary = run(&["load", &server.target(), "-n", "150", "--scenario", "string_1kB"]);
+    assert!(summary.status.success(), "{}", stderr(&summary));
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(text.contains("Count:\t150"), "{text}");
+    assert!(text.contains("[OK]\t150 responses"), "{text}");
+    assert!(text.contains("99.9 % in"), "{text}");
+
+    let csv = run(&["load", &server.target(), "-n", "120", "-O", "csv"]);
+    assert!(csv.status.success(), "{}", stderr(&csv));
+    let text = String::from_utf8_lossy(&csv.stdout);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("second,count,errors,average_ns,slowest_ns"));
+    let total: u64 = lines
+        .map(|line| line.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 120);
+}
+
+#[test]
+fn round_robin_data_file_and_metadata_are_sent() {
+    let server = Server::start("tonic-mt");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("requests.json");
+    std::fs::write(
+        &data,
+        r#"[{"request":{"name":"one"}},{"request":{"name":"two","pets":[{"name":"x","color":"RED"}]}}]"#,
+    )
+    .unwrap();
+    let output = run(&[
+        "load", &server.target(), "-n", "100", "-D", data.to_str().unwrap(), "-m",
+        r#"{"x-run":"test"}"#, "--validate", "-O", "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["statusCodeDistribution"]["OK"], 100);
+    assert_eq!(report["options"]["distinctRequests"], 2);
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_still_prints_results() {
+    let server = Server::start("tonic-mt");
+    let child = grpclab()
+        .args(["load", &server.target(), "-z", "10m", "-c", "4", "-O", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give the run time to install its signal handler and make some calls.
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(child.id(), "INT");
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["endReason"], "cancel");
+    assert!(report["count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn serve_drains_and_exits_zero_on_sigterm() {
+    let mut server = Server::start("tonic-mt");
+    let output = run(&["load", &server.target(), "-n", "50"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let status = server.terminate();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Runs grpclab expecting exit code 2 and a message containing every `needle`.
+fn assert_input_error(args: &[&str], needles: &[&str]) {
+    let output = run(args);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
+    for needle in needles {
+        assert!(text.contains(needle), "{args:?}: expected '{needle}' in: {text}");
+    }
+    assert!(text.starts_with("error"), "{args:?}: {text}");
+}
+
+#[test]
+fn bad_inputs_get_one_clear_error_and_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_proto = dir.path().join("bad.proto");
+    std::fs::write(&bad_proto, "syntax = \"proto3\";\nmessage M {\n  string a = 1\n}\n").unwrap();
+    let bad_proto = bad_proto.to_str().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let t = "127.0.0.1:1";
+
+    assert_input_error(&["load", t, "-z", "fast"], &["fast", "not a duration"]);
+    assert_input_error(&["load", t, "-z", "20"], &["no unit"]);
+    assert_input_error(&["load", t, "--proto", bad_proto], &["bad.proto:4:1"]);
+    assert_input_error(
+        &["load", t, "--call", "helloworld.Greeter.SayBye"],
+        &["unknown call", "helloworld.Greeter.SayHello"],
+    );
+    assert_input_error(
+        &["load", t, "-d", r#"{"request":{"nmae":"x"}}"#],
+        &["helloworld.HelloRequest", "nmae"],
+    );
+    assert_input_error(&["load", t, "-d", "not json"], &["invalid JSON"]);
+    assert_input_error(&["load", t, "--scenario", "nope"], &["unknown scenario", "complex_proto"]);
+    assert_input_error(&["load", t, "-D", "/no/such/file.json"], &["--data-file", "/no/such/file.json"]);
+    assert_input_error(&["load", t, "-m", "[1]"], &["--metadata", "JSON object"]);
+    assert_input_error(&["load", t, "-c", "2", "--connections", "5"], &["--connections", "-c"]);
+    assert_input_error(&["load", t, "--rps=-5"], &["--rps"]);
+    assert_input_error(&["load", "localhost"], &["no port", "HOST:PORT"]);
+    assert_input_error(&["load", &closed, "-n", "5"], &["cannot connect", "is the server running"]);
+    assert_input_error(&["serve", "--impl", "nginx"], &["unknown server", "tonic-mt"]);
+    assert_input_error(&["load", t, "--frobnicate"], &["--frobnicate"]);
+}
+
+#[test]
+fn encode_writes_the_framed_request_for_other_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("request.bin");
+    let output = run(&["encode", "--scenario", "complex_proto", "-o", file.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(bytes.len(), 83);
+    assert_eq!(bytes[..5], [0, 0, 0, 0, 78]);
+    assert_input_error(
+        &["encode", "--index", "3", "-o", file.to_str().unwrap()],
+        &["--index 3", "1 request"],
+    );
+}

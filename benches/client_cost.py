@@ -99,6 +99,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rss-durations", default="2,8,32",
+                        help="grpclab runs (seconds, no warmup) whose peak RSS shows memory does "
+                             "not grow with the number of requests; empty to skip")
     args = parser.parse_args()
     if not shutil.which("h2load"):
         sys.exit("h2load not found: apt-get install nghttp2-client")
@@ -108,7 +111,13 @@ def main():
                    check=True, capture_output=True)
     server, target = start_server()
     rows = {"grpclab": [], "h2load": []}
+    growth = []
     try:
+        for seconds in [int(s) for s in args.rss_durations.split(",") if s]:
+            argv = ["taskset", "-c", "1", BIN, "load", target, "-c", "1000", "--connections", "50",
+                    "-z", f"{seconds}s", "--cpus", "1", "-O", "json"]
+            stdout, _, rss = run_client(argv, 0)
+            growth.append((seconds, json.loads(stdout)["count"], rss))
         for round_no in range(1, args.rounds + 1):
             for name in ("grpclab", "h2load"):
                 server_cpu_before = cpu_seconds(server.pid)
@@ -141,6 +150,12 @@ def main():
     for name in ("grpclab", "h2load"):
         print(f"| {name} | {med(name, 'rps'):.0f} | {us_per_req(name):.2f} | "
               f"{med(name, 'rss_kib') / 1024:.1f} | {med(name, 'errors'):.0f} |")
+    if growth:
+        print()
+        print("| grpclab run | requests | peak RSS MiB |")
+        print("|---|---:|---:|")
+        for seconds, requests, rss in growth:
+            print(f"| {seconds} s | {requests} | {rss / 1024:.1f} |")
     print()
     print(f"ratio grpclab / h2load, client CPU µs per request: {us_per_req('grpclab') / us_per_req('h2load'):.2f} "
           f"(bar: at most 1.5)")

@@ -115,6 +115,11 @@ impl Recorder {
         } else {
             format!("{code}: {message}")
         };
+        self.add_message(key, times);
+    }
+
+    /// Counts `times` calls under `key`, or under [`OTHER_ERRORS`] once the map is full.
+    fn add_message(&mut self, key: String, times: u64) {
         if let Some(count) = self.errors.get_mut(&key) {
             *count += times;
         } else if self.errors.len() < MAX_ERROR_MESSAGES {
@@ -148,13 +153,7 @@ impl Recorder {
             *mine += theirs;
         }
         for (message, count) in &other.errors {
-            if let Some(existing) = self.errors.get_mut(message) {
-                *existing += count;
-            } else if self.errors.len() < MAX_ERROR_MESSAGES {
-                self.errors.insert(message.clone(), *count);
-            } else {
-                *self.errors.entry(OTHER_ERRORS.to_owned()).or_insert(0) += count;
-            }
+            self.add_message(message.clone(), *count);
         }
         if self.per_second.len() < other.per_second.len() {
             self.per_second

@@ -134,7 +134,6 @@ pub struct ScenarioArgs {
     /// A file holding the request as JSON (an object, or an array sent round-robin).
     #[arg(short = 'D', long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
-
 }
 
 /// `grpclab encode [--scenario NAME | --proto FILE ...] -o FILE`

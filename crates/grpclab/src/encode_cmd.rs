@@ -17,7 +17,10 @@ pub fn execute(args: &EncodeArgs) -> Result<usize, InputError> {
         ))
     })?;
     std::fs::write(&args.output, request).map_err(|err| {
-        InputError(format!("-o/--output: cannot write {}: {err}", args.output.display()))
+        InputError(format!(
+            "-o/--output: cannot write {}: {err}",
+            args.output.display()
+        ))
     })?;
     Ok(request.len())
 }

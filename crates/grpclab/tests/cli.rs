@@ -85,23 +85,45 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     let server = Server::start("tonic-mt");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("second.json");
-    let first = run(&["load", &server.target(), "-n", "300", "-c", "10", "-O", "json"]);
+    let first = run(&[
+        "load",
+        &server.target(),
+        "-n",
+        "300",
+        "-c",
+        "10",
+        "-O",
+        "json",
+    ]);
     assert!(first.status.success(), "{}", stderr(&first));
     let second = run(&[
-        "load", &server.target(), "-n", "200", "-c", "5", "-O", "json", "-o",
+        "load",
+        &server.target(),
+        "-n",
+        "200",
+        "-c",
+        "5",
+        "-O",
+        "json",
+        "-o",
         file.to_str().unwrap(),
     ]);
     assert!(second.status.success(), "{}", stderr(&second));
-    assert!(second.stdout.is_empty(), "-o writes to the file, not stdout");
+    assert!(
+        second.stdout.is_empty(),
+        "-o writes to the file, not stdout"
+    );
 
     let first = json(&first);
-    let second: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let second: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(first["count"], 300);
     assert_eq!(first["statusCodeDistribution"]["OK"], 300);
     assert_eq!(first["endReason"], "total");
     for field in ["total", "average", "fastest", "slowest"] {
-        assert!(first[field].as_u64().unwrap() > 0, "{field} is a positive integer (ns)");
+        assert!(
+            first[field].as_u64().unwrap() > 0,
+            "{field} is a positive integer (ns)"
+        );
     }
     assert!(first["rps"].as_f64().unwrap() > 0.0);
     let distribution = first["latencyDistribution"].as_array().unwrap();
@@ -109,22 +131,31 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     assert_eq!(distribution[2]["percentage"], 50.0);
 
     let decode = |report: &serde_json::Value| {
-        grpclab_load::decode_histogram(report["hdrHistogram"]["latency"].as_str().unwrap())
-            .unwrap()
+        grpclab_load::decode_histogram(report["hdrHistogram"]["latency"].as_str().unwrap()).unwrap()
     };
     let mut merged = decode(&first);
     merged.add(decode(&second)).unwrap();
     assert_eq!(merged.len(), 500);
     assert_eq!(
         merged.max(),
-        first["slowest"].as_u64().unwrap().max(second["slowest"].as_u64().unwrap())
+        first["slowest"]
+            .as_u64()
+            .unwrap()
+            .max(second["slowest"].as_u64().unwrap())
     );
 }
 
 #[test]
 fn summary_and_csv_outputs() {
     let server = Server::start("tonic-st");
-    let summary = run(&["load", &server.target(), "-n", "150", "--scenario", "string_1kB"]);
+    let summary = run(&[
+        "load",
+        &server.target(),
+        "-n",
+        "150",
+        "--scenario",
+        "string_1kB",
+    ]);
     assert!(summary.status.success(), "{}", stderr(&summary));
     let text = String::from_utf8_lossy(&summary.stdout);
     assert!(text.contains("Count:\t150"), "{text}");
@@ -135,7 +166,10 @@ fn summary_and_csv_outputs() {
     assert!(csv.status.success(), "{}", stderr(&csv));
     let text = String::from_utf8_lossy(&csv.stdout);
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("second,count,errors,average_ns,slowest_ns"));
+    assert_eq!(
+        lines.next(),
+        Some("second,count,errors,average_ns,slowest_ns")
+    );
     let total: u64 = lines
         .map(|line| line.split(',').nth(1).unwrap().parse::<u64>().unwrap())
         .sum();
@@ -153,8 +187,17 @@ fn round_robin_data_file_and_metadata_are_sent() {
     )
     .unwrap();
     let output = run(&[
-        "load", &server.target(), "-n", "100", "-D", data.to_str().unwrap(), "-m",
-        r#"{"x-run":"test"}"#, "--validate", "-O", "json",
+        "load",
+        &server.target(),
+        "-n",
+        "100",
+        "-D",
+        data.to_str().unwrap(),
+        "-m",
+        r#"{"x-run":"test"}"#,
+        "--validate",
+        "-O",
+        "json",
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let report = json(&output);
@@ -166,7 +209,16 @@ fn round_robin_data_file_and_metadata_are_sent() {
 fn ctrl_c_stops_the_run_and_still_prints_results() {
     let server = Server::start("tonic-mt");
     let child = grpclab()
-        .args(["load", &server.target(), "-z", "10m", "-c", "4", "-O", "json"])
+        .args([
+            "load",
+            &server.target(),
+            "-z",
+            "10m",
+            "-c",
+            "4",
+            "-O",
+            "json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -196,7 +248,10 @@ fn assert_input_error(args: &[&str], needles: &[&str]) {
     let text = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
     for needle in needles {
-        assert!(text.contains(needle), "{args:?}: expected '{needle}' in: {text}");
+        assert!(
+            text.contains(needle),
+            "{args:?}: expected '{needle}' in: {text}"
+        );
     }
     assert!(text.starts_with("error"), "{args:?}: {text}");
 }
@@ -205,7 +260,11 @@ fn assert_input_error(args: &[&str], needles: &[&str]) {
 fn bad_inputs_get_one_clear_error_and_exit_two() {
     let dir = tempfile::tempdir().unwrap();
     let bad_proto = dir.path().join("bad.proto");
-    std::fs::write(&bad_proto, "syntax = \"proto3\";\nmessage M {\n  string a = 1\n}\n").unwrap();
+    std::fs::write(
+        &bad_proto,
+        "syntax = \"proto3\";\nmessage M {\n  string a = 1\n}\n",
+    )
+    .unwrap();
     let bad_proto = bad_proto.to_str().unwrap();
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -226,14 +285,29 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["helloworld.HelloRequest", "nmae"],
     );
     assert_input_error(&["load", t, "-d", "not json"], &["invalid JSON"]);
-    assert_input_error(&["load", t, "--scenario", "nope"], &["unknown scenario", "complex_proto"]);
-    assert_input_error(&["load", t, "-D", "/no/such/file.json"], &["--data-file", "/no/such/file.json"]);
+    assert_input_error(
+        &["load", t, "--scenario", "nope"],
+        &["unknown scenario", "complex_proto"],
+    );
+    assert_input_error(
+        &["load", t, "-D", "/no/such/file.json"],
+        &["--data-file", "/no/such/file.json"],
+    );
     assert_input_error(&["load", t, "-m", "[1]"], &["--metadata", "JSON object"]);
-    assert_input_error(&["load", t, "-c", "2", "--connections", "5"], &["--connections", "-c"]);
+    assert_input_error(
+        &["load", t, "-c", "2", "--connections", "5"],
+        &["--connections", "-c"],
+    );
     assert_input_error(&["load", t, "--rps=-5"], &["--rps"]);
     assert_input_error(&["load", "localhost"], &["no port", "HOST:PORT"]);
-    assert_input_error(&["load", &closed, "-n", "5"], &["cannot connect", "is the server running"]);
-    assert_input_error(&["serve", "--impl", "nginx"], &["unknown server", "tonic-mt"]);
+    assert_input_error(
+        &["load", &closed, "-n", "5"],
+        &["cannot connect", "is the server running"],
+    );
+    assert_input_error(
+        &["serve", "--impl", "nginx"],
+        &["unknown server", "tonic-mt"],
+    );
     assert_input_error(&["load", t, "--frobnicate"], &["--frobnicate"]);
 }
 
@@ -241,7 +315,13 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
 fn encode_writes_the_framed_request_for_other_clients() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("request.bin");
-    let output = run(&["encode", "--scenario", "complex_proto", "-o", file.to_str().unwrap()]);
+    let output = run(&[
+        "encode",
+        "--scenario",
+        "complex_proto",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let bytes = std::fs::read(&file).unwrap();
     assert_eq!(bytes.len(), 83);

@@ -3,12 +3,18 @@
 //!
 //! - [`tonic_baseline`]: idiomatic tonic, as grpc_bench's `rust_tonic_mt` and `rust_tonic_st`
 //!   write it. Every claim about a faster server is measured against it.
+//! - [`lab`]: our own server, with its decode placement a setting.
+//! - [`alloc_count`] and [`stats`]: a counting global allocator and the admin RPC
+//!   (`grpclab.admin.v1.Stats/Get`) both servers expose on their own port.
 //!
 //! Every server implements the scenarios' `helloworld.Greeter/SayHello` generically: decode the
 //! request, build the reply from it, encode the reply — never echo raw bytes, never assume
 //! requests are identical (grpc_bench's rules).
 #![deny(missing_docs)]
 
+pub mod alloc_count;
+pub mod lab;
+pub mod stats;
 pub mod tonic_baseline;
 
 /// The scenarios' protobuf types and tonic service, generated at build time from
@@ -16,6 +22,12 @@ pub mod tonic_baseline;
 #[allow(missing_docs, clippy::all)]
 pub mod pb {
     tonic::include_proto!("helloworld");
+}
+
+/// grpclab's admin service (`grpclab.admin.v1.Stats`), generated from `proto/admin.proto`.
+#[allow(missing_docs, clippy::all)]
+pub mod pb_admin {
+    tonic::include_proto!("grpclab.admin.v1");
 }
 
 use std::net::SocketAddr;
@@ -27,13 +39,16 @@ pub enum Implementation {
     TonicMt,
     /// tonic on a current-thread runtime (grpc_bench's `rust_tonic_st`).
     TonicSt,
+    /// grpclab's own server.
+    Lab,
 }
 
 impl Implementation {
     /// Every built-in implementation with its command-line name.
-    pub const ALL: [(&'static str, Implementation); 2] = [
+    pub const ALL: [(&'static str, Implementation); 3] = [
         ("tonic-mt", Implementation::TonicMt),
         ("tonic-st", Implementation::TonicSt),
+        ("lab", Implementation::Lab),
     ];
 
     /// The implementation with this command-line name.
@@ -60,8 +75,10 @@ pub struct ServeConfig {
     pub implementation: Implementation,
     /// Where to listen.
     pub addr: SocketAddr,
-    /// Worker threads (for the multi-thread flavours).
+    /// Worker threads (tonic-mt's runtime workers; lab's I/O threads).
     pub threads: usize,
+    /// The lab server's settings (ignored by the tonic servers).
+    pub lab: lab::LabConfig,
 }
 
 /// Errors that end a server.
@@ -86,12 +103,23 @@ pub enum ServeError {
 /// Runs a built-in server until SIGTERM or Ctrl-C, then drains in-flight calls and returns.
 /// `on_ready` is called with the bound address once the server accepts connections.
 pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    if config.implementation == Implementation::Lab {
+        let listener = lab::bind(config.addr)?;
+        let local = listener.local_addr().map_err(|source| ServeError::Bind {
+            addr: config.addr,
+            source,
+        })?;
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        cancel_on_signal(shutdown.clone())?;
+        on_ready(local);
+        return lab::run(listener, config.threads, config.lab.clone(), shutdown);
+    }
     let runtime = match config.implementation {
-        Implementation::TonicMt => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads.max(1))
+        Implementation::TonicSt => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build(),
-        Implementation::TonicSt => tokio::runtime::Builder::new_current_thread()
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads.max(1))
             .enable_all()
             .build(),
     }
@@ -108,8 +136,79 @@ pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<
             source,
         })?;
         on_ready(local);
-        tonic_baseline::run(listener, shutdown_signal()).await
+        tonic_baseline::run(listener, config.implementation.name(), shutdown_signal()).await
     })
+}
+
+/// Cancels `token` on SIGTERM or Ctrl-C, from a small thread of its own.
+fn cancel_on_signal(token: tokio_util::sync::CancellationToken) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    // Register the handlers before returning, so a signal right after start-up is not lost.
+    let signals = runtime.block_on(async { Signals::register() });
+    std::thread::Builder::new()
+        .name("grpclab-signals".to_owned())
+        .spawn(move || {
+            runtime.block_on(signals.wait());
+            token.cancel();
+        })
+        .map_err(ServeError::Runtime)?;
+    Ok(())
+}
+
+/// SIGTERM and SIGINT handlers, registered.
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn register() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Signals {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        {
+            let term = async {
+                match &mut self.term {
+                    Some(term) => {
+                        term.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let int = async {
+                match &mut self.int {
+                    Some(int) => {
+                        int.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = term => {}
+                _ = int => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).

@@ -8,6 +8,9 @@ use tonic::{Request, Response, Status};
 
 use crate::pb::greeter_server::{Greeter, GreeterServer};
 use crate::pb::{HelloReply, HelloRequest};
+use crate::pb_admin::stats_server::{Stats, StatsServer};
+use crate::pb_admin::{StatsReply, StatsRequest};
+use crate::stats::{count_call, snapshot};
 use crate::ServeError;
 
 /// `Greeter.SayHello`: the reply carries the request's `Hello` back, decoded and re-encoded.
@@ -20,20 +23,38 @@ impl Greeter for EchoGreeter {
         &self,
         request: Request<HelloRequest>,
     ) -> Result<Response<HelloReply>, Status> {
-        Ok(Response::new(HelloReply {
+        let reply = HelloReply {
             response: request.into_inner().request,
-        }))
+        };
+        count_call();
+        Ok(Response::new(reply))
     }
 }
 
-/// Serves `EchoGreeter` on `listener` until `shutdown` resolves, then lets in-flight calls finish.
+/// The admin `Stats` service: the process's allocation and call counters.
+#[derive(Debug, Clone, Copy)]
+pub struct AdminStats {
+    implementation: &'static str,
+}
+
+#[tonic::async_trait]
+impl Stats for AdminStats {
+    async fn get(&self, _: Request<StatsRequest>) -> Result<Response<StatsReply>, Status> {
+        Ok(Response::new(snapshot(self.implementation)))
+    }
+}
+
+/// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`) on
+/// `listener` until `shutdown` resolves, then lets in-flight calls finish.
 pub async fn run(
     listener: TcpListener,
+    implementation: &'static str,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
         .add_service(GreeterServer::new(EchoGreeter))
+        .add_service(StatsServer::new(AdminStats { implementation }))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|err| ServeError::Serve(err.to_string()))

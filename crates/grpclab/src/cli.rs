@@ -20,6 +20,8 @@ pub enum Command {
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
     Serve(ServeArgs),
+    /// Print a built-in server's counters (allocations, bytes, calls) as JSON.
+    Stats(StatsArgs),
     /// Write a scenario's request as a framed gRPC message, for other clients (e.g. h2load -d).
     Encode(EncodeArgs),
 }
@@ -152,10 +154,19 @@ pub struct EncodeArgs {
     pub index: usize,
 }
 
+/// `grpclab stats HOST:PORT`
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The server, as HOST:PORT.
+    #[arg(value_name = "HOST:PORT")]
+    pub target: String,
+}
+
 /// `grpclab serve --impl NAME [--port P] [--threads N]`
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Which server: tonic-mt (multi-thread runtime) or tonic-st (current-thread runtime).
+    /// Which server: tonic-mt (tonic, multi-thread runtime), tonic-st (tonic, current-thread
+    /// runtime) or lab (grpclab's own).
     #[arg(long = "impl", value_name = "NAME", default_value = "tonic-mt")]
     pub implementation: String,
 
@@ -167,9 +178,35 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: std::net::IpAddr,
 
-    /// Worker threads. Default: GRPC_SERVER_CPUS, else 1.
+    /// Worker threads (tonic-mt's runtime workers, lab's I/O threads). Default:
+    /// GRPC_SERVER_CPUS, else 1.
     #[arg(long, env = "GRPC_SERVER_CPUS", value_name = "N")]
     pub threads: Option<usize>,
+
+    /// lab: where a call's decode/handle/encode runs: inline (on the I/O thread), task (a task
+    /// per call), pool (a bounded thread pool), adaptive (inline up to --offload-above bytes).
+    #[arg(long, default_value = "inline", value_name = "PLACEMENT")]
+    pub decode: String,
+
+    /// lab: threads of the decode pool (pool and adaptive placements).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub pool_threads: usize,
+
+    /// lab: calls the pool's queue holds; when full, calls wait in their connection.
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_POOL_QUEUE, value_name = "N")]
+    pub pool_queue: usize,
+
+    /// lab, adaptive placement: request bodies larger than this many bytes go to the pool.
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_OFFLOAD_ABOVE, value_name = "BYTES")]
+    pub offload_above: usize,
+
+    /// lab: largest request message accepted; larger ones get RESOURCE_EXHAUSTED unread.
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES")]
+    pub max_message_bytes: usize,
+
+    /// lab: SETTINGS_MAX_CONCURRENT_STREAMS advertised and enforced per connection.
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_CONCURRENT_STREAMS, value_name = "N")]
+    pub max_concurrent_streams: u32,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

@@ -4,6 +4,7 @@
 //! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
 //! - [`encode_cmd`]: `grpclab encode` (a scenario's request as framed bytes, for h2load).
 //! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
+//! - [`stats_cmd`]: `grpclab stats` (a built-in server's admin counters).
 //! - [`export`]: one exporter per output format behind the [`export::Exporter`] trait.
 #![deny(missing_docs)]
 
@@ -12,6 +13,7 @@ pub mod encode_cmd;
 pub mod export;
 pub mod load_cmd;
 pub mod serve_cmd;
+pub mod stats_cmd;
 
 /// A problem with what the user asked for (a flag, a file, a payload, an unreachable target):
 /// printed as one line, exit code 2.

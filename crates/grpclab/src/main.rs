@@ -3,11 +3,18 @@
 
 use clap::Parser;
 use grpclab::cli::{Cli, Command};
-use grpclab::{encode_cmd, load_cmd, serve_cmd, InputError, EXIT_FAILURE, EXIT_INPUT};
+use grpclab::{encode_cmd, load_cmd, serve_cmd, stats_cmd, InputError, EXIT_FAILURE, EXIT_INPUT};
 use grpclab_load::CancellationToken;
 use std::process::ExitCode;
 
+/// Counts heap allocations per thread, so servers can report allocations per call through
+/// their admin RPC (a plain load and store per allocation; see `alloc_count`).
+#[global_allocator]
+static ALLOCATOR: grpclab_server::alloc_count::CountingAllocator =
+    grpclab_server::alloc_count::CountingAllocator;
+
 fn main() -> ExitCode {
+    grpclab_server::alloc_count::mark_installed();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -34,6 +41,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Encode(args) => {
             let written = encode_cmd::execute(&args)?;
             eprintln!("wrote {written} bytes to {}", args.output.display());
+            Ok(())
+        }
+        Command::Stats(args) => {
+            let stats = stats_cmd::fetch(&args.target)?;
+            println!("{}", serde_json::to_string_pretty(&stats)?);
             Ok(())
         }
         Command::Serve(args) => {

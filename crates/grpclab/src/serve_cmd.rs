@@ -1,5 +1,6 @@
 //! `grpclab serve`: run a built-in server until SIGTERM or Ctrl-C.
 
+use grpclab_server::lab::{LabConfig, Placement};
 use grpclab_server::{Implementation, ServeConfig};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -23,10 +24,41 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             "--threads (or GRPC_SERVER_CPUS) must be at least 1".to_owned(),
         ));
     }
+    let placement = Placement::from_name(&args.decode).ok_or_else(|| {
+        InputError(format!(
+            "--decode: unknown placement '{}'; choose inline, task, pool or adaptive",
+            args.decode
+        ))
+    })?;
+    if args.pool_threads == 0 || args.pool_queue == 0 {
+        return Err(InputError(
+            "--pool-threads and --pool-queue must be at least 1".to_owned(),
+        ));
+    }
+    if args.max_concurrent_streams == 0 {
+        return Err(InputError(
+            "--max-concurrent-streams must be at least 1".to_owned(),
+        ));
+    }
+    if args.max_message_bytes > u32::MAX as usize {
+        return Err(InputError(format!(
+            "--max-message-bytes {} is larger than a gRPC message can be ({} bytes)",
+            args.max_message_bytes,
+            u32::MAX
+        )));
+    }
     Ok(ServeConfig {
         implementation,
         addr: SocketAddr::new(args.host, args.port),
         threads,
+        lab: LabConfig {
+            placement,
+            pool_threads: args.pool_threads,
+            pool_queue: args.pool_queue,
+            offload_above: args.offload_above,
+            max_message_bytes: args.max_message_bytes,
+            max_concurrent_streams: args.max_concurrent_streams,
+        },
     })
 }
 

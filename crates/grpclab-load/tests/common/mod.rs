@@ -190,6 +190,7 @@ pub fn tonic_server(addr: SocketAddr) -> TestServer {
     let addr = listener.local_addr().expect("local addr");
     runtime.spawn(grpclab_server::tonic_baseline::run(
         listener,
+        "tonic-mt",
         std::future::pending(),
     ));
     TestServer {

@@ -1,0 +1,298 @@
+//! The gRPC layer of the `lab` server, independent of the HTTP/2 transport beneath it.
+//!
+//! The transport hands over what it parsed (a few header values, the request body) and sends
+//! back what this layer decides ([`HeadRejection`] before the body, [`Outcome`] after). Nothing
+//! here knows about h2, so a faster transport replaces the one in `h2_transport.rs` without
+//! touching this file.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use grpclab_core::framing::{parse_grpc_timeout, PREFIX_LEN};
+use grpclab_core::Code;
+use prost::Message;
+use std::borrow::Cow;
+use std::time::Instant;
+
+use crate::pb::{HelloReply, HelloRequest};
+use crate::stats::{count_call, snapshot, STATS_PATH};
+
+/// The `:path` of the scenarios' call.
+pub const SAY_HELLO_PATH: &str = "/helloworld.Greeter/SayHello";
+
+/// The methods the lab server serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `helloworld.Greeter/SayHello`.
+    SayHello,
+    /// `grpclab.admin.v1.Stats/Get`.
+    Stats,
+}
+
+/// A gRPC status with its message, as sent in `grpc-status` / `grpc-message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The code.
+    pub code: Code,
+    /// A human-readable description (percent-encoded by the transport on the wire).
+    pub message: Cow<'static, str>,
+}
+
+impl Status {
+    /// A status with a fixed message.
+    pub const fn new(code: Code, message: &'static str) -> Status {
+        Status {
+            code,
+            message: Cow::Borrowed(message),
+        }
+    }
+}
+
+/// What a call's headers say, once checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallHead {
+    /// Which method.
+    pub route: Route,
+    /// When the client's `grpc-timeout` runs out.
+    pub deadline: Option<Instant>,
+}
+
+/// Why a call is refused before its body is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadRejection {
+    /// Not a gRPC request at all: answer with this HTTP status (415, 405) and no gRPC status.
+    Http(u16),
+    /// A gRPC request we answer with this status at once (trailers-only).
+    Status(Status),
+}
+
+/// The request header values the gRPC layer looks at, as raw bytes from the transport.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestHeaders<'a> {
+    /// `:method`.
+    pub method: &'a [u8],
+    /// `:path`.
+    pub path: &'a [u8],
+    /// `content-type`.
+    pub content_type: Option<&'a [u8]>,
+    /// `grpc-encoding`.
+    pub grpc_encoding: Option<&'a [u8]>,
+    /// `grpc-timeout`.
+    pub grpc_timeout: Option<&'a [u8]>,
+}
+
+/// Checks a request's headers (gRPC over HTTP/2: POST, `application/grpc*`, a known method,
+/// a supported encoding, a well-formed timeout).
+pub fn check_head(headers: &RequestHeaders<'_>, now: Instant) -> Result<CallHead, HeadRejection> {
+    let content_type = headers.content_type.unwrap_or_default();
+    if !content_type.starts_with(b"application/grpc") {
+        return Err(HeadRejection::Http(415));
+    }
+    if headers.method != b"POST" {
+        return Err(HeadRejection::Http(405));
+    }
+    let route = match headers.path {
+        path if path == SAY_HELLO_PATH.as_bytes() => Route::SayHello,
+        path if path == STATS_PATH.as_bytes() => Route::Stats,
+        path => {
+            return Err(HeadRejection::Status(Status {
+                code: Code::Unimplemented,
+                message: Cow::Owned(format!(
+                    "unknown method {}; this server serves {SAY_HELLO_PATH} and {STATS_PATH}",
+                    String::from_utf8_lossy(path)
+                )),
+            }))
+        }
+    };
+    if let Some(encoding) = headers.grpc_encoding {
+        if encoding != b"identity" {
+            return Err(HeadRejection::Status(Status {
+                code: Code::Unimplemented,
+                message: Cow::Owned(format!(
+                    "grpc-encoding '{}' is not supported; send uncompressed messages",
+                    String::from_utf8_lossy(encoding)
+                )),
+            }));
+        }
+    }
+    let deadline = match headers.grpc_timeout {
+        None => None,
+        Some(value) => match parse_grpc_timeout(value) {
+            Some(timeout) => Some(now + timeout),
+            None => {
+                return Err(HeadRejection::Status(Status::new(
+                    Code::Internal,
+                    "malformed grpc-timeout header",
+                )))
+            }
+        },
+    };
+    Ok(CallHead { route, deadline })
+}
+
+/// Checks a message's 5-byte prefix as soon as it arrives, so an oversized message is refused
+/// without being buffered. Returns the declared message length.
+pub fn check_prefix(prefix: &[u8], max_message_bytes: usize) -> Result<usize, Status> {
+    let declared = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+    if declared > max_message_bytes {
+        return Err(Status {
+            code: Code::ResourceExhausted,
+            message: Cow::Owned(format!(
+                "request message of {declared} bytes is larger than the server's limit of {max_message_bytes} (--max-message-bytes)"
+            )),
+        });
+    }
+    Ok(declared)
+}
+
+/// How a call ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Status OK with this framed reply message.
+    Reply(Bytes),
+    /// An error status, sent trailers-only.
+    Status(Status),
+}
+
+/// Runs a call whose body (every byte the client sent) has arrived: decode, handle, encode.
+///
+/// This is the work a decode placement moves around: inline on the I/O thread, in a task, or
+/// on the pool. It allocates what prost's generated types allocate (the request's strings and
+/// pets) plus one buffer for the encoded reply.
+pub fn run_call(head: &CallHead, body: &[u8], implementation: &str) -> Outcome {
+    if head
+        .deadline
+        .is_some_and(|deadline| Instant::now() >= deadline)
+    {
+        return Outcome::Status(Status::new(
+            Code::DeadlineExceeded,
+            "deadline exceeded before the call was handled",
+        ));
+    }
+    let message = match unframe(body) {
+        Ok(message) => message,
+        Err(status) => return Outcome::Status(status),
+    };
+    match head.route {
+        Route::SayHello => match HelloRequest::decode(message) {
+            Ok(request) => {
+                let reply = HelloReply {
+                    response: request.request,
+                };
+                count_call();
+                Outcome::Reply(encode_framed(&reply))
+            }
+            Err(err) => Outcome::Status(Status {
+                code: Code::Internal,
+                message: Cow::Owned(format!(
+                    "request is not a valid helloworld.HelloRequest: {err}"
+                )),
+            }),
+        },
+        Route::Stats => Outcome::Reply(encode_framed(&snapshot(implementation))),
+    }
+}
+
+/// The single message of a unary request body.
+fn unframe(body: &[u8]) -> Result<&[u8], Status> {
+    if body.len() < PREFIX_LEN {
+        return Err(Status::new(
+            Code::Internal,
+            "request body ended before a complete gRPC message",
+        ));
+    }
+    if body[0] != 0 {
+        return Err(Status::new(
+            Code::Internal,
+            "compressed message but no grpc-encoding was negotiated",
+        ));
+    }
+    let declared = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+    match body.len() - PREFIX_LEN {
+        have if have < declared => Err(Status::new(
+            Code::Internal,
+            "request body ended before a complete gRPC message",
+        )),
+        have if have > declared => Err(Status::new(
+            Code::Unimplemented,
+            "more than one request message on a unary call",
+        )),
+        _ => Ok(&body[PREFIX_LEN..]),
+    }
+}
+
+/// Encodes a message behind gRPC's prefix, in one buffer.
+fn encode_framed(message: &impl Message) -> Bytes {
+    let len = message.encoded_len();
+    let mut buffer = BytesMut::with_capacity(PREFIX_LEN + len);
+    buffer.put_u8(0);
+    buffer.put_u32(len as u32);
+    // Encoding into a buffer with enough capacity cannot fail.
+    let _ = message.encode(&mut buffer);
+    buffer.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grpclab_core::Scenario;
+
+    fn headers(path: &'static str) -> RequestHeaders<'static> {
+        RequestHeaders {
+            method: b"POST",
+            path: path.as_bytes(),
+            content_type: Some(b"application/grpc"),
+            grpc_encoding: None,
+            grpc_timeout: None,
+        }
+    }
+
+    #[test]
+    fn heads_are_checked_per_spec() {
+        let now = Instant::now();
+        assert!(check_head(&headers(SAY_HELLO_PATH), now).is_ok());
+        let mut json = headers(SAY_HELLO_PATH);
+        json.content_type = Some(b"application/json");
+        assert_eq!(check_head(&json, now), Err(HeadRejection::Http(415)));
+        let Err(HeadRejection::Status(status)) = check_head(&headers("/x.Y/Z"), now) else {
+            panic!("unknown path must be refused")
+        };
+        assert_eq!(status.code, Code::Unimplemented);
+        let mut gzip = headers(SAY_HELLO_PATH);
+        gzip.grpc_encoding = Some(b"gzip");
+        assert!(
+            matches!(check_head(&gzip, now), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
+        );
+        let mut timed = headers(SAY_HELLO_PATH);
+        timed.grpc_timeout = Some(b"100m");
+        assert_eq!(
+            check_head(&timed, now).unwrap().deadline,
+            Some(now + std::time::Duration::from_millis(100))
+        );
+        timed.grpc_timeout = Some(b"soon");
+        assert!(check_head(&timed, now).is_err());
+    }
+
+    #[test]
+    fn calls_decode_handle_and_encode() {
+        let scenario = Scenario::builtin("complex_proto").unwrap();
+        let request = &scenario.requests()[0];
+        let head = CallHead {
+            route: Route::SayHello,
+            deadline: None,
+        };
+        // HelloReply and HelloRequest share their layout: the reply re-encodes the same bytes.
+        assert_eq!(
+            run_call(&head, request, "lab"),
+            Outcome::Reply(request.clone())
+        );
+        let Outcome::Status(status) = run_call(&head, b"\0\0\0\0\x02\xff\xff", "lab") else {
+            panic!("invalid protobuf must fail")
+        };
+        assert_eq!(status.code, Code::Internal);
+        let Outcome::Status(status) = run_call(&head, b"\x01\0\0\0\0", "lab") else {
+            panic!("compressed flag must fail")
+        };
+        assert_eq!(status.code, Code::Internal);
+        assert!(check_prefix(b"\0\0\x10\0\0", 1024).is_err());
+        assert_eq!(check_prefix(b"\0\0\0\x04\0", 1024), Ok(1024));
+    }
+}

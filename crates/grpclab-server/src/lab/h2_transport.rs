@@ -1,0 +1,424 @@
+//! The `lab` server's HTTP/2 transport, on the h2 crate.
+//!
+//! One task per connection drives h2 and the connection's calls together, in one poll:
+//!
+//! 1. accept every stream h2 has ready (reading the socket, and writing what is queued);
+//! 2. read the bodies that have arrived, refuse oversized messages from their prefix, answer
+//!    calls whose deadline passed, and hand complete calls to the decode placement;
+//! 3. return `Pending`. Responses queued in step 2 woke this task, so the next poll's step 1
+//!    writes them all at once: one write per batch of calls, not one per call.
+//!
+//! h2 owns RFC 9113: frame parsing, HPACK, flow control, SETTINGS (including the advertised
+//! and enforced SETTINGS_MAX_CONCURRENT_STREAMS), PING, RST_STREAM, GOAWAY and CONTINUATION.
+//! A malformed frame makes h2 send GOAWAY with the right error code and fail this connection
+//! only. The gRPC decisions are all in `grpc.rs`.
+
+use bytes::{Bytes, BytesMut};
+use grpclab_core::framing::PREFIX_LEN;
+use h2::server::SendResponse;
+use h2::RecvStream;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::net::TcpStream;
+use tokio_util::sync::{CancellationToken, PollSender};
+
+use super::grpc::{
+    check_head, check_prefix, CallHead, HeadRejection, Outcome, RequestHeaders, Status,
+};
+use super::placement::{Job, Placement, Responder};
+use super::LabConfig;
+
+/// The implementation name the admin RPC reports.
+const IMPLEMENTATION: &str = "lab";
+
+/// Answers a call on its h2 stream.
+pub struct H2Responder {
+    respond: SendResponse<Bytes>,
+}
+
+impl Responder for H2Responder {
+    fn respond(mut self, outcome: Outcome) {
+        // A send can only fail if the client reset the stream or the connection is gone;
+        // then there is nobody to answer.
+        let _ = match outcome {
+            Outcome::Reply(message) => send_reply(&mut self.respond, message),
+            Outcome::Status(status) => send_status(&mut self.respond, &status),
+        };
+    }
+}
+
+fn grpc_head() -> Response<()> {
+    let mut response = Response::new(());
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    response
+}
+
+fn send_reply(respond: &mut SendResponse<Bytes>, message: Bytes) -> Result<(), h2::Error> {
+    let mut stream = respond.send_response(grpc_head(), false)?;
+    stream.send_data(message, false)?;
+    let mut trailers = HeaderMap::with_capacity(1);
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    stream.send_trailers(trailers)
+}
+
+/// A trailers-only response: the status travels in the headers, which end the stream.
+fn send_status(respond: &mut SendResponse<Bytes>, status: &Status) -> Result<(), h2::Error> {
+    let mut head = grpc_head();
+    let headers = head.headers_mut();
+    headers.insert("grpc-status", HeaderValue::from(status.code as u16));
+    if let Ok(message) = HeaderValue::from_str(&percent_encode(&status.message)) {
+        headers.insert("grpc-message", message);
+    }
+    respond.send_response(head, true).map(|_| ())
+}
+
+fn send_http_status(respond: &mut SendResponse<Bytes>, status: u16) {
+    let mut response = Response::new(());
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let _ = respond.send_response(response, true);
+}
+
+/// `grpc-message` is percent-encoded: printable ASCII except `%` passes, the rest is `%XX`.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if (0x20..0x7f).contains(&byte) && byte != b'%' {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// A call whose body is still arriving.
+struct PendingCall {
+    head: CallHead,
+    body: RecvStream,
+    received: Received,
+    respond: SendResponse<Bytes>,
+}
+
+/// The body so far: usually one chunk, kept as is; copied only when it arrives in pieces.
+enum Received {
+    Nothing,
+    One(Bytes),
+    Several(BytesMut),
+}
+
+impl Received {
+    fn len(&self) -> usize {
+        match self {
+            Received::Nothing => 0,
+            Received::One(chunk) => chunk.len(),
+            Received::Several(buffer) => buffer.len(),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        *self = match std::mem::replace(self, Received::Nothing) {
+            Received::Nothing => Received::One(chunk),
+            Received::One(first) => {
+                let mut buffer = BytesMut::with_capacity(first.len() + chunk.len());
+                buffer.extend_from_slice(&first);
+                buffer.extend_from_slice(&chunk);
+                Received::Several(buffer)
+            }
+            Received::Several(mut buffer) => {
+                buffer.extend_from_slice(&chunk);
+                Received::Several(buffer)
+            }
+        };
+    }
+
+    fn prefix(&self) -> Option<[u8; PREFIX_LEN]> {
+        let bytes: &[u8] = match self {
+            Received::Nothing => return None,
+            Received::One(chunk) => chunk,
+            Received::Several(buffer) => buffer,
+        };
+        bytes.get(..PREFIX_LEN)?.try_into().ok()
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Received::Nothing => Bytes::new(),
+            Received::One(chunk) => chunk,
+            Received::Several(buffer) => buffer.freeze(),
+        }
+    }
+}
+
+/// What reading a body came to.
+enum BodyState {
+    Complete,
+    Refused(Status),
+    /// The client reset the stream, or the connection failed: nobody to answer.
+    Gone,
+}
+
+impl PendingCall {
+    fn poll_body(&mut self, cx: &mut Context<'_>, max_message_bytes: usize) -> Poll<BodyState> {
+        loop {
+            match self.body.poll_data(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    // Return the window at once so the client keeps sending.
+                    let _ = self.body.flow_control().release_capacity(chunk.len());
+                    self.received.push(chunk);
+                    if let Some(prefix) = self.received.prefix() {
+                        if let Err(status) = check_prefix(&prefix, max_message_bytes) {
+                            return Poll::Ready(BodyState::Refused(status));
+                        }
+                    }
+                    if self.received.len() > PREFIX_LEN + max_message_bytes {
+                        return Poll::Ready(BodyState::Refused(Status::new(
+                            grpclab_core::Code::ResourceExhausted,
+                            "request body is larger than the server's message limit",
+                        )));
+                    }
+                }
+                Poll::Ready(Some(Err(_))) => return Poll::Ready(BodyState::Gone),
+                Poll::Ready(None) => return Poll::Ready(BodyState::Complete),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// One connection: h2 plus the calls it carries.
+struct ConnectionTask {
+    h2: h2::server::Connection<TcpStream, Bytes>,
+    config: Arc<LabConfig>,
+    calls: Vec<PendingCall>,
+    pool: Option<PollSender<Job<H2Responder>>>,
+    /// Complete calls waiting for room in the pool's queue (back-pressure); bounded by the
+    /// connection's SETTINGS_MAX_CONCURRENT_STREAMS.
+    waiting_for_pool: std::collections::VecDeque<Job<H2Responder>>,
+    /// Fires at the earliest deadline of a call still waiting for its body.
+    deadline_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    accept_done: bool,
+}
+
+impl ConnectionTask {
+    fn accept(&mut self, request: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+        let (parts, body) = request.into_parts();
+        let headers = RequestHeaders {
+            method: parts.method.as_str().as_bytes(),
+            path: parts.uri.path().as_bytes(),
+            content_type: parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .map(HeaderValue::as_bytes),
+            grpc_encoding: parts
+                .headers
+                .get("grpc-encoding")
+                .map(HeaderValue::as_bytes),
+            grpc_timeout: parts.headers.get("grpc-timeout").map(HeaderValue::as_bytes),
+        };
+        match check_head(&headers, Instant::now()) {
+            Ok(head) => self.calls.push(PendingCall {
+                head,
+                body,
+                received: Received::Nothing,
+                respond,
+            }),
+            Err(HeadRejection::Http(status)) => send_http_status(&mut respond, status),
+            Err(HeadRejection::Status(status)) => {
+                let _ = send_status(&mut respond, &status);
+            }
+        }
+    }
+
+    fn dispatch(&mut self, job: Job<H2Responder>, cx: &mut Context<'_>) {
+        let offload = match self.config.placement {
+            Placement::Inline => false,
+            Placement::Pool => true,
+            Placement::Adaptive => job.body.len() > self.config.offload_above,
+            Placement::Task => {
+                tokio::spawn(async move { job.run() });
+                return;
+            }
+        };
+        if !offload || self.pool.is_none() {
+            job.run();
+        } else if self.waiting_for_pool.is_empty() {
+            self.submit_or_wait(job, cx);
+        } else {
+            // Keep arrival order: earlier calls go to the pool first.
+            self.waiting_for_pool.push_back(job);
+        }
+    }
+
+    fn submit_or_wait(&mut self, job: Job<H2Responder>, cx: &mut Context<'_>) {
+        let Some(pool) = self.pool.as_mut() else {
+            job.run();
+            return;
+        };
+        match pool.poll_reserve(cx) {
+            Poll::Ready(Ok(())) => {
+                if let Err(err) = pool.send_item(job) {
+                    if let Some(job) = err.into_inner() {
+                        job.run();
+                    }
+                }
+            }
+            // The pool is gone (shutting down): run it here rather than drop it.
+            Poll::Ready(Err(_)) => job.run(),
+            Poll::Pending => self.waiting_for_pool.push_front(job),
+        }
+    }
+
+    fn poll_calls(&mut self, cx: &mut Context<'_>) {
+        // Calls held back by a full pool queue go first.
+        while let Some(job) = self.waiting_for_pool.pop_front() {
+            let before = self.waiting_for_pool.len();
+            self.submit_or_wait(job, cx);
+            if self.waiting_for_pool.len() > before {
+                break;
+            }
+        }
+        let now = Instant::now();
+        let mut earliest_deadline: Option<Instant> = None;
+        let mut index = 0;
+        while index < self.calls.len() {
+            let call = &mut self.calls[index];
+            if call.head.deadline.is_some_and(|deadline| now >= deadline) {
+                let mut call = self.calls.swap_remove(index);
+                let _ = send_status(
+                    &mut call.respond,
+                    &Status::new(
+                        grpclab_core::Code::DeadlineExceeded,
+                        "deadline exceeded while receiving the request",
+                    ),
+                );
+                continue;
+            }
+            match call.poll_body(cx, self.config.max_message_bytes) {
+                Poll::Pending => {
+                    if let Some(deadline) = call.head.deadline {
+                        earliest_deadline =
+                            Some(earliest_deadline.map_or(deadline, |e| e.min(deadline)));
+                    }
+                    index += 1;
+                }
+                Poll::Ready(state) => {
+                    let mut call = self.calls.swap_remove(index);
+                    match state {
+                        BodyState::Complete => {
+                            let job = Job {
+                                head: call.head,
+                                body: call.received.into_bytes(),
+                                responder: H2Responder {
+                                    respond: call.respond,
+                                },
+                                implementation: IMPLEMENTATION,
+                            };
+                            self.dispatch(job, cx);
+                        }
+                        BodyState::Refused(status) => {
+                            let _ = send_status(&mut call.respond, &status);
+                            // Stop the client sending the rest of what we will not read.
+                            call.respond.send_reset(h2::Reason::NO_ERROR);
+                        }
+                        BodyState::Gone => {}
+                    }
+                }
+            }
+        }
+        self.arm_deadline_timer(earliest_deadline, cx);
+    }
+
+    fn arm_deadline_timer(&mut self, earliest: Option<Instant>, cx: &mut Context<'_>) {
+        let Some(earliest) = earliest else {
+            return;
+        };
+        let timer = self
+            .deadline_timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(earliest.into())));
+        timer.as_mut().reset(earliest.into());
+        if timer.as_mut().poll(cx).is_ready() {
+            // Already due: come back at once to answer it.
+            cx.waker().wake_by_ref();
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), h2::Error>> {
+        // 1. Accept every ready stream (this also flushes responses queued since last time).
+        while !self.accept_done {
+            match self.h2.poll_accept(cx) {
+                Poll::Ready(Some(Ok((request, respond)))) => self.accept(request, respond),
+                Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(err)),
+                Poll::Ready(None) => self.accept_done = true,
+                Poll::Pending => break,
+            }
+        }
+        // 2. Read bodies, run complete calls; their responses wake us for step 1.
+        self.poll_calls(cx);
+        if self.accept_done && self.calls.is_empty() && self.waiting_for_pool.is_empty() {
+            // h2 ends `accept` only once every stream is closed and the connection is done.
+            return Poll::Ready(Ok(()));
+        }
+        Poll::Pending
+    }
+}
+
+/// Serves one connection until it closes, fails, or `shutdown` asks for a graceful close
+/// (GOAWAY, then in-flight calls finish).
+pub async fn serve_connection(
+    tcp: TcpStream,
+    config: Arc<LabConfig>,
+    pool: Option<tokio::sync::mpsc::Sender<Job<H2Responder>>>,
+    shutdown: CancellationToken,
+) {
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(config.max_concurrent_streams)
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(16 << 20);
+    let handshake = tokio::select! {
+        handshake = builder.handshake::<_, Bytes>(tcp) => handshake,
+        _ = shutdown.cancelled() => return,
+    };
+    let Ok(h2) = handshake else {
+        return;
+    };
+    let mut task = ConnectionTask {
+        h2,
+        config,
+        calls: Vec::new(),
+        pool: pool.map(PollSender::new),
+        waiting_for_pool: std::collections::VecDeque::new(),
+        deadline_timer: None,
+        accept_done: false,
+    };
+    let mut shutdown_requested = std::pin::pin!(shutdown.cancelled());
+    let mut going_away = false;
+    // A failed connection (malformed frame, reset socket) has already been answered by h2
+    // with GOAWAY where possible; it ends here and touches nothing else.
+    let _ = std::future::poll_fn(|cx| {
+        if !going_away && shutdown_requested.as_mut().poll(cx).is_ready() {
+            task.h2.graceful_shutdown();
+            going_away = true;
+        }
+        task.poll(cx)
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_encode;
+
+    #[test]
+    fn grpc_messages_are_percent_encoded() {
+        assert_eq!(percent_encode("100% done"), "100%25 done");
+        assert_eq!(percent_encode("é"), "%C3%A9");
+    }
+}

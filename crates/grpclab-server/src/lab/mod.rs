@@ -1,0 +1,199 @@
+//! `lab`: grpclab's own gRPC server, the one made fast — correct and generic first.
+//!
+//! Two layers, so the transport can be swapped without touching gRPC:
+//! - [`grpc`]: routes, header checks, message limits, decode → handle → encode, statuses.
+//! - `h2_transport`: HTTP/2 on the h2 crate, one task per connection that batches its writes.
+//!
+//! Threading: `threads` worker threads, each a current-thread tokio runtime. One listener
+//! accepts and hands connections round-robin to the workers, which own them for life (no
+//! work stealing, no cross-thread wakes on the I/O path). Where a call's decode runs is the
+//! [`Placement`]; the pool, when used, has its own `pool_threads`.
+
+pub mod grpc;
+mod h2_transport;
+pub mod placement;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use placement::Placement;
+
+use crate::ServeError;
+use h2_transport::{serve_connection, H2Responder};
+use placement::{Job, Pool};
+
+/// Default `--max-message-bytes`: 4 MiB, as grpc-go and grpc-java.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
+/// Default `--max-concurrent-streams` advertised per connection.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
+/// Default `--offload-above` for the adaptive placement, in bytes of request body.
+pub const DEFAULT_OFFLOAD_ABOVE: usize = 16 * 1024;
+/// Default `--pool-queue`: jobs waiting for a pool thread.
+pub const DEFAULT_POOL_QUEUE: usize = 1024;
+/// How long in-flight calls may take to finish after SIGTERM.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The `lab` server's settings.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    /// Where decode/handle/encode runs.
+    pub placement: Placement,
+    /// Worker threads of the pool (pool and adaptive placements).
+    pub pool_threads: usize,
+    /// Jobs the pool's queue holds before calls wait in their connection.
+    pub pool_queue: usize,
+    /// Adaptive placement: requests larger than this many bytes go to the pool.
+    pub offload_above: usize,
+    /// Largest request message accepted; larger ones get RESOURCE_EXHAUSTED unread.
+    pub max_message_bytes: usize,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised (and enforced) per connection.
+    pub max_concurrent_streams: u32,
+}
+
+impl Default for LabConfig {
+    fn default() -> LabConfig {
+        LabConfig {
+            placement: Placement::Inline,
+            pool_threads: 1,
+            pool_queue: DEFAULT_POOL_QUEUE,
+            offload_above: DEFAULT_OFFLOAD_ABOVE,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+        }
+    }
+}
+
+/// Runs the lab server on `listener` with `threads` I/O threads until `shutdown` is
+/// cancelled, then drains in-flight calls (at most 10 s) and returns.
+pub fn run(
+    listener: std::net::TcpListener,
+    threads: usize,
+    config: LabConfig,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    listener
+        .set_nonblocking(true)
+        .map_err(ServeError::Runtime)?;
+    let config = Arc::new(config);
+    let pool: Option<Pool<H2Responder>> = if config.placement.uses_pool() {
+        Some(Pool::start(config.pool_threads, config.pool_queue).map_err(ServeError::Runtime)?)
+    } else {
+        None
+    };
+    let threads = threads.max(1);
+    let mut inboxes = Vec::with_capacity(threads);
+    let mut workers = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let (inbox, connections) = mpsc::unbounded_channel::<std::net::TcpStream>();
+        inboxes.push(inbox);
+        let config = Arc::clone(&config);
+        let pool = pool.as_ref().map(Pool::sender);
+        let shutdown = shutdown.clone();
+        let worker = std::thread::Builder::new()
+            .name(format!("grpclab-lab-{index}"))
+            .spawn(move || worker(connections, config, pool, shutdown))
+            .map_err(ServeError::Runtime)?;
+        workers.push(worker);
+    }
+    let accept_result = accept_loop(listener, inboxes, shutdown.clone());
+    // However accepting ended, stop the workers too.
+    shutdown.cancel();
+    let mut result = accept_result;
+    for worker in workers {
+        match worker.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => result = result.and(Err(err)),
+            Err(_) => {
+                result = result.and(Err(ServeError::Serve(
+                    "a worker thread panicked".to_owned(),
+                )))
+            }
+        }
+    }
+    if let Some(pool) = pool {
+        pool.join();
+    }
+    result
+}
+
+/// Accepts connections and deals them round-robin to the workers.
+fn accept_loop(
+    listener: std::net::TcpListener,
+    inboxes: Vec<mpsc::UnboundedSender<std::net::TcpStream>>,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(ServeError::Runtime)?;
+        let mut next = 0usize;
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                _ = shutdown.cancelled() => return Ok(()),
+            };
+            let tcp = match accepted {
+                Ok((tcp, _)) => tcp,
+                // Running out of file descriptors or a connection reset before accept: keep
+                // serving the others.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    continue;
+                }
+            };
+            let _ = tcp.set_nodelay(true);
+            let Ok(tcp) = tcp.into_std() else { continue };
+            if inboxes[next % inboxes.len()].send(tcp).is_err() {
+                return Err(ServeError::Serve("a worker thread stopped".to_owned()));
+            }
+            next = next.wrapping_add(1);
+        }
+    })
+}
+
+/// One I/O thread: owns the connections dealt to it until shutdown, then drains them.
+fn worker(
+    mut connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    config: Arc<LabConfig>,
+    pool: Option<mpsc::Sender<Job<H2Responder>>>,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    runtime.block_on(async move {
+        let tracker = TaskTracker::new();
+        loop {
+            let tcp = tokio::select! {
+                tcp = connections.recv() => tcp,
+                _ = shutdown.cancelled() => None,
+            };
+            let Some(tcp) = tcp else { break };
+            let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) else {
+                continue;
+            };
+            tracker.spawn(serve_connection(
+                tcp,
+                Arc::clone(&config),
+                pool.clone(),
+                shutdown.clone(),
+            ));
+        }
+        drop(pool);
+        tracker.close();
+        // Connections got GOAWAY from the shutdown token; give their calls time to finish.
+        let _ = tokio::time::timeout(DRAIN_LIMIT, tracker.wait()).await;
+        Ok(())
+    })
+}
+
+/// Binds `addr` for the lab server.
+pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
+    std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })
+}

@@ -1,0 +1,29 @@
+//! The counters every built-in server exposes through `grpclab.admin.v1.Stats/Get`, so a
+//! harness can compute allocations and bytes per call over a measured window.
+
+use crate::alloc_count::{allocation_totals, ThreadCounters};
+use crate::pb_admin::StatsReply;
+
+/// The `:path` of the admin RPC.
+pub const STATS_PATH: &str = "/grpclab.admin.v1.Stats/Get";
+
+static CALLS: ThreadCounters = ThreadCounters::new();
+
+/// Counts one served Greeter call (per-thread counter: no shared cache line).
+#[inline]
+pub fn count_call() {
+    CALLS.add(1, 0);
+}
+
+/// The counters now, for `implementation`.
+pub fn snapshot(implementation: &str) -> StatsReply {
+    let allocations = allocation_totals();
+    let (allocations_count, allocated_bytes) = allocations.unwrap_or((0, 0));
+    StatsReply {
+        allocations: allocations_count,
+        allocated_bytes,
+        calls: CALLS.totals().0,
+        counting: allocations.is_some(),
+        implementation: implementation.to_owned(),
+    }
+}

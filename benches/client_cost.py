@@ -24,50 +24,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "grpclab")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """utime+stime of a live process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def run_client(argv, warmup):
-    """Runs a client; returns (stdout, cpu seconds after the warmup, peak RSS in KiB)."""
-    out = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
-    time.sleep(warmup)
-    try:
-        at_warmup_end = cpu_seconds(proc.pid)
-    except FileNotFoundError:
-        at_warmup_end = 0.0
-    _, status, rusage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode(errors="replace")
-    out.seek(0)
-    stdout = out.read().decode(errors="replace")
-    if proc.returncode != 0:
-        sys.exit(f"client failed ({proc.returncode}): {' '.join(argv)}\n{stderr}{stdout}")
-    total_cpu = rusage.ru_utime + rusage.ru_stime
-    return stdout, total_cpu - at_warmup_end, rusage.ru_maxrss
+from common import BIN, build, cpu_seconds, run_client, start_server as start
 
 
 def start_server():
-    server = subprocess.Popen(
-        ["taskset", "-c", "0", BIN, "serve", "--impl", "tonic-mt", "--threads", "1", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in server.stderr:
-        if "listening on " in line:
-            return server, line.split("listening on ")[1].strip()
-    sys.exit("the server did not start")
+    return start(["--impl", "tonic-mt"])
 
 
 def grpclab_round(target, args):
@@ -105,7 +67,7 @@ def main():
     args = parser.parse_args()
     if not shutil.which("h2load"):
         sys.exit("h2load not found: apt-get install nghttp2-client")
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    build()
     request_file = os.path.join(tempfile.mkdtemp(), "complex_proto.bin")
     subprocess.run([BIN, "encode", "--scenario", "complex_proto", "-o", request_file],
                    check=True, capture_output=True)

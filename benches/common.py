@@ -1,0 +1,90 @@
+"""Helpers shared by the benchmark scripts: the release binary, pinned processes, /proc readings."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "grpclab")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def build():
+    """Builds the release binary (quietly)."""
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+
+
+def cpu_seconds(pid):
+    """utime+stime of a live process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def memory_kib(pid):
+    """(VmRSS, VmHWM) of a live process, in KiB."""
+    values = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0])
+    return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
+def start_server(impl_args, cpu="0", threads=1):
+    """Starts `grpclab serve` pinned to `cpu`; returns (process, "host:port") once it listens."""
+    server = subprocess.Popen(
+        ["taskset", "-c", cpu, BIN, "serve", "--port", "0", "--threads", str(threads)] + impl_args,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in server.stderr:
+        if "listening on " in line:
+            return server, line.split("listening on ")[1].strip()
+    sys.exit(f"the server {impl_args} did not start")
+
+
+def stop_server(server):
+    server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def server_stats(target):
+    """The server's admin counters (grpclab stats)."""
+    out = subprocess.run([BIN, "stats", target], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def run_client(argv, warmup, at_warmup_end=None):
+    """Runs a client; at the end of `warmup` seconds calls `at_warmup_end()` (if given) and reads
+    the client's CPU. Returns (stdout, client CPU seconds after the warmup, client peak RSS KiB)."""
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+    time.sleep(warmup)
+    try:
+        client_cpu_at_warmup_end = cpu_seconds(proc.pid)
+    except FileNotFoundError:
+        client_cpu_at_warmup_end = 0.0
+    if at_warmup_end:
+        at_warmup_end()
+    _, status, rusage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace")
+    out.seek(0)
+    stdout = out.read().decode(errors="replace")
+    if code != 0:
+        sys.exit(f"client failed ({code}): {' '.join(argv)}\n{stderr}{stdout}")
+    total_cpu = rusage.ru_utime + rusage.ru_stime
+    return stdout, total_cpu - client_cpu_at_warmup_end, rusage.ru_maxrss
+
+
+def median(values):
+    return statistics.median(values)

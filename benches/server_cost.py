@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Server cost: `lab` versus tonic-mt, side by side (issue 3).
+
+Each server runs alone with one thread, pinned to CPU 0 (`grpclab serve --threads 1`); the
+client (`grpclab load`, one thread) is pinned to CPU 1. Two loads per server, complex_proto,
+50 connections x 1000 streams:
+  - saturation: closed loop, as fast as the pair goes;
+  - fixed: open loop at --rate req/s (default 30000, which both servers can serve).
+Per window (after the warmup): server CPU µs per call = Δ(utime+stime) of the server process /
+Δ calls the server reports through its admin RPC (grpclab stats); allocations and bytes per
+call from the same RPC's counters; client req/s and p50/p99 from its JSON; the server's RSS at
+the end of the window and its peak (VmHWM). Rounds alternate the servers so drift hits both;
+tables show medians, and the ratio lab / tonic-mt.
+
+Usage: benches/server_cost.py [--rounds 3] [--duration 10] [--warmup 3] [--rate 30000]
+       [--lab-args "--decode inline"]
+"""
+import argparse
+import json
+import shlex
+
+from common import (BIN, build, cpu_seconds, median, memory_kib, run_client, server_stats,
+                    start_server, stop_server)
+
+
+def measure(impl_args, load_args, args):
+    server, target = start_server(impl_args)
+    try:
+        marks = {}
+
+        def at_warmup_end():
+            marks["cpu"] = cpu_seconds(server.pid)
+            marks["stats"] = server_stats(target)
+
+        argv = ["taskset", "-c", "1", BIN, "load", target, "-c", "1000", "--connections", "50",
+                "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1",
+                "-O", "json"] + load_args
+        stdout, client_cpu, _ = run_client(argv, args.warmup, at_warmup_end)
+        cpu = cpu_seconds(server.pid) - marks["cpu"]
+        stats = server_stats(target)
+        rss, hwm = memory_kib(server.pid)
+    finally:
+        stop_server(server)
+    report = json.loads(stdout)
+    calls = stats["calls"] - marks["stats"]["calls"]
+    p = {point["percentage"]: point["latency"] for point in report["latencyDistribution"]}
+    return {
+        "rps": report["rps"],
+        "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0),
+        "p50_us": p[50.0] / 1e3,
+        "p99_us": p[99.0] / 1e3,
+        "server_us": cpu * 1e6 / max(calls, 1),
+        "server_cpu_pct": 100 * cpu / args.duration,
+        "allocs": (stats["allocations"] - marks["stats"]["allocations"]) / max(calls, 1),
+        "bytes": (stats["allocated_bytes"] - marks["stats"]["allocated_bytes"]) / max(calls, 1),
+        "rss_mib": rss / 1024,
+        "peak_rss_mib": hwm / 1024,
+        "client_us": client_cpu * 1e6 / max(report["count"], 1),
+    }
+
+
+COLUMNS = [("rps", "req/s", "{:.0f}"), ("p50_us", "p50 µs", "{:.0f}"), ("p99_us", "p99 µs", "{:.0f}"),
+           ("server_us", "server CPU µs/call", "{:.2f}"), ("server_cpu_pct", "server CPU %", "{:.0f}"),
+           ("allocs", "allocs/call", "{:.1f}"), ("bytes", "bytes/call", "{:.0f}"),
+           ("rss_mib", "RSS MiB", "{:.1f}"), ("peak_rss_mib", "peak RSS MiB", "{:.1f}"),
+           ("errors", "errors", "{:.0f}")]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=30000)
+    parser.add_argument("--lab-args", default="--decode inline")
+    args = parser.parse_args()
+    build()
+    servers = {"tonic-mt": ["--impl", "tonic-mt"], "lab": ["--impl", "lab"] + shlex.split(args.lab_args)}
+    loads = {"saturation": [], f"{args.rate} req/s": ["--rps", str(args.rate)]}
+    results = {(s, l): [] for s in servers for l in loads}
+    for round_no in range(1, args.rounds + 1):
+        for load, load_args in loads.items():
+            for name, impl_args in servers.items():
+                row = measure(impl_args, load_args, args)
+                results[(name, load)].append(row)
+                print(f"round {round_no} {load:>12} {name:8} {row['rps']:>8.0f} req/s  "
+                      f"server {row['server_us']:5.2f} µs/call ({row['server_cpu_pct']:.0f}% CPU)  "
+                      f"p99 {row['p99_us']:6.0f} µs  allocs/call {row['allocs']:5.1f}  "
+                      f"RSS {row['rss_mib']:.1f} MiB  errors {row['errors']}", flush=True)
+    print()
+    print(f"complex_proto, 50 connections x 1000 streams, {args.duration}s after {args.warmup}s warmup, "
+          f"server (1 thread) on CPU 0, grpclab load (1 thread) on CPU 1, lab args: {args.lab_args}; "
+          f"medians of {args.rounds} rounds")
+    for load in loads:
+        print()
+        print(f"### {load}")
+        print()
+        print("| server | " + " | ".join(title for _, title, _ in COLUMNS) + " |")
+        print("|---|" + "---:|" * len(COLUMNS))
+        for name in servers:
+            rows = results[(name, load)]
+            cells = [fmt.format(median([r[key] for r in rows])) for key, _, fmt in COLUMNS]
+            print(f"| {name} | " + " | ".join(cells) + " |")
+        ratio = (median([r["server_us"] for r in results[("lab", load)]])
+                 / median([r["server_us"] for r in results[("tonic-mt", load)]]))
+        print()
+        print(f"ratio lab / tonic-mt, server CPU µs per call: {ratio:.2f} (issue 3's bar: at most 0.6)")
+
+
+if __name__ == "__main__":
+    main()

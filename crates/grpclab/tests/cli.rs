@@ -17,8 +17,13 @@ struct Server {
 
 impl Server {
     fn start(implementation: &str) -> Server {
+        Server::start_with(&["--impl", implementation])
+    }
+
+    fn start_with(args: &[&str]) -> Server {
         let mut child = grpclab()
-            .args(["serve", "--impl", implementation, "--port", "0"])
+            .args(["serve", "--port", "0"])
+            .args(args)
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn grpclab serve");
@@ -235,11 +240,95 @@ fn ctrl_c_stops_the_run_and_still_prints_results() {
 
 #[test]
 fn serve_drains_and_exits_zero_on_sigterm() {
-    let mut server = Server::start("tonic-mt");
-    let output = run(&["load", &server.target(), "-n", "50"]);
+    for implementation in ["tonic-mt", "lab"] {
+        let mut server = Server::start(implementation);
+        let output = run(&["load", &server.target(), "-n", "50"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let status = server.terminate();
+        assert_eq!(status.code(), Some(0), "{implementation}");
+    }
+}
+
+fn stats(target: &str) -> serde_json::Value {
+    let output = run(&["stats", target]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let status = server.terminate();
-    assert_eq!(status.code(), Some(0));
+    json(&output)
+}
+
+#[test]
+fn allocation_and_call_counters_move_with_load() {
+    for implementation in ["tonic-mt", "tonic-st", "lab"] {
+        let server = Server::start(implementation);
+        let before = stats(&server.target());
+        assert_eq!(before["counting"], true);
+        assert_eq!(before["implementation"], implementation);
+        let output = run(&["load", &server.target(), "-n", "500", "-c", "10"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let after = stats(&server.target());
+        let delta = |key: &str| after[key].as_u64().unwrap() - before[key].as_u64().unwrap();
+        assert_eq!(
+            delta("calls"),
+            500,
+            "{implementation}: every call counted, once"
+        );
+        assert!(
+            delta("allocations") >= 500,
+            "{implementation}: at least one allocation per call"
+        );
+        assert!(
+            delta("allocated_bytes") >= 500 * 78,
+            "{implementation}: the requests' bytes at least"
+        );
+    }
+}
+
+#[test]
+fn every_decode_placement_serves_load_correctly_with_back_pressure() {
+    for placement in [
+        &["--decode", "inline"][..],
+        &["--decode", "task"],
+        // A one-slot queue: most calls wait for room, none may be lost or stuck.
+        &[
+            "--decode",
+            "pool",
+            "--pool-threads",
+            "2",
+            "--pool-queue",
+            "1",
+        ],
+        &["--decode", "adaptive", "--offload-above", "1000"],
+    ] {
+        let mut args = vec!["--impl", "lab"];
+        args.extend_from_slice(placement);
+        let server = Server::start_with(&args);
+        for scenario in ["complex_proto", "large_complex"] {
+            let output = run(&[
+                "load",
+                &server.target(),
+                "--scenario",
+                scenario,
+                "-n",
+                "300",
+                "-c",
+                "30",
+                "--connections",
+                "3",
+                "--validate",
+                "-O",
+                "json",
+            ]);
+            assert!(
+                output.status.success(),
+                "{placement:?}: {}",
+                stderr(&output)
+            );
+            let report = json(&output);
+            assert_eq!(
+                report["statusCodeDistribution"]["OK"], 300,
+                "{placement:?} {scenario}"
+            );
+        }
+    }
 }
 
 /// Runs grpclab expecting exit code 2 and a message containing every `needle`.

@@ -323,9 +323,10 @@ impl ConnectionTask {
                             self.dispatch(job, cx);
                         }
                         BodyState::Refused(status) => {
+                            // Trailers-only, ending our side. Dropping the body stream lets h2
+                            // discard (and give back the window of) whatever else arrives; an
+                            // explicit RST_STREAM here would make h2 drop the queued response.
                             let _ = send_status(&mut call.respond, &status);
-                            // Stop the client sending the rest of what we will not read.
-                            call.respond.send_reset(h2::Reason::NO_ERROR);
                         }
                         BodyState::Gone => {}
                     }

@@ -1,0 +1,151 @@
+//! Interop with clients we did not write: Python grpcio and h2load, against the built-in
+//! servers started as `grpclab serve` processes. CI installs both (`.ci/run`); on a developer
+//! machine without them these tests say so and pass only outside CI.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+            .args(["serve", "--port", "0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn grpclab serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("serve printed no address")
+                .expect("stderr");
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                break addr.trim().parse().expect("address");
+            }
+        };
+        Server { child, addr }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a tool is available; outside CI a missing tool skips the test with a message,
+/// in CI (where .ci/run installs it) it fails.
+fn available(check: &mut Command, what: &str) -> bool {
+    let ok = check
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} is missing in CI: .ci/run must install it"
+        );
+        eprintln!("SKIPPED: {what} is not installed (bash .ci/run installs it)");
+    }
+    ok
+}
+
+fn request_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let file = dir.join("request.bin");
+    let status = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+        .args(["encode", "--scenario", "complex_proto", "-o"])
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    file
+}
+
+#[test]
+fn python_grpcio_client_interoperates() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc"]),
+        "python3 grpcio",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let request = request_file(dir.path());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/grpcio_client.py"
+    );
+    for args in [
+        &["--impl", "lab", "--max-message-bytes", "65536"][..],
+        &[
+            "--impl",
+            "lab",
+            "--decode",
+            "pool",
+            "--max-message-bytes",
+            "65536",
+        ],
+        &["--impl", "tonic-mt"],
+    ] {
+        let server = Server::start(args);
+        let mut command = Command::new("python3");
+        command
+            .arg(script)
+            .arg(server.addr.to_string())
+            .arg(&request);
+        if args[1] == "lab" {
+            command.arg("65536");
+        }
+        let output = command.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn h2load_interoperates() {
+    if !available(
+        Command::new("h2load").arg("--version"),
+        "h2load (nghttp2-client)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let request = request_file(dir.path());
+    for implementation in ["lab", "tonic-mt"] {
+        let server = Server::start(&["--impl", implementation]);
+        let output = Command::new("h2load")
+            .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
+            .arg(&request)
+            .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+            .arg(format!(
+                "http://{}/helloworld.Greeter/SayHello",
+                server.addr
+            ))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{implementation}: {text}");
+        assert!(
+            text.contains("2000 succeeded, 0 failed, 0 errored"),
+            "{implementation}: {text}"
+        );
+        assert!(
+            text.contains("status codes: 2000 2xx"),
+            "{implementation}: {text}"
+        );
+    }
+}

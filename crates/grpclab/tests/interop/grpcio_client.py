@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Python grpcio as a client of grpclab's servers (interop test, run by tests/interop.rs).
+
+Usage: grpcio_client.py HOST:PORT REQUEST_FILE [MAX_MESSAGE_BYTES]
+
+REQUEST_FILE holds a framed helloworld.HelloRequest (`grpclab encode`). grpcio sends the raw
+message bytes (no generated code needed); the server decodes, re-encodes and replies, and since
+HelloReply and HelloRequest share their layout the reply must equal the request byte for byte.
+Checks: echo, many calls on one channel, UNIMPLEMENTED for an unknown method, DEADLINE_EXCEEDED
+honoured when the deadline is already past, and RESOURCE_EXHAUSTED over MAX_MESSAGE_BYTES.
+Prints one line per check; exits non-zero on the first failure.
+"""
+import sys
+
+import grpc
+
+
+def main():
+    target, request_file = sys.argv[1], sys.argv[2]
+    max_message = int(sys.argv[3]) if len(sys.argv) > 3 else None
+    with open(request_file, "rb") as f:
+        framed = f.read()
+    message = framed[5:]
+    channel = grpc.insecure_channel(target)
+    grpc.channel_ready_future(channel).result(timeout=10)
+    say_hello = channel.unary_unary("/helloworld.Greeter/SayHello")
+
+    reply = say_hello(message, timeout=10)
+    assert reply == message, f"echo differs: {reply!r} != {message!r}"
+    print("ok echo")
+
+    for _ in range(200):
+        assert say_hello(message, timeout=10) == message
+    print("ok 200 calls on one channel")
+
+    try:
+        channel.unary_unary("/helloworld.Greeter/SayBye")(message, timeout=10)
+        raise AssertionError("unknown method succeeded")
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.UNIMPLEMENTED, err
+    print("ok unimplemented")
+
+    if max_message is not None:
+        try:
+            say_hello(b"\x0a" + bytes([0x80, 0x80, 0x04]) + b"\x00" * 65536 * 2, timeout=10)
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+            print("ok resource exhausted")
+        else:
+            raise AssertionError("an oversized message succeeded")
+
+    channel.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -88,3 +88,41 @@ def run_client(argv, warmup, at_warmup_end=None):
 
 def median(values):
     return statistics.median(values)
+
+
+def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, connections=50):
+    """One window against one fresh server (1 thread, CPU 0) driven by `grpclab load` (CPU 1).
+    Server figures are per call the server reports serving in the window (admin RPC)."""
+    server, target = start_server(impl_args)
+    try:
+        marks = {}
+
+        def at_warmup_end():
+            marks["cpu"] = cpu_seconds(server.pid)
+            marks["stats"] = server_stats(target)
+
+        argv = ["taskset", "-c", "1", BIN, "load", target, "-c", str(concurrency),
+                "--connections", str(connections), "-z", f"{duration}s", "--warmup", f"{warmup}s", "--cpus", "1",
+                "-O", "json"] + load_args
+        stdout, client_cpu, _ = run_client(argv, warmup, at_warmup_end)
+        cpu = cpu_seconds(server.pid) - marks["cpu"]
+        stats = server_stats(target)
+        rss, hwm = memory_kib(server.pid)
+    finally:
+        stop_server(server)
+    report = json.loads(stdout)
+    calls = stats["calls"] - marks["stats"]["calls"]
+    p = {point["percentage"]: point["latency"] for point in report["latencyDistribution"]}
+    return {
+        "rps": report["rps"],
+        "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0),
+        "p50_us": p[50.0] / 1e3,
+        "p99_us": p[99.0] / 1e3,
+        "server_us": cpu * 1e6 / max(calls, 1),
+        "server_cpu_pct": 100 * cpu / duration,
+        "allocs": (stats["allocations"] - marks["stats"]["allocations"]) / max(calls, 1),
+        "bytes": (stats["allocated_bytes"] - marks["stats"]["allocated_bytes"]) / max(calls, 1),
+        "rss_mib": rss / 1024,
+        "peak_rss_mib": hwm / 1024,
+        "client_us": client_cpu * 1e6 / max(report["count"], 1),
+    }

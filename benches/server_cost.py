@@ -16,47 +16,9 @@ Usage: benches/server_cost.py [--rounds 3] [--duration 10] [--warmup 3] [--rate 
        [--lab-args "--decode inline"]
 """
 import argparse
-import json
 import shlex
 
-from common import (BIN, build, cpu_seconds, median, memory_kib, run_client, server_stats,
-                    start_server, stop_server)
-
-
-def measure(impl_args, load_args, args):
-    server, target = start_server(impl_args)
-    try:
-        marks = {}
-
-        def at_warmup_end():
-            marks["cpu"] = cpu_seconds(server.pid)
-            marks["stats"] = server_stats(target)
-
-        argv = ["taskset", "-c", "1", BIN, "load", target, "-c", "1000", "--connections", "50",
-                "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1",
-                "-O", "json"] + load_args
-        stdout, client_cpu, _ = run_client(argv, args.warmup, at_warmup_end)
-        cpu = cpu_seconds(server.pid) - marks["cpu"]
-        stats = server_stats(target)
-        rss, hwm = memory_kib(server.pid)
-    finally:
-        stop_server(server)
-    report = json.loads(stdout)
-    calls = stats["calls"] - marks["stats"]["calls"]
-    p = {point["percentage"]: point["latency"] for point in report["latencyDistribution"]}
-    return {
-        "rps": report["rps"],
-        "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0),
-        "p50_us": p[50.0] / 1e3,
-        "p99_us": p[99.0] / 1e3,
-        "server_us": cpu * 1e6 / max(calls, 1),
-        "server_cpu_pct": 100 * cpu / args.duration,
-        "allocs": (stats["allocations"] - marks["stats"]["allocations"]) / max(calls, 1),
-        "bytes": (stats["allocated_bytes"] - marks["stats"]["allocated_bytes"]) / max(calls, 1),
-        "rss_mib": rss / 1024,
-        "peak_rss_mib": hwm / 1024,
-        "client_us": client_cpu * 1e6 / max(report["count"], 1),
-    }
+from common import build, measure_server, median
 
 
 COLUMNS = [("rps", "req/s", "{:.0f}"), ("p50_us", "p50 µs", "{:.0f}"), ("p99_us", "p99 µs", "{:.0f}"),
@@ -81,7 +43,7 @@ def main():
     for round_no in range(1, args.rounds + 1):
         for load, load_args in loads.items():
             for name, impl_args in servers.items():
-                row = measure(impl_args, load_args, args)
+                row = measure_server(impl_args, load_args, args.duration, args.warmup)
                 results[(name, load)].append(row)
                 print(f"round {round_no} {load:>12} {name:8} {row['rps']:>8.0f} req/s  "
                       f"server {row['server_us']:5.2f} µs/call ({row['server_cpu_pct']:.0f}% CPU)  "

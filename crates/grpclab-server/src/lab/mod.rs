@@ -30,6 +30,13 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
 /// Default `--max-concurrent-streams` advertised per connection.
 pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
 /// Default `--offload-above` for the adaptive placement, in bytes of request body.
+///
+/// Measured (`benches/placement.py`, BENCHMARKS.md): the pool hop costs 2.7-4.3 µs of server
+/// CPU per call (complex_proto 5.2 → 7.9 µs, string_10kB 14.7 → 18.9 µs), while decoding
+/// large_complex (166 KB, 6000 pets) takes about 760 µs — a stall of that length on the I/O
+/// thread holds up every other stream there. Complex messages decode at roughly 4.5 ns per
+/// byte, so at 16 KiB a decode takes ~70 µs, over ten times the hop; strings up to 16 KiB
+/// decode in a memcpy and stay inline. The decode-placement study (issue 6) refines this.
 pub const DEFAULT_OFFLOAD_ABOVE: usize = 16 * 1024;
 /// Default `--pool-queue`: jobs waiting for a pool thread.
 pub const DEFAULT_POOL_QUEUE: usize = 1024;

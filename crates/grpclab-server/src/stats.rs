@@ -27,3 +27,25 @@ pub fn snapshot(implementation: &str) -> StatsReply {
         implementation: implementation.to_owned(),
     }
 }
+
+/// Calls `grpclab.admin.v1.Stats/Get` on `target` (HOST:PORT, plaintext). The error says
+/// what went wrong, ready to print.
+pub async fn fetch(target: &str) -> Result<StatsReply, String> {
+    use crate::pb_admin::stats_client::StatsClient;
+    let mut client = StatsClient::connect(format!("http://{target}"))
+        .await
+        .map_err(|err| {
+            format!("cannot connect to {target}: {err}; is the server running and listening there?")
+        })?;
+    let reply = client
+        .get(crate::pb_admin::StatsRequest {})
+        .await
+        .map_err(|status| {
+            format!(
+                "{target} did not answer grpclab.admin.v1.Stats/Get ({:?}: {}); only grpclab's built-in servers expose it",
+                status.code(),
+                status.message()
+            )
+        })?;
+    Ok(reply.into_inner())
+}

@@ -16,6 +16,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Benchmark gRPC servers the way grpc_bench does, and print its table (the main job).
+    Bench(BenchArgs),
     /// Drive unary gRPC calls at a server and measure them (ghz's flags where they overlap).
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
@@ -152,6 +154,68 @@ pub struct EncodeArgs {
     /// With a payload array, which request to write (counting from 0).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub index: usize,
+}
+
+/// `grpclab bench [IMPL ...]`: settings come from grpc_bench's environment variables; each
+/// flag below overrides its variable.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Implementations to run, by name (default: every one in the suite).
+    #[arg(value_name = "IMPL")]
+    pub implementations: Vec<String>,
+
+    /// A suite file (TOML) listing implementations; default: the built-in servers
+    /// (tonic-mt, tonic-st, lab).
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<PathBuf>,
+
+    /// Measured window [GRPC_BENCHMARK_DURATION, default 20s].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Warmup before the window [GRPC_BENCHMARK_WARMUP, default 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
+
+    /// Server CPU quota in cores [GRPC_SERVER_CPUS, default 1].
+    #[arg(long, value_name = "CPUS")]
+    pub server_cpus: Option<String>,
+
+    /// Server memory limit, e.g. 512m [GRPC_SERVER_RAM, default 512m].
+    #[arg(long, value_name = "SIZE")]
+    pub server_ram: Option<String>,
+
+    /// HTTP/2 connections [GRPC_CLIENT_CONNECTIONS, default 50].
+    #[arg(long, value_name = "N")]
+    pub connections: Option<String>,
+
+    /// Streams in flight [GRPC_CLIENT_CONCURRENCY, default 1000].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<String>,
+
+    /// Total request rate, 0 = unlimited [GRPC_CLIENT_QPS, default 0].
+    #[arg(long, value_name = "RATE")]
+    pub qps: Option<String>,
+
+    /// Client threads and cores [GRPC_CLIENT_CPUS, default 1].
+    #[arg(long, value_name = "N")]
+    pub client_cpus: Option<String>,
+
+    /// Scenario name or folder [GRPC_REQUEST_SCENARIO, default complex_proto].
+    #[arg(long, value_name = "NAME|DIR")]
+    pub scenario: Option<String>,
+
+    /// How long a server has to become ready.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub ready_timeout: std::time::Duration,
+
+    /// How long a server has to exit after SIGTERM before SIGKILL.
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
+    pub stop_grace: std::time::Duration,
+
+    /// Where result folders are created.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub results_dir: PathBuf,
 }
 
 /// `grpclab stats HOST:PORT`

@@ -1,6 +1,7 @@
 //! The `grpclab` command line, as a library so tests can call each command in-process.
 //!
 //! - [`cli`]: clap definitions.
+//! - [`bench`]: `grpclab bench`, the grpc_bench harness (the main job).
 //! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
 //! - [`encode_cmd`]: `grpclab encode` (a scenario's request as framed bytes, for h2load).
 //! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
@@ -8,6 +9,7 @@
 //! - [`export`]: one exporter per output format behind the [`export::Exporter`] trait.
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod cli;
 pub mod encode_cmd;
 pub mod export;

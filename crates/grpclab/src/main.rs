@@ -3,7 +3,9 @@
 
 use clap::Parser;
 use grpclab::cli::{Cli, Command};
-use grpclab::{encode_cmd, load_cmd, serve_cmd, stats_cmd, InputError, EXIT_FAILURE, EXIT_INPUT};
+use grpclab::{
+    bench, encode_cmd, load_cmd, serve_cmd, stats_cmd, InputError, EXIT_FAILURE, EXIT_INPUT,
+};
 use grpclab_load::CancellationToken;
 use std::process::ExitCode;
 
@@ -17,7 +19,7 @@ fn main() -> ExitCode {
     grpclab_server::alloc_count::mark_installed();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
             if err.downcast_ref::<InputError>().is_some() {
@@ -29,28 +31,42 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Bench(args) => {
+            let prepared = bench::prepare(&args)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(&cancel);
+            let outcome = bench::execute(prepared, &cancel, &mut |line| eprintln!("{line}"))?;
+            println!("{}", outcome.table);
+            eprintln!("results: {}", outcome.dir.display());
+            Ok(if outcome.any_failed() || cancel.is_cancelled() {
+                ExitCode::from(EXIT_FAILURE)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Load(args) => {
             let prepared = load_cmd::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             load_cmd::execute(prepared, &cancel)?;
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Encode(args) => {
             let written = encode_cmd::execute(&args)?;
             eprintln!("wrote {written} bytes to {}", args.output.display());
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Stats(args) => {
             let stats = stats_cmd::fetch(&args.target)?;
             println!("{}", serde_json::to_string_pretty(&stats)?);
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
             let config = serve_cmd::prepare(&args)?;
-            serve_cmd::execute(&config)
+            serve_cmd::execute(&config)?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -1,8 +1,7 @@
 //! `grpclab stats HOST:PORT`: read a server's admin counters (`grpclab.admin.v1.Stats/Get`)
 //! and print them as JSON, for scripts that compute allocations per call over a window.
 
-use grpclab_server::pb_admin::stats_client::StatsClient;
-use grpclab_server::pb_admin::{StatsReply, StatsRequest};
+use grpclab_server::pb_admin::StatsReply;
 use serde::Serialize;
 
 use crate::InputError;
@@ -40,21 +39,8 @@ pub fn fetch(target: &str) -> Result<Stats, InputError> {
         .enable_all()
         .build()
         .map_err(|err| InputError(format!("cannot start a runtime: {err}")))?;
-    runtime.block_on(async {
-        let mut client = StatsClient::connect(format!("http://{target}"))
-            .await
-            .map_err(|err| {
-                InputError(format!(
-                    "cannot connect to {target}: {err}; is the server running and listening there?"
-                ))
-            })?;
-        let reply = client.get(StatsRequest {}).await.map_err(|status| {
-            InputError(format!(
-                "{target} did not answer grpclab.admin.v1.Stats/Get ({}: {}); only grpclab's built-in servers expose it",
-                status.code(),
-                status.message()
-            ))
-        })?;
-        Ok(reply.into_inner().into())
-    })
+    runtime
+        .block_on(grpclab_server::stats::fetch(target))
+        .map(Stats::from)
+        .map_err(InputError)
 }

@@ -1,0 +1,276 @@
+//! The harness's settings: grpc_bench's environment variables, each also a flag (the flag
+//! wins), with grpc_bench's defaults. Every invalid value is refused with its variable's (or
+//! flag's) name and an example of a valid one.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::BenchArgs;
+use crate::InputError;
+
+/// Everything one `grpclab bench` run is configured with.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchConfig {
+    /// GRPC_BENCHMARK_DURATION: the measured window.
+    #[serde(serialize_with = "as_secs")]
+    pub duration: Duration,
+    /// GRPC_BENCHMARK_WARMUP: load before the window, not counted.
+    #[serde(serialize_with = "as_secs")]
+    pub warmup: Duration,
+    /// GRPC_SERVER_CPUS: CPU quota of the server, in cores (fractions allowed, as docker --cpus).
+    pub server_cpus: f64,
+    /// GRPC_SERVER_RAM: memory limit of the server, in bytes.
+    pub server_ram: u64,
+    /// GRPC_CLIENT_CONNECTIONS.
+    pub connections: usize,
+    /// GRPC_CLIENT_CONCURRENCY: streams in flight.
+    pub concurrency: usize,
+    /// GRPC_CLIENT_QPS: total rate; 0 = closed loop.
+    pub qps: u64,
+    /// GRPC_CLIENT_CPUS: client threads (and cores).
+    pub client_cpus: usize,
+    /// GRPC_REQUEST_SCENARIO: a built-in scenario or a folder.
+    pub scenario: String,
+    /// How long a server has to become ready.
+    #[serde(serialize_with = "as_secs")]
+    pub ready_timeout: Duration,
+    /// How long a server has to exit after SIGTERM before SIGKILL.
+    #[serde(serialize_with = "as_secs")]
+    pub stop_grace: Duration,
+    /// Where result folders go.
+    pub results_dir: PathBuf,
+}
+
+fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format!("{}s", duration.as_secs_f64()))
+}
+
+/// One setting: the flag if given, else the environment variable, else the default.
+fn setting<T>(
+    flag_value: Option<&str>,
+    flag: &str,
+    variable: &str,
+    default: &str,
+    example: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, InputError> {
+    let (source, text) = match (flag_value, std::env::var(variable)) {
+        (Some(value), _) => (flag.to_owned(), value.to_owned()),
+        (None, Ok(value)) => (variable.to_owned(), value),
+        (None, Err(std::env::VarError::NotUnicode(_))) => {
+            return Err(InputError(format!("{variable} is not valid UTF-8")))
+        }
+        (None, Err(std::env::VarError::NotPresent)) => {
+            return parse(default)
+                .map_err(|e| InputError(format!("built-in default of {variable} is invalid: {e}")))
+        }
+    };
+    parse(text.trim()).map_err(|reason| {
+        InputError(format!(
+            "{source}='{text}' is invalid: {reason}; e.g. {variable}={example}"
+        ))
+    })
+}
+
+fn positive_integer(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(value) => Ok(value),
+        Err(_) => Err("not a whole number".to_owned()),
+    }
+}
+
+/// Parses a memory size as docker does: a number with an optional b, k, m or g suffix.
+pub fn parse_memory(text: &str) -> Result<u64, String> {
+    let lower = text.to_ascii_lowercase();
+    let (digits, multiplier) = match lower.chars().last() {
+        Some('b') => (&lower[..lower.len() - 1], 1u64),
+        Some('k') => (&lower[..lower.len() - 1], 1 << 10),
+        Some('m') => (&lower[..lower.len() - 1], 1 << 20),
+        Some('g') => (&lower[..lower.len() - 1], 1 << 30),
+        _ => (lower.as_str(), 1),
+    };
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| "not a size (a number with an optional b, k, m or g suffix)".to_owned())?;
+    let bytes = value
+        .checked_mul(multiplier)
+        .ok_or_else(|| "too large".to_owned())?;
+    if bytes < 4 << 20 {
+        return Err("below 4m, too little for any server".to_owned());
+    }
+    Ok(bytes)
+}
+
+fn parse_cpus(text: &str) -> Result<f64, String> {
+    let cpus: f64 = text
+        .parse()
+        .map_err(|_| "not a number of cores".to_owned())?;
+    if !(cpus.is_finite() && cpus >= 0.01) {
+        return Err("must be at least 0.01 cores".to_owned());
+    }
+    Ok(cpus)
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    grpclab_core::duration::parse_duration(text)
+}
+
+impl BenchConfig {
+    /// Reads flags, then the environment, then the defaults.
+    pub fn from_args(args: &BenchArgs) -> Result<BenchConfig, InputError> {
+        let duration = setting(
+            args.duration.as_deref(),
+            "--duration",
+            "GRPC_BENCHMARK_DURATION",
+            "20s",
+            "20s",
+            parse_duration,
+        )?;
+        if duration.is_zero() {
+            return Err(InputError(
+                "GRPC_BENCHMARK_DURATION must be longer than 0s".to_owned(),
+            ));
+        }
+        let config = BenchConfig {
+            duration,
+            warmup: setting(
+                args.warmup.as_deref(),
+                "--warmup",
+                "GRPC_BENCHMARK_WARMUP",
+                "5s",
+                "5s",
+                |t| {
+                    if t.trim() == "0" {
+                        Ok(Duration::ZERO)
+                    } else {
+                        parse_duration(t)
+                    }
+                },
+            )?,
+            server_cpus: setting(
+                args.server_cpus.as_deref(),
+                "--server-cpus",
+                "GRPC_SERVER_CPUS",
+                "1",
+                "1",
+                parse_cpus,
+            )?,
+            server_ram: setting(
+                args.server_ram.as_deref(),
+                "--server-ram",
+                "GRPC_SERVER_RAM",
+                "512m",
+                "512m",
+                parse_memory,
+            )?,
+            connections: setting(
+                args.connections.as_deref(),
+                "--connections",
+                "GRPC_CLIENT_CONNECTIONS",
+                "50",
+                "50",
+                positive_integer,
+            )?,
+            concurrency: setting(
+                args.concurrency.as_deref(),
+                "--concurrency",
+                "GRPC_CLIENT_CONCURRENCY",
+                "1000",
+                "1000",
+                positive_integer,
+            )?,
+            qps: setting(
+                args.qps.as_deref(),
+                "--qps",
+                "GRPC_CLIENT_QPS",
+                "0",
+                "0",
+                |t| {
+                    t.parse::<u64>().map_err(|_| {
+                        "not a whole number of requests per second (0 = unlimited)".to_owned()
+                    })
+                },
+            )?,
+            client_cpus: setting(
+                args.client_cpus.as_deref(),
+                "--client-cpus",
+                "GRPC_CLIENT_CPUS",
+                "1",
+                "1",
+                positive_integer,
+            )?,
+            scenario: setting(
+                args.scenario.as_deref(),
+                "--scenario",
+                "GRPC_REQUEST_SCENARIO",
+                "complex_proto",
+                "complex_proto",
+                |t| {
+                    if t.is_empty() {
+                        Err("empty".to_owned())
+                    } else {
+                        Ok(t.to_owned())
+                    }
+                },
+            )?,
+            ready_timeout: args.ready_timeout,
+            stop_grace: args.stop_grace,
+            results_dir: args.results_dir.clone(),
+        };
+        if config.connections > config.concurrency {
+            return Err(InputError(format!(
+                "GRPC_CLIENT_CONNECTIONS ({}) is more than GRPC_CLIENT_CONCURRENCY ({}): each connection needs a stream",
+                config.connections, config.concurrency
+            )));
+        }
+        Ok(config)
+    }
+
+    /// The settings as grpc_bench's variables, for `bench.params`.
+    pub fn as_variables(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "GRPC_BENCHMARK_DURATION",
+                format!("{}s", self.duration.as_secs_f64()),
+            ),
+            (
+                "GRPC_BENCHMARK_WARMUP",
+                format!("{}s", self.warmup.as_secs_f64()),
+            ),
+            ("GRPC_SERVER_CPUS", self.server_cpus.to_string()),
+            ("GRPC_SERVER_RAM", format!("{}m", self.server_ram >> 20)),
+            ("GRPC_CLIENT_CONNECTIONS", self.connections.to_string()),
+            ("GRPC_CLIENT_CONCURRENCY", self.concurrency.to_string()),
+            ("GRPC_CLIENT_QPS", self.qps.to_string()),
+            ("GRPC_CLIENT_CPUS", self.client_cpus.to_string()),
+            ("GRPC_REQUEST_SCENARIO", self.scenario.clone()),
+        ]
+    }
+
+    /// Server threads: the CPU quota rounded up (a 0.5-core server still needs a thread).
+    pub fn server_threads(&self) -> usize {
+        self.server_cpus.ceil().max(1.0) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_parse_like_docker() {
+        assert_eq!(parse_memory("512m"), Ok(512 << 20));
+        assert_eq!(parse_memory("1g"), Ok(1 << 30));
+        assert_eq!(parse_memory("8388608"), Ok(8 << 20));
+        assert!(parse_memory("lots").is_err());
+        assert!(parse_memory("1k").unwrap_err().contains("below"));
+    }
+
+    #[test]
+    fn cpus_may_be_fractional_but_positive() {
+        assert_eq!(parse_cpus("0.5"), Ok(0.5));
+        assert!(parse_cpus("0").is_err());
+        assert!(parse_cpus("two").is_err());
+    }
+}

@@ -1,0 +1,177 @@
+//! A server as a child process: started in its own process group (inside its cgroup and on its
+//! cores), its stderr's tail kept for error reports, stopped with SIGTERM then SIGKILL.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Lines of stderr kept for a FAILED row.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// Joins the cgroups, pins the cores, then becomes the user's command. Runs under `sh`.
+const LAUNCH: &str = r#"for f in $GRPCLAB_CGROUP_PROCS; do
+  echo $$ > "$f" || { echo "grpclab: cannot join the cgroup ($f)" >&2; exit 97; }
+done
+if [ -n "$GRPCLAB_CORES" ]; then
+  exec taskset -c "$GRPCLAB_CORES" sh -c "$GRPCLAB_COMMAND"
+fi
+exec sh -c "$GRPCLAB_COMMAND""#;
+
+/// A running server.
+pub struct ServerProcess {
+    child: Child,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    exit: Option<ExitStatus>,
+}
+
+/// How to start one.
+pub struct Launch<'a> {
+    /// The command for `sh -c`.
+    pub command: &'a str,
+    /// Working directory.
+    pub workdir: Option<&'a Path>,
+    /// Environment to add.
+    pub env: Vec<(String, String)>,
+    /// cgroup.procs files to join first.
+    pub cgroup_procs: Vec<std::path::PathBuf>,
+    /// Cores for `taskset -c`, empty for no pinning.
+    pub cores: String,
+}
+
+impl ServerProcess {
+    /// Starts the server in a new process group.
+    pub fn start(launch: &Launch<'_>) -> std::io::Result<ServerProcess> {
+        let procs: Vec<String> = launch
+            .cgroup_procs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(LAUNCH)
+            .env("GRPCLAB_COMMAND", launch.command)
+            .env("GRPCLAB_CGROUP_PROCS", procs.join(" "))
+            .env("GRPCLAB_CORES", &launch.cores)
+            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            // Its own process group: signals reach the whole server tree, and a Ctrl-C
+            // meant for the harness does not reach the server before the harness stops it.
+            .process_group(0);
+        if let Some(workdir) = launch.workdir {
+            command.current_dir(workdir);
+        }
+        let mut child = command.spawn()?;
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let tail = Arc::clone(&stderr_tail);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Ok(mut tail) = tail.lock() {
+                        if tail.len() == STDERR_TAIL_LINES {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line);
+                    }
+                }
+            });
+        }
+        Ok(ServerProcess {
+            child,
+            stderr_tail,
+            exit: None,
+        })
+    }
+
+    /// The PID of the process (and of its process group).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The exit status, if it has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+        self.exit
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        // Give the reader thread a moment to take in what a dying process wrote last.
+        std::thread::sleep(Duration::from_millis(50));
+        self.stderr_tail
+            .lock()
+            .map(|tail| tail.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// SIGTERM to the group; SIGKILL after `grace`. Returns the exit status and whether the
+    /// kill was needed.
+    pub fn stop(&mut self, grace: Duration) -> (Option<ExitStatus>, bool) {
+        if let Some(status) = self.exited() {
+            signal_group(self.pid(), libc::SIGKILL); // leftovers of the group, if any
+            return (Some(status), false);
+        }
+        signal_group(self.pid(), libc::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Some(status) = self.exited() {
+                signal_group(self.pid(), libc::SIGKILL);
+                return (Some(status), false);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        signal_group(self.pid(), libc::SIGKILL);
+        let status = self.child.wait().ok();
+        self.exit = status;
+        (status, true)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if self.exited().is_none() {
+            signal_group(self.pid(), libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Sends `signal` to every process of the group led by `pid`.
+fn signal_group(pid: u32, signal: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals that process group; it touches no memory of
+    // ours. The group is the server's own (process_group(0) at spawn), never ours.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+/// Describes an exit status: `exit code N` or `killed by signal NAME`.
+pub fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("killed by signal {}", signal_name(signal)),
+        _ => "ended".to_owned(),
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGKILL => "SIGKILL".to_owned(),
+        libc::SIGTERM => "SIGTERM".to_owned(),
+        libc::SIGSEGV => "SIGSEGV".to_owned(),
+        libc::SIGABRT => "SIGABRT".to_owned(),
+        libc::SIGINT => "SIGINT".to_owned(),
+        other => other.to_string(),
+    }
+}

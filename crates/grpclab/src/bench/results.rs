@@ -1,0 +1,201 @@
+//! The results directory and the grpc_bench table.
+//!
+//! `results/<yymmddTHHMMSS>/` holds one `<name>.json` per implementation, `bench.params`
+//! (every setting, the grpclab version and commit, the machine), and the table as
+//! `table.txt` and `table.md`. Everything is rewritten after each implementation, so a crash
+//! or Ctrl-C late in a run keeps what was measured.
+
+use std::path::{Path, PathBuf};
+
+use super::runner::{sanitize, ImplResult, RowStatus};
+
+/// A results folder for one `grpclab bench` run.
+pub struct ResultsDir {
+    path: PathBuf,
+}
+
+impl ResultsDir {
+    /// Creates `base/<yymmddTHHMMSS>` (with a suffix if that exists already).
+    pub fn create(base: &Path) -> std::io::Result<ResultsDir> {
+        let stamp = timestamp();
+        let mut path = base.join(&stamp);
+        let mut n = 1;
+        while path.exists() {
+            path = base.join(format!("{stamp}-{n}"));
+            n += 1;
+        }
+        std::fs::create_dir_all(&path)?;
+        Ok(ResultsDir { path })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `bench.params`.
+    pub fn write_params(&self, lines: &[(String, String)]) -> std::io::Result<()> {
+        let text: String = lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        std::fs::write(self.path.join("bench.params"), text)
+    }
+
+    /// Writes one implementation's JSON record.
+    pub fn write_result(&self, result: &ImplResult) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(result).map_err(std::io::Error::other)?;
+        std::fs::write(
+            self.path.join(format!("{}.json", sanitize(&result.name))),
+            json,
+        )
+    }
+
+    /// Writes the table, text and Markdown.
+    pub fn write_tables(&self, results: &[ImplResult], footer: &[String]) -> std::io::Result<()> {
+        std::fs::write(self.path.join("table.txt"), render_text(results, footer))?;
+        std::fs::write(self.path.join("table.md"), render_markdown(results, footer))
+    }
+}
+
+/// `yymmddTHHMMSS` in UTC.
+fn timestamp() -> String {
+    let rfc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // 2026-11-30T10:35:12Z → 261130T103512
+    let digits: String = rfc.chars().filter(char::is_ascii_digit).collect();
+    format!("{}T{}", &digits[2..8], &digits[8..14])
+}
+
+/// The table's columns: grpc_bench's first, in the same meaning, then ours.
+pub const COLUMNS: [&str; 10] = [
+    "name",
+    "req/s",
+    "avg. latency",
+    "90 % in",
+    "95 % in",
+    "99 % in",
+    "avg. cpu",
+    "avg. memory",
+    "errors",
+    "allocs/req",
+];
+
+/// One table row as text cells.
+pub fn row_cells(result: &ImplResult) -> Vec<String> {
+    let Some(load) = result
+        .load
+        .as_ref()
+        .filter(|_| result.status == RowStatus::Ok)
+    else {
+        let mut cells = vec![result.name.clone(), "FAILED".to_owned()];
+        cells.extend(std::iter::repeat_n(String::new(), COLUMNS.len() - 2));
+        return cells;
+    };
+    let at = |percentage: f64| {
+        load.latency_distribution
+            .iter()
+            .find(|p| p.percentage == percentage)
+            .map_or(0, |p| p.latency)
+    };
+    vec![
+        result.name.clone(),
+        format!("{:.0}", load.rps),
+        millis(load.average),
+        millis(at(90.0)),
+        millis(at(95.0)),
+        millis(at(99.0)),
+        format!("{:.2}%", result.usage.cpu_percent),
+        format!(
+            "{:.2} MiB",
+            result.usage.memory_average_bytes as f64 / (1 << 20) as f64
+        ),
+        load.errors.to_string(),
+        result
+            .allocations_per_call
+            .map_or_else(|| "-".to_owned(), |a| format!("{a:.1}")),
+    ]
+}
+
+fn millis(nanos: u64) -> String {
+    format!("{:.2} ms", nanos as f64 / 1e6)
+}
+
+/// Rows sorted by req/s, failed rows last.
+fn sorted(results: &[ImplResult]) -> Vec<&ImplResult> {
+    let mut rows: Vec<&ImplResult> = results.iter().collect();
+    let rps = |r: &ImplResult| match (&r.status, &r.load) {
+        (RowStatus::Ok, Some(load)) => load.rps,
+        _ => -1.0,
+    };
+    rows.sort_by(|a, b| rps(b).total_cmp(&rps(a)));
+    rows
+}
+
+fn failures(results: &[ImplResult]) -> Vec<String> {
+    sorted(results)
+        .into_iter()
+        .filter(|r| r.status == RowStatus::Failed)
+        .map(|r| {
+            let mut line = format!(
+                "{} FAILED: {}",
+                r.name,
+                r.reason.as_deref().unwrap_or("unknown")
+            );
+            if !r.stderr_tail.is_empty() {
+                line.push_str(&format!(" — stderr: {}", r.stderr_tail.join(" | ")));
+            }
+            line
+        })
+        .collect()
+}
+
+/// The table as aligned text.
+pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
+    let mut rows = vec![COLUMNS.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>()];
+    rows.extend(sorted(results).into_iter().map(row_cells));
+    let widths: Vec<usize> = (0..COLUMNS.len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (index, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i == 0 {
+                    format!("{cell:<width$}", width = widths[i])
+                } else {
+                    format!("{cell:>width$}", width = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if index == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            out.push('\n');
+        }
+    }
+    for line in failures(results).iter().chain(footer) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The table in Markdown, as grpc_bench publishes it.
+pub fn render_markdown(results: &[ImplResult], footer: &[String]) -> String {
+    let mut out = format!("| {} |\n", COLUMNS.join(" | "));
+    out.push_str(&format!("|{}\n", "---|".repeat(COLUMNS.len())));
+    for result in sorted(results) {
+        out.push_str(&format!("| {} |\n", row_cells(result).join(" | ")));
+    }
+    let notes: Vec<String> = failures(results)
+        .into_iter()
+        .chain(footer.iter().cloned())
+        .collect();
+    if !notes.is_empty() {
+        out.push('\n');
+        for line in notes {
+            out.push_str(&format!("- {line}\n"));
+        }
+    }
+    out
+}

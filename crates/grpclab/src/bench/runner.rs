@@ -1,0 +1,507 @@
+//! One implementation's run: build, start under limits, wait until ready, warm up and measure
+//! while sampling, stop, and say what happened. Never panics on a misbehaving server: every
+//! failure becomes a FAILED row with its reason and the tail of the server's stderr.
+
+use grpclab_core::Scenario;
+use grpclab_load::{CancellationToken, LoadConfig, Pacing};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::config::BenchConfig;
+use super::limits::{self, AppliedLimits, CorePlan, ServerCgroup};
+use super::process::{describe_exit, Launch, ServerProcess};
+use super::sampler::{Sampler, Usage};
+use super::suite::{ImplementationSpec, Readiness};
+use crate::export::{JsonReport, Report, RunOptions};
+
+/// How a row ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowStatus {
+    /// Measured.
+    Ok,
+    /// Not measured, or not to be trusted; see the reason.
+    Failed,
+}
+
+/// Everything about one implementation's run, as written to `<name>.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImplResult {
+    /// The row's name.
+    pub name: String,
+    /// OK or FAILED.
+    pub status: RowStatus,
+    /// Why it failed.
+    pub reason: Option<String>,
+    /// The last lines of the server's stderr, for a failure.
+    pub stderr_tail: Vec<String>,
+    /// The start command as run.
+    pub command: String,
+    /// The load result (ghz-compatible JSON, histogram included), if a window was measured.
+    pub load: Option<JsonReport>,
+    /// CPU and memory over the window.
+    pub usage: Usage,
+    /// Heap allocations per call over the window (servers with grpclab's admin RPC).
+    pub allocations_per_call: Option<f64>,
+    /// Bytes allocated per call over the window.
+    pub bytes_per_call: Option<f64>,
+    /// The limits the kernel really applied.
+    pub limits: AppliedLimits,
+}
+
+impl ImplResult {
+    fn failed(
+        name: &str,
+        command: &str,
+        reason: String,
+        tail: Vec<String>,
+        limits: AppliedLimits,
+    ) -> ImplResult {
+        ImplResult {
+            name: name.to_owned(),
+            status: RowStatus::Failed,
+            reason: Some(reason),
+            stderr_tail: tail,
+            command: command.to_owned(),
+            load: None,
+            usage: Usage::default(),
+            allocations_per_call: None,
+            bytes_per_call: None,
+            limits,
+        }
+    }
+}
+
+/// What the runner needs besides the implementation.
+pub struct RunContext<'a> {
+    /// Settings.
+    pub config: &'a BenchConfig,
+    /// The scenario to send.
+    pub scenario: &'a Scenario,
+    /// Cores for server and client.
+    pub cores: &'a CorePlan,
+    /// Ctrl-C.
+    pub cancel: &'a CancellationToken,
+    /// Progress lines for the user (the runner never prints).
+    pub progress: &'a mut dyn FnMut(&str),
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Runs a build command; the error carries the reason and its output's tail.
+fn build(spec: &ImplementationSpec, command: &str) -> Result<(), (String, Vec<String>)> {
+    let mut build = std::process::Command::new("sh");
+    build.arg("-c").arg(command).envs(&spec.env);
+    if let Some(dir) = &spec.workdir {
+        build.current_dir(dir);
+    }
+    let output = build
+        .output()
+        .map_err(|err| (format!("cannot run the build command: {err}"), Vec::new()))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&output.stderr).into_owned()
+        + &String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let tail = lines[lines.len().saturating_sub(20)..].to_vec();
+    Err((
+        format!("build failed ({})", describe_exit(output.status)),
+        tail,
+    ))
+}
+
+/// Waits until the server is ready: the port accepts and (by default) one real call succeeds.
+fn wait_until_ready(
+    server: &mut ServerProcess,
+    addr: SocketAddr,
+    readiness: Readiness,
+    scenario: &Scenario,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    let mut last_error = String::from("the port never accepted a connection");
+    while Instant::now() < deadline {
+        if cancel.is_cancelled() {
+            return Err("interrupted (Ctrl-C) before the server was ready".to_owned());
+        }
+        if let Some(status) = server.exited() {
+            return Err(format!(
+                "the server exited during start-up ({})",
+                describe_exit(status)
+            ));
+        }
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            Err(err) => last_error = format!("the port does not accept connections ({err})"),
+            Ok(_) if readiness == Readiness::Port => return Ok(()),
+            Ok(_) => {
+                let mut probe =
+                    LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec());
+                probe.total = Some(1);
+                probe.concurrency = 1;
+                probe.timeout = Some(Duration::from_secs(2));
+                match grpclab_load::run(probe, &CancellationToken::new(), &mut |_| {}) {
+                    Ok(result) if result.ok() == 1 => return Ok(()),
+                    Ok(result) => {
+                        last_error = format!(
+                            "the readiness call failed: {}",
+                            result
+                                .error_counts()
+                                .keys()
+                                .next()
+                                .cloned()
+                                .unwrap_or_default()
+                        )
+                    }
+                    Err(err) => last_error = format!("the readiness call failed: {err}"),
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!(
+        "not ready within {}s: {last_error}",
+        timeout.as_secs()
+    ))
+}
+
+fn fetch_stats(target: &str) -> Option<grpclab_server::pb_admin::StatsReply> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    runtime
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(2), grpclab_server::stats::fetch(target)).await
+        })
+        .ok()?
+        .ok()
+        .filter(|stats| stats.counting)
+}
+
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Runs one implementation from build to stop.
+pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplResult {
+    let config = context.config;
+    let name = spec.name.as_str();
+    if let Some(command) = &spec.build {
+        (context.progress)(&format!("{name}: building"));
+        if let Err((reason, tail)) = build(spec, command) {
+            return ImplResult::failed(name, &spec.command, reason, tail, AppliedLimits::default());
+        }
+    }
+    let port = match free_port() {
+        Ok(port) => port,
+        Err(err) => {
+            return ImplResult::failed(
+                name,
+                &spec.command,
+                format!("no free port: {err}"),
+                Vec::new(),
+                AppliedLimits::default(),
+            )
+        }
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let command = spec
+        .command
+        .replace("{port}", &port.to_string())
+        .replace("{threads}", &config.server_threads().to_string());
+
+    let cgroup_name = format!("grpclab-{}-{}", std::process::id(), sanitize(name));
+    let (cgroup, cgroup_note) =
+        match ServerCgroup::create(&cgroup_name, config.server_cpus, config.server_ram) {
+            Ok(cgroup) => (Some(cgroup), None),
+            Err(reason) => (
+                None,
+                Some(format!(
+                    "no cgroup ({reason}): CPU affinity only, no CPU quota or memory limit"
+                )),
+            ),
+        };
+    let mut limits = cgroup
+        .as_ref()
+        .map(ServerCgroup::read_back)
+        .unwrap_or_else(|| AppliedLimits {
+            mechanism: "affinity-only".to_owned(),
+            ..AppliedLimits::default()
+        });
+    limits.note = cgroup_note;
+    limits.client_cores = context.cores.client.clone();
+
+    let mut env: Vec<(String, String)> = spec.env.clone().into_iter().collect();
+    env.push((
+        "GRPC_SERVER_CPUS".to_owned(),
+        config.server_cpus.to_string(),
+    ));
+    env.push((
+        "GRPC_SERVER_RAM".to_owned(),
+        format!("{}m", config.server_ram >> 20),
+    ));
+    (context.progress)(&format!("{name}: starting on port {port}"));
+    let launch = Launch {
+        command: &command,
+        workdir: spec.workdir.as_deref(),
+        env,
+        cgroup_procs: cgroup
+            .as_ref()
+            .map(ServerCgroup::procs_files)
+            .unwrap_or_default(),
+        cores: limits::core_list(&context.cores.server),
+    };
+    let mut server = match ServerProcess::start(&launch) {
+        Ok(server) => server,
+        Err(err) => {
+            if let Some(cgroup) = cgroup {
+                cgroup.remove();
+            }
+            return ImplResult::failed(
+                name,
+                &command,
+                format!("cannot start: {err}"),
+                Vec::new(),
+                limits,
+            );
+        }
+    };
+    let result = measure(
+        spec,
+        &command,
+        &mut server,
+        addr,
+        cgroup.as_ref(),
+        &mut limits,
+        context,
+    );
+    let (status, killed) = server.stop(config.stop_grace);
+    let oom_kills = cgroup.as_ref().map_or(0, ServerCgroup::oom_kills);
+    if let Some(cgroup) = cgroup {
+        cgroup.remove();
+    }
+    let mut result = result;
+    result.limits = limits;
+    let reported_as_oom = result.reason.as_deref().is_some_and(|r| r.contains("OOM"));
+    if oom_kills > 0 && !reported_as_oom {
+        result.status = RowStatus::Failed;
+        result.reason = Some(format!(
+            "OOM-killed: the server exceeded its memory limit of {}m (GRPC_SERVER_RAM){}",
+            config.server_ram >> 20,
+            result
+                .reason
+                .as_deref()
+                .map(|r| format!("; {r}"))
+                .unwrap_or_default()
+        ));
+        result.stderr_tail = server.stderr_tail();
+    }
+    if killed && result.status == RowStatus::Ok {
+        (context.progress)(&format!(
+            "{name}: did not exit within {}s of SIGTERM; killed ({})",
+            config.stop_grace.as_secs(),
+            status.map(describe_exit).unwrap_or_default()
+        ));
+    }
+    result
+}
+
+/// Readiness, warmup and the measured window, with the sampler and the admin counters.
+fn measure(
+    spec: &ImplementationSpec,
+    command: &str,
+    server: &mut ServerProcess,
+    addr: SocketAddr,
+    cgroup: Option<&ServerCgroup>,
+    limits: &mut AppliedLimits,
+    context: &mut RunContext<'_>,
+) -> ImplResult {
+    let config = context.config;
+    let name = spec.name.as_str();
+    if let Err(reason) = wait_until_ready(
+        server,
+        addr,
+        spec.ready,
+        context.scenario,
+        config.ready_timeout,
+        context.cancel,
+    ) {
+        // A server that dies at start-up because of its memory limit is an OOM, not a crash.
+        let reason = if cgroup.is_some_and(|c| c.oom_kills() > 0) {
+            format!("OOM-killed during start-up: the server exceeded its memory limit of {}m (GRPC_SERVER_RAM)", config.server_ram >> 20)
+        } else {
+            reason
+        };
+        return ImplResult::failed(name, command, reason, server.stderr_tail(), limits.clone());
+    }
+    limits.server_cpus_allowed = limits::cpus_allowed(server.pid());
+    if let Err(err) = limits::pin_current_thread(&context.cores.client) {
+        (context.progress)(&format!(
+            "{name}: cannot pin the client to cores {:?}: {err}",
+            context.cores.client
+        ));
+    }
+    (context.progress)(&format!(
+        "{name}: ready; warming up {}s, then measuring {}s",
+        config.warmup.as_secs_f64(),
+        config.duration.as_secs_f64()
+    ));
+
+    let mut load = LoadConfig::new(
+        addr,
+        &context.scenario.path(),
+        context.scenario.requests().to_vec(),
+    );
+    load.concurrency = config.concurrency;
+    load.connections = config.connections;
+    load.pacing = if config.qps == 0 {
+        Pacing::ClosedLoop
+    } else {
+        Pacing::OpenLoop {
+            rate: config.qps as f64,
+        }
+    };
+    load.duration = Some(config.duration);
+    load.total = None;
+    load.warmup = config.warmup;
+    load.threads = config.client_cpus;
+    let options = RunOptions {
+        host: addr.to_string(),
+        call: context.scenario.method().full_name().to_owned(),
+        scenario: context.scenario.name().to_owned(),
+        distinct_requests: load.requests.len(),
+        concurrency: load.concurrency,
+        connections: load.connections,
+        rps: config.qps as f64,
+        duration: Some(config.duration.as_nanos() as u64),
+        total: None,
+        warmup: config.warmup.as_nanos() as u64,
+        timeout: load.timeout.map(|t| t.as_nanos() as u64),
+        cpus: load.threads,
+        validate: false,
+    };
+
+    // The monitor: at the end of the warmup it reads the admin counters and starts the
+    // sampler; if the server dies, it stops the load at once.
+    let load_cancel = context.cancel.child_token();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let pid = server.pid();
+    let warmup = config.warmup;
+    let monitor_cancel = load_cancel.clone();
+    let target = addr.to_string();
+    let monitor = std::thread::spawn(move || {
+        let warmup_end = Instant::now() + warmup;
+        let mut sampler = None;
+        let mut stats_before = None;
+        let mut died = false;
+        loop {
+            match done_rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if sampler.is_none() && Instant::now() >= warmup_end {
+                stats_before = fetch_stats(&target);
+                sampler = Some(Sampler::start(pid, Duration::from_secs(1)));
+            }
+            if !process_alive(pid) {
+                died = true;
+                monitor_cancel.cancel();
+                break;
+            }
+        }
+        let usage = sampler.map(Sampler::finish).unwrap_or_default();
+        (usage, stats_before, died)
+    });
+    let outcome = grpclab_load::run(load, &load_cancel, &mut |_| {});
+    let _ = done_tx.send(());
+    let (usage, stats_before, died) = monitor.join().unwrap_or_default();
+    let stats_after = if died {
+        None
+    } else {
+        fetch_stats(&addr.to_string())
+    };
+
+    let result = match outcome {
+        Ok(result) => result,
+        Err(err) => {
+            return ImplResult::failed(
+                name,
+                command,
+                format!("the load could not run: {err}"),
+                server.stderr_tail(),
+                limits.clone(),
+            )
+        }
+    };
+    let report = JsonReport::from_report(&Report { options, result });
+    let per_call = |before: u64, after: u64, calls: u64| {
+        (calls > 0).then(|| (after.saturating_sub(before)) as f64 / calls as f64)
+    };
+    let (allocations_per_call, bytes_per_call) = match (&stats_before, &stats_after) {
+        (Some(before), Some(after)) => {
+            let calls = after.calls.saturating_sub(before.calls);
+            (
+                per_call(before.allocations, after.allocations, calls),
+                per_call(before.allocated_bytes, after.allocated_bytes, calls),
+            )
+        }
+        _ => (None, None),
+    };
+    let (status, reason, tail) = if died || server.exited().is_some() {
+        let exit = server
+            .exited()
+            .map(describe_exit)
+            .unwrap_or_else(|| "ended".to_owned());
+        (
+            RowStatus::Failed,
+            Some(format!("the server exited during the run ({exit})")),
+            server.stderr_tail(),
+        )
+    } else if context.cancel.is_cancelled() {
+        (
+            RowStatus::Failed,
+            Some("interrupted (Ctrl-C): partial window".to_owned()),
+            Vec::new(),
+        )
+    } else {
+        (RowStatus::Ok, None, Vec::new())
+    };
+    ImplResult {
+        name: name.to_owned(),
+        status,
+        reason,
+        stderr_tail: tail,
+        command: command.to_owned(),
+        load: Some(report),
+        usage,
+        allocations_per_call,
+        bytes_per_call,
+        limits: limits.clone(),
+    }
+}
+
+/// A name safe for file and cgroup names.
+pub fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

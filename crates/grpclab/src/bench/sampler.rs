@@ -1,0 +1,191 @@
+//! Samples a server's CPU time and memory once a second over the measured window: the sum over
+//! every live process of its process group (utime+stime, VmRSS), read from /proc. Works for
+//! any server, with or without a cgroup.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One reading.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sample {
+    /// Seconds since the window began.
+    pub at: f64,
+    /// CPU seconds the group has used (live processes).
+    pub cpu_seconds: f64,
+    /// Resident memory of the group, in bytes.
+    pub rss_bytes: u64,
+}
+
+/// The readings and what they add up to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Usage {
+    /// Mean CPU over the window, in percent of one core.
+    pub cpu_percent: f64,
+    /// Mean resident memory, bytes.
+    pub memory_average_bytes: u64,
+    /// Highest resident memory seen, bytes.
+    pub memory_peak_bytes: u64,
+    /// Every reading.
+    pub samples: Vec<Sample>,
+}
+
+impl Usage {
+    fn from_samples(samples: Vec<Sample>) -> Usage {
+        let (first, last) = match (samples.first(), samples.last()) {
+            (Some(first), Some(last)) => (*first, *last),
+            _ => return Usage::default(),
+        };
+        let span = last.at - first.at;
+        Usage {
+            cpu_percent: if span > 0.0 {
+                100.0 * (last.cpu_seconds - first.cpu_seconds).max(0.0) / span
+            } else {
+                0.0
+            },
+            memory_average_bytes: samples.iter().map(|s| s.rss_bytes).sum::<u64>()
+                / samples.len() as u64,
+            memory_peak_bytes: samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0),
+            samples,
+        }
+    }
+}
+
+/// CPU seconds and RSS bytes of process group `pgid`.
+pub fn read_group(pgid: u32) -> (f64, u64) {
+    let ticks = clock_ticks();
+    let page = page_size();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return (0.0, 0);
+    };
+    let mut cpu = 0.0;
+    let mut rss = 0u64;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces, so split at its ')').
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // fields[2] = pgrp, [11] = utime, [12] = stime, [21] = rss (pages)
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
+            continue;
+        }
+        let number = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        cpu += (number(11) + number(12)) as f64 / ticks;
+        rss += number(21) * page;
+    }
+    (cpu, rss)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).unwrap_or(4096)
+}
+
+/// A sampling thread; [`Sampler::finish`] takes a last reading and returns the usage.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<Sample>>,
+}
+
+impl Sampler {
+    /// Starts sampling group `pgid` now, then every `interval`.
+    pub fn start(pgid: u32, interval: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut samples = Vec::new();
+            let take = |samples: &mut Vec<Sample>| {
+                let (cpu_seconds, rss_bytes) = read_group(pgid);
+                samples.push(Sample {
+                    at: start.elapsed().as_secs_f64(),
+                    cpu_seconds,
+                    rss_bytes,
+                });
+            };
+            take(&mut samples);
+            let mut next = start + interval;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+                if Instant::now() >= next {
+                    take(&mut samples);
+                    next += interval;
+                }
+            }
+            take(&mut samples);
+            samples
+        });
+        Sampler { stop, thread }
+    }
+
+    /// Stops, and sums up.
+    pub fn finish(self) -> Usage {
+        self.stop.store(true, Ordering::Relaxed);
+        Usage::from_samples(self.thread.join().unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_averages_cpu_over_the_span() {
+        let usage = Usage::from_samples(vec![
+            Sample {
+                at: 0.0,
+                cpu_seconds: 1.0,
+                rss_bytes: 100,
+            },
+            Sample {
+                at: 1.0,
+                cpu_seconds: 1.5,
+                rss_bytes: 300,
+            },
+            Sample {
+                at: 2.0,
+                cpu_seconds: 2.0,
+                rss_bytes: 200,
+            },
+        ]);
+        assert_eq!(usage.cpu_percent, 50.0);
+        assert_eq!(usage.memory_average_bytes, 200);
+        assert_eq!(usage.memory_peak_bytes, 300);
+    }
+
+    #[test]
+    fn our_own_group_has_cpu_and_memory() {
+        // SAFETY: getpgrp has no arguments and cannot fail.
+        let pgid = unsafe { libc::getpgrp() } as u32;
+        let (_, rss) = read_group(pgid);
+        assert!(rss > 0);
+    }
+}

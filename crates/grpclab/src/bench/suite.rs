@@ -1,0 +1,197 @@
+//! Suites: which implementations to benchmark and how to start them.
+//!
+//! A suite file is TOML, one `[[implementation]]` table per server:
+//!
+//! ```toml
+//! [[implementation]]
+//! name = "go_grpc"                       # the table's row name
+//! command = "./server -port {port}"      # run with sh -c; {port} and {threads} are filled in
+//! build = "go build -o server ."         # optional, run once before starting
+//! workdir = "servers/go_grpc"            # optional, relative to the suite file
+//! ready = "rpc"                          # optional: "rpc" (default, one real call) or "port"
+//! env = { GOMAXPROCS = "1" }             # optional, added to the server's environment
+//! ```
+//!
+//! The server's environment also holds GRPC_SERVER_CPUS and GRPC_SERVER_RAM. The built-in
+//! suite (tonic-mt, tonic-st, lab) runs this very binary's `serve` command.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::InputError;
+
+/// How the harness decides a server is ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Readiness {
+    /// One real call of the scenario succeeds.
+    #[default]
+    Rpc,
+    /// The port accepts a TCP connection.
+    Port,
+}
+
+/// One implementation to benchmark.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImplementationSpec {
+    /// The row's name.
+    pub name: String,
+    /// The start command, for `sh -c`, with `{port}` and `{threads}` placeholders.
+    pub command: String,
+    /// An optional build command, run once before starting.
+    #[serde(default)]
+    pub build: Option<String>,
+    /// The working directory for build and start.
+    #[serde(default)]
+    pub workdir: Option<PathBuf>,
+    /// How readiness is checked.
+    #[serde(default)]
+    pub ready: Readiness,
+    /// Extra environment for build and server.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    #[serde(rename = "implementation", default)]
+    implementations: Vec<ImplementationSpec>,
+}
+
+/// Reads a suite file; working directories are made relative to the file's folder.
+pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| InputError(format!("--suite: cannot read {}: {err}", path.display())))?;
+    let suite: SuiteFile = toml::from_str(&text).map_err(|err| {
+        InputError(format!(
+            "--suite {}: {}",
+            path.display(),
+            err.to_string().trim().replace('\n', " ")
+        ))
+    })?;
+    if suite.implementations.is_empty() {
+        return Err(InputError(format!(
+            "--suite {}: no [[implementation]] tables; see README.md for an example",
+            path.display()
+        )));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut implementations = suite.implementations;
+    for spec in &mut implementations {
+        if spec.name.is_empty() || spec.command.is_empty() {
+            return Err(InputError(format!(
+                "--suite {}: every implementation needs a name and a command",
+                path.display()
+            )));
+        }
+        if !seen.insert(spec.name.clone()) {
+            return Err(InputError(format!(
+                "--suite {}: the name '{}' appears twice",
+                path.display(),
+                spec.name
+            )));
+        }
+        if let Some(workdir) = &spec.workdir {
+            if workdir.is_relative() {
+                spec.workdir = Some(base.join(workdir));
+            }
+        }
+    }
+    Ok(implementations)
+}
+
+/// The built-in servers, started as `EXE serve --impl NAME`.
+pub fn builtin_suite(exe: &Path) -> Vec<ImplementationSpec> {
+    let exe = shell_quote(&exe.display().to_string());
+    ["tonic-mt", "tonic-st", "lab"]
+        .iter()
+        .map(|name| ImplementationSpec {
+            name: (*name).to_owned(),
+            command: format!(
+                "exec {exe} serve --impl {name} --port {{port}} --threads {{threads}}"
+            ),
+            build: None,
+            workdir: None,
+            ready: Readiness::Rpc,
+            env: BTreeMap::new(),
+        })
+        .collect()
+}
+
+/// Keeps the implementations named in `names` (all when empty), in the order given.
+pub fn select(
+    suite: Vec<ImplementationSpec>,
+    names: &[String],
+) -> Result<Vec<ImplementationSpec>, InputError> {
+    if names.is_empty() {
+        return Ok(suite);
+    }
+    names
+        .iter()
+        .map(|name| {
+            suite
+                .iter()
+                .find(|spec| &spec.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    let known: Vec<&str> = suite.iter().map(|spec| spec.name.as_str()).collect();
+                    InputError(format!(
+                        "unknown implementation '{name}'; the suite has: {}",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Quotes a word for `sh`.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suites_parse_and_name_their_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("suite.toml");
+        std::fs::write(
+            &file,
+            "[[implementation]]\nname = \"a\"\ncommand = \"run {port}\"\nworkdir = \"x\"\nready = \"port\"\n",
+        )
+        .unwrap();
+        let suite = load_suite(&file).unwrap();
+        assert_eq!(suite[0].ready, Readiness::Port);
+        assert_eq!(
+            suite[0].workdir.as_deref(),
+            Some(dir.path().join("x").as_path())
+        );
+        std::fs::write(&file, "[[implementation]]\nname = \"a\"\ncomand = \"x\"\n").unwrap();
+        let err = load_suite(&file).unwrap_err().0;
+        assert!(err.contains("comand"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn selection_keeps_order_and_refuses_unknown_names() {
+        let suite = builtin_suite(Path::new("/bin/grpclab"));
+        let picked = select(suite.clone(), &["lab".to_owned(), "tonic-mt".to_owned()]).unwrap();
+        assert_eq!(picked[0].name, "lab");
+        assert!(select(suite, &["nope".to_owned()])
+            .unwrap_err()
+            .0
+            .contains("tonic-st"));
+    }
+
+    #[test]
+    fn quoting_survives_quotes() {
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,360 @@
+//! `grpclab bench` end to end: real server processes under real limits, on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
+
+fn bench(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .arg("bench")
+        .args(["--results-dir", dir.join("results").to_str().unwrap()])
+        .args(args);
+    // A clean slate: the test's own settings only.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GRPC_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied());
+    command.output().expect("run grpclab bench")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The single results folder a run created.
+fn results_folder(dir: &Path) -> PathBuf {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir.join("results"))
+        .expect("results/ exists")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    folders.pop().unwrap()
+}
+
+fn record(folder: &Path, name: &str) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(folder.join(format!("{name}.json"))).unwrap()).unwrap()
+}
+
+fn write_suite(dir: &Path, entries: &[(&str, String)]) -> PathBuf {
+    let mut text = String::new();
+    for (name, command) in entries {
+        text.push_str(&format!(
+            "[[implementation]]\nname = \"{name}\"\ncommand = '''{command}'''\n\n"
+        ));
+    }
+    let path = dir.join("suite.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn serve(implementation: &str) -> String {
+    format!("exec '{BIN}' serve --impl {implementation} --port {{port}} --threads {{threads}}")
+}
+
+const SHORT: &[(&str, &str)] = &[
+    ("GRPC_BENCHMARK_DURATION", "2s"),
+    ("GRPC_BENCHMARK_WARMUP", "1s"),
+    ("GRPC_CLIENT_CONNECTIONS", "2"),
+    ("GRPC_CLIENT_CONCURRENCY", "20"),
+];
+
+#[test]
+fn a_two_entry_suite_writes_results_and_a_table_that_matches_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &[("lab", serve("lab")), ("tonic-st", serve("tonic-st"))],
+    );
+    let output = bench(dir.path(), &["--suite", suite.to_str().unwrap()], SHORT);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    for file in [
+        "bench.params",
+        "lab.json",
+        "tonic-st.json",
+        "table.txt",
+        "table.md",
+    ] {
+        assert!(folder.join(file).is_file(), "{file} missing");
+    }
+    let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();
+    for line in [
+        "GRPC_BENCHMARK_DURATION=2s",
+        "GRPC_CLIENT_CONCURRENCY=20",
+        "GRPCLAB_GIT_COMMIT=",
+        "MACHINE_KERNEL=",
+    ] {
+        assert!(
+            params.contains(line),
+            "{line} not in bench.params:\n{params}"
+        );
+    }
+    let table = std::fs::read_to_string(folder.join("table.md")).unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for name in ["lab", "tonic-st"] {
+        let json = record(&folder, name);
+        assert_eq!(json["status"], "ok", "{name}: {json}");
+        let rps = format!("{:.0}", json["load"]["rps"].as_f64().unwrap());
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no row for {name} in\n{table}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[2], rps, "{name}: table req/s vs JSON");
+        assert_eq!(
+            cells[9],
+            json["load"]["errors"].to_string(),
+            "{name}: errors"
+        );
+        assert!(
+            json["load"]["hdrHistogram"]["latency"]
+                .as_str()
+                .unwrap()
+                .len()
+                > 10
+        );
+        assert!(json["usage"]["samples"].as_array().unwrap().len() >= 2);
+        assert!(json["usage"]["cpu_percent"].as_f64().unwrap() > 0.0);
+        assert!(
+            json["allocations_per_call"].as_f64().unwrap() > 0.0,
+            "built-in servers report allocations"
+        );
+        assert!(stdout.contains(name), "the table is printed");
+    }
+}
+
+#[test]
+fn limits_are_applied_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        SHORT,
+        &[("GRPC_SERVER_CPUS", "0.5"), ("GRPC_SERVER_RAM", "256m")],
+    ]
+    .concat();
+    let output = bench(dir.path(), &["lab"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = record(&results_folder(dir.path()), "lab");
+    let limits = &json["limits"];
+    match limits["mechanism"].as_str().unwrap() {
+        "cgroup-v1" => assert_eq!(limits["cpu_quota"], "50000 100000"),
+        "cgroup-v2" => assert_eq!(limits["cpu_quota"], "50000 100000"),
+        other => {
+            assert_eq!(other, "affinity-only");
+            assert!(limits["note"].as_str().unwrap().contains("no cgroup"));
+            return;
+        }
+    }
+    assert_eq!(limits["memory_limit_bytes"], 256u64 << 20);
+    // The server ran on its own core, the client on another.
+    let server = limits["server_cpus_allowed"].as_str().unwrap().to_owned();
+    let client = limits["client_cores"][0].as_u64().unwrap().to_string();
+    assert_ne!(server, client, "server and client share a core");
+}
+
+#[test]
+fn oversubscribed_cores_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let cores = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .to_string();
+    let env = [SHORT, &[("GRPC_SERVER_CPUS", cores.as_str())]].concat();
+    let output = bench(dir.path(), &["lab"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    assert!(std::fs::read_to_string(folder.join("table.txt"))
+        .unwrap()
+        .contains("WARNING"));
+    assert!(std::fs::read_to_string(folder.join("bench.params"))
+        .unwrap()
+        .contains("WARNING="));
+}
+
+#[test]
+fn failing_servers_get_failed_rows_and_the_others_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let hog = "python3 -c 'import time; time.sleep(1.5); a = bytearray(300 << 20); time.sleep(60)'";
+    let suite = write_suite(
+        dir.path(),
+        &[
+            ("never-ready", "exec sleep 60".to_owned()),
+            (
+                "crashes",
+                format!("(sleep 2.5; kill -9 $$) & exec '{BIN}' serve --impl lab --port {{port}}"),
+            ),
+            (
+                "hog",
+                format!("({hog}) & exec '{BIN}' serve --impl lab --port {{port}}"),
+            ),
+            ("good", serve("lab")),
+        ],
+    );
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "4s"),
+            ("GRPC_SERVER_RAM", "100m"),
+        ],
+    ]
+    .concat();
+    let output = bench(
+        dir.path(),
+        &[
+            "--suite",
+            suite.to_str().unwrap(),
+            "--ready-timeout",
+            "3s",
+            "--stop-grace",
+            "2s",
+        ],
+        &env,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a failed row makes the exit code 1: {}",
+        stderr(&output)
+    );
+    let folder = results_folder(dir.path());
+    let reason = |name: &str| {
+        let json = record(&folder, name);
+        assert_eq!(json["status"], "failed", "{name}: {json}");
+        json["reason"].as_str().unwrap().to_owned()
+    };
+    assert!(
+        reason("never-ready").contains("not ready within 3s"),
+        "{}",
+        reason("never-ready")
+    );
+    let crashed = reason("crashes");
+    assert!(
+        crashed.contains("exited during the run") && crashed.contains("SIGKILL"),
+        "{crashed}"
+    );
+    let good = record(&folder, "good");
+    assert_eq!(good["status"], "ok", "{good}");
+    let hog = record(&folder, "hog");
+    if hog["limits"]["mechanism"] == "affinity-only" {
+        eprintln!("no cgroup here: the memory limit cannot be enforced, so no OOM to see");
+    } else {
+        assert!(reason("hog").contains("OOM"), "{}", reason("hog"));
+    }
+    let table = std::fs::read_to_string(folder.join("table.txt")).unwrap();
+    assert!(table.contains("never-ready FAILED: not ready"), "{table}");
+}
+
+fn assert_config_error(env: &[(&str, &str)], args: &[&str], needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), args, env);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{env:?} {args:?}: {text}");
+    for needle in needles {
+        assert!(
+            text.contains(needle),
+            "{env:?} {args:?}: expected '{needle}' in {text}"
+        );
+    }
+    assert!(
+        !dir.path().join("results").exists(),
+        "nothing runs on a bad configuration"
+    );
+}
+
+#[test]
+fn bad_configuration_values_name_their_variable() {
+    assert_config_error(
+        &[("GRPC_BENCHMARK_DURATION", "abc")],
+        &[],
+        &["GRPC_BENCHMARK_DURATION='abc'", "20s"],
+    );
+    assert_config_error(
+        &[("GRPC_SERVER_RAM", "lots")],
+        &[],
+        &["GRPC_SERVER_RAM='lots'", "512m"],
+    );
+    assert_config_error(
+        &[("GRPC_SERVER_CPUS", "-1")],
+        &[],
+        &["GRPC_SERVER_CPUS='-1'"],
+    );
+    assert_config_error(
+        &[("GRPC_CLIENT_CONNECTIONS", "0")],
+        &[],
+        &["GRPC_CLIENT_CONNECTIONS='0'", "at least 1"],
+    );
+    assert_config_error(
+        &[("GRPC_CLIENT_QPS", "fast")],
+        &[],
+        &["GRPC_CLIENT_QPS='fast'"],
+    );
+    assert_config_error(
+        &[("GRPC_REQUEST_SCENARIO", "nope")],
+        &[],
+        &["GRPC_REQUEST_SCENARIO='nope'", "complex_proto"],
+    );
+    assert_config_error(&[], &["--duration", "1x"], &["--duration='1x'"]);
+    assert_config_error(
+        &[],
+        &["nginx"],
+        &["unknown implementation 'nginx'", "tonic-mt"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("bad.toml");
+    std::fs::write(&suite, "[[implementation]]\nname = \"x\"\n").unwrap();
+    assert_config_error(
+        &[],
+        &["--suite", suite.to_str().unwrap()],
+        &["bad.toml", "command"],
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .args([
+            "bench",
+            "lab",
+            "tonic-st",
+            "--results-dir",
+            dir.path().join("results").to_str().unwrap(),
+        ])
+        .envs([
+            ("GRPC_BENCHMARK_DURATION", "60s"),
+            ("GRPC_BENCHMARK_WARMUP", "0s"),
+            ("GRPC_CLIENT_CONCURRENCY", "20"),
+            ("GRPC_CLIENT_CONNECTIONS", "2"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    let lab = record(&folder, "lab");
+    assert!(
+        lab["reason"].as_str().unwrap().contains("interrupted"),
+        "{lab}"
+    );
+    assert!(
+        lab["load"]["count"].as_u64().unwrap() > 0,
+        "the partial window is kept"
+    );
+    assert!(
+        !folder.join("tonic-st.json").exists(),
+        "the run stops after Ctrl-C"
+    );
+    assert!(std::fs::read_to_string(folder.join("table.txt"))
+        .unwrap()
+        .contains("lab"));
+}

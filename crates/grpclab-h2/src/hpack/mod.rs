@@ -1,0 +1,92 @@
+//! HPACK (RFC 7541): header compression for HTTP/2.
+//!
+//! - [`Decoder`]: static and dynamic tables, Huffman, table size updates; every malformed
+//!   block is an [`HpackError`] (a connection error of type COMPRESSION_ERROR).
+//! - [`Encoder`]: indexes what the caller marks as repeating (gRPC's constant headers), so
+//!   after the first call a header block is a few bytes; varying values (`grpc-timeout`,
+//!   `grpc-message`) go without indexing and never churn the table. Literals are
+//!   Huffman-coded when that is shorter.
+
+mod decoder;
+mod encoder;
+pub mod huffman;
+mod huffman_table;
+pub mod table;
+
+pub use decoder::Decoder;
+pub use encoder::{Encoder, Indexing};
+
+/// Why a header block could not be decoded (RFC 7541 §2.3.3, §4.2, §5.1, §5.2, §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HpackError {
+    /// An index of 0, or past the end of the static and dynamic tables.
+    #[error("HPACK index {0} is not in the tables")]
+    InvalidIndex(usize),
+    /// The block ended inside an integer or a string.
+    #[error("HPACK block ends mid-field")]
+    Truncated,
+    /// An integer does not fit (more than 2^32).
+    #[error("HPACK integer overflows")]
+    IntegerOverflow,
+    /// Bad Huffman code, EOS inside a string, or bad padding.
+    #[error("invalid Huffman-coded string")]
+    Huffman,
+    /// A dynamic table size update above the limit, or after the first field.
+    #[error("invalid dynamic table size update")]
+    InvalidTableSizeUpdate,
+    /// The decoded header list is larger than this decoder accepts.
+    #[error("header list larger than {0} bytes")]
+    HeaderListTooLarge(usize),
+}
+
+/// Decodes an integer with an `prefix`-bit prefix (RFC 7541 §5.1) from `block[*at..]`.
+pub(crate) fn decode_integer(
+    block: &[u8],
+    at: &mut usize,
+    prefix: u8,
+) -> Result<usize, HpackError> {
+    let mask = (1u16 << prefix) as usize - 1;
+    let first = *block.get(*at).ok_or(HpackError::Truncated)? as usize & mask;
+    *at += 1;
+    if first < mask {
+        return Ok(first);
+    }
+    let mut value = mask;
+    let mut shift = 0u32;
+    loop {
+        let byte = *block.get(*at).ok_or(HpackError::Truncated)?;
+        *at += 1;
+        if shift > 28 {
+            return Err(HpackError::IntegerOverflow);
+        }
+        value = value
+            .checked_add(((byte & 0x7f) as usize) << shift)
+            .ok_or(HpackError::IntegerOverflow)?;
+        if value > u32::MAX as usize {
+            return Err(HpackError::IntegerOverflow);
+        }
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+}
+
+/// Encodes `value` with a `prefix`-bit prefix, OR-ing `flags` into the first byte.
+pub(crate) fn encode_integer(value: usize, prefix: u8, flags: u8, out: &mut Vec<u8>) {
+    let mask = (1usize << prefix) - 1;
+    if value < mask {
+        out.push(flags | value as u8);
+        return;
+    }
+    out.push(flags | mask as u8);
+    let mut rest = value - mask;
+    while rest >= 128 {
+        out.push((rest % 128) as u8 | 0x80);
+        rest /= 128;
+    }
+    out.push(rest as u8);
+}
+
+#[cfg(test)]
+mod tests;

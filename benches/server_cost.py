@@ -35,9 +35,13 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rate", type=int, default=30000)
     parser.add_argument("--lab-args", default="--decode inline")
+    parser.add_argument("--with-lab-h2", action="store_true",
+                        help="also measure lab on the h2 crate (--transport h2)")
     args = parser.parse_args()
     build()
     servers = {"tonic-mt": ["--impl", "tonic-mt"], "lab": ["--impl", "lab"] + shlex.split(args.lab_args)}
+    if args.with_lab_h2:
+        servers["lab-h2"] = ["--impl", "lab", "--transport", "h2"] + shlex.split(args.lab_args)
     loads = {"saturation": [], f"{args.rate} req/s": ["--rps", str(args.rate)]}
     results = {(s, l): [] for s in servers for l in loads}
     for round_no in range(1, args.rounds + 1):
@@ -63,10 +67,12 @@ def main():
             rows = results[(name, load)]
             cells = [fmt.format(median([r[key] for r in rows])) for key, _, fmt in COLUMNS]
             print(f"| {name} | " + " | ".join(cells) + " |")
-        ratio = (median([r["server_us"] for r in results[("lab", load)]])
-                 / median([r["server_us"] for r in results[("tonic-mt", load)]]))
         print()
-        print(f"ratio lab / tonic-mt, server CPU µs per call: {ratio:.2f} (issue 3's bar: at most 0.6)")
+        tonic = median([r["server_us"] for r in results[("tonic-mt", load)]])
+        for name in servers:
+            if name != "tonic-mt":
+                ratio = median([r["server_us"] for r in results[(name, load)]]) / tonic
+                print(f"ratio {name} / tonic-mt, server CPU µs per call: {ratio:.2f}")
 
 
 if __name__ == "__main__":

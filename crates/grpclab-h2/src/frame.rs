@@ -177,7 +177,7 @@ pub fn headers_fragment(
 pub fn parse_settings(
     payload: &[u8],
 ) -> Result<impl Iterator<Item = (u16, u32)> + '_, ConnectionError> {
-    if payload.len() % 6 != 0 {
+    if !payload.len().is_multiple_of(6) {
         return Err(connection_error(
             code::FRAME_SIZE_ERROR,
             "SETTINGS length is not a multiple of 6",

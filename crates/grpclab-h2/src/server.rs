@@ -1,1 +1,1114 @@
-//! server
+//! A server connection for unary gRPC calls.
+//!
+//! One task per connection owns the socket, a read buffer and a write buffer. Each turn of its
+//! loop reads everything the socket has, parses every complete frame, runs the calls whose
+//! request is complete (inline, or handed to the [`Service`] to answer later), encodes every
+//! response into the write buffer, and writes it with as few syscalls as the socket allows.
+//! A call's body is a slice of the read buffer (no copy when it came in one DATA frame).
+//!
+//! Protocol rules enforced here (RFC 9113): the preface and first SETTINGS; frame sizes per
+//! type; stream id rules (odd, increasing; idle streams); CONTINUATION sequences; flow control
+//! on both directions (WINDOW_UPDATE batched at half a window); SETTINGS and PING
+//! acknowledgements; SETTINGS_MAX_CONCURRENT_STREAMS (excess streams get REFUSED_STREAM);
+//! RST_STREAM; GOAWAY (ours on shutdown or error, the peer's). A connection error writes
+//! GOAWAY with its code and closes this connection only.
+
+use bytes::{Bytes, BytesMut};
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
+use crate::hpack::{Decoder, Encoder, Indexing};
+
+/// Settings of a server connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerSettings {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised and enforced.
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE advertised: how much each request may send unacknowledged.
+    pub initial_window_size: u32,
+    /// The connection-level receive window.
+    pub connection_window: u32,
+}
+
+impl Default for ServerSettings {
+    fn default() -> ServerSettings {
+        ServerSettings {
+            max_concurrent_streams: 1000,
+            initial_window_size: 1 << 20,
+            connection_window: 16 << 20,
+        }
+    }
+}
+
+/// The request headers a gRPC server looks at. Slices are valid during the call only.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestHead<'a> {
+    /// `:method`
+    pub method: &'a [u8],
+    /// `:path`
+    pub path: &'a [u8],
+    /// `content-type`
+    pub content_type: Option<&'a [u8]>,
+    /// `grpc-encoding`
+    pub grpc_encoding: Option<&'a [u8]>,
+    /// `grpc-timeout`
+    pub grpc_timeout: Option<&'a [u8]>,
+}
+
+/// A response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    /// `200`, `content-type: application/grpc`, the framed message, `grpc-status: 0`.
+    Message(Bytes),
+    /// A trailers-only gRPC error.
+    Status {
+        /// `grpc-status`
+        code: u8,
+        /// `grpc-message` (percent-encoded on the wire)
+        message: Cow<'static, str>,
+    },
+    /// A bare HTTP status (not gRPC at all, e.g. 415).
+    Http(u16),
+}
+
+/// Sends a response later, from any thread.
+#[derive(Debug)]
+pub struct Reply {
+    stream: u32,
+    replies: mpsc::UnboundedSender<(u32, Response)>,
+}
+
+impl Reply {
+    /// Sends the call's response; the connection writes it on its next turn.
+    pub fn send(self, response: Response) {
+        // The connection may be gone (client vanished): then nobody needs the answer.
+        let _ = self.replies.send((self.stream, response));
+    }
+}
+
+/// What a call's body came to, for [`Service::call`].
+pub enum Dispatch<C> {
+    /// Answer now.
+    Respond(Response),
+    /// The service keeps the [`Reply`] and answers later.
+    Later,
+    /// The service cannot take it now (a full queue): the connection keeps the call and
+    /// offers it again on a later turn.
+    Busy(C, Bytes, Reply),
+}
+
+/// The application behind a server connection.
+pub trait Service {
+    /// What the service remembers about an accepted call between headers and body.
+    type Call;
+    /// Headers complete: accept the call, or answer at once.
+    fn accept(&mut self, head: &RequestHead<'_>, now: Instant) -> Result<Self::Call, Response>;
+    /// The call's deadline, if the client set one.
+    fn deadline(&self, call: &Self::Call) -> Option<Instant>;
+    /// The largest request message the service accepts.
+    fn max_message_bytes(&self) -> usize;
+    /// The answer to a message declared larger than [`Service::max_message_bytes`].
+    fn too_large(&self, declared: usize) -> Response;
+    /// The answer to a call whose deadline passed before its body arrived.
+    fn deadline_exceeded(&self) -> Response;
+    /// The body is complete (one framed message, or whatever the client sent).
+    fn call(&mut self, call: Self::Call, body: Bytes, reply: Reply) -> Dispatch<Self::Call>;
+}
+
+/// How long a connection waits before offering a busy call again when nothing else wakes it.
+const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+/// Read buffer growth step.
+const READ_CHUNK: usize = 64 * 1024;
+
+enum StreamState<C> {
+    /// Headers in; body arriving.
+    Receiving {
+        call: C,
+        body: Body,
+        deadline: Option<Instant>,
+    },
+    /// The service has the call.
+    Running,
+    /// Response data waiting for flow-control window, then the trailers.
+    Sending { data: Bytes, trailers: bool },
+}
+
+enum Body {
+    Empty,
+    One(Bytes),
+    Many(BytesMut),
+}
+
+impl Body {
+    fn len(&self) -> usize {
+        match self {
+            Body::Empty => 0,
+            Body::One(b) => b.len(),
+            Body::Many(b) => b.len(),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        *self = match std::mem::replace(self, Body::Empty) {
+            Body::Empty => Body::One(chunk),
+            Body::One(first) => {
+                let mut many = BytesMut::with_capacity(first.len() + chunk.len());
+                many.extend_from_slice(&first);
+                many.extend_from_slice(&chunk);
+                Body::Many(many)
+            }
+            Body::Many(mut many) => {
+                many.extend_from_slice(&chunk);
+                Body::Many(many)
+            }
+        };
+    }
+
+    fn prefix_length(&self) -> Option<usize> {
+        let bytes: &[u8] = match self {
+            Body::Empty => return None,
+            Body::One(b) => b,
+            Body::Many(b) => b,
+        };
+        (bytes.len() >= 5)
+            .then(|| u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize)
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Body::Empty => Bytes::new(),
+            Body::One(b) => b,
+            Body::Many(b) => b.freeze(),
+        }
+    }
+}
+
+struct Stream<C> {
+    state: StreamState<C>,
+    /// What the peer may still send on this stream.
+    recv_window: i64,
+    /// Consumed and not yet returned with a stream WINDOW_UPDATE.
+    recv_unacked: u32,
+    /// What we may still send on this stream.
+    send_window: i64,
+}
+
+/// Header decoding scratch, reused for every header block.
+#[derive(Default)]
+struct HeadScratch {
+    method: Vec<u8>,
+    path: Vec<u8>,
+    content_type: Option<Vec<u8>>,
+    grpc_encoding: Option<Vec<u8>>,
+    grpc_timeout: Option<Vec<u8>>,
+    malformed: bool,
+}
+
+impl HeadScratch {
+    fn clear(&mut self) {
+        self.method.clear();
+        self.path.clear();
+        for field in [
+            &mut self.content_type,
+            &mut self.grpc_encoding,
+            &mut self.grpc_timeout,
+        ] {
+            if let Some(value) = field {
+                value.clear();
+            }
+            *field = None;
+        }
+        self.malformed = false;
+    }
+}
+
+/// A HEADERS frame waiting for its CONTINUATIONs.
+struct PartialHeaders {
+    stream: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+/// One connection's protocol state.
+struct Connection<S: Service> {
+    service: S,
+    settings: ServerSettings,
+    decoder: Decoder,
+    encoder: Encoder,
+    streams: HashMap<u32, Stream<S::Call>>,
+    /// Streams with response data blocked on flow control, in arrival order.
+    blocked: VecDeque<u32>,
+    /// Calls the service could not take yet.
+    busy: VecDeque<(u32, S::Call, Bytes)>,
+    replies_tx: mpsc::UnboundedSender<(u32, Response)>,
+    head: HeadScratch,
+    partial: Option<PartialHeaders>,
+    /// Highest client stream id seen.
+    last_stream: u32,
+    preface_done: bool,
+    settings_received: bool,
+    peer_max_frame: usize,
+    peer_initial_window: i64,
+    conn_send_window: i64,
+    conn_recv_window: i64,
+    conn_recv_unacked: u32,
+    /// GOAWAY sent: no new streams.
+    going_away: bool,
+    /// The peer sent GOAWAY.
+    peer_going_away: bool,
+    out: Vec<u8>,
+    block_scratch: Vec<u8>,
+}
+
+/// Serves one connection until it closes, fails, or `shutdown` asks for a graceful close
+/// (GOAWAY, then in-flight calls finish).
+pub async fn serve_connection<S: Service>(
+    tcp: TcpStream,
+    settings: ServerSettings,
+    service: S,
+    shutdown: CancellationToken,
+) {
+    let (replies_tx, mut replies_rx) = mpsc::unbounded_channel();
+    let mut connection = Connection {
+        service,
+        settings,
+        decoder: Decoder::new(4096),
+        encoder: Encoder::default(),
+        streams: HashMap::new(),
+        blocked: VecDeque::new(),
+        busy: VecDeque::new(),
+        replies_tx,
+        head: HeadScratch::default(),
+        partial: None,
+        last_stream: 0,
+        preface_done: false,
+        settings_received: false,
+        peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
+        peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_recv_unacked: 0,
+        going_away: false,
+        peer_going_away: false,
+        out: Vec::with_capacity(READ_CHUNK),
+        block_scratch: Vec::new(),
+    };
+    connection.start();
+    let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut read_closed = false;
+    let mut written = 0usize;
+    let deadline_timer = tokio::time::sleep(std::time::Duration::from_secs(3600));
+    tokio::pin!(deadline_timer);
+    loop {
+        // Write what is queued, as far as the socket takes it.
+        while written < connection.out.len() {
+            match tcp.try_write(&connection.out[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => return,
+            }
+        }
+        if written == connection.out.len() {
+            connection.out.clear();
+            written = 0;
+        }
+        let draining = connection.going_away || connection.peer_going_away || read_closed;
+        if draining
+            && connection.streams.is_empty()
+            && connection.busy.is_empty()
+            && connection.out.is_empty()
+        {
+            return;
+        }
+        if read_closed
+            && connection.out.is_empty()
+            && connection
+                .streams
+                .values()
+                .all(|s| matches!(s.state, StreamState::Receiving { .. }))
+        {
+            return;
+        }
+        // Only calls still waiting for their body can miss a deadline here; usually none are.
+        let timer_armed = match connection.earliest_deadline() {
+            Some(earliest) => {
+                deadline_timer.as_mut().reset(earliest.into());
+                true
+            }
+            None => false,
+        };
+        let want_write = !connection.out.is_empty();
+        let busy = !connection.busy.is_empty();
+        tokio::select! {
+            ready = tcp.readable(), if !read_closed => {
+                if ready.is_err() {
+                    return;
+                }
+                if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
+                    read_buf.reserve(READ_CHUNK);
+                }
+                match tcp.try_read_buf(&mut read_buf) {
+                    Ok(0) => read_closed = true,
+                    Ok(_) => {
+                        if let Err(error) = connection.on_bytes(&mut read_buf) {
+                            connection.fail(error);
+                            read_closed = true;
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return,
+                }
+            }
+            _ = tcp.writable(), if want_write => {}
+            Some((stream, response)) = replies_rx.recv() => {
+                connection.respond(stream, response);
+                // Take every reply already waiting, so they go out in one write.
+                while let Ok((stream, response)) = replies_rx.try_recv() {
+                    connection.respond(stream, response);
+                }
+            }
+            _ = &mut deadline_timer, if timer_armed => connection.expire_deadlines(Instant::now()),
+            _ = tokio::time::sleep(BUSY_RETRY), if busy => {}
+            _ = shutdown.cancelled(), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
+        }
+        connection.retry_busy();
+    }
+}
+
+impl<S: Service> Connection<S> {
+    /// Our SETTINGS and the connection window raise: the first bytes we send.
+    fn start(&mut self) {
+        frame::write_settings(
+            &mut self.out,
+            &[
+                (
+                    setting::MAX_CONCURRENT_STREAMS,
+                    self.settings.max_concurrent_streams,
+                ),
+                (
+                    setting::INITIAL_WINDOW_SIZE,
+                    self.settings.initial_window_size,
+                ),
+                (setting::ENABLE_PUSH, 0),
+            ],
+        );
+        let raise = self
+            .settings
+            .connection_window
+            .saturating_sub(frame::DEFAULT_WINDOW);
+        if raise > 0 {
+            frame::write_window_update(&mut self.out, 0, raise);
+            self.conn_recv_window += i64::from(raise);
+        }
+    }
+
+    /// Parses every complete frame in `buf`.
+    fn on_bytes(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
+        if !self.preface_done {
+            if buf.len() < frame::PREFACE.len() {
+                return if frame::PREFACE.starts_with(buf) {
+                    Ok(())
+                } else {
+                    Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "not the HTTP/2 client preface",
+                    ))
+                };
+            }
+            if &buf[..frame::PREFACE.len()] != frame::PREFACE {
+                return Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "not the HTTP/2 client preface",
+                ));
+            }
+            let _ = buf.split_to(frame::PREFACE.len());
+            self.preface_done = true;
+        }
+        while buf.len() >= frame::HEADER_LEN {
+            let header = Header::parse(buf[..frame::HEADER_LEN].try_into().unwrap_or(&[0; 9]));
+            if header.length > frame::DEFAULT_MAX_FRAME_SIZE {
+                return Err(connection_error(
+                    code::FRAME_SIZE_ERROR,
+                    "frame larger than SETTINGS_MAX_FRAME_SIZE",
+                ));
+            }
+            let total = frame::HEADER_LEN + header.length as usize;
+            if buf.len() < total {
+                break;
+            }
+            let frame = buf.split_to(total).freeze();
+            self.on_frame(header, frame.slice(frame::HEADER_LEN..))?;
+        }
+        self.flush_window_updates();
+        Ok(())
+    }
+
+    fn on_frame(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+        if !self.settings_received && header.kind != kind::SETTINGS {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "the first frame must be SETTINGS",
+            ));
+        }
+        if let Some(partial) = &self.partial {
+            if header.kind != kind::CONTINUATION || header.stream != partial.stream {
+                return Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "a header block was interrupted",
+                ));
+            }
+        }
+        match header.kind {
+            kind::DATA => self.on_data(header, payload),
+            kind::HEADERS => self.on_headers(header, &payload),
+            kind::PRIORITY => {
+                if header.stream == 0 {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "PRIORITY on stream 0",
+                    ));
+                }
+                if payload.len() != 5 {
+                    frame::write_rst_stream(&mut self.out, header.stream, code::FRAME_SIZE_ERROR);
+                }
+                Ok(())
+            }
+            kind::RST_STREAM => {
+                if header.stream == 0 {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "RST_STREAM on stream 0",
+                    ));
+                }
+                if payload.len() != 4 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "RST_STREAM length is not 4",
+                    ));
+                }
+                if header.stream > self.last_stream {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "RST_STREAM on an idle stream",
+                    ));
+                }
+                self.streams.remove(&header.stream);
+                self.blocked.retain(|s| *s != header.stream);
+                self.busy.retain(|(s, _, _)| *s != header.stream);
+                Ok(())
+            }
+            kind::SETTINGS => self.on_settings(header, &payload),
+            kind::PUSH_PROMISE => Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "a client sent PUSH_PROMISE",
+            )),
+            kind::PING => {
+                if header.stream != 0 {
+                    return Err(connection_error(code::PROTOCOL_ERROR, "PING on a stream"));
+                }
+                if payload.len() != 8 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "PING length is not 8",
+                    ));
+                }
+                if !header.has(flags::ACK) {
+                    frame::write_ping_ack(&mut self.out, &payload);
+                }
+                Ok(())
+            }
+            kind::GOAWAY => {
+                if header.stream != 0 {
+                    return Err(connection_error(code::PROTOCOL_ERROR, "GOAWAY on a stream"));
+                }
+                if payload.len() < 8 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "GOAWAY shorter than 8 bytes",
+                    ));
+                }
+                self.peer_going_away = true;
+                Ok(())
+            }
+            kind::WINDOW_UPDATE => self.on_window_update(header, &payload),
+            kind::CONTINUATION => self.on_continuation(header, &payload),
+            // Unknown frame types are ignored (RFC 9113 §4.1).
+            _ => Ok(()),
+        }
+    }
+
+    fn on_settings(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
+        if header.stream != 0 {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "SETTINGS on a stream",
+            ));
+        }
+        if header.has(flags::ACK) {
+            if !payload.is_empty() {
+                return Err(connection_error(
+                    code::FRAME_SIZE_ERROR,
+                    "SETTINGS ACK with a payload",
+                ));
+            }
+            return Ok(());
+        }
+        for (id, value) in frame::parse_settings(payload)? {
+            match id {
+                setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),
+                setting::INITIAL_WINDOW_SIZE => {
+                    // Applies to every open stream's send window, by the difference (§6.9.2).
+                    let delta = i64::from(value) - self.peer_initial_window;
+                    self.peer_initial_window = i64::from(value);
+                    for stream in self.streams.values_mut() {
+                        stream.send_window += delta;
+                        if stream.send_window > i64::from(frame::MAX_WINDOW) {
+                            return Err(connection_error(
+                                code::FLOW_CONTROL_ERROR,
+                                "a stream window exceeds 2^31-1",
+                            ));
+                        }
+                    }
+                }
+                setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
+                _ => {}
+            }
+        }
+        self.settings_received = true;
+        frame::write_settings_ack(&mut self.out);
+        self.send_blocked();
+        Ok(())
+    }
+
+    fn on_window_update(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
+        if payload.len() != 4 {
+            return Err(connection_error(
+                code::FRAME_SIZE_ERROR,
+                "WINDOW_UPDATE length is not 4",
+            ));
+        }
+        let increment =
+            u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+        if header.stream == 0 {
+            if increment == 0 {
+                return Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "WINDOW_UPDATE of 0 on the connection",
+                ));
+            }
+            self.conn_send_window += i64::from(increment);
+            if self.conn_send_window > i64::from(frame::MAX_WINDOW) {
+                return Err(connection_error(
+                    code::FLOW_CONTROL_ERROR,
+                    "connection window exceeds 2^31-1",
+                ));
+            }
+        } else {
+            if header.stream > self.last_stream {
+                return Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "WINDOW_UPDATE on an idle stream",
+                ));
+            }
+            if let Some(stream) = self.streams.get_mut(&header.stream) {
+                if increment == 0 {
+                    self.reset(header.stream, code::PROTOCOL_ERROR);
+                    return Ok(());
+                }
+                stream.send_window += i64::from(increment);
+                if stream.send_window > i64::from(frame::MAX_WINDOW) {
+                    self.reset(header.stream, code::FLOW_CONTROL_ERROR);
+                    return Ok(());
+                }
+            }
+        }
+        self.send_blocked();
+        Ok(())
+    }
+
+    fn on_headers(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
+        if header.stream == 0 {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "HEADERS on stream 0",
+            ));
+        }
+        if header.stream.is_multiple_of(2) {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "a client stream with an even id",
+            ));
+        }
+        let fragment = frame::headers_fragment(&header, payload)?;
+        let partial = PartialHeaders {
+            stream: header.stream,
+            end_stream: header.has(flags::END_STREAM),
+            block: Vec::new(),
+        };
+        if header.has(flags::END_HEADERS) {
+            self.on_header_block(partial.stream, partial.end_stream, &payload[fragment])
+        } else {
+            let mut partial = partial;
+            partial.block.extend_from_slice(&payload[fragment]);
+            self.partial = Some(partial);
+            Ok(())
+        }
+    }
+
+    fn on_continuation(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
+        let Some(mut partial) = self.partial.take() else {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "CONTINUATION without HEADERS",
+            ));
+        };
+        partial.block.extend_from_slice(payload);
+        if partial.block.len() > crate::hpack::decoder_max_block() {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "header block too large",
+            ));
+        }
+        if header.has(flags::END_HEADERS) {
+            let block = std::mem::take(&mut partial.block);
+            self.on_header_block(partial.stream, partial.end_stream, &block)
+        } else {
+            self.partial = Some(partial);
+            Ok(())
+        }
+    }
+
+    /// A complete header block: a new request, or trailers of one.
+    fn on_header_block(
+        &mut self,
+        stream_id: u32,
+        end_stream: bool,
+        block: &[u8],
+    ) -> Result<(), ConnectionError> {
+        // Decode first, whatever happens to the stream: the HPACK state must stay in step.
+        self.head.clear();
+        let head = &mut self.head;
+        self.decoder
+            .decode(block, |name, value| {
+                let keep = |slot: &mut Option<Vec<u8>>| {
+                    let buffer = slot.get_or_insert_with(Vec::new);
+                    buffer.clear();
+                    buffer.extend_from_slice(value);
+                };
+                match name {
+                    b":method" => head.method.extend_from_slice(value),
+                    b":path" => head.path.extend_from_slice(value),
+                    b":scheme" | b":authority" => {}
+                    b"content-type" => keep(&mut head.content_type),
+                    b"grpc-encoding" => keep(&mut head.grpc_encoding),
+                    b"grpc-timeout" => keep(&mut head.grpc_timeout),
+                    b"connection" | b"transfer-encoding" | b"keep-alive" | b"upgrade" => {
+                        head.malformed = true
+                    }
+                    _ if name.first() == Some(&b':') => head.malformed = true,
+                    _ if name.iter().any(u8::is_ascii_uppercase) => head.malformed = true,
+                    _ => {}
+                }
+            })
+            .map_err(|_| {
+                connection_error(code::COMPRESSION_ERROR, "malformed HPACK header block")
+            })?;
+
+        if stream_id <= self.last_stream {
+            // Trailers on a stream we know, or headers on a closed one.
+            return match self.streams.get_mut(&stream_id) {
+                Some(Stream {
+                    state: StreamState::Receiving { .. },
+                    ..
+                }) if end_stream => {
+                    self.complete(stream_id);
+                    Ok(())
+                }
+                Some(_) => {
+                    self.reset(stream_id, code::PROTOCOL_ERROR);
+                    Ok(())
+                }
+                None => Err(connection_error(
+                    code::STREAM_CLOSED,
+                    "HEADERS on a closed stream",
+                )),
+            };
+        }
+        self.last_stream = stream_id;
+        if self.going_away {
+            return Ok(());
+        }
+        if self.streams.len() >= self.settings.max_concurrent_streams as usize {
+            frame::write_rst_stream(&mut self.out, stream_id, code::REFUSED_STREAM);
+            return Ok(());
+        }
+        if self.head.malformed || self.head.method.is_empty() || self.head.path.is_empty() {
+            frame::write_rst_stream(&mut self.out, stream_id, code::PROTOCOL_ERROR);
+            return Ok(());
+        }
+        let head = RequestHead {
+            method: &self.head.method,
+            path: &self.head.path,
+            content_type: self.head.content_type.as_deref(),
+            grpc_encoding: self.head.grpc_encoding.as_deref(),
+            grpc_timeout: self.head.grpc_timeout.as_deref(),
+        };
+        let stream = Stream {
+            state: StreamState::Running,
+            recv_window: i64::from(self.settings.initial_window_size),
+            recv_unacked: 0,
+            send_window: self.peer_initial_window,
+        };
+        match self.service.accept(&head, Instant::now()) {
+            Ok(call) => {
+                let deadline = self.service.deadline(&call);
+                self.streams.insert(
+                    stream_id,
+                    Stream {
+                        state: StreamState::Receiving {
+                            call,
+                            body: Body::Empty,
+                            deadline,
+                        },
+                        ..stream
+                    },
+                );
+                if end_stream {
+                    self.complete(stream_id);
+                }
+            }
+            Err(response) => {
+                self.streams.insert(stream_id, stream);
+                self.respond(stream_id, response);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_data(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+        if header.stream == 0 {
+            return Err(connection_error(code::PROTOCOL_ERROR, "DATA on stream 0"));
+        }
+        if header.stream > self.last_stream {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "DATA on an idle stream",
+            ));
+        }
+        // Flow control counts the whole payload, padding included, on any stream (§6.9).
+        let size = payload.len() as u32;
+        self.conn_recv_window -= i64::from(size);
+        if self.conn_recv_window < 0 {
+            return Err(connection_error(
+                code::FLOW_CONTROL_ERROR,
+                "DATA beyond the connection window",
+            ));
+        }
+        self.conn_recv_unacked += size;
+        let range = frame::strip_padding(&header, &payload)?;
+        let max_message = self.service.max_message_bytes();
+        let Some(stream) = self.streams.get_mut(&header.stream) else {
+            frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
+            return Ok(());
+        };
+        stream.recv_window -= i64::from(size);
+        if stream.recv_window < 0 {
+            self.reset(header.stream, code::FLOW_CONTROL_ERROR);
+            return Ok(());
+        }
+        let StreamState::Receiving { body, .. } = &mut stream.state else {
+            // DATA after the request ended.
+            self.reset(header.stream, code::STREAM_CLOSED);
+            return Ok(());
+        };
+        stream.recv_unacked += size;
+        if !range.is_empty() {
+            body.push(payload.slice(range));
+        }
+        let too_large = body
+            .prefix_length()
+            .filter(|declared| *declared > max_message);
+        let oversized = body.len() > max_message + 5;
+        if let Some(declared) = too_large.or(oversized.then_some(body.len())) {
+            let response = self.service.too_large(declared);
+            self.respond(header.stream, response);
+            // We will not read the rest: ask the client to stop sending it.
+            frame::write_rst_stream(&mut self.out, header.stream, code::NO_ERROR);
+            return Ok(());
+        }
+        if header.has(flags::END_STREAM) {
+            self.complete(header.stream);
+        } else if stream.recv_unacked >= self.settings.initial_window_size / 2 {
+            let increment = stream.recv_unacked;
+            stream.recv_unacked = 0;
+            stream.recv_window += i64::from(increment);
+            frame::write_window_update(&mut self.out, header.stream, increment);
+        }
+        Ok(())
+    }
+
+    /// Returns consumed connection window once half of it is used.
+    fn flush_window_updates(&mut self) {
+        if self.conn_recv_unacked >= self.settings.connection_window / 2 {
+            frame::write_window_update(&mut self.out, 0, self.conn_recv_unacked);
+            self.conn_recv_window += i64::from(self.conn_recv_unacked);
+            self.conn_recv_unacked = 0;
+        }
+    }
+
+    /// The request is complete: hand it to the service.
+    fn complete(&mut self, stream_id: u32) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        let StreamState::Receiving { call, body, .. } =
+            std::mem::replace(&mut stream.state, StreamState::Running)
+        else {
+            return;
+        };
+        self.dispatch(stream_id, call, body.into_bytes());
+    }
+
+    fn dispatch(&mut self, stream_id: u32, call: S::Call, body: Bytes) {
+        let reply = Reply {
+            stream: stream_id,
+            replies: self.replies_tx.clone(),
+        };
+        match self.service.call(call, body, reply) {
+            Dispatch::Respond(response) => self.respond(stream_id, response),
+            Dispatch::Later => {}
+            Dispatch::Busy(call, body, _) => self.busy.push_back((stream_id, call, body)),
+        }
+    }
+
+    /// Offers calls the service was too busy for again, in order.
+    fn retry_busy(&mut self) {
+        while let Some((stream_id, call, body)) = self.busy.pop_front() {
+            if !self.streams.contains_key(&stream_id) {
+                continue;
+            }
+            let reply = Reply {
+                stream: stream_id,
+                replies: self.replies_tx.clone(),
+            };
+            match self.service.call(call, body, reply) {
+                Dispatch::Respond(response) => self.respond(stream_id, response),
+                Dispatch::Later => {}
+                Dispatch::Busy(call, body, _) => {
+                    self.busy.push_front((stream_id, call, body));
+                    break;
+                }
+            }
+        }
+    }
+
+    fn earliest_deadline(&self) -> Option<Instant> {
+        self.streams
+            .values()
+            .filter_map(|s| match &s.state {
+                StreamState::Receiving { deadline, .. } => *deadline,
+                _ => None,
+            })
+            .min()
+    }
+
+    fn expire_deadlines(&mut self, now: Instant) {
+        let expired: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(&s.state, StreamState::Receiving { deadline: Some(d), .. } if *d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for stream_id in expired {
+            let response = self.service.deadline_exceeded();
+            self.respond(stream_id, response);
+            frame::write_rst_stream(&mut self.out, stream_id, code::CANCEL);
+        }
+    }
+
+    /// Encodes a response; data beyond the flow-control windows waits in the stream.
+    fn respond(&mut self, stream_id: u32, response: Response) {
+        if !self.streams.contains_key(&stream_id) {
+            return; // reset by the client meanwhile
+        }
+        let max_frame = self.peer_max_frame;
+        self.block_scratch.clear();
+        self.encoder.begin_block(&mut self.block_scratch);
+        match response {
+            Response::Http(status) => {
+                let status = status.to_string();
+                self.encoder.field(
+                    b":status",
+                    status.as_bytes(),
+                    Indexing::Without,
+                    &mut self.block_scratch,
+                );
+                frame::write_headers(
+                    &mut self.out,
+                    stream_id,
+                    &self.block_scratch,
+                    true,
+                    max_frame,
+                );
+                self.streams.remove(&stream_id);
+            }
+            Response::Status { code, message } => {
+                self.grpc_head();
+                let status = code.to_string();
+                self.encoder.field(
+                    b"grpc-status",
+                    status.as_bytes(),
+                    Indexing::Incremental,
+                    &mut self.block_scratch,
+                );
+                if !message.is_empty() {
+                    let encoded = percent_encode(&message);
+                    self.encoder.field(
+                        b"grpc-message",
+                        encoded.as_bytes(),
+                        Indexing::Without,
+                        &mut self.block_scratch,
+                    );
+                }
+                frame::write_headers(
+                    &mut self.out,
+                    stream_id,
+                    &self.block_scratch,
+                    true,
+                    max_frame,
+                );
+                self.streams.remove(&stream_id);
+            }
+            Response::Message(data) => {
+                self.grpc_head();
+                frame::write_headers(
+                    &mut self.out,
+                    stream_id,
+                    &self.block_scratch,
+                    false,
+                    max_frame,
+                );
+                if let Some(stream) = self.streams.get_mut(&stream_id) {
+                    stream.state = StreamState::Sending {
+                        data,
+                        trailers: true,
+                    };
+                }
+                self.send_stream(stream_id);
+            }
+        }
+    }
+
+    fn grpc_head(&mut self) {
+        self.encoder.field(
+            b":status",
+            b"200",
+            Indexing::Incremental,
+            &mut self.block_scratch,
+        );
+        self.encoder.field(
+            b"content-type",
+            b"application/grpc",
+            Indexing::Incremental,
+            &mut self.block_scratch,
+        );
+    }
+
+    /// Sends as much of a stream's pending data as the windows allow, then its trailers.
+    fn send_stream(&mut self, stream_id: u32) -> bool {
+        let max_frame = self.peer_max_frame;
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return true;
+        };
+        let StreamState::Sending { data, trailers } = &mut stream.state else {
+            return true;
+        };
+        while !data.is_empty() {
+            let allowed = self
+                .conn_send_window
+                .min(stream.send_window)
+                .min(max_frame as i64);
+            if allowed <= 0 {
+                if !self.blocked.contains(&stream_id) {
+                    self.blocked.push_back(stream_id);
+                }
+                return false;
+            }
+            let chunk = data.split_to((allowed as usize).min(data.len()));
+            frame::write_data(&mut self.out, stream_id, &chunk, false);
+            self.conn_send_window -= chunk.len() as i64;
+            stream.send_window -= chunk.len() as i64;
+        }
+        if *trailers {
+            self.block_scratch.clear();
+            self.encoder.begin_block(&mut self.block_scratch);
+            self.encoder.field(
+                b"grpc-status",
+                b"0",
+                Indexing::Incremental,
+                &mut self.block_scratch,
+            );
+            frame::write_headers(
+                &mut self.out,
+                stream_id,
+                &self.block_scratch,
+                true,
+                max_frame,
+            );
+        }
+        self.streams.remove(&stream_id);
+        true
+    }
+
+    fn send_blocked(&mut self) {
+        while let Some(stream_id) = self.blocked.pop_front() {
+            if !self.send_stream(stream_id) {
+                break;
+            }
+        }
+    }
+
+    fn reset(&mut self, stream_id: u32, error: u32) {
+        frame::write_rst_stream(&mut self.out, stream_id, error);
+        self.streams.remove(&stream_id);
+        self.blocked.retain(|s| *s != stream_id);
+    }
+
+    /// GOAWAY: no new streams; in-flight ones finish.
+    fn go_away(&mut self, error: u32, debug: &[u8]) {
+        if !self.going_away {
+            frame::write_goaway(&mut self.out, self.last_stream, error, debug);
+            self.going_away = true;
+        }
+    }
+
+    /// A connection error: GOAWAY with its code; nothing more is read.
+    fn fail(&mut self, error: ConnectionError) {
+        self.going_away = false;
+        self.go_away(error.code, error.reason.as_bytes());
+        self.streams.clear();
+        self.busy.clear();
+        self.blocked.clear();
+    }
+}
+
+/// `grpc-message` is percent-encoded: printable ASCII except `%` passes, the rest is `%XX`.
+pub fn percent_encode(text: &str) -> Cow<'_, str> {
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'%') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for byte in text.bytes() {
+        if (0x20..0x7f).contains(&byte) && byte != b'%' {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Cow::Owned(out)
+}

@@ -247,6 +247,11 @@ pub struct ServeArgs {
     #[arg(long, env = "GRPC_SERVER_CPUS", value_name = "N")]
     pub threads: Option<usize>,
 
+    /// lab: the HTTP/2 implementation under the gRPC layer: lab (grpclab's own engine) or h2
+    /// (the h2 crate, as tonic uses it: the reference).
+    #[arg(long, default_value = "lab", value_name = "TRANSPORT")]
+    pub transport: String,
+
     /// lab: where a call's decode/handle/encode runs: inline (on the I/O thread), task (a task
     /// per call), pool (a bounded thread pool), adaptive (inline up to --offload-above bytes).
     #[arg(long, default_value = "inline", value_name = "PLACEMENT")]

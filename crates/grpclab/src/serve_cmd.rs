@@ -1,6 +1,6 @@
 //! `grpclab serve`: run a built-in server until SIGTERM or Ctrl-C.
 
-use grpclab_server::lab::{LabConfig, Placement};
+use grpclab_server::lab::{LabConfig, Placement, Transport};
 use grpclab_server::{Implementation, ServeConfig};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -30,6 +30,12 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             args.decode
         ))
     })?;
+    let transport = Transport::from_name(&args.transport).ok_or_else(|| {
+        InputError(format!(
+            "--transport: unknown transport '{}'; choose lab or h2",
+            args.transport
+        ))
+    })?;
     if args.pool_threads == 0 || args.pool_queue == 0 {
         return Err(InputError(
             "--pool-threads and --pool-queue must be at least 1".to_owned(),
@@ -52,6 +58,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
         addr: SocketAddr::new(args.host, args.port),
         threads,
         lab: LabConfig {
+            transport,
             placement,
             pool_threads: args.pool_threads,
             pool_queue: args.pool_queue,

@@ -125,8 +125,13 @@ fn h2load_interoperates() {
     }
     let dir = tempfile::tempdir().unwrap();
     let request = request_file(dir.path());
-    for implementation in ["lab", "tonic-mt"] {
-        let server = Server::start(&["--impl", implementation]);
+    for args in [
+        &["--impl", "lab"][..],
+        &["--impl", "lab", "--transport", "h2"],
+        &["--impl", "tonic-mt"],
+    ] {
+        let implementation = args.join(" ");
+        let server = Server::start(args);
         let output = Command::new("h2load")
             .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
             .arg(&request)

@@ -13,7 +13,12 @@ pub mod huffman;
 mod huffman_table;
 pub mod table;
 
-pub use decoder::Decoder;
+pub use decoder::{Decoder, MAX_HEADER_LIST};
+
+/// The largest header block (HEADERS plus CONTINUATIONs) a connection buffers.
+pub fn decoder_max_block() -> usize {
+    MAX_HEADER_LIST
+}
 pub use encoder::{Encoder, Indexing};
 
 /// Why a header block could not be decoded (RFC 7541 §2.3.3, §4.2, §5.1, §5.2, §6).

@@ -2,7 +2,8 @@
 //!
 //! Two layers, so the transport can be swapped without touching gRPC:
 //! - [`grpc`]: routes, header checks, message limits, decode → handle → encode, statuses.
-//! - `h2_transport`: HTTP/2 on the h2 crate, one task per connection that batches its writes.
+//! - the transport, chosen by [`Transport`]: `own_transport` on grpclab's own HTTP/2 engine
+//!   (`grpclab-h2`, the default), or `h2_transport` on the h2 crate (the reference).
 //!
 //! Threading: `threads` worker threads, each a current-thread tokio runtime. One listener
 //! accepts and hands connections round-robin to the workers, which own them for life (no
@@ -11,6 +12,7 @@
 
 pub mod grpc;
 mod h2_transport;
+mod own_transport;
 pub mod placement;
 
 use std::net::SocketAddr;
@@ -23,6 +25,7 @@ pub use placement::Placement;
 
 use crate::ServeError;
 use h2_transport::{serve_connection, H2Responder};
+use own_transport::{EngineResponder, LabService};
 use placement::{Job, Pool};
 
 /// Default `--max-message-bytes`: 4 MiB, as grpc-go and grpc-java.
@@ -43,9 +46,31 @@ pub const DEFAULT_POOL_QUEUE: usize = 1024;
 /// How long in-flight calls may take to finish after SIGTERM.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Which HTTP/2 implementation carries the gRPC layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// grpclab's own engine (`grpclab-h2`).
+    Lab,
+    /// The h2 crate, as tonic uses it: the reference.
+    H2,
+}
+
+impl Transport {
+    /// The transport with this command-line name (`lab`, `h2`).
+    pub fn from_name(name: &str) -> Option<Transport> {
+        match name {
+            "lab" => Some(Transport::Lab),
+            "h2" => Some(Transport::H2),
+            _ => None,
+        }
+    }
+}
+
 /// The `lab` server's settings.
 #[derive(Debug, Clone)]
 pub struct LabConfig {
+    /// Which HTTP/2 implementation to use.
+    pub transport: Transport,
     /// Where decode/handle/encode runs.
     pub placement: Placement,
     /// Worker threads of the pool (pool and adaptive placements).
@@ -63,6 +88,7 @@ pub struct LabConfig {
 impl Default for LabConfig {
     fn default() -> LabConfig {
         LabConfig {
+            transport: Transport::Lab,
             placement: Placement::Inline,
             pool_threads: 1,
             pool_queue: DEFAULT_POOL_QUEUE,
@@ -85,10 +111,18 @@ pub fn run(
         .set_nonblocking(true)
         .map_err(ServeError::Runtime)?;
     let config = Arc::new(config);
-    let pool: Option<Pool<H2Responder>> = if config.placement.uses_pool() {
-        Some(Pool::start(config.pool_threads, config.pool_queue).map_err(ServeError::Runtime)?)
-    } else {
-        None
+    let uses_pool = config.placement.uses_pool();
+    let pools = Pools {
+        h2: if uses_pool && config.transport == Transport::H2 {
+            Some(Pool::start(config.pool_threads, config.pool_queue).map_err(ServeError::Runtime)?)
+        } else {
+            None
+        },
+        own: if uses_pool && config.transport == Transport::Lab {
+            Some(Pool::start(config.pool_threads, config.pool_queue).map_err(ServeError::Runtime)?)
+        } else {
+            None
+        },
     };
     let threads = threads.max(1);
     let mut inboxes = Vec::with_capacity(threads);
@@ -97,11 +131,14 @@ pub fn run(
         let (inbox, connections) = mpsc::unbounded_channel::<std::net::TcpStream>();
         inboxes.push(inbox);
         let config = Arc::clone(&config);
-        let pool = pool.as_ref().map(Pool::sender);
+        let senders = PoolSenders {
+            h2: pools.h2.as_ref().map(Pool::sender),
+            own: pools.own.as_ref().map(Pool::sender),
+        };
         let shutdown = shutdown.clone();
         let worker = std::thread::Builder::new()
             .name(format!("grpclab-lab-{index}"))
-            .spawn(move || worker(connections, config, pool, shutdown))
+            .spawn(move || worker(connections, config, senders, shutdown))
             .map_err(ServeError::Runtime)?;
         workers.push(worker);
     }
@@ -120,10 +157,25 @@ pub fn run(
             }
         }
     }
-    if let Some(pool) = pool {
+    if let Some(pool) = pools.h2 {
+        pool.join();
+    }
+    if let Some(pool) = pools.own {
         pool.join();
     }
     result
+}
+
+/// The decode pool, typed by the transport whose responses it sends.
+struct Pools {
+    h2: Option<Pool<H2Responder>>,
+    own: Option<Pool<EngineResponder>>,
+}
+
+/// Handles to [`Pools`] for a worker.
+struct PoolSenders {
+    h2: Option<mpsc::Sender<Job<H2Responder>>>,
+    own: Option<mpsc::Sender<Job<EngineResponder>>>,
 }
 
 /// Accepts connections and deals them round-robin to the workers.
@@ -167,7 +219,7 @@ fn accept_loop(
 fn worker(
     mut connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
     config: Arc<LabConfig>,
-    pool: Option<mpsc::Sender<Job<H2Responder>>>,
+    pools: PoolSenders,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -185,14 +237,31 @@ fn worker(
             let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) else {
                 continue;
             };
-            tracker.spawn(serve_connection(
-                tcp,
-                Arc::clone(&config),
-                pool.clone(),
-                shutdown.clone(),
-            ));
+            match config.transport {
+                Transport::H2 => {
+                    tracker.spawn(serve_connection(
+                        tcp,
+                        Arc::clone(&config),
+                        pools.h2.clone(),
+                        shutdown.clone(),
+                    ));
+                }
+                Transport::Lab => {
+                    let settings = grpclab_h2::server::ServerSettings {
+                        max_concurrent_streams: config.max_concurrent_streams,
+                        ..grpclab_h2::server::ServerSettings::default()
+                    };
+                    let service = LabService::new(Arc::clone(&config), pools.own.clone());
+                    tracker.spawn(grpclab_h2::server::serve_connection(
+                        tcp,
+                        settings,
+                        service,
+                        shutdown.clone(),
+                    ));
+                }
+            }
         }
-        drop(pool);
+        drop(pools);
         tracker.close();
         // Connections got GOAWAY from the shutdown token; give their calls time to finish.
         let _ = tokio::time::timeout(DRAIN_LIMIT, tracker.wait()).await;

@@ -89,12 +89,29 @@ pub fn start_tonic() -> Running {
     }
 }
 
-/// Both servers, named, for tests that every server must pass.
+/// Every server, named: lab on its own engine, lab on the h2 crate, and tonic.
 pub fn every_server() -> Vec<(&'static str, Running)> {
     vec![
         ("lab", start_lab(LabConfig::default())),
+        ("lab-h2", start_lab(on_h2(LabConfig::default()))),
         ("tonic-mt", start_tonic()),
     ]
+}
+
+/// `config` on the h2 crate's transport.
+pub fn on_h2(config: LabConfig) -> LabConfig {
+    LabConfig {
+        transport: lab::Transport::H2,
+        ..config
+    }
+}
+
+/// Runs `test` against lab on each transport, with `config`.
+pub fn each_lab_transport(config: LabConfig, test: impl Fn(&str, &Running)) {
+    for (name, config) in [("lab", config.clone()), ("lab-h2", on_h2(config))] {
+        let server = start_lab(config);
+        test(name, &server);
+    }
 }
 
 /// The complex_proto request, framed.

@@ -22,6 +22,26 @@ pub enum Pacing {
     },
 }
 
+/// Which HTTP/2 implementation carries the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// grpclab's own engine (`grpclab-h2`): a connection task runs its calls itself.
+    Lab,
+    /// The h2 crate, one task per stream: the reference.
+    H2,
+}
+
+impl Transport {
+    /// The transport with this command-line name (`lab`, `h2`).
+    pub fn from_name(name: &str) -> Option<Transport> {
+        match name {
+            "lab" => Some(Transport::Lab),
+            "h2" => Some(Transport::H2),
+            _ => None,
+        }
+    }
+}
+
 /// A complete description of one load run. Build it, [`validate`](LoadConfig::validate) it,
 /// pass it to [`run`](crate::run).
 #[derive(Clone)]
@@ -54,6 +74,8 @@ pub struct LoadConfig {
     pub threads: usize,
     /// `--validate`: checks each reply; a failing reply counts as an error.
     pub validator: Option<ReplyValidator>,
+    /// The HTTP/2 implementation.
+    pub transport: Transport,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -71,6 +93,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("timeout", &self.timeout)
             .field("threads", &self.threads)
             .field("validate", &self.validator.is_some())
+            .field("transport", &self.transport)
             .finish()
     }
 }
@@ -99,6 +122,7 @@ impl LoadConfig {
             timeout: Some(Duration::from_secs(20)),
             threads: 1,
             validator: None,
+            transport: Transport::Lab,
         }
     }
 

@@ -25,8 +25,9 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{unary_call, CallTemplate};
-use crate::config::{LoadConfig, Pacing};
+use crate::config::{LoadConfig, Pacing, Transport};
 use crate::connection::{self, ConnectionState};
+use crate::lab_transport;
 use crate::progress::{totals, ProgressSnapshot, ProgressTarget, ThreadProgress};
 use crate::recorder::Recorder;
 use crate::result::{EndReason, LoadResult};
@@ -34,7 +35,7 @@ use crate::schedule::{Schedule, Ticket};
 
 /// How early an open-loop stream wakes before its intended send time: two ticks of tokio's
 /// 1 ms timer wheel, because the runtime parks in epoll with millisecond timeouts and may itself wake up to a tick late.
-const EARLY_WAKE: Duration = Duration::from_millis(2);
+pub(crate) const EARLY_WAKE: Duration = Duration::from_millis(2);
 /// How often the controller reports progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 /// The longest calls still in flight at the end may take to finish before they are abandoned.
@@ -61,8 +62,8 @@ pub fn drain_limit(config: &LoadConfig) -> Duration {
 }
 
 /// Everything the threads of one run share.
-struct Shared {
-    config: LoadConfig,
+pub(crate) struct Shared {
+    pub(crate) config: LoadConfig,
     progress: Vec<ThreadProgress>,
 }
 
@@ -289,13 +290,19 @@ fn client_thread(
         };
         // This thread's connections: every `threads`-th one, starting at `index`.
         let mut connections = Vec::new();
+        let mut lab_connections = Vec::new();
         for connection_index in (index..config.connections).step_by(config.threads) {
-            match connection::connect(config.target).await {
-                Ok((sender, driver)) => connections.push((connection_index, sender, driver)),
-                Err(message) => {
-                    let _ = ready.send(Err(message));
-                    return None;
-                }
+            let connected = match config.transport {
+                Transport::H2 => connection::connect(config.target)
+                    .await
+                    .map(|(sender, driver)| connections.push((connection_index, sender, driver))),
+                Transport::Lab => lab_transport::connect(config.target)
+                    .await
+                    .map(|tcp| lab_connections.push((connection_index, tcp))),
+            };
+            if let Err(message) = connected {
+                let _ = ready.send(Err(message));
+                return None;
             }
         }
         let _ = ready.send(Ok(()));
@@ -318,6 +325,14 @@ fn client_thread(
         let drivers_stop = schedule.stop_token().child_token();
         let reconnects = Rc::new(Cell::new(0u64));
         let mut streams = Vec::new();
+        for (connection_index, tcp) in lab_connections {
+            streams.push(tokio::task::spawn_local(lab_transport::connection_loop(
+                Rc::clone(&thread),
+                tcp,
+                streams_on(connection_index, config),
+                Rc::clone(&reconnects),
+            )));
+        }
         for (connection_index, sender, driver) in connections {
             let (state_tx, state_rx) = watch::channel(ConnectionState {
                 generation: 0,
@@ -379,29 +394,29 @@ fn client_thread(
 }
 
 /// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
-struct ThreadState {
-    schedule: Arc<Schedule>,
-    template: Rc<CallTemplate>,
+pub(crate) struct ThreadState {
+    pub(crate) schedule: Arc<Schedule>,
+    pub(crate) template: Rc<CallTemplate>,
     requests: Vec<Bytes>,
     /// Round-robin position in `requests`.
     next_request: Cell<usize>,
     recorder: RefCell<Recorder>,
     /// Measured calls sent and not yet completed.
-    in_flight: Cell<u64>,
+    pub(crate) in_flight: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     progress_slot: usize,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl ThreadState {
-    fn next_body(&self) -> Bytes {
+    pub(crate) fn next_body(&self) -> Bytes {
         let index = self.next_request.get();
         self.next_request.set(index.wrapping_add(1));
         // Cloning `Bytes` shares the encoded request: a reference count, no copy.
         self.requests[index % self.requests.len()].clone()
     }
 
-    fn record(
+    pub(crate) fn record(
         &self,
         outcome: &Result<(), crate::call::CallFailure>,
         latency: Duration,

@@ -4,7 +4,9 @@
 //!   ([`Pacing::ClosedLoop`] or [`Pacing::OpenLoop`] at a rate), duration or total, warmup,
 //!   timeout, client threads, optional reply validation.
 //! - [`run`]: runs it on `threads` client threads — each a current-thread tokio runtime that
-//!   owns its HTTP/2 connections (h2 crate) — and returns a [`LoadResult`].
+//!   owns its HTTP/2 connections — and returns a [`LoadResult`]. The connections speak
+//!   grpclab's own HTTP/2 engine ([`Transport::Lab`], default: the connection task runs its
+//!   calls itself) or the h2 crate ([`Transport::H2`]: a task per stream; the reference).
 //! - [`LoadResult`]: merged HdrHistograms (nanoseconds, 1 µs to 60 s, 3 significant digits),
 //!   counts per gRPC status, error messages, a per-second series; [`encode_histogram`] writes
 //!   a histogram in HdrHistogram's standard serialized form so runs merge exactly.
@@ -20,12 +22,13 @@ mod call;
 pub mod config;
 mod connection;
 mod engine;
+mod lab_transport;
 pub mod progress;
 pub mod recorder;
 pub mod result;
 mod schedule;
 
-pub use config::{ConfigError, LoadConfig, Pacing, ReplyValidator};
+pub use config::{ConfigError, LoadConfig, Pacing, ReplyValidator, Transport};
 pub use engine::{drain_limit, run, LoadError};
 pub use progress::{ProgressSnapshot, ProgressTarget};
 pub use recorder::{Recorder, SecondStats};

@@ -5,19 +5,41 @@ mod common;
 use common::{any_port, scripted_server, scripted_server_with_goaway, tonic_server, Reply};
 use grpclab_core::scenario::validate_reply;
 use grpclab_core::{Code, Scenario};
-use grpclab_load::{run, CancellationToken, EndReason, LoadConfig, Pacing};
+use grpclab_load::{run, CancellationToken, EndReason, LoadConfig, Pacing, Transport};
 use std::sync::Arc;
 use std::time::Duration;
 
+thread_local! {
+    /// The transport the current test runs on (see `on_each_transport!`).
+    static TRANSPORT: std::cell::Cell<Transport> = const { std::cell::Cell::new(Transport::Lab) };
+}
+
 fn config_for(addr: std::net::SocketAddr, scenario: &Scenario) -> LoadConfig {
-    LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec())
+    let mut config = LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec());
+    config.transport = TRANSPORT.with(|t| t.get());
+    config
+}
+
+/// Declares a test that runs its body once on each transport (our engine, then h2).
+macro_rules! on_each_transport {
+    ($(fn $name:ident() $body:block)*) => {$(
+        #[test]
+        fn $name() {
+            for transport in [Transport::Lab, Transport::H2] {
+                TRANSPORT.with(|t| t.set(transport));
+                eprintln!("transport {transport:?}");
+                $body
+            }
+        }
+    )*};
 }
 
 fn complex() -> Scenario {
     Scenario::builtin("complex_proto").unwrap()
 }
 
-#[test]
+on_each_transport! {
+
 fn total_is_counted_exactly_over_several_threads_and_connections() {
     let server = tonic_server(any_port());
     let scenario = complex();
@@ -37,7 +59,6 @@ fn total_is_counted_exactly_over_several_threads_and_connections() {
     );
 }
 
-#[test]
 fn failing_calls_show_in_the_status_distribution() {
     let server = scripted_server(
         any_port(),
@@ -64,7 +85,6 @@ fn failing_calls_show_in_the_status_distribution() {
     assert_eq!(result.latency().len(), 50);
 }
 
-#[test]
 fn timeouts_are_sent_and_enforced() {
     let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Hang));
     let scenario = complex();
@@ -83,7 +103,6 @@ fn timeouts_are_sent_and_enforced() {
     );
 }
 
-#[test]
 fn validate_catches_a_wrong_reply() {
     // Field 15 (varint 1): HelloReply has no such field.
     let server = scripted_server(
@@ -103,7 +122,6 @@ fn validate_catches_a_wrong_reply() {
     assert!(message.contains("field number 15"), "{message}");
 }
 
-#[test]
 fn validate_accepts_a_correct_echo() {
     let server = tonic_server(any_port());
     let scenario = complex();
@@ -115,7 +133,6 @@ fn validate_accepts_a_correct_echo() {
     assert_eq!(result.ok(), 50);
 }
 
-#[test]
 fn a_server_killed_mid_run_counts_unavailable_and_the_run_recovers() {
     let mut server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
     let addr = server.addr;
@@ -148,7 +165,6 @@ fn a_server_killed_mid_run_counts_unavailable_and_the_run_recovers() {
     assert!(result.reconnects >= 1);
 }
 
-#[test]
 fn cancelling_stops_the_run_and_keeps_what_was_measured() {
     let server = tonic_server(any_port());
     let scenario = complex();
@@ -169,7 +185,6 @@ fn cancelling_stops_the_run_and_keeps_what_was_measured() {
     assert_eq!(result.errors(), 0);
 }
 
-#[test]
 fn open_loop_records_service_time_beside_corrected_latency() {
     let server = tonic_server(any_port());
     let scenario = complex();
@@ -185,7 +200,6 @@ fn open_loop_records_service_time_beside_corrected_latency() {
     assert!(result.latency().max() >= service.max());
 }
 
-#[test]
 fn warmup_calls_are_sent_but_not_counted() {
     let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
     let scenario = complex();
@@ -198,7 +212,6 @@ fn warmup_calls_are_sent_but_not_counted() {
     assert!(server.served.load(std::sync::atomic::Ordering::Relaxed) > 100);
 }
 
-#[test]
 fn an_unreachable_target_is_an_error_before_anything_runs() {
     // Bind then drop a listener: its port is very likely closed now.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -211,7 +224,6 @@ fn an_unreachable_target_is_an_error_before_anything_runs() {
     assert!(err.to_string().contains("cannot connect"), "{err}");
 }
 
-#[test]
 fn invalid_configurations_are_refused() {
     let scenario = complex();
     let mut config = config_for(any_port(), &scenario);
@@ -221,7 +233,6 @@ fn invalid_configurations_are_refused() {
     assert!(err.to_string().contains("--connections"), "{err}");
 }
 
-#[test]
 fn goaway_mid_run_reconnects_and_finishes() {
     let server =
         scripted_server_with_goaway(any_port(), Arc::new(|_: &[u8]| Reply::Echo), Some(100));
@@ -240,4 +251,5 @@ fn goaway_mid_run_reconnects_and_finishes() {
         .copied()
         .unwrap_or(0);
     assert_eq!(failed, unavailable, "{:?}", result.error_counts());
+}
 }

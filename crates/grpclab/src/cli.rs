@@ -103,6 +103,11 @@ pub struct LoadArgs {
     /// schema does not define, counts as an error.
     #[arg(long)]
     pub validate: bool,
+
+    /// The HTTP/2 implementation: lab (grpclab's own engine, the fast path) or h2 (the h2
+    /// crate, the reference).
+    #[arg(long, default_value = "lab", value_name = "TRANSPORT")]
+    pub transport: String,
 }
 
 /// Where the call and its requests come from: a scenario, or a .proto with a payload.

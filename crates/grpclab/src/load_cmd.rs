@@ -63,6 +63,12 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.threads = args
         .cpus
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    config.transport = grpclab_load::Transport::from_name(&args.transport).ok_or_else(|| {
+        InputError(format!(
+            "--transport: unknown transport '{}'; choose lab or h2",
+            args.transport
+        ))
+    })?;
     if args.validate {
         let output = scenario.method().output();
         config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));

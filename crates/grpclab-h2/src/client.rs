@@ -1,0 +1,718 @@
+//! A client connection for unary gRPC calls, driven from inside: the connection task itself
+//! keeps up to `slots` calls in flight, asking a [`CallSource`] for the next call whenever a
+//! slot is free and reporting each completion back to it. No task, lock or channel per call:
+//! each turn reads everything the socket has, completes what it can, starts what the source
+//! allows, and writes every frame in one go.
+//!
+//! After the first call the request header block is a few bytes: the encoder indexes
+//! `:path`, `:authority`, `content-type`, `te` and the caller's constant metadata.
+
+use bytes::{Bytes, BytesMut};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
+use crate::hpack::{Decoder, Encoder, Indexing};
+
+/// What the next call is, as the [`CallSource`] decides.
+#[derive(Debug)]
+pub enum NextCall {
+    /// Send this framed request now; `token` comes back with the completion.
+    Send {
+        /// The framed request message.
+        body: Bytes,
+        /// The caller's reference for this call (e.g. its intended send time).
+        token: CallToken,
+    },
+    /// Nothing before this instant (open loop); ask again then.
+    WaitUntil(Instant),
+    /// No more calls on this connection.
+    Stop,
+}
+
+/// The caller's reference for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallToken {
+    /// When the call was meant to go out (open loop), if scheduled.
+    pub intended: Option<Instant>,
+    /// Whether the call counts (false during warmup).
+    pub measured: bool,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallEnd {
+    /// `grpc-status: 0`, with the reply message if the source keeps replies.
+    Ok(Option<Bytes>),
+    /// A non-zero `grpc-status`, with `grpc-message`.
+    Status(u32, String),
+    /// A non-200 HTTP status and no `grpc-status`.
+    Http(u16),
+    /// The server reset the stream with this error code.
+    Reset(u32),
+    /// The response broke the gRPC protocol (no status, no reply message).
+    Malformed(&'static str),
+    /// The client's deadline passed first.
+    DeadlineExceeded,
+}
+
+/// The load engine's side of a connection: where calls come from and results go.
+pub trait CallSource {
+    /// The next call to start.
+    fn next_call(&mut self, now: Instant) -> NextCall;
+    /// A call ended; `sent` is when its first frame was queued.
+    fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant);
+    /// Whether replies must be kept (validation); otherwise only their length is counted.
+    fn keeps_replies(&self) -> bool;
+}
+
+/// What every request carries, set once per connection.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// `:authority`
+    pub authority: String,
+    /// `:path`
+    pub path: String,
+    /// Extra headers (e.g. `grpc-timeout`, metadata): indexed, since they repeat.
+    pub headers: Vec<(String, String)>,
+    /// Client-side deadline per call.
+    pub timeout: Option<Duration>,
+}
+
+/// Why a connection ended before its source said stop.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionEnd {
+    /// The socket failed or closed.
+    #[error("connection lost: {0}")]
+    Lost(String),
+    /// The server sent GOAWAY.
+    #[error("the server sent GOAWAY (error code {0:#x})")]
+    GoAway(u32),
+    /// The server broke the protocol; we sent GOAWAY with this code.
+    #[error("protocol error from the server: {0}")]
+    Protocol(ConnectionError),
+}
+
+const READ_CHUNK: usize = 64 * 1024;
+/// The stream window we grant: replies up to 1 MiB need no WINDOW_UPDATE round trip.
+const STREAM_WINDOW: u32 = 1 << 20;
+/// The connection window we grant.
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+struct Call {
+    token: CallToken,
+    sent: Instant,
+    deadline: Option<Instant>,
+    /// Request data not yet sent (flow control).
+    pending: Bytes,
+    http_status: u16,
+    grpc_status: Option<u32>,
+    grpc_message: String,
+    received: usize,
+    reply: Option<BytesMut>,
+    headers_seen: bool,
+    recv_unacked: u32,
+    send_window: i64,
+}
+
+/// A HEADERS frame waiting for its CONTINUATIONs.
+struct PartialHeaders {
+    stream: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+struct Connection<'s, S: CallSource> {
+    source: &'s mut S,
+    template: RequestTemplate,
+    slots: usize,
+    decoder: Decoder,
+    encoder: Encoder,
+    calls: HashMap<u32, Call>,
+    blocked: VecDeque<u32>,
+    next_stream: u32,
+    peer_max_streams: usize,
+    peer_max_frame: usize,
+    peer_initial_window: i64,
+    conn_send_window: i64,
+    conn_recv_unacked: u32,
+    partial: Option<PartialHeaders>,
+    stopped: bool,
+    go_away: Option<u32>,
+    wait_until: Option<Instant>,
+    out: Vec<u8>,
+    block: Vec<u8>,
+    scratch_status: Option<u32>,
+    scratch_message: String,
+    scratch_http: u16,
+}
+
+/// Runs calls on `tcp` until the source says stop and every call has ended (`Ok`), or the
+/// connection fails (the calls in flight are reported as lost by the caller). `stop` ends the
+/// run early: no new calls; calls in flight still finish.
+pub async fn run_connection<S: CallSource>(
+    tcp: TcpStream,
+    template: RequestTemplate,
+    slots: usize,
+    source: &mut S,
+    stop: &CancellationToken,
+) -> Result<(), (ConnectionEnd, Vec<(CallToken, Instant)>)> {
+    let mut connection = Connection {
+        source,
+        template,
+        slots: slots.max(1),
+        decoder: Decoder::new(4096),
+        encoder: Encoder::default(),
+        calls: HashMap::with_capacity(slots),
+        blocked: VecDeque::new(),
+        next_stream: 1,
+        peer_max_streams: usize::MAX,
+        peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
+        peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_recv_unacked: 0,
+        partial: None,
+        stopped: false,
+        go_away: None,
+        wait_until: None,
+        out: Vec::with_capacity(READ_CHUNK),
+        block: Vec::new(),
+        scratch_status: None,
+        scratch_message: String::new(),
+        scratch_http: 0,
+    };
+    connection.out.extend_from_slice(frame::PREFACE);
+    frame::write_settings(
+        &mut connection.out,
+        &[
+            (setting::ENABLE_PUSH, 0),
+            (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+        ],
+    );
+    frame::write_window_update(
+        &mut connection.out,
+        0,
+        CONNECTION_WINDOW - frame::DEFAULT_WINDOW,
+    );
+    let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut written = 0usize;
+    let timer = tokio::time::sleep(Duration::from_secs(3600));
+    tokio::pin!(timer);
+    loop {
+        if stop.is_cancelled() {
+            connection.stopped = true;
+        }
+        connection.start_calls(Instant::now());
+        while written < connection.out.len() {
+            match tcp.try_write(&connection.out[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(err) => return Err(connection.lost(ConnectionEnd::Lost(err.to_string()))),
+            }
+        }
+        if written == connection.out.len() {
+            connection.out.clear();
+            written = 0;
+        }
+        if (connection.stopped || connection.go_away.is_some()) && connection.calls.is_empty() {
+            if let Some(code) = connection.go_away {
+                if !connection.stopped {
+                    return Err(connection.lost(ConnectionEnd::GoAway(code)));
+                }
+            }
+            if connection.out.is_empty() {
+                return Ok(());
+            }
+        }
+        // Wake for the next scheduled call or the earliest deadline, whichever is first.
+        let wake = connection
+            .calls
+            .values()
+            .filter_map(|c| c.deadline)
+            .chain(connection.wait_until)
+            .min();
+        if let Some(at) = wake {
+            timer.as_mut().reset(at.into());
+        }
+        let want_write = !connection.out.is_empty();
+        tokio::select! {
+            ready = tcp.readable() => {
+                if let Err(err) = ready {
+                    return Err(connection.lost(ConnectionEnd::Lost(err.to_string())));
+                }
+                if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
+                    read_buf.reserve(READ_CHUNK);
+                }
+                match tcp.try_read_buf(&mut read_buf) {
+                    Ok(0) => return Err(connection.lost(ConnectionEnd::Lost("the server closed the connection".to_owned()))),
+                    Ok(_) => {
+                        if let Err(error) = connection.on_bytes(&mut read_buf) {
+                            frame::write_goaway(&mut connection.out, 0, error.code, error.reason.as_bytes());
+                            let _ = tcp.try_write(&connection.out[written..]);
+                            return Err(connection.lost(ConnectionEnd::Protocol(error)));
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(err) => return Err(connection.lost(ConnectionEnd::Lost(err.to_string()))),
+                }
+            }
+            _ = tcp.writable(), if want_write => {}
+            _ = &mut timer, if wake.is_some() => connection.expire(Instant::now()),
+            _ = stop.cancelled(), if !connection.stopped => connection.stopped = true,
+        }
+    }
+}
+
+impl<S: CallSource> Connection<'_, S> {
+    /// Hands back the calls in flight, for the caller to count as lost.
+    fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<(CallToken, Instant)>) {
+        let calls = self
+            .calls
+            .drain()
+            .map(|(_, call)| (call.token, call.sent))
+            .collect();
+        (end, calls)
+    }
+
+    /// Starts calls while slots are free and the source has some.
+    fn start_calls(&mut self, now: Instant) {
+        if self.go_away.is_some() {
+            return;
+        }
+        let limit = self.slots.min(self.peer_max_streams);
+        while !self.stopped && self.calls.len() < limit {
+            if self.wait_until.is_some_and(|at| at > now) {
+                return;
+            }
+            self.wait_until = None;
+            match self.source.next_call(now) {
+                NextCall::Stop => self.stopped = true,
+                NextCall::WaitUntil(at) => {
+                    self.wait_until = Some(at);
+                    return;
+                }
+                NextCall::Send { body, token } => self.send_request(body, token, now),
+            }
+        }
+    }
+
+    fn send_request(&mut self, body: Bytes, token: CallToken, now: Instant) {
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        self.block.clear();
+        self.encoder.begin_block(&mut self.block);
+        self.encoder
+            .field(b":method", b"POST", Indexing::Incremental, &mut self.block);
+        self.encoder
+            .field(b":scheme", b"http", Indexing::Incremental, &mut self.block);
+        self.encoder.field(
+            b":path",
+            self.template.path.as_bytes(),
+            Indexing::Incremental,
+            &mut self.block,
+        );
+        self.encoder.field(
+            b":authority",
+            self.template.authority.as_bytes(),
+            Indexing::Incremental,
+            &mut self.block,
+        );
+        self.encoder.field(
+            b"content-type",
+            b"application/grpc",
+            Indexing::Incremental,
+            &mut self.block,
+        );
+        self.encoder
+            .field(b"te", b"trailers", Indexing::Incremental, &mut self.block);
+        for (name, value) in &self.template.headers {
+            self.encoder.field(
+                name.as_bytes(),
+                value.as_bytes(),
+                Indexing::Incremental,
+                &mut self.block,
+            );
+        }
+        frame::write_headers(
+            &mut self.out,
+            stream,
+            &self.block,
+            false,
+            self.peer_max_frame,
+        );
+        let keep = self.source.keeps_replies();
+        self.calls.insert(
+            stream,
+            Call {
+                token,
+                sent: now,
+                deadline: self.template.timeout.map(|t| now + t),
+                pending: body,
+                http_status: 0,
+                grpc_status: None,
+                grpc_message: String::new(),
+                received: 0,
+                reply: keep.then(BytesMut::new),
+                headers_seen: false,
+                recv_unacked: 0,
+                send_window: self.peer_initial_window,
+            },
+        );
+        self.send_pending(stream);
+    }
+
+    /// Sends as much of a request's body as the windows allow; the last frame ends the stream.
+    fn send_pending(&mut self, stream: u32) -> bool {
+        let max_frame = self.peer_max_frame;
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return true;
+        };
+        loop {
+            let allowed = self
+                .conn_send_window
+                .min(call.send_window)
+                .min(max_frame as i64);
+            if allowed <= 0 && !call.pending.is_empty() {
+                if !self.blocked.contains(&stream) {
+                    self.blocked.push_back(stream);
+                }
+                return false;
+            }
+            let take = (allowed.max(0) as usize).min(call.pending.len());
+            let chunk = call.pending.split_to(take);
+            let last = call.pending.is_empty();
+            frame::write_data(&mut self.out, stream, &chunk, last);
+            self.conn_send_window -= chunk.len() as i64;
+            call.send_window -= chunk.len() as i64;
+            if last {
+                return true;
+            }
+        }
+    }
+
+    fn send_blocked(&mut self) {
+        while let Some(stream) = self.blocked.pop_front() {
+            if !self.send_pending(stream) {
+                break;
+            }
+        }
+    }
+
+    fn finish(&mut self, stream: u32, end: CallEnd) {
+        if let Some(call) = self.calls.remove(&stream) {
+            self.blocked.retain(|s| *s != stream);
+            self.source
+                .completed(call.token, call.sent, end, Instant::now());
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let expired: Vec<u32> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for stream in expired {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+            self.finish(stream, CallEnd::DeadlineExceeded);
+        }
+    }
+
+    fn on_bytes(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
+        while buf.len() >= frame::HEADER_LEN {
+            let header = Header::parse(buf[..frame::HEADER_LEN].try_into().unwrap_or(&[0; 9]));
+            if header.length > frame::DEFAULT_MAX_FRAME_SIZE {
+                return Err(connection_error(
+                    code::FRAME_SIZE_ERROR,
+                    "frame larger than SETTINGS_MAX_FRAME_SIZE",
+                ));
+            }
+            let total = frame::HEADER_LEN + header.length as usize;
+            if buf.len() < total {
+                break;
+            }
+            let frame = buf.split_to(total).freeze();
+            self.on_frame(header, frame.slice(frame::HEADER_LEN..))?;
+        }
+        if self.conn_recv_unacked >= CONNECTION_WINDOW / 2 {
+            frame::write_window_update(&mut self.out, 0, self.conn_recv_unacked);
+            self.conn_recv_unacked = 0;
+        }
+        Ok(())
+    }
+
+    fn on_frame(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+        if let Some(partial) = &self.partial {
+            if header.kind != kind::CONTINUATION || header.stream != partial.stream {
+                return Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "a header block was interrupted",
+                ));
+            }
+        }
+        match header.kind {
+            kind::DATA => self.on_data(header, &payload),
+            kind::HEADERS => {
+                if header.stream == 0 {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "HEADERS on stream 0",
+                    ));
+                }
+                let range = frame::headers_fragment(&header, &payload)?;
+                if header.has(flags::END_HEADERS) {
+                    self.on_header_block(
+                        header.stream,
+                        header.has(flags::END_STREAM),
+                        &payload[range],
+                    )
+                } else {
+                    self.partial = Some(PartialHeaders {
+                        stream: header.stream,
+                        end_stream: header.has(flags::END_STREAM),
+                        block: payload[range].to_vec(),
+                    });
+                    Ok(())
+                }
+            }
+            kind::CONTINUATION => {
+                let Some(mut partial) = self.partial.take() else {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "CONTINUATION without HEADERS",
+                    ));
+                };
+                partial.block.extend_from_slice(&payload);
+                if header.has(flags::END_HEADERS) {
+                    self.on_header_block(partial.stream, partial.end_stream, &partial.block)
+                } else {
+                    self.partial = Some(partial);
+                    Ok(())
+                }
+            }
+            kind::RST_STREAM => {
+                if payload.len() != 4 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "RST_STREAM length is not 4",
+                    ));
+                }
+                let error = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                // NO_ERROR after a complete response only asks us to stop sending.
+                let complete = self
+                    .calls
+                    .get(&header.stream)
+                    .is_some_and(|c| c.grpc_status.is_some());
+                if !complete {
+                    self.finish(header.stream, CallEnd::Reset(error));
+                }
+                Ok(())
+            }
+            kind::SETTINGS => {
+                if header.has(flags::ACK) {
+                    return Ok(());
+                }
+                for (id, value) in frame::parse_settings(&payload)? {
+                    match id {
+                        setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),
+                        setting::MAX_CONCURRENT_STREAMS => self.peer_max_streams = value as usize,
+                        setting::INITIAL_WINDOW_SIZE => {
+                            let delta = i64::from(value) - self.peer_initial_window;
+                            self.peer_initial_window = i64::from(value);
+                            for call in self.calls.values_mut() {
+                                call.send_window += delta;
+                            }
+                        }
+                        setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
+                        _ => {}
+                    }
+                }
+                frame::write_settings_ack(&mut self.out);
+                self.send_blocked();
+                Ok(())
+            }
+            kind::PING => {
+                if payload.len() != 8 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "PING length is not 8",
+                    ));
+                }
+                if !header.has(flags::ACK) {
+                    frame::write_ping_ack(&mut self.out, &payload);
+                }
+                Ok(())
+            }
+            kind::GOAWAY => {
+                if payload.len() < 8 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "GOAWAY shorter than 8 bytes",
+                    ));
+                }
+                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+                    & 0x7fff_ffff;
+                let error = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                self.go_away = Some(error);
+                // Streams above `last` were never processed: they fail now (retry-safe).
+                let unprocessed: Vec<u32> =
+                    self.calls.keys().copied().filter(|id| *id > last).collect();
+                for stream in unprocessed {
+                    self.finish(stream, CallEnd::Reset(code::REFUSED_STREAM));
+                }
+                Ok(())
+            }
+            kind::WINDOW_UPDATE => {
+                if payload.len() != 4 {
+                    return Err(connection_error(
+                        code::FRAME_SIZE_ERROR,
+                        "WINDOW_UPDATE length is not 4",
+                    ));
+                }
+                let increment =
+                    u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
+                        & 0x7fff_ffff;
+                if header.stream == 0 {
+                    if increment == 0 {
+                        return Err(connection_error(
+                            code::PROTOCOL_ERROR,
+                            "WINDOW_UPDATE of 0 on the connection",
+                        ));
+                    }
+                    self.conn_send_window += i64::from(increment);
+                } else if let Some(call) = self.calls.get_mut(&header.stream) {
+                    call.send_window += i64::from(increment);
+                }
+                self.send_blocked();
+                Ok(())
+            }
+            kind::PUSH_PROMISE => Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "PUSH_PROMISE although push is disabled",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn on_header_block(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        block: &[u8],
+    ) -> Result<(), ConnectionError> {
+        self.scratch_status = None;
+        self.scratch_message.clear();
+        self.scratch_http = 0;
+        let (status, message, http) = (
+            &mut self.scratch_status,
+            &mut self.scratch_message,
+            &mut self.scratch_http,
+        );
+        self.decoder
+            .decode(block, |name, value| match name {
+                b":status" => {
+                    *http = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                }
+                b"grpc-status" => {
+                    *status = Some(
+                        std::str::from_utf8(value)
+                            .ok()
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(2),
+                    );
+                }
+                b"grpc-message" => message.push_str(&percent_decode(value)),
+                _ => {}
+            })
+            .map_err(|_| {
+                connection_error(
+                    code::COMPRESSION_ERROR,
+                    "malformed HPACK header block from the server",
+                )
+            })?;
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return Ok(()); // a call we gave up on (deadline) or never made
+        };
+        if !call.headers_seen {
+            call.headers_seen = true;
+            call.http_status = self.scratch_http;
+        }
+        if let Some(status) = self.scratch_status {
+            call.grpc_status = Some(status);
+            call.grpc_message = std::mem::take(&mut self.scratch_message);
+        }
+        if end_stream {
+            self.end_stream(stream);
+        }
+        Ok(())
+    }
+
+    fn on_data(&mut self, header: Header, payload: &Bytes) -> Result<(), ConnectionError> {
+        let size = payload.len() as u32;
+        self.conn_recv_unacked += size;
+        let range = frame::strip_padding(&header, payload)?;
+        let Some(call) = self.calls.get_mut(&header.stream) else {
+            return Ok(());
+        };
+        call.received += range.len();
+        if let Some(reply) = &mut call.reply {
+            reply.extend_from_slice(&payload[range]);
+        }
+        call.recv_unacked += size;
+        if header.has(flags::END_STREAM) {
+            self.end_stream(header.stream);
+        } else if call.recv_unacked >= STREAM_WINDOW / 2 {
+            frame::write_window_update(&mut self.out, header.stream, call.recv_unacked);
+            call.recv_unacked = 0;
+        }
+        Ok(())
+    }
+
+    /// The server ended the stream: decide the call's outcome.
+    fn end_stream(&mut self, stream: u32) {
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return;
+        };
+        let end = match (call.http_status, call.grpc_status) {
+            (200, Some(0)) if call.received == 0 => {
+                CallEnd::Malformed("status OK but no reply message")
+            }
+            (200, Some(0)) => CallEnd::Ok(call.reply.take().map(BytesMut::freeze)),
+            (_, Some(status)) => CallEnd::Status(status, std::mem::take(&mut call.grpc_message)),
+            (200, None) => CallEnd::Malformed("the server ended the stream without grpc-status"),
+            (http, None) => CallEnd::Http(http),
+        };
+        // If our request body is still going out, stop it: the call is over.
+        if !call.pending.is_empty() {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+        }
+        self.finish(stream, end);
+    }
+}
+
+/// `grpc-message` is percent-encoded (gRPC over HTTP/2); decode it for display.
+pub fn percent_decode(value: &[u8]) -> String {
+    let mut out = Vec::with_capacity(value.len());
+    let mut i = 0;
+    while i < value.len() {
+        if value[i] == b'%' && i + 2 < value.len() {
+            let hex = std::str::from_utf8(&value[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(byte) = hex {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(value[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -1,0 +1,271 @@
+//! The load engine on grpclab's own HTTP/2 engine (`--transport lab`, the default).
+//!
+//! Here a connection is not shared by stream tasks: one task per connection runs
+//! [`grpclab_h2::client::run_connection`], which keeps the connection's share of the streams
+//! in flight itself and asks this module's [`LabSource`] for each next call and reports each
+//! completion. Scheduling and recording are the same as on the h2 path (`engine.rs`): the
+//! same [`Schedule`](crate::schedule) tickets, the same latency rule, the same recorder.
+
+use grpclab_core::framing::unframe_single;
+use grpclab_core::Code;
+use grpclab_h2::client::{
+    run_connection, CallEnd, CallSource, CallToken, NextCall, RequestTemplate,
+};
+use grpclab_h2::frame::code as h2_code;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+use crate::call::CallFailure;
+use crate::engine::{ThreadState, EARLY_WAKE};
+use crate::schedule::Ticket;
+
+/// First pause after a failed reconnection attempt; doubles up to [`MAX_BACKOFF`].
+const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest pause between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// How long a TCP connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens a TCP connection with TCP_NODELAY.
+pub(crate) async fn connect(target: std::net::SocketAddr) -> Result<TcpStream, String> {
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(target))
+        .await
+        .map_err(|_| format!("connecting to {target} timed out after {CONNECT_TIMEOUT:?}"))?
+        .map_err(|err| format!("cannot connect to {target}: {err}"))?;
+    tcp.set_nodelay(true)
+        .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
+    Ok(tcp)
+}
+
+/// The request template for the engine: path, authority, and the constant headers.
+pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
+    let mut headers = vec![(
+        "user-agent".to_owned(),
+        concat!("grpclab/", env!("CARGO_PKG_VERSION")).to_owned(),
+    )];
+    if let Some(timeout) = config.timeout {
+        headers.push((
+            "grpc-timeout".to_owned(),
+            grpclab_core::framing::format_grpc_timeout(timeout),
+        ));
+    }
+    for (name, value) in &config.metadata {
+        headers.push((
+            name.as_str().to_owned(),
+            String::from_utf8_lossy(value.as_bytes()).into_owned(),
+        ));
+    }
+    RequestTemplate {
+        authority: config.authority.clone(),
+        path: config.path.clone(),
+        headers,
+        timeout: config.timeout,
+    }
+}
+
+/// Feeds one connection from the thread's schedule and records what comes back.
+struct LabSource {
+    thread: Rc<ThreadState>,
+    /// An open-loop ticket taken early, waiting for its time.
+    held: Option<(Instant, bool)>,
+}
+
+impl CallSource for LabSource {
+    fn next_call(&mut self, now: Instant) -> NextCall {
+        let (intended, measured) = match self.held.take() {
+            Some((intended, measured)) => (Some(intended), measured),
+            None => match self.thread.schedule.next_ticket() {
+                Ticket::Stop => return NextCall::Stop,
+                Ticket::Send { intended, measured } => (intended, measured),
+            },
+        };
+        if let Some(at) = intended {
+            // Send up to EARLY_WAKE early (see engine.rs): latency then counts from the
+            // earlier of intended and actual send, so an early send is never flattering.
+            let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
+            if wake > now {
+                self.held = Some((at, measured));
+                return NextCall::WaitUntil(wake);
+            }
+        }
+        if measured {
+            self.thread.in_flight.set(self.thread.in_flight.get() + 1);
+        }
+        NextCall::Send {
+            body: self.thread.next_body(),
+            token: CallToken { intended, measured },
+        }
+    }
+
+    fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
+        if !token.measured {
+            return;
+        }
+        self.thread
+            .in_flight
+            .set(self.thread.in_flight.get().saturating_sub(1));
+        let outcome = self.outcome(end);
+        let from = token.intended.map_or(sent, |intended| intended.min(sent));
+        self.thread.record(
+            &outcome,
+            now.saturating_duration_since(from),
+            now.saturating_duration_since(sent),
+            now,
+        );
+    }
+
+    fn keeps_replies(&self) -> bool {
+        self.thread.template.validator.is_some()
+    }
+}
+
+impl LabSource {
+    /// A call in flight on a connection that was lost: Unavailable.
+    fn lost(&mut self, token: CallToken, sent: Instant, reason: &str) {
+        if !token.measured {
+            return;
+        }
+        self.thread
+            .in_flight
+            .set(self.thread.in_flight.get().saturating_sub(1));
+        let now = Instant::now();
+        let from = token.intended.map_or(sent, |intended| intended.min(sent));
+        let failure = Err(CallFailure {
+            code: Code::Unavailable,
+            message: reason.to_owned(),
+            connection_lost: true,
+        });
+        self.thread.record(
+            &failure,
+            now.saturating_duration_since(from),
+            now.saturating_duration_since(sent),
+            now,
+        );
+    }
+
+    fn outcome(&self, end: CallEnd) -> Result<(), CallFailure> {
+        let fail = |code: Code, message: String| {
+            Err(CallFailure {
+                code,
+                message,
+                connection_lost: false,
+            })
+        };
+        match end {
+            CallEnd::Ok(reply) => match (&self.thread.template.validator, reply) {
+                (Some(validator), Some(reply)) => {
+                    let message = unframe_single(&reply)
+                        .map_err(|err| format!("invalid reply: {err}"))
+                        .and_then(|message| {
+                            validator(message).map_err(|reason| format!("invalid reply: {reason}"))
+                        });
+                    match message {
+                        Ok(()) => Ok(()),
+                        Err(reason) => fail(Code::Internal, reason),
+                    }
+                }
+                _ => Ok(()),
+            },
+            CallEnd::Status(code, message) => fail(Code::from_u32(code), message),
+            CallEnd::Http(status) => fail(
+                Code::from_http_status(status),
+                format!("HTTP status {status}"),
+            ),
+            CallEnd::Reset(error) => {
+                let code = match error {
+                    h2_code::REFUSED_STREAM => Code::Unavailable,
+                    h2_code::CANCEL => Code::Canceled,
+                    0xb => Code::ResourceExhausted, // ENHANCE_YOUR_CALM
+                    0xc => Code::PermissionDenied,  // INADEQUATE_SECURITY
+                    _ => Code::Internal,
+                };
+                fail(
+                    code,
+                    format!("stream reset by the server (error code {error:#x})"),
+                )
+            }
+            CallEnd::Malformed(reason) => fail(Code::Internal, reason.to_owned()),
+            CallEnd::DeadlineExceeded => fail(
+                Code::DeadlineExceeded,
+                "deadline exceeded (client side)".to_owned(),
+            ),
+        }
+    }
+}
+
+/// Records `count` scheduled calls as failed with `reason` (a connection that is down),
+/// taking their tickets so `-n` and the duration still end the run.
+fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
+    for _ in 0..count {
+        match thread.schedule.next_ticket() {
+            Ticket::Stop => return false,
+            Ticket::Send { measured, .. } => {
+                if measured {
+                    let failure = Err(CallFailure {
+                        code: Code::Unavailable,
+                        message: reason.to_owned(),
+                        connection_lost: true,
+                    });
+                    let now = Instant::now();
+                    thread.record(&failure, Duration::ZERO, Duration::ZERO, now);
+                }
+            }
+        }
+    }
+    true
+}
+
+/// One connection's life: run calls; when the connection is lost, count its calls in flight
+/// as Unavailable and reconnect (at once, then with backoff while attempts fail).
+pub(crate) async fn connection_loop(
+    thread: Rc<ThreadState>,
+    first: TcpStream,
+    slots: usize,
+    reconnects: Rc<std::cell::Cell<u64>>,
+) {
+    let template = request_template(&thread.shared.config);
+    let stop = thread.schedule.stop_token().clone();
+    let target = thread.shared.config.target;
+    let mut source = LabSource {
+        thread: Rc::clone(&thread),
+        held: None,
+    };
+    let mut tcp = Some(first);
+    let mut backoff = Duration::ZERO;
+    loop {
+        if let Some(live) = tcp.take() {
+            match run_connection(live, template.clone(), slots, &mut source, &stop).await {
+                Ok(()) => return,
+                Err((end, lost)) => {
+                    let reason = end.to_string();
+                    for (token, sent) in lost {
+                        source.lost(token, sent, &reason);
+                    }
+                }
+            }
+            backoff = Duration::ZERO;
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        if !backoff.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+        match connect(target).await {
+            Ok(live) => {
+                reconnects.set(reconnects.get() + 1);
+                tcp = Some(live);
+            }
+            Err(reason) => {
+                if !fail_tickets(&thread, slots, &reason) {
+                    return;
+                }
+                backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
+            }
+        }
+    }
+}

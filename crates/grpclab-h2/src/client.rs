@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
-use crate::hpack::{Decoder, Encoder, Indexing};
+use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
 
 /// What the next call is, as the [`CallSource`] decides.
 #[derive(Debug)]
@@ -144,6 +144,7 @@ struct Connection<'s, S: CallSource> {
     wait_until: Option<Instant>,
     out: Vec<u8>,
     block: Vec<u8>,
+    request_block: CachedBlock,
     scratch_status: Option<u32>,
     scratch_message: String,
     scratch_http: u16,
@@ -179,6 +180,7 @@ pub async fn run_connection<S: CallSource>(
         wait_until: None,
         out: Vec::with_capacity(READ_CHUNK),
         block: Vec::new(),
+        request_block: CachedBlock::default(),
         scratch_status: None,
         scratch_message: String::new(),
         scratch_http: 0,
@@ -245,7 +247,7 @@ pub async fn run_connection<S: CallSource>(
                 if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
                     read_buf.reserve(READ_CHUNK);
                 }
-                match tcp.try_read_buf(&mut read_buf) {
+                match crate::io::read_available(&tcp, &mut read_buf) {
                     Ok(0) => return Err(connection.lost(ConnectionEnd::Lost("the server closed the connection".to_owned()))),
                     Ok(_) => {
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
@@ -302,39 +304,39 @@ impl<S: CallSource> Connection<'_, S> {
         let stream = self.next_stream;
         self.next_stream += 2;
         self.block.clear();
-        self.encoder.begin_block(&mut self.block);
-        self.encoder
-            .field(b":method", b"POST", Indexing::Incremental, &mut self.block);
-        self.encoder
-            .field(b":scheme", b"http", Indexing::Incremental, &mut self.block);
-        self.encoder.field(
-            b":path",
-            self.template.path.as_bytes(),
-            Indexing::Incremental,
-            &mut self.block,
-        );
-        self.encoder.field(
-            b":authority",
-            self.template.authority.as_bytes(),
-            Indexing::Incremental,
-            &mut self.block,
-        );
-        self.encoder.field(
-            b"content-type",
-            b"application/grpc",
-            Indexing::Incremental,
-            &mut self.block,
-        );
-        self.encoder
-            .field(b"te", b"trailers", Indexing::Incremental, &mut self.block);
-        for (name, value) in &self.template.headers {
-            self.encoder.field(
-                name.as_bytes(),
-                value.as_bytes(),
-                Indexing::Incremental,
-                &mut self.block,
-            );
-        }
+        let template = &self.template;
+        self.request_block
+            .write(&mut self.encoder, &mut self.block, |encoder, block| {
+                encoder.field(b":method", b"POST", Indexing::Incremental, block);
+                encoder.field(b":scheme", b"http", Indexing::Incremental, block);
+                encoder.field(
+                    b":path",
+                    template.path.as_bytes(),
+                    Indexing::Incremental,
+                    block,
+                );
+                encoder.field(
+                    b":authority",
+                    template.authority.as_bytes(),
+                    Indexing::Incremental,
+                    block,
+                );
+                encoder.field(
+                    b"content-type",
+                    b"application/grpc",
+                    Indexing::Incremental,
+                    block,
+                );
+                encoder.field(b"te", b"trailers", Indexing::Incremental, block);
+                for (name, value) in &template.headers {
+                    encoder.field(
+                        name.as_bytes(),
+                        value.as_bytes(),
+                        Indexing::Incremental,
+                        block,
+                    );
+                }
+            });
         frame::write_headers(
             &mut self.out,
             stream,

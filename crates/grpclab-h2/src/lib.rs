@@ -12,4 +12,5 @@
 pub mod client;
 pub mod frame;
 pub mod hpack;
+mod io;
 pub mod server;

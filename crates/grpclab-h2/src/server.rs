@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
-use crate::hpack::{Decoder, Encoder, Indexing};
+use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
 
 /// Settings of a server connection.
 #[derive(Debug, Clone, Copy)]
@@ -263,6 +263,10 @@ struct Connection<S: Service> {
     peer_going_away: bool,
     out: Vec<u8>,
     block_scratch: Vec<u8>,
+    /// `:status 200` + `content-type: application/grpc`, once indexed.
+    head_block: CachedBlock,
+    /// `grpc-status: 0`, once indexed.
+    ok_trailers_block: CachedBlock,
 }
 
 /// Serves one connection until it closes, fails, or `shutdown` asks for a graceful close
@@ -297,6 +301,8 @@ pub async fn serve_connection<S: Service>(
         peer_going_away: false,
         out: Vec::with_capacity(READ_CHUNK),
         block_scratch: Vec::new(),
+        head_block: CachedBlock::default(),
+        ok_trailers_block: CachedBlock::default(),
     };
     connection.start();
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
@@ -352,7 +358,7 @@ pub async fn serve_connection<S: Service>(
                 if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
                     read_buf.reserve(READ_CHUNK);
                 }
-                match tcp.try_read_buf(&mut read_buf) {
+                match crate::io::read_available(&tcp, &mut read_buf) {
                     Ok(0) => read_closed = true,
                     Ok(_) => {
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
@@ -938,9 +944,9 @@ impl<S: Service> Connection<S> {
         }
         let max_frame = self.peer_max_frame;
         self.block_scratch.clear();
-        self.encoder.begin_block(&mut self.block_scratch);
         match response {
             Response::Http(status) => {
+                self.encoder.begin_block(&mut self.block_scratch);
                 let status = status.to_string();
                 self.encoder.field(
                     b":status",
@@ -958,6 +964,7 @@ impl<S: Service> Connection<S> {
                 self.streams.remove(&stream_id);
             }
             Response::Status { code, message } => {
+                self.encoder.begin_block(&mut self.block_scratch);
                 self.grpc_head();
                 let status = code.to_string();
                 self.encoder.field(
@@ -985,7 +992,19 @@ impl<S: Service> Connection<S> {
                 self.streams.remove(&stream_id);
             }
             Response::Message(data) => {
-                self.grpc_head();
+                self.head_block.write(
+                    &mut self.encoder,
+                    &mut self.block_scratch,
+                    |encoder, block| {
+                        encoder.field(b":status", b"200", Indexing::Incremental, block);
+                        encoder.field(
+                            b"content-type",
+                            b"application/grpc",
+                            Indexing::Incremental,
+                            block,
+                        );
+                    },
+                );
                 frame::write_headers(
                     &mut self.out,
                     stream_id,
@@ -1046,12 +1065,12 @@ impl<S: Service> Connection<S> {
         }
         if *trailers {
             self.block_scratch.clear();
-            self.encoder.begin_block(&mut self.block_scratch);
-            self.encoder.field(
-                b"grpc-status",
-                b"0",
-                Indexing::Incremental,
+            self.ok_trailers_block.write(
+                &mut self.encoder,
                 &mut self.block_scratch,
+                |encoder, block| {
+                    encoder.field(b"grpc-status", b"0", Indexing::Incremental, block);
+                },
             );
             frame::write_headers(
                 &mut self.out,

@@ -22,6 +22,9 @@ pub struct Encoder {
     table: DynamicTable,
     /// A table size change to announce at the start of the next block.
     pending_size_update: Option<usize>,
+    /// Bumped whenever the table changes: a block encoded without bumping it is made of
+    /// references only, and stays valid (cacheable) until the next bump.
+    generation: u64,
 }
 
 impl Default for Encoder {
@@ -37,6 +40,7 @@ impl Encoder {
         Encoder {
             table: DynamicTable::new(max_size),
             pending_size_update: None,
+            generation: 0,
         }
     }
 
@@ -47,7 +51,14 @@ impl Encoder {
         if max_size != self.table.max_size() {
             self.table.set_max_size(max_size);
             self.pending_size_update = Some(max_size);
+            self.generation += 1;
         }
+    }
+
+    /// Changes whenever the dynamic table changes. A header block encoded while it stayed the
+    /// same consists of table references only and may be reused verbatim until it changes.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Starts a header block (emits a pending table size update).
@@ -88,6 +99,7 @@ impl Encoder {
         if indexing == Indexing::Incremental {
             self.table
                 .insert(Bytes::copy_from_slice(name), Bytes::copy_from_slice(value));
+            self.generation += 1;
         }
     }
 }

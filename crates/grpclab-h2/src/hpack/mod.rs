@@ -21,6 +21,42 @@ pub fn decoder_max_block() -> usize {
 }
 pub use encoder::{Encoder, Indexing};
 
+/// A header block that is made of table references only, kept to be written again verbatim
+/// while the encoder's table stays the same: after the first call, encoding gRPC's constant
+/// headers costs a copy of a few bytes instead of table searches.
+#[derive(Debug, Default)]
+pub struct CachedBlock {
+    block: Vec<u8>,
+    generation: Option<u64>,
+}
+
+impl CachedBlock {
+    /// The block, appended to `out`: from the cache when still valid, else encoded by `encode`
+    /// (into `out`, via the encoder) and cached when it changed nothing in the table.
+    pub fn write(
+        &mut self,
+        encoder: &mut Encoder,
+        out: &mut Vec<u8>,
+        encode: impl FnOnce(&mut Encoder, &mut Vec<u8>),
+    ) {
+        if self.generation == Some(encoder.generation()) {
+            out.extend_from_slice(&self.block);
+            return;
+        }
+        let before = encoder.generation();
+        let start = out.len();
+        encoder.begin_block(out);
+        encode(encoder, out);
+        if encoder.generation() == before {
+            self.block.clear();
+            self.block.extend_from_slice(&out[start..]);
+            self.generation = Some(before);
+        } else {
+            self.generation = None;
+        }
+    }
+}
+
 /// Why a header block could not be decoded (RFC 7541 §2.3.3, §4.2, §5.1, §5.2, §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum HpackError {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Client cost: `grpclab load` versus h2load against the same server, side by side.
 
-The server (`grpclab serve --impl tonic-mt --threads 1`) is pinned to CPU 0, each client in
-turn to CPU 1. Both clients drive complex_proto over 50 connections x 1000 concurrent streams
+The server (`grpclab serve --threads 1`, tonic-mt unless --server-args says otherwise) is pinned
+to CPU 0, each client in turn to CPU 1. Both clients drive complex_proto over 50 connections x 1000 concurrent streams
 for DURATION seconds after a WARMUP; h2load sends the very bytes grpclab sends (written by
 `grpclab encode`) with content-type: application/grpc and te: trailers.
 
@@ -19,6 +19,7 @@ Usage: benches/client_cost.py [--rounds 3] [--duration 20] [--warmup 5]
 Needs: h2load (Debian package nghttp2-client), taskset; builds grpclab in release mode.
 """
 import argparse
+import shlex
 import json
 import os
 import re
@@ -31,8 +32,8 @@ import tempfile
 from common import BIN, build, cpu_seconds, run_client, start_server as start
 
 
-def start_server():
-    return start(["--impl", "tonic-mt"])
+def start_server(server_args):
+    return start(shlex.split(server_args))
 
 
 def grpclab_round(target, args, transport="lab"):
@@ -65,6 +66,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--server-args", default="--impl tonic-mt",
+                        help="the server under load: grpclab serve arguments")
     parser.add_argument("--rss-durations", default="2,8,32",
                         help="grpclab runs (seconds, no warmup) whose peak RSS shows memory does "
                              "not grow with the number of requests; empty to skip")
@@ -75,7 +78,7 @@ def main():
     request_file = os.path.join(tempfile.mkdtemp(), "complex_proto.bin")
     subprocess.run([BIN, "encode", "--scenario", "complex_proto", "-o", request_file],
                    check=True, capture_output=True)
-    server, target = start_server()
+    server, target = start_server(args.server_args)
     clients = ["grpclab", "grpclab-h2", "h2load"]
     rows = {name: [] for name in clients}
     growth = []
@@ -112,7 +115,8 @@ def main():
 
     print()
     print(f"client cost, complex_proto, 50 connections x 1000 streams, {args.duration}s after "
-          f"{args.warmup}s warmup, server tonic-mt on CPU 0, client on CPU 1, medians of {args.rounds} rounds")
+          f"{args.warmup}s warmup, server `grpclab serve {args.server_args}` on CPU 0, client on CPU 1, "
+          f"medians of {args.rounds} rounds")
     print()
     print("| client | req/s | client CPU µs/req | peak RSS MiB | errors |")
     print("|---|---:|---:|---:|---:|")

@@ -5,14 +5,16 @@ Each server runs alone with one thread, pinned to CPU 0 (`grpclab serve --thread
 client (`grpclab load`, one thread) is pinned to CPU 1. Two loads per server, complex_proto,
 50 connections x 1000 streams:
   - saturation: closed loop, as fast as the pair goes;
-  - fixed: open loop at --rate req/s (default 30000, which both servers can serve).
+  - fixed: open loop at each of --rates req/s (default 30000 and 60000, which all can serve).
 Per window (after the warmup): server CPU µs per call = Δ(utime+stime) of the server process /
 Δ calls the server reports through its admin RPC (grpclab stats); allocations and bytes per
 call from the same RPC's counters; client req/s and p50/p99 from its JSON; the server's RSS at
 the end of the window and its peak (VmHWM). Rounds alternate the servers so drift hits both;
 tables show medians, and the ratio lab / tonic-mt.
 
-Usage: benches/server_cost.py [--rounds 3] [--duration 10] [--warmup 3] [--rate 30000]
+The client is `grpclab load` on its default transport (grpclab's own engine).
+
+Usage: benches/server_cost.py [--rounds 3] [--duration 10] [--warmup 3] [--rates 30000,60000]
        [--lab-args "--decode inline"]
 """
 import argparse
@@ -33,7 +35,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--rate", type=int, default=30000)
+    parser.add_argument("--rates", default="30000,60000",
+                        help="open-loop rates to measure at, comma-separated")
     parser.add_argument("--lab-args", default="--decode inline")
     parser.add_argument("--with-lab-h2", action="store_true",
                         help="also measure lab on the h2 crate (--transport h2)")
@@ -42,7 +45,9 @@ def main():
     servers = {"tonic-mt": ["--impl", "tonic-mt"], "lab": ["--impl", "lab"] + shlex.split(args.lab_args)}
     if args.with_lab_h2:
         servers["lab-h2"] = ["--impl", "lab", "--transport", "h2"] + shlex.split(args.lab_args)
-    loads = {"saturation": [], f"{args.rate} req/s": ["--rps", str(args.rate)]}
+    loads = {"saturation": []}
+    for rate in [int(r) for r in args.rates.split(",") if r]:
+        loads[f"{rate} req/s"] = ["--rps", str(rate)]
     results = {(s, l): [] for s in servers for l in loads}
     for round_no in range(1, args.rounds + 1):
         for load, load_args in loads.items():

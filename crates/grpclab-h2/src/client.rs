@@ -60,8 +60,9 @@ pub enum CallEnd {
 
 /// The load engine's side of a connection: where calls come from and results go.
 pub trait CallSource {
-    /// The next call to start.
-    fn next_call(&mut self, now: Instant) -> NextCall;
+    /// The next call to start; `free_slots` calls could start now (a source may take that
+    /// many scheduled calls at once, so a connection's calls go out together).
+    fn next_call(&mut self, now: Instant, free_slots: usize) -> NextCall;
     /// A call ended; `sent` is when its first frame was queued.
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant);
     /// Whether replies must be kept (validation); otherwise only their length is counted.
@@ -142,6 +143,11 @@ struct Connection<'s, S: CallSource> {
     stopped: bool,
     go_away: Option<u32>,
     wait_until: Option<Instant>,
+    /// Scheduled (open-loop) calls are released only up to this instant, which advances when
+    /// the timer fires: sends then go out together on timer ticks, many calls per write, as
+    /// they would from a batch of timers — instead of one or two calls per write whenever a
+    /// response happens to wake the connection.
+    released_until: Instant,
     out: Vec<u8>,
     block: Vec<u8>,
     request_block: CachedBlock,
@@ -178,6 +184,7 @@ pub async fn run_connection<S: CallSource>(
         stopped: false,
         go_away: None,
         wait_until: None,
+        released_until: Instant::now(),
         out: Vec::with_capacity(READ_CHUNK),
         block: Vec::new(),
         request_block: CachedBlock::default(),
@@ -206,7 +213,7 @@ pub async fn run_connection<S: CallSource>(
         if stop.is_cancelled() {
             connection.stopped = true;
         }
-        connection.start_calls(Instant::now());
+        connection.start_calls(connection.released_until);
         while written < connection.out.len() {
             match tcp.try_write(&connection.out[written..]) {
                 Ok(n) => written += n,
@@ -261,7 +268,11 @@ pub async fn run_connection<S: CallSource>(
                 }
             }
             _ = tcp.writable(), if want_write => {}
-            _ = &mut timer, if wake.is_some() => connection.expire(Instant::now()),
+            _ = &mut timer, if wake.is_some() => {
+                let now = Instant::now();
+                connection.released_until = now;
+                connection.expire(now);
+            }
             _ = stop.cancelled(), if !connection.stopped => connection.stopped = true,
         }
     }
@@ -278,24 +289,30 @@ impl<S: CallSource> Connection<'_, S> {
         (end, calls)
     }
 
-    /// Starts calls while slots are free and the source has some.
-    fn start_calls(&mut self, now: Instant) {
+    /// Starts calls while slots are free and the source has some; scheduled calls only up to
+    /// `released_until` (see the field).
+    fn start_calls(&mut self, released_until: Instant) {
         if self.go_away.is_some() {
             return;
         }
         let limit = self.slots.min(self.peer_max_streams);
+        let mut now = None;
         while !self.stopped && self.calls.len() < limit {
-            if self.wait_until.is_some_and(|at| at > now) {
+            if self.wait_until.is_some_and(|at| at > released_until) {
                 return;
             }
             self.wait_until = None;
-            match self.source.next_call(now) {
+            let free_slots = limit - self.calls.len();
+            match self.source.next_call(released_until, free_slots) {
                 NextCall::Stop => self.stopped = true,
                 NextCall::WaitUntil(at) => {
                     self.wait_until = Some(at);
                     return;
                 }
-                NextCall::Send { body, token } => self.send_request(body, token, now),
+                NextCall::Send { body, token } => {
+                    let sent = *now.get_or_insert_with(Instant::now);
+                    self.send_request(body, token, sent);
+                }
             }
         }
     }

@@ -67,35 +67,46 @@ pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
 /// Feeds one connection from the thread's schedule and records what comes back.
 struct LabSource {
     thread: Rc<ThreadState>,
-    /// An open-loop ticket taken early, waiting for its time.
-    held: Option<(Instant, bool)>,
+    /// Open-loop tickets taken ahead, in schedule order, waiting for their time.
+    ///
+    /// A connection takes as many consecutive tickets as it has free slots, so its calls are
+    /// due together and leave in one write — as with per-stream tasks, whose consecutive
+    /// tickets wake on the same timer tick. Taking one ticket at a time would interleave the
+    /// schedule over all connections and send one call per write.
+    held: std::collections::VecDeque<(Instant, bool)>,
 }
 
 impl CallSource for LabSource {
-    fn next_call(&mut self, now: Instant) -> NextCall {
-        let (intended, measured) = match self.held.take() {
-            Some((intended, measured)) => (Some(intended), measured),
-            None => match self.thread.schedule.next_ticket() {
-                Ticket::Stop => return NextCall::Stop,
-                Ticket::Send { intended, measured } => (intended, measured),
-            },
-        };
-        if let Some(at) = intended {
-            // Send up to EARLY_WAKE early (see engine.rs): latency then counts from the
-            // earlier of intended and actual send, so an early send is never flattering.
-            let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
-            if wake > now {
-                self.held = Some((at, measured));
-                return NextCall::WaitUntil(wake);
+    fn next_call(&mut self, now: Instant, free_slots: usize) -> NextCall {
+        if self.held.is_empty() {
+            for _ in 0..free_slots.max(1) {
+                match self.thread.schedule.next_ticket() {
+                    Ticket::Stop => break,
+                    // Closed loop: no schedule to hold; send at once.
+                    Ticket::Send {
+                        intended: None,
+                        measured,
+                    } => {
+                        return self.send(None, measured);
+                    }
+                    Ticket::Send {
+                        intended: Some(at),
+                        measured,
+                    } => self.held.push_back((at, measured)),
+                }
             }
         }
-        if measured {
-            self.thread.in_flight.set(self.thread.in_flight.get() + 1);
+        let Some(&(at, measured)) = self.held.front() else {
+            return NextCall::Stop;
+        };
+        // Send up to EARLY_WAKE early (see engine.rs): latency then counts from the earlier
+        // of intended and actual send, so an early send is never flattering.
+        let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
+        if wake > now {
+            return NextCall::WaitUntil(wake);
         }
-        NextCall::Send {
-            body: self.thread.next_body(),
-            token: CallToken { intended, measured },
-        }
+        self.held.pop_front();
+        self.send(Some(at), measured)
     }
 
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
@@ -121,6 +132,16 @@ impl CallSource for LabSource {
 }
 
 impl LabSource {
+    fn send(&mut self, intended: Option<Instant>, measured: bool) -> NextCall {
+        if measured {
+            self.thread.in_flight.set(self.thread.in_flight.get() + 1);
+        }
+        NextCall::Send {
+            body: self.thread.next_body(),
+            token: CallToken { intended, measured },
+        }
+    }
+
     /// A call in flight on a connection that was lost: Unavailable.
     fn lost(&mut self, token: CallToken, sent: Instant, reason: &str) {
         if !token.measured {
@@ -229,7 +250,7 @@ pub(crate) async fn connection_loop(
     let target = thread.shared.config.target;
     let mut source = LabSource {
         thread: Rc::clone(&thread),
-        held: None,
+        held: std::collections::VecDeque::new(),
     };
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;

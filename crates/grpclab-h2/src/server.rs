@@ -278,32 +278,7 @@ pub async fn serve_connection<S: Service>(
     shutdown: CancellationToken,
 ) {
     let (replies_tx, mut replies_rx) = mpsc::unbounded_channel();
-    let mut connection = Connection {
-        service,
-        settings,
-        decoder: Decoder::new(4096),
-        encoder: Encoder::default(),
-        streams: HashMap::new(),
-        blocked: VecDeque::new(),
-        busy: VecDeque::new(),
-        replies_tx,
-        head: HeadScratch::default(),
-        partial: None,
-        last_stream: 0,
-        preface_done: false,
-        settings_received: false,
-        peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
-        peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
-        conn_send_window: i64::from(frame::DEFAULT_WINDOW),
-        conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
-        conn_recv_unacked: 0,
-        going_away: false,
-        peer_going_away: false,
-        out: Vec::with_capacity(READ_CHUNK),
-        block_scratch: Vec::new(),
-        head_block: CachedBlock::default(),
-        ok_trailers_block: CachedBlock::default(),
-    };
+    let mut connection = Connection::new(service, settings, replies_tx);
     connection.start();
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut read_closed = false;
@@ -383,6 +358,41 @@ pub async fn serve_connection<S: Service>(
             _ = shutdown.cancelled(), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
         }
         connection.retry_busy();
+    }
+}
+
+impl<S: Service> Connection<S> {
+    fn new(
+        service: S,
+        settings: ServerSettings,
+        replies_tx: mpsc::UnboundedSender<(u32, Response)>,
+    ) -> Connection<S> {
+        Connection {
+            service,
+            settings,
+            decoder: Decoder::new(4096),
+            encoder: Encoder::default(),
+            streams: HashMap::new(),
+            blocked: VecDeque::new(),
+            busy: VecDeque::new(),
+            replies_tx,
+            head: HeadScratch::default(),
+            partial: None,
+            last_stream: 0,
+            preface_done: false,
+            settings_received: false,
+            peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
+            peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_recv_unacked: 0,
+            going_away: false,
+            peer_going_away: false,
+            out: Vec::with_capacity(READ_CHUNK),
+            block_scratch: Vec::new(),
+            head_block: CachedBlock::default(),
+            ok_trailers_block: CachedBlock::default(),
+        }
     }
 }
 
@@ -1130,4 +1140,62 @@ pub fn percent_encode(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// A service that answers every call at once with its own body, for [`feed_server`].
+struct EchoService;
+
+impl Service for EchoService {
+    type Call = ();
+
+    fn accept(&mut self, head: &RequestHead<'_>, _: Instant) -> Result<(), Response> {
+        if head.path.is_empty() {
+            return Err(Response::Http(404));
+        }
+        Ok(())
+    }
+
+    fn deadline(&self, _: &()) -> Option<Instant> {
+        None
+    }
+
+    fn max_message_bytes(&self) -> usize {
+        1 << 20
+    }
+
+    fn too_large(&self, _: usize) -> Response {
+        Response::Status {
+            code: 8,
+            message: Cow::Borrowed("too large"),
+        }
+    }
+
+    fn deadline_exceeded(&self) -> Response {
+        Response::Status {
+            code: 4,
+            message: Cow::Borrowed("deadline"),
+        }
+    }
+
+    fn call(&mut self, _: (), body: Bytes, _: Reply) -> Dispatch<()> {
+        Dispatch::Respond(Response::Message(body))
+    }
+}
+
+/// Feeds `data` to a server connection as what a client sent after the connection preface,
+/// with a service that answers every call at once, and returns what the connection would
+/// write. For fuzzing and robustness tests: whatever the input, the connection must answer
+/// with frames or a GOAWAY — never panic, never loop.
+#[doc(hidden)]
+pub fn feed_server(data: &[u8]) -> Vec<u8> {
+    let (replies_tx, _replies_rx) = mpsc::unbounded_channel();
+    let mut connection = Connection::new(EchoService, ServerSettings::default(), replies_tx);
+    connection.start();
+    let mut buf = BytesMut::with_capacity(frame::PREFACE.len() + data.len());
+    buf.extend_from_slice(frame::PREFACE);
+    buf.extend_from_slice(data);
+    if let Err(error) = connection.on_bytes(&mut buf) {
+        connection.fail(error);
+    }
+    connection.out
 }

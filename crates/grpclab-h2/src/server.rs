@@ -203,10 +203,30 @@ struct Stream<C> {
 struct HeadScratch {
     method: Vec<u8>,
     path: Vec<u8>,
-    content_type: Option<Vec<u8>>,
-    grpc_encoding: Option<Vec<u8>>,
-    grpc_timeout: Option<Vec<u8>>,
+    content_type: OptionalValue,
+    grpc_encoding: OptionalValue,
+    grpc_timeout: OptionalValue,
     malformed: bool,
+}
+
+/// A header value that may be absent, whose buffer is kept between requests (an `Option<Vec>`
+/// reset to `None` would allocate again for every request).
+#[derive(Default)]
+struct OptionalValue {
+    present: bool,
+    value: Vec<u8>,
+}
+
+impl OptionalValue {
+    fn set(&mut self, value: &[u8]) {
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.present = true;
+    }
+
+    fn get(&self) -> Option<&[u8]> {
+        self.present.then_some(self.value.as_slice())
+    }
 }
 
 impl HeadScratch {
@@ -218,10 +238,7 @@ impl HeadScratch {
             &mut self.grpc_encoding,
             &mut self.grpc_timeout,
         ] {
-            if let Some(value) = field {
-                value.clear();
-            }
-            *field = None;
+            field.present = false;
         }
         self.malformed = false;
     }
@@ -710,26 +727,19 @@ impl<S: Service> Connection<S> {
         self.head.clear();
         let head = &mut self.head;
         self.decoder
-            .decode(block, |name, value| {
-                let keep = |slot: &mut Option<Vec<u8>>| {
-                    let buffer = slot.get_or_insert_with(Vec::new);
-                    buffer.clear();
-                    buffer.extend_from_slice(value);
-                };
-                match name {
-                    b":method" => head.method.extend_from_slice(value),
-                    b":path" => head.path.extend_from_slice(value),
-                    b":scheme" | b":authority" => {}
-                    b"content-type" => keep(&mut head.content_type),
-                    b"grpc-encoding" => keep(&mut head.grpc_encoding),
-                    b"grpc-timeout" => keep(&mut head.grpc_timeout),
-                    b"connection" | b"transfer-encoding" | b"keep-alive" | b"upgrade" => {
-                        head.malformed = true
-                    }
-                    _ if name.first() == Some(&b':') => head.malformed = true,
-                    _ if name.iter().any(u8::is_ascii_uppercase) => head.malformed = true,
-                    _ => {}
+            .decode(block, |name, value| match name {
+                b":method" => head.method.extend_from_slice(value),
+                b":path" => head.path.extend_from_slice(value),
+                b":scheme" | b":authority" => {}
+                b"content-type" => head.content_type.set(value),
+                b"grpc-encoding" => head.grpc_encoding.set(value),
+                b"grpc-timeout" => head.grpc_timeout.set(value),
+                b"connection" | b"transfer-encoding" | b"keep-alive" | b"upgrade" => {
+                    head.malformed = true
                 }
+                _ if name.first() == Some(&b':') => head.malformed = true,
+                _ if name.iter().any(u8::is_ascii_uppercase) => head.malformed = true,
+                _ => {}
             })
             .map_err(|_| {
                 connection_error(code::COMPRESSION_ERROR, "malformed HPACK header block")
@@ -770,9 +780,9 @@ impl<S: Service> Connection<S> {
         let head = RequestHead {
             method: &self.head.method,
             path: &self.head.path,
-            content_type: self.head.content_type.as_deref(),
-            grpc_encoding: self.head.grpc_encoding.as_deref(),
-            grpc_timeout: self.head.grpc_timeout.as_deref(),
+            content_type: self.head.content_type.get(),
+            grpc_encoding: self.head.grpc_encoding.get(),
+            grpc_timeout: self.head.grpc_timeout.get(),
         };
         let stream = Stream {
             state: StreamState::Running,

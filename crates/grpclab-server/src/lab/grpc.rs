@@ -172,22 +172,64 @@ pub fn run_call(head: &CallHead, body: &[u8], implementation: &str) -> Outcome {
         Err(status) => return Outcome::Status(status),
     };
     match head.route {
-        Route::SayHello => match HelloRequest::decode(message) {
-            Ok(request) => {
-                let reply = HelloReply {
-                    response: request.request,
-                };
-                count_call();
-                Outcome::Reply(encode_framed(&reply))
-            }
-            Err(err) => Outcome::Status(Status {
-                code: Code::Internal,
-                message: Cow::Owned(format!(
-                    "request is not a valid helloworld.HelloRequest: {err}"
-                )),
-            }),
+        Route::SayHello => match fast_say_hello(message) {
+            Some(outcome) => outcome,
+            None => prost_say_hello(message),
         },
         Route::Stats => Outcome::Reply(encode_framed(&snapshot(implementation))),
+    }
+}
+
+thread_local! {
+    /// Where replies are encoded. A reply leaves as a `Bytes` split off this buffer; once the
+    /// transport has copied and dropped it, the next `reserve` reuses the same memory, so the
+    /// steady state allocates nothing here.
+    static REPLY_BUFFER: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
+}
+
+/// The allocation-free path (see `fast_codec`); `None` when the message needs prost.
+fn fast_say_hello(message: &[u8]) -> Option<Outcome> {
+    REPLY_BUFFER.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        buffer.reserve(64 * 1024);
+        match super::fast_codec::echo_reply(message, &mut buffer) {
+            Ok(true) => {
+                count_call();
+                Some(Outcome::Reply(buffer.split().freeze()))
+            }
+            Ok(false) => {
+                buffer.clear();
+                None
+            }
+            Err(err) => {
+                buffer.clear();
+                Some(Outcome::Status(Status {
+                    code: Code::Internal,
+                    message: Cow::Owned(format!(
+                        "request is not a valid helloworld.HelloRequest: {err}"
+                    )),
+                }))
+            }
+        }
+    })
+}
+
+/// The general path: prost's generated types.
+fn prost_say_hello(message: &[u8]) -> Outcome {
+    match HelloRequest::decode(message) {
+        Ok(request) => {
+            let reply = HelloReply {
+                response: request.request,
+            };
+            count_call();
+            Outcome::Reply(encode_framed(&reply))
+        }
+        Err(err) => Outcome::Status(Status {
+            code: Code::Internal,
+            message: Cow::Owned(format!(
+                "request is not a valid helloworld.HelloRequest: {err}"
+            )),
+        }),
     }
 }
 

@@ -10,6 +10,7 @@
 //! work stealing, no cross-thread wakes on the I/O path). Where a call's decode runs is the
 //! [`Placement`]; the pool, when used, has its own `pool_threads`.
 
+mod fast_codec;
 pub mod grpc;
 mod h2_transport;
 mod own_transport;

@@ -1,0 +1,468 @@
+//! The Greeter handler's allocation-free path: decode `HelloRequest` as a view over the
+//! request's bytes, and encode `HelloReply` from that view straight into a reused buffer.
+//!
+//! It is the same work prost does — every field decoded and checked (wire types, varints,
+//! UTF-8, lengths), unknown fields dropped, the reply encoded canonically (fields in number
+//! order, proto3 defaults omitted, a set oneof always written) — without building owned
+//! strings and vectors. Messages it does not handle in one pass (a `request` field that
+//! occurs twice, which protobuf merges) go to prost instead (`Ok(false)`), so no input is
+//! answered differently: the tests compare both paths on generated messages.
+
+use bytes::{BufMut, BytesMut};
+
+/// Protobuf wire types.
+const VARINT: u8 = 0;
+const I64: u8 = 1;
+const LEN: u8 = 2;
+const I32: u8 = 5;
+
+/// A decoding failure, worded like prost's.
+pub(crate) type DecodeError = String;
+
+fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
+    let mut value = 0u64;
+    for shift in (0..70).step_by(7) {
+        let byte = *bytes.get(*at).ok_or("buffer underflow")?;
+        *at += 1;
+        if shift == 63 && byte > 1 {
+            return Err("invalid varint".to_owned());
+        }
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("invalid varint".to_owned())
+}
+
+fn key(bytes: &[u8], at: &mut usize) -> Result<(u32, u8), DecodeError> {
+    let key = varint(bytes, at)?;
+    if key > u64::from(u32::MAX) {
+        return Err(format!("invalid key value: {key}"));
+    }
+    let wire_type = (key & 7) as u8;
+    let field = (key >> 3) as u32;
+    if field == 0 {
+        return Err("invalid tag value: 0".to_owned());
+    }
+    if wire_type > 5 {
+        return Err(format!("invalid wire type value: {wire_type}"));
+    }
+    Ok((field, wire_type))
+}
+
+fn len_delimited<'a>(bytes: &'a [u8], at: &mut usize) -> Result<&'a [u8], DecodeError> {
+    let len = varint(bytes, at)? as usize;
+    let end = at
+        .checked_add(len)
+        .filter(|end| *end <= bytes.len())
+        .ok_or("buffer underflow")?;
+    let slice = &bytes[*at..end];
+    *at = end;
+    Ok(slice)
+}
+
+fn fixed<'a>(bytes: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], DecodeError> {
+    let end = at
+        .checked_add(n)
+        .filter(|end| *end <= bytes.len())
+        .ok_or("buffer underflow")?;
+    let slice = &bytes[*at..end];
+    *at = end;
+    Ok(slice)
+}
+
+/// Skips a field of an unknown number (groups, wire types 3 and 4, are refused as prost does
+/// for proto3 messages without them).
+fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), DecodeError> {
+    match wire_type {
+        VARINT => varint(bytes, at).map(|_| ()),
+        I64 => fixed(bytes, at, 8).map(|_| ()),
+        LEN => len_delimited(bytes, at).map(|_| ()),
+        I32 => fixed(bytes, at, 4).map(|_| ()),
+        other => Err(format!("unsupported wire type: {other}")),
+    }
+}
+
+fn expect(wire_type: u8, expected: u8) -> Result<(), DecodeError> {
+    if wire_type == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid wire type: {wire_type} (expected {expected})"
+        ))
+    }
+}
+
+fn utf8(bytes: &[u8]) -> Result<&[u8], DecodeError> {
+    std::str::from_utf8(bytes)
+        .map(|_| bytes)
+        .map_err(|_| "invalid string value: data is not UTF-8 encoded".to_owned())
+}
+
+/// `Hello.Pet`, as a view.
+#[derive(Default, Clone, Copy)]
+struct PetView<'a> {
+    name: &'a [u8],
+    color: i32,
+}
+
+impl<'a> PetView<'a> {
+    fn decode(bytes: &'a [u8]) -> Result<PetView<'a>, DecodeError> {
+        let mut pet = PetView::default();
+        let mut at = 0;
+        while at < bytes.len() {
+            let (field, wire_type) = key(bytes, &mut at)?;
+            match field {
+                1 => {
+                    expect(wire_type, LEN)?;
+                    pet.name = utf8(len_delimited(bytes, &mut at)?)?;
+                }
+                2 => {
+                    expect(wire_type, VARINT)?;
+                    pet.color = varint(bytes, &mut at)? as i32;
+                }
+                _ => skip(bytes, &mut at, wire_type)?,
+            }
+        }
+        Ok(pet)
+    }
+
+    fn encoded_len(&self) -> usize {
+        string_len(1, self.name)
+            + if self.color != 0 {
+                1 + varint_len(self.color as i64 as u64)
+            } else {
+                0
+            }
+    }
+
+    fn encode(&self, out: &mut BytesMut) {
+        put_string(out, 1, self.name);
+        if self.color != 0 {
+            out.put_u8(2 << 3);
+            put_varint(out, self.color as i64 as u64);
+        }
+    }
+}
+
+/// The `choice` oneof.
+#[derive(Clone, Copy)]
+enum Choice<'a> {
+    C1(&'a [u8]),
+    C2(bool),
+}
+
+/// `Hello`, as a view; pets stay in `bytes` and are decoded again while encoding.
+#[derive(Default)]
+struct HelloView<'a> {
+    bytes: &'a [u8],
+    name: &'a [u8],
+    d: f64,
+    f: f32,
+    b: bool,
+    n: i32,
+    l: i64,
+    choice: Option<Choice<'a>>,
+    pets_len: usize,
+}
+
+impl<'a> HelloView<'a> {
+    fn decode(bytes: &'a [u8]) -> Result<HelloView<'a>, DecodeError> {
+        let mut hello = HelloView {
+            bytes,
+            ..HelloView::default()
+        };
+        let mut at = 0;
+        while at < bytes.len() {
+            let (field, wire_type) = key(bytes, &mut at)?;
+            match field {
+                1 => {
+                    expect(wire_type, LEN)?;
+                    hello.name = utf8(len_delimited(bytes, &mut at)?)?;
+                }
+                2 => {
+                    expect(wire_type, I64)?;
+                    let raw = fixed(bytes, &mut at, 8)?;
+                    hello.d = f64::from_le_bytes(raw.try_into().map_err(|_| "buffer underflow")?);
+                }
+                3 => {
+                    expect(wire_type, I32)?;
+                    let raw = fixed(bytes, &mut at, 4)?;
+                    hello.f = f32::from_le_bytes(raw.try_into().map_err(|_| "buffer underflow")?);
+                }
+                4 => {
+                    expect(wire_type, VARINT)?;
+                    hello.b = varint(bytes, &mut at)? != 0;
+                }
+                5 => {
+                    expect(wire_type, VARINT)?;
+                    hello.n = varint(bytes, &mut at)? as i32;
+                }
+                6 => {
+                    expect(wire_type, VARINT)?;
+                    hello.l = varint(bytes, &mut at)? as i64;
+                }
+                7 => {
+                    expect(wire_type, LEN)?;
+                    hello.choice = Some(Choice::C1(utf8(len_delimited(bytes, &mut at)?)?));
+                }
+                8 => {
+                    expect(wire_type, VARINT)?;
+                    hello.choice = Some(Choice::C2(varint(bytes, &mut at)? != 0));
+                }
+                9 => {
+                    expect(wire_type, LEN)?;
+                    let pet = PetView::decode(len_delimited(bytes, &mut at)?)?;
+                    let len = pet.encoded_len();
+                    hello.pets_len += 1 + varint_len(len as u64) + len;
+                }
+                _ => skip(bytes, &mut at, wire_type)?,
+            }
+        }
+        Ok(hello)
+    }
+
+    fn encoded_len(&self) -> usize {
+        string_len(1, self.name)
+            + if self.d != 0.0 { 9 } else { 0 }
+            + if self.f != 0.0 { 5 } else { 0 }
+            + if self.b { 2 } else { 0 }
+            + if self.n != 0 {
+                1 + varint_len(self.n as i64 as u64)
+            } else {
+                0
+            }
+            + if self.l != 0 {
+                1 + varint_len(self.l as u64)
+            } else {
+                0
+            }
+            + match self.choice {
+                None => 0,
+                Some(Choice::C1(text)) => 1 + varint_len(text.len() as u64) + text.len(),
+                Some(Choice::C2(_)) => 2,
+            }
+            + self.pets_len
+    }
+
+    fn encode(&self, out: &mut BytesMut) {
+        put_string(out, 1, self.name);
+        if self.d != 0.0 {
+            out.put_u8((2 << 3) | I64);
+            out.put_f64_le(self.d);
+        }
+        if self.f != 0.0 {
+            out.put_u8((3 << 3) | I32);
+            out.put_f32_le(self.f);
+        }
+        if self.b {
+            out.put_slice(&[4 << 3, 1]);
+        }
+        if self.n != 0 {
+            out.put_u8(5 << 3);
+            put_varint(out, self.n as i64 as u64);
+        }
+        if self.l != 0 {
+            out.put_u8(6 << 3);
+            put_varint(out, self.l as u64);
+        }
+        match self.choice {
+            None => {}
+            Some(Choice::C1(text)) => {
+                out.put_u8((7 << 3) | LEN);
+                put_varint(out, text.len() as u64);
+                out.put_slice(text);
+            }
+            Some(Choice::C2(value)) => out.put_slice(&[8 << 3, u8::from(value)]),
+        }
+        // Pets, in order, decoded again from the request (already validated above).
+        let mut at = 0;
+        while at < self.bytes.len() {
+            let Ok((field, wire_type)) = key(self.bytes, &mut at) else {
+                return;
+            };
+            if field == 9 {
+                let Ok(pet) = len_delimited(self.bytes, &mut at).and_then(PetView::decode) else {
+                    return;
+                };
+                out.put_u8((9 << 3) | LEN);
+                put_varint(out, pet.encoded_len() as u64);
+                pet.encode(out);
+            } else if skip(self.bytes, &mut at, wire_type).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn varint_len(value: u64) -> usize {
+    ((64 - (value | 1).leading_zeros() as usize) + 6) / 7
+}
+
+fn put_varint(out: &mut BytesMut, mut value: u64) {
+    while value >= 0x80 {
+        out.put_u8((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.put_u8(value as u8);
+}
+
+fn string_len(_field: u32, text: &[u8]) -> usize {
+    if text.is_empty() {
+        0
+    } else {
+        1 + varint_len(text.len() as u64) + text.len()
+    }
+}
+
+fn put_string(out: &mut BytesMut, field: u8, text: &[u8]) {
+    if !text.is_empty() {
+        out.put_u8((field << 3) | LEN);
+        put_varint(out, text.len() as u64);
+        out.put_slice(text);
+    }
+}
+
+/// Decodes a `HelloRequest` and appends the framed `HelloReply` (gRPC prefix included) to
+/// `out`. `Ok(false)`: this path does not handle the message's shape; use prost.
+pub(crate) fn echo_reply(request: &[u8], out: &mut BytesMut) -> Result<bool, DecodeError> {
+    let mut hello = None;
+    let mut at = 0;
+    while at < request.len() {
+        let (field, wire_type) = key(request, &mut at)?;
+        if field == 1 {
+            expect(wire_type, LEN)?;
+            if hello.is_some() {
+                // A repeated message field is merged by protobuf: prost does that.
+                return Ok(false);
+            }
+            hello = Some(HelloView::decode(len_delimited(request, &mut at)?)?);
+        } else {
+            skip(request, &mut at, wire_type)?;
+        }
+    }
+    let hello_len = hello.as_ref().map_or(0, HelloView::encoded_len);
+    let reply_len = hello
+        .as_ref()
+        .map_or(0, |_| 1 + varint_len(hello_len as u64) + hello_len);
+    out.reserve(5 + reply_len);
+    out.put_u8(0);
+    out.put_u32(reply_len as u32);
+    if let Some(hello) = hello {
+        out.put_u8((1 << 3) | LEN);
+        put_varint(out, hello_len as u64);
+        hello.encode(out);
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::hello::pet::Color;
+    use crate::pb::hello::{Choice as PbChoice, Pet};
+    use crate::pb::{Hello, HelloReply, HelloRequest};
+    use prost::Message;
+
+    /// The reply prost would produce, framed.
+    fn prost_reply(request: &[u8]) -> Result<Vec<u8>, String> {
+        let decoded = HelloRequest::decode(request).map_err(|e| e.to_string())?;
+        let reply = HelloReply {
+            response: decoded.request,
+        }
+        .encode_to_vec();
+        let mut framed = vec![0];
+        framed.extend_from_slice(&(reply.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&reply);
+        Ok(framed)
+    }
+
+    fn fast_reply(request: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let mut out = BytesMut::new();
+        echo_reply(request, &mut out).map(|handled| handled.then(|| out.to_vec()))
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+    }
+
+    fn random_hello(rng: &mut Rng) -> Hello {
+        let text = |rng: &mut Rng| {
+            "héllo wörld"
+                .chars()
+                .take((rng.next() % 12) as usize)
+                .collect::<String>()
+        };
+        Hello {
+            name: text(rng),
+            d: [0.0, -0.0, 4.55332, f64::MAX][(rng.next() % 4) as usize],
+            f: [0.0, 232.3, -1.5][(rng.next() % 3) as usize],
+            b: rng.next() % 2 == 0,
+            n: [0, 32, -1, i32::MIN][(rng.next() % 4) as usize],
+            l: [0, 444325235223, -7][(rng.next() % 3) as usize],
+            choice: match rng.next() % 4 {
+                0 => None,
+                1 => Some(PbChoice::C1(text(rng))),
+                2 => Some(PbChoice::C2(false)),
+                _ => Some(PbChoice::C2(true)),
+            },
+            pets: (0..rng.next() % 4)
+                .map(|_| Pet {
+                    name: text(rng),
+                    color: [Color::Black as i32, Color::Red as i32, -3, 99]
+                        [(rng.next() % 4) as usize],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn matches_prost_on_generated_messages() {
+        let mut rng = Rng(42);
+        for _ in 0..5000 {
+            let request = HelloRequest {
+                request: (rng.next() % 8 != 0).then(|| random_hello(&mut rng)),
+            }
+            .encode_to_vec();
+            assert_eq!(
+                fast_reply(&request).unwrap(),
+                Some(prost_reply(&request).unwrap())
+            );
+        }
+    }
+
+    #[test]
+    fn matches_prost_on_non_canonical_and_broken_input() {
+        let mut rng = Rng(7);
+        for _ in 0..20_000 {
+            let mut bytes = HelloRequest {
+                request: Some(random_hello(&mut rng)),
+            }
+            .encode_to_vec();
+            // Unknown fields, repeated scalars and byte flips: either both paths agree, or
+            // both fail, or the fast path defers to prost.
+            match rng.next() % 4 {
+                0 => bytes.extend_from_slice(&[0x78, 0x05]), // field 15, varint
+                1 if !bytes.is_empty() => {
+                    let at = (rng.next() as usize) % bytes.len();
+                    bytes[at] = rng.next() as u8;
+                }
+                2 => bytes.extend_from_slice(&bytes.clone()), // field 1 twice: merge
+                _ => {}
+            }
+            match (fast_reply(&bytes), prost_reply(&bytes)) {
+                (Ok(Some(fast)), Ok(slow)) => assert_eq!(fast, slow, "{bytes:?}"),
+                (Ok(None), _) => {}
+                (Err(_), Err(_)) => {}
+                (fast, slow) => panic!("paths disagree on {bytes:?}: {fast:?} vs {slow:?}"),
+            }
+        }
+    }
+}

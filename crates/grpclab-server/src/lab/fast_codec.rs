@@ -297,7 +297,7 @@ impl<'a> HelloView<'a> {
 }
 
 fn varint_len(value: u64) -> usize {
-    ((64 - (value | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 fn put_varint(out: &mut BytesMut, mut value: u64) {
@@ -404,7 +404,7 @@ mod tests {
             name: text(rng),
             d: [0.0, -0.0, 4.55332, f64::MAX][(rng.next() % 4) as usize],
             f: [0.0, 232.3, -1.5][(rng.next() % 3) as usize],
-            b: rng.next() % 2 == 0,
+            b: rng.next().is_multiple_of(2),
             n: [0, 32, -1, i32::MIN][(rng.next() % 4) as usize],
             l: [0, 444325235223, -7][(rng.next() % 3) as usize],
             choice: match rng.next() % 4 {

@@ -428,7 +428,7 @@ mod tests {
         let mut rng = Rng(42);
         for _ in 0..5000 {
             let request = HelloRequest {
-                request: (rng.next() % 8 != 0).then(|| random_hello(&mut rng)),
+                request: (!rng.next().is_multiple_of(8)).then(|| random_hello(&mut rng)),
             }
             .encode_to_vec();
             assert_eq!(

@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark gRPC servers the way grpc_bench does, and print its table (the main job).
     Bench(BenchArgs),
+    /// A/B: run two implementations (or settings) interleaved and say whether B differs.
+    Compare(CompareArgs),
     /// Drive unary gRPC calls at a server and measure them (ghz's flags where they overlap).
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
@@ -169,6 +171,14 @@ pub struct BenchArgs {
     #[arg(value_name = "IMPL")]
     pub implementations: Vec<String>,
 
+    /// Settings shared with `grpclab compare`.
+    #[command(flatten)]
+    pub settings: BenchSettings,
+}
+
+/// The harness's settings: grpc_bench's environment variables, each also a flag.
+#[derive(Debug, Args)]
+pub struct BenchSettings {
     /// A suite file (TOML) listing implementations; default: the built-in servers
     /// (tonic-mt, tonic-st, lab).
     #[arg(long, value_name = "FILE")]
@@ -223,6 +233,39 @@ pub struct BenchArgs {
     pub results_dir: PathBuf,
 }
 
+/// `grpclab compare A B`
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A: an implementation and extra start arguments, e.g. "lab --decode inline".
+    #[arg(value_name = "A")]
+    pub a: String,
+
+    /// B: an implementation and extra start arguments, e.g. "lab --decode pool".
+    #[arg(value_name = "B")]
+    pub b: String,
+
+    /// Rounds per side, interleaved A B A B ...
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub rounds: usize,
+
+    /// Output format of the comparison.
+    #[arg(short = 'O', long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+
+    /// Settings, as for `grpclab bench`.
+    #[command(flatten)]
+    pub settings: BenchSettings,
+}
+
+/// Output formats of `grpclab compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// A table.
+    Text,
+    /// JSON.
+    Json,
+}
+
 /// `grpclab stats HOST:PORT`
 #[derive(Debug, Args)]
 pub struct StatsArgs {
@@ -273,6 +316,11 @@ pub struct ServeArgs {
     /// lab, adaptive placement: request bodies larger than this many bytes go to the pool.
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_OFFLOAD_ABOVE, value_name = "BYTES")]
     pub offload_above: usize,
+
+    /// lab, for experiments: sleep this long in every call's handler (e.g. 1ms), to make a
+    /// deliberately slower server.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub handler_delay: Option<std::time::Duration>,
 
     /// lab: largest request message accepted; larger ones get RESOURCE_EXHAUSTED unread.
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES")]

@@ -2,6 +2,7 @@
 //!
 //! - [`cli`]: clap definitions.
 //! - [`bench`]: `grpclab bench`, the grpc_bench harness (the main job).
+//! - [`compare`]: `grpclab compare A B`, interleaved A/B runs with confidence intervals.
 //! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
 //! - [`encode_cmd`]: `grpclab encode` (a scenario's request as framed bytes, for h2load).
 //! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
@@ -11,6 +12,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod encode_cmd;
 pub mod export;
 pub mod load_cmd;

@@ -4,7 +4,8 @@
 use clap::Parser;
 use grpclab::cli::{Cli, Command};
 use grpclab::{
-    bench, encode_cmd, load_cmd, serve_cmd, stats_cmd, InputError, EXIT_FAILURE, EXIT_INPUT,
+    bench, compare, encode_cmd, load_cmd, serve_cmd, stats_cmd, InputError, EXIT_FAILURE,
+    EXIT_INPUT,
 };
 use grpclab_load::CancellationToken;
 use std::process::ExitCode;
@@ -45,6 +46,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Compare(args) => {
+            let prepared = compare::prepare(&args)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(&cancel);
+            let (report, dir) =
+                compare::execute(prepared, &cancel, &mut |line| eprintln!("{line}"))?;
+            match args.format {
+                grpclab::cli::CompareFormat::Text => print!("{}", compare::render(&report)),
+                grpclab::cli::CompareFormat::Json => {
+                    println!("{}", serde_json::to_string_pretty(&report)?)
+                }
+            }
+            eprintln!("results: {}", dir.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Load(args) => {
             let prepared = load_cmd::prepare(&args)?;

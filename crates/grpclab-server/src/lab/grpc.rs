@@ -191,7 +191,9 @@ thread_local! {
 fn fast_say_hello(message: &[u8]) -> Option<Outcome> {
     REPLY_BUFFER.with(|buffer| {
         let mut buffer = buffer.borrow_mut();
-        buffer.reserve(64 * 1024);
+        // `echo_reply` reserves exactly what the reply needs: where the transport still holds
+        // the previous reply (h2's send queue, the pool), a new buffer of that size is taken,
+        // not a large one.
         match super::fast_codec::echo_reply(message, &mut buffer) {
             Ok(true) => {
                 count_call();

@@ -84,6 +84,9 @@ pub struct LabConfig {
     pub max_message_bytes: usize,
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised (and enforced) per connection.
     pub max_concurrent_streams: u32,
+    /// For experiments (`--handler-delay`): sleep this long in every call's handler, making a
+    /// deliberately slower server (e.g. to check that `grpclab compare` sees it).
+    pub handler_delay: Option<std::time::Duration>,
 }
 
 impl Default for LabConfig {
@@ -96,6 +99,7 @@ impl Default for LabConfig {
             offload_above: DEFAULT_OFFLOAD_ABOVE,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            handler_delay: None,
         }
     }
 }

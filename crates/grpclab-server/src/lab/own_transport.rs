@@ -96,6 +96,10 @@ impl Service for LabService {
     }
 
     fn call(&mut self, call: CallHead, body: Bytes, reply: Reply) -> Dispatch<CallHead> {
+        if let Some(delay) = self.config.handler_delay {
+            // A deliberately slow handler (experiments): it blocks, as a slow handler does.
+            std::thread::sleep(delay);
+        }
         let offload = match self.config.placement {
             Placement::Inline => false,
             Placement::Pool => true,

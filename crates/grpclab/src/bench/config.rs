@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::BenchArgs;
+use crate::cli::BenchSettings;
 use crate::InputError;
 
 /// Everything one `grpclab bench` run is configured with.
@@ -118,7 +118,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 impl BenchConfig {
     /// Reads flags, then the environment, then the defaults.
-    pub fn from_args(args: &BenchArgs) -> Result<BenchConfig, InputError> {
+    pub fn from_args(args: &BenchSettings) -> Result<BenchConfig, InputError> {
         let duration = setting(
             args.duration.as_deref(),
             "--duration",

@@ -41,14 +41,14 @@ pub struct PreparedBench {
 
 /// Validates everything before any server starts.
 pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
-    let config = BenchConfig::from_args(args)?;
+    let config = BenchConfig::from_args(&args.settings)?;
     let scenario = Scenario::load(&config.scenario, None).map_err(|err| {
         InputError(format!(
             "GRPC_REQUEST_SCENARIO='{}': {err}",
             config.scenario
         ))
     })?;
-    let suite = match &args.suite {
+    let suite = match &args.settings.suite {
         Some(path) => suite::load_suite(path)?,
         None => {
             let exe = std::env::current_exe()

@@ -14,3 +14,23 @@ pub mod frame;
 pub mod hpack;
 mod io;
 pub mod server;
+
+/// Which HTTP/2 implementation a grpclab client or server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// This engine.
+    Lab,
+    /// The h2 crate (as tonic uses it): the reference this engine is measured against.
+    H2,
+}
+
+impl Transport {
+    /// The transport with this command-line name (`lab`, `h2`).
+    pub fn from_name(name: &str) -> Option<Transport> {
+        match name {
+            "lab" => Some(Transport::Lab),
+            "h2" => Some(Transport::H2),
+            _ => None,
+        }
+    }
+}

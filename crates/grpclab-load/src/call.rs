@@ -7,6 +7,7 @@ use h2::client::SendRequest;
 use http::{HeaderMap, Request, StatusCode, Uri};
 
 use crate::config::ReplyValidator;
+use grpclab_h2::client::percent_decode;
 
 /// How a call ended, when it did not end with OK.
 #[derive(Debug)]
@@ -156,27 +157,6 @@ fn failure_from_h2(err: h2::Error) -> CallFailure {
         },
         connection_lost: true,
     }
-}
-
-/// `grpc-message` is percent-encoded (gRPC over HTTP/2 spec); decode it for display.
-fn percent_decode(value: &[u8]) -> String {
-    let mut out = Vec::with_capacity(value.len());
-    let mut i = 0;
-    while i < value.len() {
-        if value[i] == b'%' && i + 2 < value.len() {
-            let hex = std::str::from_utf8(&value[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(byte) = hex {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(value[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

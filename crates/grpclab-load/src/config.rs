@@ -22,25 +22,9 @@ pub enum Pacing {
     },
 }
 
-/// Which HTTP/2 implementation carries the calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// grpclab's own engine (`grpclab-h2`): a connection task runs its calls itself.
-    Lab,
-    /// The h2 crate, one task per stream: the reference.
-    H2,
-}
-
-impl Transport {
-    /// The transport with this command-line name (`lab`, `h2`).
-    pub fn from_name(name: &str) -> Option<Transport> {
-        match name {
-            "lab" => Some(Transport::Lab),
-            "h2" => Some(Transport::H2),
-            _ => None,
-        }
-    }
-}
+/// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)
+/// or the h2 crate (`H2`, the reference).
+pub use grpclab_h2::Transport;
 
 /// A complete description of one load run. Build it, [`validate`](LoadConfig::validate) it,
 /// pass it to [`run`](crate::run).

@@ -271,14 +271,28 @@ fn allocation_and_call_counters_move_with_load() {
             500,
             "{implementation}: every call counted, once"
         );
+        // Every run opens a connection, which allocates: the counters move with load.
         assert!(
-            delta("allocations") >= 500,
-            "{implementation}: at least one allocation per call"
+            delta("allocations") > 0 && delta("allocated_bytes") > 0,
+            "{implementation}"
         );
-        assert!(
-            delta("allocated_bytes") >= 500 * 78,
-            "{implementation}: the requests' bytes at least"
-        );
+        if implementation == "lab" {
+            // lab's Greeter path allocates nothing per call: what moved is the connection.
+            assert!(
+                delta("allocations") < 500,
+                "lab: {} allocations for 500 calls",
+                delta("allocations")
+            );
+        } else {
+            assert!(
+                delta("allocations") >= 500,
+                "{implementation}: tonic allocates per call"
+            );
+            assert!(
+                delta("allocated_bytes") >= 500 * 78,
+                "{implementation}: the requests' bytes at least"
+            );
+        }
     }
 }
 

@@ -47,25 +47,9 @@ pub const DEFAULT_POOL_QUEUE: usize = 1024;
 /// How long in-flight calls may take to finish after SIGTERM.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Which HTTP/2 implementation carries the gRPC layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// grpclab's own engine (`grpclab-h2`).
-    Lab,
-    /// The h2 crate, as tonic uses it: the reference.
-    H2,
-}
-
-impl Transport {
-    /// The transport with this command-line name (`lab`, `h2`).
-    pub fn from_name(name: &str) -> Option<Transport> {
-        match name {
-            "lab" => Some(Transport::Lab),
-            "h2" => Some(Transport::H2),
-            _ => None,
-        }
-    }
-}
+/// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)
+/// or the h2 crate (`H2`, the reference).
+pub use grpclab_h2::Transport;
 
 /// The `lab` server's settings.
 #[derive(Debug, Clone)]

@@ -48,20 +48,27 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
             config.scenario
         ))
     })?;
-    let suite = match &args.settings.suite {
-        Some(path) => suite::load_suite(path)?,
-        None => {
-            let exe = std::env::current_exe()
-                .map_err(|err| InputError(format!("cannot find this program's path: {err}")))?;
-            suite::builtin_suite(&exe)
-        }
-    };
+    let suite = suite_of(&args.settings)?;
     let implementations = suite::select(suite, &args.implementations)?;
     Ok(PreparedBench {
         config,
         implementations,
         scenario,
     })
+}
+
+/// The suite the settings name (`--suite`), or the built-in servers.
+pub fn suite_of(
+    settings: &crate::cli::BenchSettings,
+) -> Result<Vec<ImplementationSpec>, InputError> {
+    match &settings.suite {
+        Some(path) => suite::load_suite(path),
+        None => {
+            let exe = std::env::current_exe()
+                .map_err(|err| InputError(format!("cannot find this program's path: {err}")))?;
+            Ok(suite::builtin_suite(&exe))
+        }
+    }
 }
 
 /// What a finished bench run produced.

@@ -66,14 +66,7 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
             config.scenario
         ))
     })?;
-    let suite = match &args.settings.suite {
-        Some(path) => suite::load_suite(path)?,
-        None => {
-            let exe = std::env::current_exe()
-                .map_err(|err| InputError(format!("cannot find this program's path: {err}")))?;
-            suite::builtin_suite(&exe)
-        }
-    };
+    let suite = crate::bench::suite_of(&args.settings)?;
     Ok(PreparedCompare {
         a: (args.a.clone(), side(&args.a, &suite, "A")?),
         b: (args.b.clone(), side(&args.b, &suite, "B")?),

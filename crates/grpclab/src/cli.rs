@@ -171,6 +171,12 @@ pub struct BenchArgs {
     #[arg(value_name = "IMPL")]
     pub implementations: Vec<String>,
 
+    /// Sweep a setting: run every implementation at each value (repeatable; every combination
+    /// runs). Keys: scenario, concurrency, connections, qps, server_cpus, client_cpus, or any
+    /// server flag (e.g. decode=inline,pool passes --decode to the server).
+    #[arg(long, value_name = "KEY=V1,V2")]
+    pub sweep: Vec<String>,
+
     /// Settings shared with `grpclab compare`.
     #[command(flatten)]
     pub settings: BenchSettings,

@@ -358,3 +358,82 @@ fn ctrl_c_keeps_what_was_measured() {
         .unwrap()
         .contains("lab"));
 }
+
+#[test]
+fn a_sweep_runs_every_combination_and_writes_the_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "1s"),
+            ("GRPC_BENCHMARK_WARMUP", "0s"),
+        ],
+    ]
+    .concat();
+    let output = bench(
+        dir.path(),
+        &[
+            "lab",
+            "--sweep",
+            "concurrency=10,20",
+            "--sweep",
+            "decode=inline,pool",
+        ],
+        &env,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    let matrix: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("sweep.json")).unwrap()).unwrap();
+    let cells = matrix["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    let markdown = std::fs::read_to_string(folder.join("sweep.md")).unwrap();
+    assert!(
+        markdown.contains("| concurrency \\ decode | inline | pool |"),
+        "{markdown}"
+    );
+    for (concurrency, decode) in [
+        ("10", "inline"),
+        ("10", "pool"),
+        ("20", "inline"),
+        ("20", "pool"),
+    ] {
+        let name = format!("lab concurrency={concurrency} decode={decode}");
+        let json = record(&folder, &name.replace([' ', '='], "_"));
+        assert_eq!(json["status"], "ok", "{name}");
+        assert!(json["command"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("--decode '{decode}'")));
+        assert_eq!(
+            json["load"]["options"]["concurrency"]
+                .as_u64()
+                .unwrap()
+                .to_string(),
+            concurrency
+        );
+        // The matrix shows the run's own req/s in its row.
+        let rps = format!("{:.0}", json["load"]["rps"].as_f64().unwrap());
+        let row = markdown
+            .lines()
+            .find(|l| l.starts_with(&format!("| {concurrency} |")))
+            .unwrap();
+        assert!(row.contains(&rps), "{row} lacks {rps}");
+    }
+    let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();
+    assert!(params.contains("SWEEP=concurrency=10,20"), "{params}");
+}
+
+#[test]
+fn bad_sweeps_are_refused() {
+    assert_config_error(
+        &[],
+        &["--sweep", "concurrency"],
+        &["--sweep 'concurrency'", "KEY=V1,V2"],
+    );
+    assert_config_error(
+        &[],
+        &["--sweep", "concurrency=ten"],
+        &["--sweep concurrency", "'ten'"],
+    );
+}

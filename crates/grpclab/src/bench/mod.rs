@@ -8,6 +8,7 @@
 //! - [`sampler`]: CPU and memory of the server's process group, once a second.
 //! - [`runner`]: one implementation from build to stop, every failure a FAILED row.
 //! - [`results`]: the results folder and the grpc_bench table.
+//! - [`sweep`]: `--sweep KEY=V1,V2`: every implementation at every combination.
 //!
 //! The runner measures and reports progress through a callback; `execute` prints.
 
@@ -18,6 +19,7 @@ pub mod results;
 pub mod runner;
 pub mod sampler;
 pub mod suite;
+pub mod sweep;
 
 use grpclab_core::Scenario;
 use grpclab_load::CancellationToken;
@@ -33,28 +35,58 @@ use suite::ImplementationSpec;
 pub struct PreparedBench {
     /// Settings.
     pub config: BenchConfig,
-    /// The implementations, in order.
-    pub implementations: Vec<ImplementationSpec>,
-    /// The scenario.
+    /// The swept keys (none for a plain run).
+    pub axes: Vec<sweep::Axis>,
+    /// Every run, in order: each implementation at each combination of swept values.
+    pub runs: Vec<PlannedRun>,
+}
+
+/// One run of a bench: an implementation with its settings.
+pub struct PlannedRun {
+    /// The implementation's name in the suite.
+    pub implementation: String,
+    /// The swept settings of this run.
+    pub settings: Vec<(String, String)>,
+    /// Its start command and row name.
+    pub spec: ImplementationSpec,
+    /// Its settings.
+    pub config: BenchConfig,
+    /// Its scenario.
     pub scenario: Scenario,
 }
 
 /// Validates everything before any server starts.
 pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
     let config = BenchConfig::from_args(&args.settings)?;
-    let scenario = Scenario::load(&config.scenario, None).map_err(|err| {
-        InputError(format!(
-            "GRPC_REQUEST_SCENARIO='{}': {err}",
-            config.scenario
-        ))
-    })?;
+    let load_scenario = |name: &str| {
+        Scenario::load(name, None)
+            .map_err(|err| InputError(format!("GRPC_REQUEST_SCENARIO='{name}': {err}")))
+    };
+    load_scenario(&config.scenario)?;
     let suite = suite_of(&args.settings)?;
     let implementations = suite::select(suite, &args.implementations)?;
-    Ok(PreparedBench {
-        config,
-        implementations,
-        scenario,
-    })
+    let axes = args
+        .sweep
+        .iter()
+        .map(|text| sweep::parse_axis(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut runs = Vec::new();
+    // Combinations outside, implementations inside: drift over a long sweep hits every
+    // implementation alike.
+    for combination in sweep::combinations(&axes) {
+        for spec in &implementations {
+            let (run_config, run_spec) = sweep::apply(&config, spec, &combination)?;
+            let scenario = load_scenario(&run_config.scenario)?;
+            runs.push(PlannedRun {
+                implementation: spec.name.clone(),
+                settings: combination.clone(),
+                spec: run_spec,
+                config: run_config,
+                scenario,
+            });
+        }
+    }
+    Ok(PreparedBench { config, axes, runs })
 }
 
 /// The suite the settings name (`--suite`), or the built-in servers.
@@ -109,22 +141,35 @@ pub fn execute(
         footer.push(format!("WARNING: {warning}"));
         progress(&format!("WARNING: {warning}"));
     }
-    dir.write_params(&params(config, &cores, &footer))?;
+    let mut params = params(config, &cores, &footer);
+    for axis in &prepared.axes {
+        params.push((
+            "SWEEP".to_owned(),
+            format!("{}={}", axis.key, axis.values.join(",")),
+        ));
+    }
+    dir.write_params(&params)?;
     let mut results: Vec<ImplResult> = Vec::new();
-    let total = prepared.implementations.len();
-    for (index, spec) in prepared.implementations.iter().enumerate() {
+    let mut cells = Vec::new();
+    let total = prepared.runs.len();
+    for (index, run) in prepared.runs.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
         }
         let mut prefixed = |line: &str| progress(&format!("[{}/{total}] {line}", index + 1));
+        let run_cores = limits::plan_cores(
+            &available,
+            run.config.server_threads(),
+            run.config.client_cpus,
+        );
         let mut context = RunContext {
-            config,
-            scenario: &prepared.scenario,
-            cores: &cores,
+            config: &run.config,
+            scenario: &run.scenario,
+            cores: &run_cores,
             cancel,
             progress: &mut prefixed,
         };
-        let result = run_one(spec, &mut context);
+        let result = run_one(&run.spec, &mut context);
         let summary = match (&result.status, &result.load) {
             (RowStatus::Ok, Some(load)) => format!(
                 "{}: {:.0} req/s, {} errors",
@@ -138,6 +183,22 @@ pub fn execute(
         };
         prefixed(&summary);
         dir.write_result(&result)?;
+        if !prepared.axes.is_empty() {
+            cells.push(sweep::SweepCell::of(
+                &run.implementation,
+                &run.settings,
+                &result,
+            ));
+            let matrix = serde_json::json!({ "axes": prepared.axes, "cells": cells });
+            std::fs::write(
+                dir.path().join("sweep.json"),
+                serde_json::to_vec_pretty(&matrix)?,
+            )?;
+            std::fs::write(
+                dir.path().join("sweep.md"),
+                sweep::render_markdown(&prepared.axes, &cells),
+            )?;
+        }
         results.push(result);
         let notes = footer_with_limits(&footer, &results);
         dir.write_tables(&results, &notes)?;

@@ -1,0 +1,273 @@
+//! Sweeps: `grpclab bench --sweep KEY=V1,V2,...` (repeatable) runs every implementation at
+//! every combination of the swept values.
+//!
+//! Keys that name a harness setting change it (`scenario`, `concurrency`, `connections`,
+//! `qps`/`rps`, `server_cpus`, `client_cpus`); any other key is a server setting, passed to
+//! the implementation's start command as `--KEY VALUE` (e.g. `decode=inline,pool` for lab).
+//! The matrix is kept in `sweep.json`, and `sweep.md` shows req/s and p99 against the keys.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+
+use super::config::BenchConfig;
+use super::runner::{ImplResult, RowStatus};
+use super::suite::{shell_quote, ImplementationSpec};
+use crate::InputError;
+
+/// One swept key and its values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Axis {
+    /// The key, as given (dashes and underscores alike).
+    pub key: String,
+    /// Its values, in order.
+    pub values: Vec<String>,
+}
+
+/// Parses `KEY=V1,V2,...`.
+pub fn parse_axis(text: &str) -> Result<Axis, InputError> {
+    let hint =
+        "give --sweep KEY=V1,V2, e.g. --sweep concurrency=100,1000 or --sweep decode=inline,pool";
+    let (key, values) = text
+        .split_once('=')
+        .ok_or_else(|| InputError(format!("--sweep '{text}' has no '='; {hint}")))?;
+    let key = key.trim().replace('_', "-");
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if key.is_empty() || values.is_empty() {
+        return Err(InputError(format!(
+            "--sweep '{text}' needs a key and at least one value; {hint}"
+        )));
+    }
+    Ok(Axis { key, values })
+}
+
+/// Every combination of the axes' values, first axis slowest.
+pub fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
+    axes.iter().fold(vec![Vec::new()], |partial, axis| {
+        partial
+            .iter()
+            .flat_map(|prefix| {
+                axis.values.iter().map(move |value| {
+                    let mut combination = prefix.clone();
+                    combination.push((axis.key.clone(), value.clone()));
+                    combination
+                })
+            })
+            .collect()
+    })
+}
+
+fn number<T: std::str::FromStr>(key: &str, value: &str, at_least: T) -> Result<T, InputError>
+where
+    T: PartialOrd + std::fmt::Display + Copy,
+{
+    let parsed: T = value
+        .parse()
+        .map_err(|_| InputError(format!("--sweep {key}: '{value}' is not a number")))?;
+    if parsed < at_least {
+        return Err(InputError(format!(
+            "--sweep {key}: '{value}' must be at least {at_least}"
+        )));
+    }
+    Ok(parsed)
+}
+
+/// A combination applied: the run's settings and start command.
+pub fn apply(
+    config: &BenchConfig,
+    spec: &ImplementationSpec,
+    combination: &[(String, String)],
+) -> Result<(BenchConfig, ImplementationSpec), InputError> {
+    let mut config = config.clone();
+    let mut spec = spec.clone();
+    let mut label = spec.name.clone();
+    for (key, value) in combination {
+        match key.as_str() {
+            "scenario" => config.scenario = value.clone(),
+            "concurrency" => config.concurrency = number(key, value, 1usize)?,
+            "connections" => config.connections = number(key, value, 1usize)?,
+            "qps" | "rps" => config.qps = number(key, value, 0u64)?,
+            "server-cpus" => config.server_cpus = number(key, value, 0.01f64)?,
+            "client-cpus" => config.client_cpus = number(key, value, 1usize)?,
+            server_setting => {
+                spec.command
+                    .push_str(&format!(" --{server_setting} {}", shell_quote(value)));
+            }
+        }
+        let _ = write!(label, " {key}={value}");
+    }
+    if config.connections > config.concurrency {
+        return Err(InputError(format!(
+            "--sweep: connections ({}) above concurrency ({}) in '{label}'",
+            config.connections, config.concurrency
+        )));
+    }
+    spec.name = label;
+    Ok((config, spec))
+}
+
+/// One cell of the matrix, as kept in `sweep.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepCell {
+    /// The implementation.
+    pub implementation: String,
+    /// The swept settings of this cell.
+    pub settings: Vec<(String, String)>,
+    /// OK or failed.
+    pub status: RowStatus,
+    /// Requests per second, if measured.
+    pub rps: Option<f64>,
+    /// p99 latency in nanoseconds, if measured.
+    pub p99_ns: Option<u64>,
+}
+
+impl SweepCell {
+    /// The cell for a finished run.
+    pub fn of(
+        implementation: &str,
+        settings: &[(String, String)],
+        result: &ImplResult,
+    ) -> SweepCell {
+        let load = result
+            .load
+            .as_ref()
+            .filter(|_| result.status == RowStatus::Ok);
+        SweepCell {
+            implementation: implementation.to_owned(),
+            settings: settings.to_vec(),
+            status: result.status,
+            rps: load.map(|l| l.rps),
+            p99_ns: load.and_then(|l| {
+                l.latency_distribution
+                    .iter()
+                    .find(|p| p.percentage == 99.0)
+                    .map(|p| p.latency)
+            }),
+        }
+    }
+
+    fn rps_text(&self) -> String {
+        self.rps
+            .map_or_else(|| "FAILED".to_owned(), |r| format!("{r:.0}"))
+    }
+
+    fn p99_text(&self) -> String {
+        self.p99_ns
+            .map_or_else(|| "-".to_owned(), |ns| format!("{:.2} ms", ns as f64 / 1e6))
+    }
+}
+
+/// The Markdown matrix: per implementation, req/s and p99 against the swept keys (one key:
+/// a column each; two keys: a matrix each, first key down, second across; more: one row per
+/// combination).
+pub fn render_markdown(axes: &[Axis], cells: &[SweepCell]) -> String {
+    let mut out = String::new();
+    let mut implementations: Vec<&str> = Vec::new();
+    for cell in cells {
+        if !implementations.contains(&cell.implementation.as_str()) {
+            implementations.push(&cell.implementation);
+        }
+    }
+    let find = |implementation: &str, settings: &[(&str, &str)]| {
+        cells.iter().find(|c| {
+            c.implementation == implementation
+                && settings
+                    .iter()
+                    .all(|(k, v)| c.settings.iter().any(|(ck, cv)| ck == k && cv == v))
+        })
+    };
+    for implementation in implementations {
+        let _ = writeln!(out, "### {implementation}\n");
+        match axes {
+            [axis] => {
+                let _ = writeln!(out, "| {} | req/s | p99 |\n|---|---:|---:|", axis.key);
+                for value in &axis.values {
+                    if let Some(cell) = find(implementation, &[(&axis.key, value)]) {
+                        let _ = writeln!(
+                            out,
+                            "| {value} | {} | {} |",
+                            cell.rps_text(),
+                            cell.p99_text()
+                        );
+                    }
+                }
+            }
+            [down, across] => {
+                for (title, pick) in [("req/s", true), ("p99", false)] {
+                    let _ = writeln!(
+                        out,
+                        "{title}:\n\n| {} \\ {} | {} |\n|---|{}",
+                        down.key,
+                        across.key,
+                        across.values.join(" | "),
+                        "---:|".repeat(across.values.len())
+                    );
+                    for row in &down.values {
+                        let cells_text: Vec<String> = across
+                            .values
+                            .iter()
+                            .map(|column| {
+                                find(implementation, &[(&down.key, row), (&across.key, column)])
+                                    .map_or_else(String::new, |cell| {
+                                        if pick {
+                                            cell.rps_text()
+                                        } else {
+                                            cell.p99_text()
+                                        }
+                                    })
+                            })
+                            .collect();
+                        let _ = writeln!(out, "| {row} | {} |", cells_text.join(" | "));
+                    }
+                    out.push('\n');
+                }
+            }
+            _ => {
+                let _ = writeln!(out, "| settings | req/s | p99 |\n|---|---:|---:|");
+                for cell in cells.iter().filter(|c| c.implementation == implementation) {
+                    let settings: Vec<String> = cell
+                        .settings
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} |",
+                        settings.join(" "),
+                        cell.rps_text(),
+                        cell.p99_text()
+                    );
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_parse_and_combine() {
+        let a = parse_axis("concurrency=10,20").unwrap();
+        let b = parse_axis("decode = inline, pool").unwrap();
+        assert_eq!(b.key, "decode");
+        let combos = combinations(&[a, b]);
+        assert_eq!(combos.len(), 4);
+        assert_eq!(
+            combos[1],
+            [
+                ("concurrency".into(), "10".into()),
+                ("decode".into(), "pool".into())
+            ]
+        );
+        assert!(parse_axis("concurrency").unwrap_err().0.contains("no '='"));
+        assert!(parse_axis("concurrency=").is_err());
+        assert_eq!(combinations(&[]), vec![Vec::new()]);
+    }
+}

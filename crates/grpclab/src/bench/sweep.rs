@@ -60,9 +60,9 @@ pub fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
     })
 }
 
-fn number<T: std::str::FromStr>(key: &str, value: &str, at_least: T) -> Result<T, InputError>
+fn number<T>(key: &str, value: &str, at_least: T) -> Result<T, InputError>
 where
-    T: PartialOrd + std::fmt::Display + Copy,
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
 {
     let parsed: T = value
         .parse()

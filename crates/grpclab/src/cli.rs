@@ -177,6 +177,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "KEY=V1,V2")]
     pub sweep: Vec<String>,
 
+    /// Profile each server during its measured window: cpu = perf samples rendered as a
+    /// flamegraph (`<name>.flamegraph.svg`) and top functions (`<name>.top.txt`). Allocations
+    /// per request are always in the table for servers with grpclab's admin RPC.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub profile: Vec<ProfileKind>,
+
     /// Settings shared with `grpclab compare`.
     #[command(flatten)]
     pub settings: BenchSettings,
@@ -261,6 +267,13 @@ pub struct CompareArgs {
     /// Settings, as for `grpclab bench`.
     #[command(flatten)]
     pub settings: BenchSettings,
+}
+
+/// What `grpclab bench --profile` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileKind {
+    /// CPU samples with perf: flamegraph and top functions.
+    Cpu,
 }
 
 /// Output formats of `grpclab compare`.

@@ -437,3 +437,48 @@ fn bad_sweeps_are_refused() {
         &["--sweep concurrency", "'ten'"],
     );
 }
+
+#[test]
+fn cpu_profiles_come_with_a_flamegraph_or_say_why_not() {
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "2s"),
+            ("GRPC_BENCHMARK_WARMUP", "0s"),
+        ],
+    ]
+    .concat();
+    // With perf as installed: a flamegraph and the top functions, or a note saying why not.
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), &["lab", "--profile", "cpu"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    let json = record(&folder, "lab");
+    if let Some(note) = json["profile_note"].as_str() {
+        assert!(note.contains("perf"), "{note}");
+    } else {
+        let profile = &json["cpu_profile"];
+        let svg =
+            std::fs::read_to_string(folder.join(profile["flamegraph"].as_str().unwrap())).unwrap();
+        assert!(svg.contains("<svg"), "not an SVG");
+        let top = std::fs::read_to_string(folder.join("lab.top.txt")).unwrap();
+        assert!(top.contains("self %"), "{top}");
+        assert!(!profile["top"].as_array().unwrap().is_empty());
+    }
+    // Without perf: one clear line, and the run still completes.
+    let dir = tempfile::tempdir().unwrap();
+    let without = [env.as_slice(), &[("GRPCLAB_PERF", "/nonexistent/perf")]].concat();
+    let output = bench(dir.path(), &["lab", "--profile", "cpu"], &without);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("CPU profile skipped: '/nonexistent/perf' not found"),
+        "{}",
+        stderr(&output)
+    );
+    let json = record(&results_folder(dir.path()), "lab");
+    assert_eq!(json["status"], "ok");
+    assert!(json["profile_note"]
+        .as_str()
+        .unwrap()
+        .contains("apt-get install linux-perf"));
+}

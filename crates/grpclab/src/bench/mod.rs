@@ -6,6 +6,7 @@
 //! - [`limits`]: cgroups (v2 or v1) and CPU affinity, read back from the kernel.
 //! - [`process`]: a server as a child in its own process group; stop with SIGTERM, then SIGKILL.
 //! - [`sampler`]: CPU and memory of the server's process group, once a second.
+//! - [`profile`]: `--profile cpu`: perf samples of the server, a flamegraph and top functions.
 //! - [`runner`]: one implementation from build to stop, every failure a FAILED row.
 //! - [`results`]: the results folder and the grpc_bench table.
 //! - [`sweep`]: `--sweep KEY=V1,V2`: every implementation at every combination.
@@ -15,6 +16,7 @@
 pub mod config;
 pub mod limits;
 pub mod process;
+pub mod profile;
 pub mod results;
 pub mod runner;
 pub mod sampler;
@@ -39,6 +41,8 @@ pub struct PreparedBench {
     pub axes: Vec<sweep::Axis>,
     /// Every run, in order: each implementation at each combination of swept values.
     pub runs: Vec<PlannedRun>,
+    /// `--profile cpu`: sample each server with perf during its window.
+    pub profile_cpu: bool,
 }
 
 /// One run of a bench: an implementation with its settings.
@@ -86,7 +90,12 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
             });
         }
     }
-    Ok(PreparedBench { config, axes, runs })
+    Ok(PreparedBench {
+        config,
+        axes,
+        runs,
+        profile_cpu: args.profile.contains(&crate::cli::ProfileKind::Cpu),
+    })
 }
 
 /// The suite the settings name (`--suite`), or the built-in servers.
@@ -168,6 +177,7 @@ pub fn execute(
             cores: &run_cores,
             cancel,
             progress: &mut prefixed,
+            cpu_profile_dir: prepared.profile_cpu.then(|| dir.path().to_path_buf()),
         };
         let result = run_one(&run.spec, &mut context);
         let summary = match (&result.status, &result.load) {

@@ -48,6 +48,10 @@ pub struct ImplResult {
     pub bytes_per_call: Option<f64>,
     /// The limits the kernel really applied.
     pub limits: AppliedLimits,
+    /// `--profile cpu`: the flamegraph and top functions.
+    pub cpu_profile: Option<super::profile::CpuProfile>,
+    /// Why a requested profile is missing (perf absent or not permitted).
+    pub profile_note: Option<String>,
 }
 
 impl ImplResult {
@@ -69,6 +73,8 @@ impl ImplResult {
             allocations_per_call: None,
             bytes_per_call: None,
             limits,
+            cpu_profile: None,
+            profile_note: None,
         }
     }
 }
@@ -85,6 +91,8 @@ pub struct RunContext<'a> {
     pub cancel: &'a CancellationToken,
     /// Progress lines for the user (the runner never prints).
     pub progress: &'a mut dyn FnMut(&str),
+    /// `--profile cpu`: where the profile files go.
+    pub cpu_profile_dir: Option<std::path::PathBuf>,
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -402,11 +410,14 @@ fn measure(
     let warmup = config.warmup;
     let monitor_cancel = load_cancel.clone();
     let target = addr.to_string();
+    let profile_dir = context.cpu_profile_dir.clone();
+    let profile_name = super::runner::sanitize(name);
     let monitor = std::thread::spawn(move || {
         let warmup_end = Instant::now() + warmup;
         let mut sampler = None;
         let mut stats_before = None;
         let mut died = false;
+        let mut recording: Option<Result<super::profile::CpuRecording, String>> = None;
         loop {
             match done_rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
@@ -415,6 +426,9 @@ fn measure(
             if sampler.is_none() && Instant::now() >= warmup_end {
                 stats_before = fetch_stats(&target);
                 sampler = Some(Sampler::start(pid, Duration::from_secs(1)));
+                if let Some(dir) = &profile_dir {
+                    recording = Some(super::profile::start(&group_pids(pid), dir, &profile_name));
+                }
             }
             if !process_alive(pid) {
                 died = true;
@@ -423,11 +437,23 @@ fn measure(
             }
         }
         let usage = sampler.map(Sampler::finish).unwrap_or_default();
-        (usage, stats_before, died)
+        let profile =
+            recording.map(|started| started.and_then(super::profile::CpuRecording::finish));
+        (usage, stats_before, died, profile)
     });
     let outcome = grpclab_load::run(load, &load_cancel, &mut |_| {});
     let _ = done_tx.send(());
-    let (usage, stats_before, died) = monitor.join().unwrap_or_default();
+    let (usage, stats_before, died, profile) = monitor
+        .join()
+        .unwrap_or_else(|_| (Usage::default(), None, false, None));
+    let (cpu_profile, profile_note) = match profile {
+        None => (None, None),
+        Some(Ok(profile)) => (Some(profile), None),
+        Some(Err(note)) => {
+            (context.progress)(&format!("{name}: {note}"));
+            (None, Some(note))
+        }
+    };
     let stats_after = if died {
         None
     } else {
@@ -490,7 +516,36 @@ fn measure(
         allocations_per_call,
         bytes_per_call,
         limits: limits.clone(),
+        cpu_profile,
+        profile_note,
     }
+}
+
+/// Every process of the group led by `pgid` (the server and its children).
+fn group_pids(pgid: u32) -> Vec<u32> {
+    let mut pids = vec![pgid];
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let group = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2))
+                .and_then(|g| g.parse::<u32>().ok());
+            if group == Some(pgid) && pid != pgid {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
 }
 
 /// A name safe for file and cgroup names.

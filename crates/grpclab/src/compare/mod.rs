@@ -144,6 +144,7 @@ pub fn execute(
                 cores: &cores,
                 cancel,
                 progress: &mut prefixed,
+                cpu_profile_dir: None,
             };
             let mut spec = spec.clone();
             spec.name = format!("{}-{round}", ["a", "b"][index]);

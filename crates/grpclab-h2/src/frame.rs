@@ -216,6 +216,32 @@ pub fn parse_settings(
     }))
 }
 
+/// Splits the next complete frame off `buf`: its header and payload (a slice of the read
+/// buffer, not a copy). `Ok(None)` when the frame has not fully arrived; a frame larger than
+/// our SETTINGS_MAX_FRAME_SIZE is a FRAME_SIZE_ERROR (RFC 9113 §4.2).
+pub fn take_frame(
+    buf: &mut bytes::BytesMut,
+) -> Result<Option<(Header, bytes::Bytes)>, ConnectionError> {
+    if buf.len() < HEADER_LEN {
+        return Ok(None);
+    }
+    let mut raw = [0u8; HEADER_LEN];
+    raw.copy_from_slice(&buf[..HEADER_LEN]);
+    let header = Header::parse(&raw);
+    if header.length > DEFAULT_MAX_FRAME_SIZE {
+        return Err(connection_error(
+            code::FRAME_SIZE_ERROR,
+            "frame larger than SETTINGS_MAX_FRAME_SIZE",
+        ));
+    }
+    let total = HEADER_LEN + header.length as usize;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    let frame = buf.split_to(total).freeze();
+    Ok(Some((header, frame.slice(HEADER_LEN..))))
+}
+
 /// Appends a frame header.
 pub fn write_header(out: &mut Vec<u8>, length: usize, kind: u8, flags: u8, stream: u32) {
     let length = length as u32;

@@ -462,20 +462,8 @@ impl<S: Service> Connection<S> {
             let _ = buf.split_to(frame::PREFACE.len());
             self.preface_done = true;
         }
-        while buf.len() >= frame::HEADER_LEN {
-            let header = Header::parse(buf[..frame::HEADER_LEN].try_into().unwrap_or(&[0; 9]));
-            if header.length > frame::DEFAULT_MAX_FRAME_SIZE {
-                return Err(connection_error(
-                    code::FRAME_SIZE_ERROR,
-                    "frame larger than SETTINGS_MAX_FRAME_SIZE",
-                ));
-            }
-            let total = frame::HEADER_LEN + header.length as usize;
-            if buf.len() < total {
-                break;
-            }
-            let frame = buf.split_to(total).freeze();
-            self.on_frame(header, frame.slice(frame::HEADER_LEN..))?;
+        while let Some((header, payload)) = frame::take_frame(buf)? {
+            self.on_frame(header, payload)?;
         }
         self.flush_window_updates();
         Ok(())

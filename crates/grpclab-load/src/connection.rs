@@ -19,8 +19,6 @@ use tokio_util::sync::CancellationToken;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// How long a TCP connect may take before it counts as failed.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Stream flow-control window we grant the server: replies up to 1 MiB need no WINDOW_UPDATE
 /// round trip.
 const STREAM_WINDOW: u32 = 1 << 20;
@@ -42,13 +40,7 @@ pub(crate) struct ConnectionState {
 pub(crate) async fn connect(
     target: SocketAddr,
 ) -> Result<(SendRequest<Bytes>, Connection<TcpStream, Bytes>), String> {
-    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(target))
-        .await
-        .map_err(|_| format!("connecting to {target} timed out after {CONNECT_TIMEOUT:?}"))?
-        .map_err(|err| format!("cannot connect to {target}: {err}"))?;
-    // Without NODELAY, Nagle's algorithm holds small frames back: a latency benchmark must not.
-    tcp.set_nodelay(true)
-        .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
+    let tcp = crate::lab_transport::connect(target).await?;
     h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)

@@ -27,7 +27,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// How long a TCP connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Opens a TCP connection with TCP_NODELAY.
+/// Opens a TCP connection with TCP_NODELAY (both transports use it): without it, Nagle's
+/// algorithm holds small frames back, which a latency benchmark must not allow.
 pub(crate) async fn connect(target: std::net::SocketAddr) -> Result<TcpStream, String> {
     let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(target))
         .await

@@ -8,7 +8,9 @@
 //! `:path`, `:authority`, `content-type`, `te` and the caller's constant metadata.
 
 use bytes::{Bytes, BytesMut};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::stream_map::StreamMap;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
@@ -131,7 +133,7 @@ struct Connection<'s, S: CallSource> {
     slots: usize,
     decoder: Decoder,
     encoder: Encoder,
-    calls: HashMap<u32, Call>,
+    calls: StreamMap<Call>,
     blocked: VecDeque<u32>,
     next_stream: u32,
     peer_max_streams: usize,
@@ -172,7 +174,7 @@ pub async fn run_connection<S: CallSource>(
         slots: slots.max(1),
         decoder: Decoder::new(4096),
         encoder: Encoder::default(),
-        calls: HashMap::with_capacity(slots),
+        calls: StreamMap::with_capacity_and_hasher(slots, Default::default()),
         blocked: VecDeque::new(),
         next_stream: 1,
         peer_max_streams: usize::MAX,

@@ -14,6 +14,7 @@ pub mod frame;
 pub mod hpack;
 mod io;
 pub mod server;
+mod stream_map;
 
 /// Which HTTP/2 implementation a grpclab client or server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

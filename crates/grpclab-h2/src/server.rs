@@ -15,7 +15,9 @@
 
 use bytes::{Bytes, BytesMut};
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::stream_map::StreamMap;
 use std::time::Instant;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -257,7 +259,7 @@ struct Connection<S: Service> {
     settings: ServerSettings,
     decoder: Decoder,
     encoder: Encoder,
-    streams: HashMap<u32, Stream<S::Call>>,
+    streams: StreamMap<Stream<S::Call>>,
     /// Streams with response data blocked on flow control, in arrival order.
     blocked: VecDeque<u32>,
     /// Calls the service could not take yet.
@@ -389,7 +391,7 @@ impl<S: Service> Connection<S> {
             settings,
             decoder: Decoder::new(4096),
             encoder: Encoder::default(),
-            streams: HashMap::new(),
+            streams: StreamMap::default(),
             blocked: VecDeque::new(),
             busy: VecDeque::new(),
             replies_tx,

@@ -19,9 +19,11 @@ pub struct Decoder {
     value_scratch: Vec<u8>,
 }
 
+/// Where a field's name comes from, resolved without copying.
 enum Name {
     Static(usize),
-    Dynamic(Bytes),
+    /// Position in the dynamic table.
+    Dynamic(usize),
     Literal,
 }
 
@@ -41,17 +43,25 @@ impl Decoder {
         &self.table
     }
 
-    fn entry(&self, index: usize) -> Result<(Name, Option<Bytes>), HpackError> {
+    /// Resolves an index (RFC 7541 §2.3.3) to a table position, without copying anything.
+    fn resolve(&self, index: usize) -> Result<Name, HpackError> {
         match index {
             0 => Err(HpackError::InvalidIndex(0)),
-            1..=61 => Ok((Name::Static(index - 1), None)),
-            _ => {
-                let (name, value) = self
-                    .table
-                    .get(index - 62)
-                    .ok_or(HpackError::InvalidIndex(index))?;
-                Ok((Name::Dynamic(name.clone()), Some(value.clone())))
-            }
+            1..=61 => Ok(Name::Static(index - 1)),
+            _ if index - 62 < self.table.len() => Ok(Name::Dynamic(index - 62)),
+            _ => Err(HpackError::InvalidIndex(index)),
+        }
+    }
+
+    /// A resolved entry's name and value, borrowed from the tables.
+    fn entry(&self, name: &Name) -> (&[u8], &[u8]) {
+        match name {
+            Name::Static(i) => (STATIC[*i].0.as_bytes(), STATIC[*i].1.as_bytes()),
+            Name::Dynamic(position) => self
+                .table
+                .get(*position)
+                .map_or((&[][..], &[][..]), |(n, v)| (n.as_ref(), v.as_ref())),
+            Name::Literal => (&[], &[]),
         }
     }
 
@@ -83,14 +93,10 @@ impl Decoder {
         while at < block.len() {
             let first = block[at];
             if first & 0x80 != 0 {
-                // Indexed header field (§6.1).
+                // Indexed header field (§6.1): borrowed from the tables, no copy.
                 let index = decode_integer(block, &mut at, 7)?;
-                let (name, value) = self.entry(index)?;
-                let (name_bytes, value_bytes): (&[u8], &[u8]) = match (&name, &value) {
-                    (Name::Static(i), _) => (STATIC[*i].0.as_bytes(), STATIC[*i].1.as_bytes()),
-                    (Name::Dynamic(n), Some(v)) => (n, v),
-                    _ => return Err(HpackError::InvalidIndex(index)),
-                };
+                let name = self.resolve(index)?;
+                let (name_bytes, value_bytes) = self.entry(&name);
                 list_size += name_bytes.len() + value_bytes.len() + 32;
                 if list_size > MAX_HEADER_LIST {
                     return Err(HpackError::HeaderListTooLarge(MAX_HEADER_LIST));
@@ -119,13 +125,12 @@ impl Decoder {
                 Self::read_string(block, &mut at, &mut self.name_scratch)?;
                 Name::Literal
             } else {
-                self.entry(name_index)?.0
+                self.resolve(name_index)?
             };
             Self::read_string(block, &mut at, &mut self.value_scratch)?;
             let name_bytes: &[u8] = match &name {
-                Name::Static(i) => STATIC[*i].0.as_bytes(),
-                Name::Dynamic(n) => n,
                 Name::Literal => &self.name_scratch,
+                resolved => self.entry(resolved).0,
             };
             list_size += name_bytes.len() + self.value_scratch.len() + 32;
             if list_size > MAX_HEADER_LIST {

@@ -503,13 +503,7 @@ impl<S: CallSource> Connection<'_, S> {
                 }
             }
             kind::RST_STREAM => {
-                if payload.len() != 4 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "RST_STREAM length is not 4",
-                    ));
-                }
-                let error = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                let error = frame::parse_rst_stream(&payload)?;
                 // NO_ERROR after a complete response only asks us to stop sending.
                 let complete = self
                     .calls
@@ -544,27 +538,14 @@ impl<S: CallSource> Connection<'_, S> {
                 Ok(())
             }
             kind::PING => {
-                if payload.len() != 8 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "PING length is not 8",
-                    ));
-                }
+                frame::check_ping(&payload)?;
                 if !header.has(flags::ACK) {
                     frame::write_ping_ack(&mut self.out, &payload);
                 }
                 Ok(())
             }
             kind::GOAWAY => {
-                if payload.len() < 8 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "GOAWAY shorter than 8 bytes",
-                    ));
-                }
-                let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                    & 0x7fff_ffff;
-                let error = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                let (last, error) = frame::parse_goaway(&payload)?;
                 self.go_away = Some(error);
                 // Streams above `last` were never processed: they fail now (retry-safe).
                 let unprocessed: Vec<u32> =
@@ -575,15 +556,7 @@ impl<S: CallSource> Connection<'_, S> {
                 Ok(())
             }
             kind::WINDOW_UPDATE => {
-                if payload.len() != 4 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "WINDOW_UPDATE length is not 4",
-                    ));
-                }
-                let increment =
-                    u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
-                        & 0x7fff_ffff;
+                let increment = frame::parse_window_update(&payload)?;
                 if header.stream == 0 {
                     if increment == 0 {
                         return Err(connection_error(

@@ -216,6 +216,47 @@ pub fn parse_settings(
     }))
 }
 
+/// The increment of a WINDOW_UPDATE payload (RFC 9113 §6.9): exactly 4 bytes, reserved bit
+/// cleared. A zero increment is for the caller to judge (connection or stream error).
+pub fn parse_window_update(payload: &[u8]) -> Result<u32, ConnectionError> {
+    let bytes: [u8; 4] = payload
+        .try_into()
+        .map_err(|_| connection_error(code::FRAME_SIZE_ERROR, "WINDOW_UPDATE length is not 4"))?;
+    Ok(u32::from_be_bytes(bytes) & 0x7fff_ffff)
+}
+
+/// The error code of a RST_STREAM payload (RFC 9113 §6.4): exactly 4 bytes.
+pub fn parse_rst_stream(payload: &[u8]) -> Result<u32, ConnectionError> {
+    let bytes: [u8; 4] = payload
+        .try_into()
+        .map_err(|_| connection_error(code::FRAME_SIZE_ERROR, "RST_STREAM length is not 4"))?;
+    Ok(u32::from_be_bytes(bytes))
+}
+
+/// The last stream id and error code of a GOAWAY payload (RFC 9113 §6.8): at least 8 bytes.
+pub fn parse_goaway(payload: &[u8]) -> Result<(u32, u32), ConnectionError> {
+    if payload.len() < 8 {
+        return Err(connection_error(
+            code::FRAME_SIZE_ERROR,
+            "GOAWAY shorter than 8 bytes",
+        ));
+    }
+    let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+    let error = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+    Ok((last, error))
+}
+
+/// Checks a PING payload's length (RFC 9113 §6.7): exactly 8 bytes.
+pub fn check_ping(payload: &[u8]) -> Result<(), ConnectionError> {
+    if payload.len() != 8 {
+        return Err(connection_error(
+            code::FRAME_SIZE_ERROR,
+            "PING length is not 8",
+        ));
+    }
+    Ok(())
+}
+
 /// Splits the next complete frame off `buf`: its header and payload (a slice of the read
 /// buffer, not a copy). `Ok(None)` when the frame has not fully arrived; a frame larger than
 /// our SETTINGS_MAX_FRAME_SIZE is a FRAME_SIZE_ERROR (RFC 9113 §4.2).

@@ -508,12 +508,7 @@ impl<S: Service> Connection<S> {
                         "RST_STREAM on stream 0",
                     ));
                 }
-                if payload.len() != 4 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "RST_STREAM length is not 4",
-                    ));
-                }
+                frame::parse_rst_stream(&payload)?;
                 if header.stream > self.last_stream {
                     return Err(connection_error(
                         code::PROTOCOL_ERROR,
@@ -534,12 +529,7 @@ impl<S: Service> Connection<S> {
                 if header.stream != 0 {
                     return Err(connection_error(code::PROTOCOL_ERROR, "PING on a stream"));
                 }
-                if payload.len() != 8 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "PING length is not 8",
-                    ));
-                }
+                frame::check_ping(&payload)?;
                 if !header.has(flags::ACK) {
                     frame::write_ping_ack(&mut self.out, &payload);
                 }
@@ -549,12 +539,7 @@ impl<S: Service> Connection<S> {
                 if header.stream != 0 {
                     return Err(connection_error(code::PROTOCOL_ERROR, "GOAWAY on a stream"));
                 }
-                if payload.len() < 8 {
-                    return Err(connection_error(
-                        code::FRAME_SIZE_ERROR,
-                        "GOAWAY shorter than 8 bytes",
-                    ));
-                }
+                frame::parse_goaway(&payload)?;
                 self.peer_going_away = true;
                 Ok(())
             }
@@ -609,14 +594,7 @@ impl<S: Service> Connection<S> {
     }
 
     fn on_window_update(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
-        if payload.len() != 4 {
-            return Err(connection_error(
-                code::FRAME_SIZE_ERROR,
-                "WINDOW_UPDATE length is not 4",
-            ));
-        }
-        let increment =
-            u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+        let increment = frame::parse_window_update(payload)?;
         if header.stream == 0 {
             if increment == 0 {
                 return Err(connection_error(
@@ -964,14 +942,7 @@ impl<S: Service> Connection<S> {
                     Indexing::Without,
                     &mut self.block_scratch,
                 );
-                frame::write_headers(
-                    &mut self.out,
-                    stream_id,
-                    &self.block_scratch,
-                    true,
-                    max_frame,
-                );
-                self.streams.remove(&stream_id);
+                self.end_with_headers(stream_id);
             }
             Response::Status { code, message } => {
                 self.encoder.begin_block(&mut self.block_scratch);
@@ -992,14 +963,7 @@ impl<S: Service> Connection<S> {
                         &mut self.block_scratch,
                     );
                 }
-                frame::write_headers(
-                    &mut self.out,
-                    stream_id,
-                    &self.block_scratch,
-                    true,
-                    max_frame,
-                );
-                self.streams.remove(&stream_id);
+                self.end_with_headers(stream_id);
             }
             Response::Message(data) => {
                 self.head_block.write(
@@ -1031,6 +995,19 @@ impl<S: Service> Connection<S> {
                 self.send_stream(stream_id);
             }
         }
+    }
+
+    /// Sends the header block in `block_scratch` as the stream's last frame (trailers-only or
+    /// a bare HTTP status) and forgets the stream.
+    fn end_with_headers(&mut self, stream_id: u32) {
+        frame::write_headers(
+            &mut self.out,
+            stream_id,
+            &self.block_scratch,
+            true,
+            self.peer_max_frame,
+        );
+        self.streams.remove(&stream_id);
     }
 
     fn grpc_head(&mut self) {

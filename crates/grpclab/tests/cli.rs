@@ -1,71 +1,11 @@
 //! The `grpclab` binary end to end: real processes, real loopback sockets.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
-fn grpclab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_grpclab"))
-}
+mod common;
 
-/// A `grpclab serve` child process, stopped with SIGTERM when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(implementation: &str) -> Server {
-        Server::start_with(&["--impl", implementation])
-    }
-
-    fn start_with(args: &[&str]) -> Server {
-        let mut child = grpclab()
-            .args(["serve", "--port", "0"])
-            .args(args)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn grpclab serve");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("serve printed no 'listening on' line")
-                .expect("read stderr");
-            if let Some((_, addr)) = line.split_once("listening on ") {
-                break addr.trim().parse().expect("address");
-            }
-        };
-        Server { child, addr }
-    }
-
-    fn target(&self) -> String {
-        self.addr.to_string()
-    }
-
-    /// SIGTERM, then the exit status.
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        signal(self.child.id(), "TERM");
-        self.child.wait().expect("wait for server")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn signal(pid: u32, name: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-}
+use common::{grpclab, signal, Server};
 
 fn run(args: &[&str]) -> Output {
     grpclab().args(args).output().expect("run grpclab")

@@ -2,44 +2,10 @@
 //! servers started as `grpclab serve` processes. CI installs both (`.ci/run`); on a developer
 //! machine without them these tests say so and pass only outside CI.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+mod common;
 
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_grpclab"))
-            .args(["serve", "--port", "0"])
-            .args(args)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn grpclab serve");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("serve printed no address")
-                .expect("stderr");
-            if let Some((_, addr)) = line.split_once("listening on ") {
-                break addr.trim().parse().expect("address");
-            }
-        };
-        Server { child, addr }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::Server;
+use std::process::{Command, Stdio};
 
 /// Whether a tool is available; outside CI a missing tool skips the test with a message,
 /// in CI (where .ci/run installs it) it fails.
@@ -96,7 +62,7 @@ fn python_grpcio_client_interoperates() {
         ],
         &["--impl", "tonic-mt"],
     ] {
-        let server = Server::start(args);
+        let server = Server::start_with(args);
         let mut command = Command::new("python3");
         command
             .arg(script)
@@ -131,7 +97,7 @@ fn h2load_interoperates() {
         &["--impl", "tonic-mt"],
     ] {
         let implementation = args.join(" ");
-        let server = Server::start(args);
+        let server = Server::start_with(args);
         let output = Command::new("h2load")
             .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
             .arg(&request)

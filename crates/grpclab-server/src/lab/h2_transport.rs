@@ -15,6 +15,7 @@
 
 use bytes::{Bytes, BytesMut};
 use grpclab_core::framing::PREFIX_LEN;
+use grpclab_h2::server::percent_encode;
 use h2::server::SendResponse;
 use h2::RecvStream;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
@@ -83,19 +84,6 @@ fn send_http_status(respond: &mut SendResponse<Bytes>, status: u16) {
     let mut response = Response::new(());
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
     let _ = respond.send_response(response, true);
-}
-
-/// `grpc-message` is percent-encoded: printable ASCII except `%` passes, the rest is `%XX`.
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if (0x20..0x7f).contains(&byte) && byte != b'%' {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// A call whose body is still arriving.
@@ -421,5 +409,6 @@ mod tests {
     fn grpc_messages_are_percent_encoded() {
         assert_eq!(percent_encode("100% done"), "100%25 done");
         assert_eq!(percent_encode("é"), "%C3%A9");
+        assert_eq!(percent_encode("plain"), "plain");
     }
 }

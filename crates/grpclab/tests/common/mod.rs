@@ -1,0 +1,71 @@
+//! Helpers shared by the binary's integration tests: a `grpclab serve` child process.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+
+/// The binary under test.
+pub fn grpclab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_grpclab"))
+}
+
+/// A `grpclab serve` child process, stopped with SIGTERM when dropped.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Server {
+    pub fn start(implementation: &str) -> Server {
+        Server::start_with(&["--impl", implementation])
+    }
+
+    pub fn start_with(args: &[&str]) -> Server {
+        let mut child = grpclab()
+            .args(["serve", "--port", "0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn grpclab serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("serve printed no 'listening on' line")
+                .expect("read stderr");
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                break addr.trim().parse().expect("address");
+            }
+        };
+        Server { child, addr }
+    }
+
+    pub fn target(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), "TERM");
+        self.child.wait().expect("wait for server")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends signal `name` (TERM, INT) to `pid`.
+pub fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+}

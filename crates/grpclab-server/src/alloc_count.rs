@@ -8,6 +8,12 @@
 //!
 //! The binary installs it with `#[global_allocator]`; a process without it reports
 //! `counting: false` through the admin RPC.
+//!
+//! It also hosts the heap profiler (see [`crate::heap_profile`]): while a profile runs, every
+//! call goes through `dhat::Alloc` (which records a backtrace per allocation); otherwise
+//! straight to `System`. The switch is one relaxed load per call, so the profiler is always
+//! built in and needs no rebuild, and a server that is not being profiled never touches dhat
+//! (dhat's allocator takes a global lock on every call, even with no profiler running).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -98,6 +104,20 @@ impl ThreadCounters {
 
 static ALLOCATIONS: ThreadCounters = ThreadCounters::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// True while a heap profile runs: allocation calls go through dhat.
+static HEAP_PROFILING: AtomicBool = AtomicBool::new(false);
+
+/// Routes allocation calls through dhat (true) or straight to the system allocator (false).
+/// dhat's allocator itself allocates with `System`, so blocks may cross the switch either way:
+/// dhat ignores frees of blocks it never saw and treats reallocations of such blocks as new.
+pub(crate) fn route_through_heap_profiler(on: bool) {
+    HEAP_PROFILING.store(on, Ordering::SeqCst);
+}
+
+#[inline]
+fn profiling() -> bool {
+    HEAP_PROFILING.load(Ordering::Relaxed)
+}
 
 /// The system allocator, counting allocations and bytes per thread.
 pub struct CountingAllocator;
@@ -109,32 +129,57 @@ impl CountingAllocator {
     }
 }
 
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract (layout validity, pointer provenance, dealloc with the same layout)
-// is `System`'s; the counting touches only atomics and a const thread-local, and never
-// allocates, so it cannot re-enter the allocator.
+// SAFETY: every method forwards to `System`, or to `dhat::Alloc` (which itself forwards to
+// `System`), with the caller's arguments unchanged, so the `GlobalAlloc` contract (layout
+// validity, pointer provenance, dealloc with the same layout) is `System`'s whichever way a
+// block went in or out; the counting touches only atomics and a const thread-local, and never
+// allocates, so it cannot re-enter the allocator (dhat guards its own re-entry).
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         self.count(layout.size());
         // SAFETY: forwarded unchanged; see the impl's comment.
-        unsafe { System.alloc(layout) }
+        unsafe {
+            if profiling() {
+                dhat::Alloc.alloc(layout)
+            } else {
+                System.alloc(layout)
+            }
+        }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         self.count(layout.size());
         // SAFETY: forwarded unchanged; see the impl's comment.
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe {
+            if profiling() {
+                dhat::Alloc.alloc_zeroed(layout)
+            } else {
+                System.alloc_zeroed(layout)
+            }
+        }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded unchanged; see the impl's comment.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe {
+            if profiling() {
+                dhat::Alloc.dealloc(ptr, layout)
+            } else {
+                System.dealloc(ptr, layout)
+            }
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         self.count(new_size);
         // SAFETY: forwarded unchanged; see the impl's comment.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe {
+            if profiling() {
+                dhat::Alloc.realloc(ptr, layout, new_size)
+            } else {
+                System.realloc(ptr, layout, new_size)
+            }
+        }
     }
 }
 

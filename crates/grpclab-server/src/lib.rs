@@ -6,6 +6,8 @@
 //! - [`lab`]: our own server, with its decode placement a setting.
 //! - [`alloc_count`] and [`stats`]: a counting global allocator and the admin RPC
 //!   (`grpclab.admin.v1.Stats/Get`) both servers expose on their own port.
+//! - [`heap_profile`]: allocation sites over a window (dhat), driven through the admin service
+//!   `grpclab.admin.v1.HeapProfile`.
 //!
 //! Every server implements the scenarios' `helloworld.Greeter/SayHello` generically: decode the
 //! request, build the reply from it, encode the reply — never echo raw bytes, never assume
@@ -13,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc_count;
+pub mod heap_profile;
 pub mod lab;
 pub mod stats;
 pub mod tonic_baseline;

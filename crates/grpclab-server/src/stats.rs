@@ -49,3 +49,49 @@ pub async fn fetch(target: &str) -> Result<StatsReply, String> {
         })?;
     Ok(reply.into_inner())
 }
+
+/// Starts a heap profile on `target`'s server (`grpclab.admin.v1.HeapProfile/Start`); it will
+/// be written to `path` (absolute, writable by the server) when stopped.
+pub async fn start_heap_profile(target: &str, path: &str) -> Result<(), String> {
+    let mut client = heap_profile_client(target).await?;
+    client
+        .start(crate::pb_admin::HeapProfileStartRequest {
+            path: path.to_owned(),
+        })
+        .await
+        .map(|_| ())
+        .map_err(|status| heap_profile_refusal(target, &status))
+}
+
+/// Stops the heap profile on `target`'s server; returns the path it wrote.
+pub async fn stop_heap_profile(target: &str) -> Result<String, String> {
+    let mut client = heap_profile_client(target).await?;
+    client
+        .stop(crate::pb_admin::HeapProfileStopRequest {})
+        .await
+        .map(|reply| reply.into_inner().path)
+        .map_err(|status| heap_profile_refusal(target, &status))
+}
+
+async fn heap_profile_client(
+    target: &str,
+) -> Result<
+    crate::pb_admin::heap_profile_client::HeapProfileClient<tonic::transport::Channel>,
+    String,
+> {
+    crate::pb_admin::heap_profile_client::HeapProfileClient::connect(format!("http://{target}"))
+        .await
+        .map_err(|err| {
+            format!("cannot connect to {target}: {err}; is the server running and listening there?")
+        })
+}
+
+fn heap_profile_refusal(target: &str, status: &tonic::Status) -> String {
+    if status.code() == tonic::Code::Unimplemented {
+        format!(
+            "{target} does not serve grpclab.admin.v1.HeapProfile; only grpclab's built-in servers can report allocation sites"
+        )
+    } else {
+        format!("{target} refused the heap profile: {}", status.message())
+    }
+}

@@ -8,8 +8,11 @@ use tonic::{Request, Response, Status};
 
 use crate::pb::greeter_server::{Greeter, GreeterServer};
 use crate::pb::{HelloReply, HelloRequest};
+use crate::pb_admin::heap_profile_server::{HeapProfile, HeapProfileServer};
 use crate::pb_admin::stats_server::{Stats, StatsServer};
-use crate::pb_admin::{StatsReply, StatsRequest};
+use crate::pb_admin::{
+    HeapProfileReply, HeapProfileStartRequest, HeapProfileStopRequest, StatsReply, StatsRequest,
+};
 use crate::stats::{count_call, snapshot};
 use crate::ServeError;
 
@@ -44,7 +47,34 @@ impl Stats for AdminStats {
     }
 }
 
-/// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`) on
+/// The admin `HeapProfile` service: allocation sites over a window (see `heap_profile`).
+#[derive(Debug, Clone, Copy)]
+pub struct AdminHeapProfile;
+
+#[tonic::async_trait]
+impl HeapProfile for AdminHeapProfile {
+    async fn start(
+        &self,
+        request: Request<HeapProfileStartRequest>,
+    ) -> Result<Response<HeapProfileReply>, Status> {
+        let path = request.into_inner().path;
+        crate::heap_profile::start(&path)
+            .map_err(|err| Status::failed_precondition(err.to_string()))?;
+        Ok(Response::new(HeapProfileReply { path }))
+    }
+
+    async fn stop(
+        &self,
+        _: Request<HeapProfileStopRequest>,
+    ) -> Result<Response<HeapProfileReply>, Status> {
+        let path = crate::heap_profile::stop()
+            .map_err(|err| Status::failed_precondition(err.to_string()))?;
+        Ok(Response::new(HeapProfileReply { path }))
+    }
+}
+
+/// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`, and
+/// `HeapProfile`) on
 /// `listener` until `shutdown` resolves, then lets in-flight calls finish.
 pub async fn run(
     listener: TcpListener,
@@ -55,6 +85,7 @@ pub async fn run(
     tonic::transport::Server::builder()
         .add_service(GreeterServer::new(EchoGreeter))
         .add_service(StatsServer::new(AdminStats { implementation }))
+        .add_service(HeapProfileServer::new(AdminHeapProfile))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|err| ServeError::Serve(err.to_string()))

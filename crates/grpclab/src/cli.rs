@@ -177,9 +177,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "KEY=V1,V2")]
     pub sweep: Vec<String>,
 
-    /// Profile each server during its measured window: cpu = perf samples rendered as a
-    /// flamegraph (`<name>.flamegraph.svg`) and top functions (`<name>.top.txt`). Allocations
-    /// per request are always in the table for servers with grpclab's admin RPC.
+    /// Profile each server during its measured window (repeatable): cpu = perf samples rendered
+    /// as a flamegraph (`<name>.flamegraph.svg`) and top functions (`<name>.top.txt`); alloc =
+    /// the built-in servers' top allocation sites by count and bytes (`<name>.alloc-sites.txt`,
+    /// dhat's `<name>.dhat.json`). A profiled window runs slower than an unprofiled one.
+    /// Allocations per request are always in the table for servers with grpclab's admin RPC.
     #[arg(long, value_enum, value_name = "KIND")]
     pub profile: Vec<ProfileKind>,
 
@@ -274,6 +276,8 @@ pub struct CompareArgs {
 pub enum ProfileKind {
     /// CPU samples with perf: flamegraph and top functions.
     Cpu,
+    /// Allocation sites with dhat (grpclab's built-in servers): top sites by count and bytes.
+    Alloc,
 }
 
 /// Output formats of `grpclab compare`.

@@ -482,3 +482,82 @@ fn cpu_profiles_come_with_a_flamegraph_or_say_why_not() {
         .unwrap()
         .contains("apt-get install linux-perf"));
 }
+
+#[test]
+fn alloc_profiles_name_the_sites_or_say_why_not() {
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "2s"),
+            ("GRPC_BENCHMARK_WARMUP", "1s"),
+        ],
+    ]
+    .concat();
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), &["tonic-mt", "lab", "--profile", "alloc"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+
+    // tonic allocates per call, and decoding the request (prost) is one of the sites.
+    let tonic = record(&folder, "tonic-mt");
+    let profile = &tonic["alloc_profile"];
+    assert!(profile.is_object(), "no profile: {tonic}");
+    let per_call = profile["allocations"].as_f64().unwrap() / profile["calls"].as_f64().unwrap();
+    assert!(per_call > 5.0, "tonic-mt allocates per call: {profile}");
+    assert_eq!(
+        tonic["allocations_per_call"].as_f64().unwrap(),
+        per_call,
+        "the table's column comes from the profile under --profile alloc"
+    );
+    let by_count = profile["by_count"].as_array().unwrap();
+    assert!(!by_count.is_empty());
+    let mentions_prost = by_count.iter().any(|site| {
+        site["site"].as_str().unwrap().contains("prost")
+            || site["called_from"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|frame| frame.as_str().unwrap().contains("prost"))
+    });
+    assert!(
+        mentions_prost,
+        "prost decoding allocates in tonic: {by_count:?}"
+    );
+    let sites = std::fs::read_to_string(folder.join("tonic-mt.alloc-sites.txt")).unwrap();
+    assert!(
+        sites.contains("allocations and") && sites.contains("by bytes:"),
+        "{sites}"
+    );
+    let dhat: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("tonic-mt.dhat.json")).unwrap()).unwrap();
+    assert_eq!(dhat["dhatFileVersion"], 2);
+
+    // lab's steady state allocates (almost) nothing per call.
+    let lab = record(&folder, "lab");
+    let lab_profile = &lab["alloc_profile"];
+    let lab_per_call =
+        lab_profile["allocations"].as_f64().unwrap() / lab_profile["calls"].as_f64().unwrap();
+    assert!(lab_per_call < 1.0, "lab: {lab_profile}");
+
+    // A server without grpclab's admin service: one line, and the run completes.
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        "[[implementation]]\nname = \"plain-tcp\"\ncommand = 'exec python3 -m http.server --bind 127.0.0.1 {port}'\nready = \"port\"\n",
+    )
+    .unwrap();
+    let output = bench(
+        dir.path(),
+        &["--suite", suite.to_str().unwrap(), "--profile", "alloc"],
+        &env,
+    );
+    let json = record(&results_folder(dir.path()), "plain-tcp");
+    let note = json["profile_note"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        note.contains("allocation profile skipped") && note.contains("built-in servers"),
+        "{note}\n{}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains("allocation profile skipped"));
+}

@@ -12,7 +12,9 @@ use prost::Message;
 use std::borrow::Cow;
 use std::time::Instant;
 
+use crate::heap_profile;
 use crate::pb::{HelloReply, HelloRequest};
+use crate::pb_admin::{HeapProfileReply, HeapProfileStartRequest};
 use crate::stats::{count_call, snapshot, STATS_PATH};
 
 /// The `:path` of the scenarios' call.
@@ -25,6 +27,10 @@ pub enum Route {
     SayHello,
     /// `grpclab.admin.v1.Stats/Get`.
     Stats,
+    /// `grpclab.admin.v1.HeapProfile/Start`.
+    HeapProfileStart,
+    /// `grpclab.admin.v1.HeapProfile/Stop`.
+    HeapProfileStop,
 }
 
 /// A gRPC status with its message, as sent in `grpc-status` / `grpc-message`.
@@ -92,6 +98,8 @@ pub fn check_head(headers: &RequestHeaders<'_>, now: Instant) -> Result<CallHead
     let route = match headers.path {
         path if path == SAY_HELLO_PATH.as_bytes() => Route::SayHello,
         path if path == STATS_PATH.as_bytes() => Route::Stats,
+        path if path == heap_profile::START_PATH.as_bytes() => Route::HeapProfileStart,
+        path if path == heap_profile::STOP_PATH.as_bytes() => Route::HeapProfileStop,
         path => {
             return Err(HeadRejection::Status(Status {
                 code: Code::Unimplemented,
@@ -177,6 +185,28 @@ pub fn run_call(head: &CallHead, body: &[u8], implementation: &str) -> Outcome {
             None => prost_say_hello(message),
         },
         Route::Stats => Outcome::Reply(encode_framed(&snapshot(implementation))),
+        Route::HeapProfileStart => {
+            let Ok(request) = HeapProfileStartRequest::decode(message) else {
+                return Outcome::Status(Status::new(
+                    Code::InvalidArgument,
+                    "malformed grpclab.admin.v1.HeapProfileStartRequest",
+                ));
+            };
+            admin_outcome(heap_profile::start(&request.path).map(|()| request.path))
+        }
+        Route::HeapProfileStop => admin_outcome(heap_profile::stop()),
+    }
+}
+
+/// The reply to a heap profile request: the profile's path, or why not (FAILED_PRECONDITION,
+/// as the tonic baseline answers).
+fn admin_outcome(result: Result<String, heap_profile::HeapProfileError>) -> Outcome {
+    match result {
+        Ok(path) => Outcome::Reply(encode_framed(&HeapProfileReply { path })),
+        Err(err) => Outcome::Status(Status {
+            code: Code::FailedPrecondition,
+            message: Cow::Owned(err.to_string()),
+        }),
     }
 }
 

@@ -7,12 +7,14 @@
 //! - [`process`]: a server as a child in its own process group; stop with SIGTERM, then SIGKILL.
 //! - [`sampler`]: CPU and memory of the server's process group, once a second.
 //! - [`profile`]: `--profile cpu`: perf samples of the server, a flamegraph and top functions.
+//! - [`alloc_profile`]: `--profile alloc`: the server's top allocation sites (dhat).
 //! - [`runner`]: one implementation from build to stop, every failure a FAILED row.
 //! - [`results`]: the results folder and the grpc_bench table.
 //! - [`sweep`]: `--sweep KEY=V1,V2`: every implementation at every combination.
 //!
 //! The runner measures and reports progress through a callback; `execute` prints.
 
+pub mod alloc_profile;
 pub mod config;
 pub mod limits;
 pub mod process;
@@ -43,6 +45,8 @@ pub struct PreparedBench {
     pub runs: Vec<PlannedRun>,
     /// `--profile cpu`: sample each server with perf during its window.
     pub profile_cpu: bool,
+    /// `--profile alloc`: record each built-in server's allocation sites during its window.
+    pub profile_alloc: bool,
 }
 
 /// One run of a bench: an implementation with its settings.
@@ -95,6 +99,7 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
         axes,
         runs,
         profile_cpu: args.profile.contains(&crate::cli::ProfileKind::Cpu),
+        profile_alloc: args.profile.contains(&crate::cli::ProfileKind::Alloc),
     })
 }
 
@@ -178,6 +183,7 @@ pub fn execute(
             cancel,
             progress: &mut prefixed,
             cpu_profile_dir: prepared.profile_cpu.then(|| dir.path().to_path_buf()),
+            alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
         };
         let result = run_one(&run.spec, &mut context);
         let summary = match (&result.status, &result.load) {

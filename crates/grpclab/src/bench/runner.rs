@@ -50,7 +50,10 @@ pub struct ImplResult {
     pub limits: AppliedLimits,
     /// `--profile cpu`: the flamegraph and top functions.
     pub cpu_profile: Option<super::profile::CpuProfile>,
-    /// Why a requested profile is missing (perf absent or not permitted).
+    /// `--profile alloc`: the top allocation sites.
+    pub alloc_profile: Option<super::alloc_profile::AllocProfile>,
+    /// Why a requested profile is missing (perf absent or not permitted, a server without
+    /// grpclab's heap profiler); one line per profile.
     pub profile_note: Option<String>,
 }
 
@@ -74,6 +77,7 @@ impl ImplResult {
             bytes_per_call: None,
             limits,
             cpu_profile: None,
+            alloc_profile: None,
             profile_note: None,
         }
     }
@@ -93,6 +97,8 @@ pub struct RunContext<'a> {
     pub progress: &'a mut dyn FnMut(&str),
     /// `--profile cpu`: where the profile files go.
     pub cpu_profile_dir: Option<std::path::PathBuf>,
+    /// `--profile alloc`: where the allocation profiles go.
+    pub alloc_profile_dir: Option<std::path::PathBuf>,
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -411,6 +417,7 @@ fn measure(
     let monitor_cancel = load_cancel.clone();
     let target = addr.to_string();
     let profile_dir = context.cpu_profile_dir.clone();
+    let alloc_dir = context.alloc_profile_dir.clone();
     let profile_name = super::runner::sanitize(name);
     let monitor = std::thread::spawn(move || {
         let warmup_end = Instant::now() + warmup;
@@ -418,6 +425,8 @@ fn measure(
         let mut stats_before = None;
         let mut died = false;
         let mut recording: Option<Result<super::profile::CpuRecording, String>> = None;
+        let mut alloc_recording: Option<Result<super::alloc_profile::AllocRecording, String>> =
+            None;
         loop {
             match done_rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
@@ -429,6 +438,10 @@ fn measure(
                 if let Some(dir) = &profile_dir {
                     recording = Some(super::profile::start(&group_pids(pid), dir, &profile_name));
                 }
+                if let Some(dir) = &alloc_dir {
+                    alloc_recording =
+                        Some(super::alloc_profile::start(&target, dir, &profile_name));
+                }
             }
             if !process_alive(pid) {
                 died = true;
@@ -437,28 +450,40 @@ fn measure(
             }
         }
         let usage = sampler.map(Sampler::finish).unwrap_or_default();
+        // The heap profile stops first: nothing else has talked to the server since the load.
+        let alloc_profile = if died {
+            alloc_recording.map(|_| Err("allocation profile lost: the server died".to_owned()))
+        } else {
+            alloc_recording
+                .map(|started| started.and_then(super::alloc_profile::AllocRecording::stop))
+        };
         let profile =
             recording.map(|started| started.and_then(super::profile::CpuRecording::finish));
-        (usage, stats_before, died, profile)
+        (usage, stats_before, died, profile, alloc_profile)
     });
     let outcome = grpclab_load::run(load, &load_cancel, &mut |_| {});
     let _ = done_tx.send(());
-    let (usage, stats_before, died, profile) = monitor
+    let (usage, stats_before, died, profile, alloc_stopped) = monitor
         .join()
-        .unwrap_or_else(|_| (Usage::default(), None, false, None));
-    let (cpu_profile, profile_note) = match profile {
-        None => (None, None),
-        Some(Ok(profile)) => (Some(profile), None),
-        Some(Err(note)) => {
-            (context.progress)(&format!("{name}: {note}"));
-            (None, Some(note))
-        }
-    };
+        .unwrap_or_else(|_| (Usage::default(), None, false, None, None));
+    let mut notes = Vec::new();
+    let cpu_profile = keep_profile(profile, name, context.progress, &mut notes);
     let stats_after = if died {
         None
     } else {
         fetch_stats(&addr.to_string())
     };
+    let window_calls = match (&stats_before, &stats_after) {
+        (Some(before), Some(after)) => Some(after.calls.saturating_sub(before.calls)),
+        _ => None,
+    };
+    let alloc_profile = keep_profile(
+        alloc_stopped.map(|stopped| stopped.and_then(|s| s.report(window_calls))),
+        name,
+        context.progress,
+        &mut notes,
+    );
+    let profile_note = (!notes.is_empty()).then(|| notes.join("; "));
 
     let result = match outcome {
         Ok(result) => result,
@@ -477,6 +502,16 @@ fn measure(
         (calls > 0).then(|| (after.saturating_sub(before)) as f64 / calls as f64)
     };
     let (allocations_per_call, bytes_per_call) = match (&stats_before, &stats_after) {
+        // Under a heap profile the counting allocator also counts dhat's own bookkeeping;
+        // dhat's totals are the server's allocations alone.
+        (Some(before), Some(after)) if alloc_profile.is_some() => {
+            let calls = after.calls.saturating_sub(before.calls);
+            let profile = alloc_profile.as_ref();
+            (
+                profile.and_then(|p| per_call(0, p.allocations, calls)),
+                profile.and_then(|p| per_call(0, p.bytes, calls)),
+            )
+        }
         (Some(before), Some(after)) => {
             let calls = after.calls.saturating_sub(before.calls);
             (
@@ -517,7 +552,25 @@ fn measure(
         bytes_per_call,
         limits: limits.clone(),
         cpu_profile,
+        alloc_profile,
         profile_note,
+    }
+}
+
+/// A requested profile, or the note saying why there is none (shown now, kept in the record).
+fn keep_profile<T>(
+    profile: Option<Result<T, String>>,
+    name: &str,
+    progress: &mut dyn FnMut(&str),
+    notes: &mut Vec<String>,
+) -> Option<T> {
+    match profile? {
+        Ok(profile) => Some(profile),
+        Err(note) => {
+            progress(&format!("{name}: {note}"));
+            notes.push(note);
+            None
+        }
     }
 }
 

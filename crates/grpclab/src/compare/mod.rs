@@ -145,6 +145,7 @@ pub fn execute(
                 cancel,
                 progress: &mut prefixed,
                 cpu_profile_dir: None,
+                alloc_profile_dir: None,
             };
             let mut spec = spec.clone();
             spec.name = format!("{}-{round}", ["a", "b"][index]);

@@ -18,7 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark gRPC servers the way grpc_bench does, and print its table (the main job).
     Bench(BenchArgs),
-    /// A/B: run two implementations (or settings) interleaved and say whether B differs.
+    /// A/B/n: run implementations (or settings) interleaved and say whether each differs from A.
     Compare(CompareArgs),
     /// Drive unary gRPC calls at a server and measure them (ghz's flags where they overlap).
     Load(Box<LoadArgs>),
@@ -247,16 +247,13 @@ pub struct BenchSettings {
     pub results_dir: PathBuf,
 }
 
-/// `grpclab compare A B`
+/// `grpclab compare A B [C ...]`
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// A: an implementation and extra start arguments, e.g. "lab --decode inline".
-    #[arg(value_name = "A")]
-    pub a: String,
-
-    /// B: an implementation and extra start arguments, e.g. "lab --decode pool".
-    #[arg(value_name = "B")]
-    pub b: String,
+    /// The sides, A first (the baseline), then B, C, ... (2 to 8): each an implementation and
+    /// extra start arguments, e.g. "lab --decode inline" "lab --decode pool".
+    #[arg(value_name = "SIDE", num_args = 2..=crate::compare::MAX_SIDES, required = true)]
+    pub sides: Vec<String>,
 
     /// Rounds per side, interleaved A B A B ...
     #[arg(long, default_value_t = 5, value_name = "N")]

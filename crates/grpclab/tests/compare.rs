@@ -8,22 +8,18 @@ use std::process::{Command, Output};
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn compare(dir: &std::path::Path, a: &str, b: &str, extra: &[&str]) -> Output {
+    compare_sides(dir, &[a, b], extra)
+}
+
+fn compare_sides(dir: &std::path::Path, sides: &[&str], extra: &[&str]) -> Output {
     let _turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut command = Command::new(env!("CARGO_BIN_EXE_grpclab"));
     command
-        .args([
-            "compare",
-            a,
-            b,
-            "-O",
-            "json",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-        ])
+        .arg("compare")
+        .args(sides)
+        .args(["-O", "json", "--duration", "1s", "--warmup", "0s"])
         .args(["--connections", "2", "--concurrency", "20"])
         .args(["--results-dir", dir.join("results").to_str().unwrap()])
         .args(extra);
@@ -47,14 +43,24 @@ fn report(output: &Output) -> serde_json::Value {
 #[test]
 fn a_deliberately_slower_server_is_called_slower() {
     let dir = tempfile::tempdir().unwrap();
-    let output = compare(
+    // Three sides: B sleeps 1 ms per call, C is A again.
+    let output = compare_sides(
         dir.path(),
-        "lab",
-        "lab --handler-delay 1ms",
+        &["lab", "lab --handler-delay 1ms", "lab"],
         &["--rounds", "4"],
     );
-    let report = report(&output);
-    assert_eq!(report["rounds"], 4);
+    let full = report(&output);
+    assert_eq!(full["rounds"], 4);
+    assert_eq!(full["baseline"], "lab");
+    let comparisons = full["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 2, "{full:#}");
+    assert_eq!(comparisons[1]["label"], "C");
+    assert_eq!(
+        comparisons[1]["rps"]["verdict"], "no_significant_difference",
+        "{full:#}"
+    );
+    let report = &comparisons[0];
+    assert_eq!(report["side"], "lab --handler-delay 1ms");
     assert_eq!(report["rps"]["verdict"], "slower", "{report:#}");
     // Latency: B's is clearly higher; whether a 4-round interval excludes 1 depends on how
     // noisy A's sub-millisecond p99 is on this machine, so only the direction is asserted.
@@ -71,9 +77,17 @@ fn a_deliberately_slower_server_is_called_slower() {
         .unwrap()
         .unwrap()
         .path();
-    for file in ["a-1.json", "b-4.json", "compare.json", "compare.txt"] {
+    for file in [
+        "a-1.json",
+        "b-4.json",
+        "c-4.json",
+        "compare.json",
+        "compare.txt",
+    ] {
         assert!(folder.join(file).is_file(), "{file} missing");
     }
+    let text = std::fs::read_to_string(folder.join("compare.txt")).unwrap();
+    assert!(text.contains("B worse"), "{text}");
 }
 
 #[test]
@@ -81,6 +95,7 @@ fn a_against_itself_shows_no_significant_difference() {
     let dir = tempfile::tempdir().unwrap();
     let output = compare(dir.path(), "lab", "lab", &["--rounds", "3"]);
     let report = report(&output);
+    let report = &report["comparisons"][0];
     assert_eq!(
         report["rps"]["verdict"], "no_significant_difference",
         "{report:#}"
@@ -96,6 +111,12 @@ fn bad_comparisons_are_refused() {
     let output = compare(dir.path(), "lab", "lab", &["--rounds", "1"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--rounds"));
+    let output = compare_sides(dir.path(), &["lab"], &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "one side is not a comparison"
+    );
     let output = compare(dir.path(), "nginx", "lab", &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown implementation 'nginx'"));

@@ -1,10 +1,11 @@
-//! `grpclab compare A B`: did my change help? Runs A and B interleaved (A B A B ...) for
-//! `--rounds` rounds, so drift on a noisy machine hits both, each round a full bench run
-//! (server under limits, warmup, window); then per metric (req/s, p50, p99) each side's mean
-//! with its 99.9 % interval, the ratio B/A with its interval, and a verdict.
+//! `grpclab compare A B [C ...]`: did my change help? Runs the sides interleaved (A B A B ...,
+//! or A B C A B C ...) for `--rounds` rounds, so drift on a noisy machine hits every side,
+//! each round a full bench run (server under limits, warmup, window); then per metric (req/s,
+//! p50, p99) each side's mean with its 99.9 % interval and, for every side after the first,
+//! the ratio to A with its interval and a verdict. A is the baseline.
 //!
-//! A and B name an implementation of the suite (the built-in servers by default) followed by
-//! extra arguments for its start command: `"lab --decode inline"` vs `"lab --decode pool"`.
+//! Each side names an implementation of the suite (the built-in servers by default) followed
+//! by extra arguments for its start command: `"lab --decode inline"` vs `"lab --decode pool"`.
 
 pub mod stats;
 
@@ -20,11 +21,20 @@ use crate::cli::CompareArgs;
 use crate::InputError;
 use stats::{compare, Better, Comparison};
 
+/// Most sides one comparison takes (labels A..H); more would make rounds too long to
+/// interleave usefully.
+pub const MAX_SIDES: usize = 8;
+
+/// A side's label: A, B, C, ...
+fn label(index: usize) -> String {
+    char::from(b'A' + index as u8).to_string()
+}
+
 /// A validated comparison.
 pub struct PreparedCompare {
     config: BenchConfig,
-    a: (String, ImplementationSpec),
-    b: (String, ImplementationSpec),
+    /// Each side as given, and its suite entry.
+    sides: Vec<(String, ImplementationSpec)>,
     rounds: usize,
     scenario: grpclab_core::Scenario,
 }
@@ -66,10 +76,21 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
             config.scenario
         ))
     })?;
+    if args.sides.len() < 2 || args.sides.len() > MAX_SIDES {
+        return Err(InputError(format!(
+            "compare takes 2 to {MAX_SIDES} sides (A B [C ...]), got {}",
+            args.sides.len()
+        )));
+    }
     let suite = crate::bench::suite_of(&args.settings)?;
+    let sides = args
+        .sides
+        .iter()
+        .enumerate()
+        .map(|(index, text)| Ok((text.clone(), side(text, &suite, &label(index))?)))
+        .collect::<Result<Vec<_>, InputError>>()?;
     Ok(PreparedCompare {
-        a: (args.a.clone(), side(&args.a, &suite, "A")?),
-        b: (args.b.clone(), side(&args.b, &suite, "B")?),
+        sides,
         config,
         rounds: args.rounds,
         scenario,
@@ -79,12 +100,21 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
 /// The comparison's result, as printed and written to `compare.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareReport {
-    /// A as given.
-    pub a: String,
-    /// B as given.
-    pub b: String,
+    /// A as given: the baseline.
+    pub baseline: String,
     /// Rounds per side.
     pub rounds: usize,
+    /// Every side after A against A, in the order given.
+    pub comparisons: Vec<SideComparison>,
+}
+
+/// One side against the baseline.
+#[derive(Debug, Clone, Serialize)]
+pub struct SideComparison {
+    /// Its label (B, C, ...).
+    pub label: String,
+    /// The side as given.
+    pub side: String,
     /// Requests per second (higher is better).
     pub rps: Comparison,
     /// Median latency in nanoseconds (lower is better).
@@ -127,9 +157,9 @@ pub fn execute(
         config.server_threads(),
         config.client_cpus,
     );
-    let mut runs: [Vec<ImplResult>; 2] = [Vec::new(), Vec::new()];
+    let mut runs: Vec<Vec<ImplResult>> = vec![Vec::new(); prepared.sides.len()];
     for round in 1..=prepared.rounds {
-        for (index, (label, spec)) in [&prepared.a, &prepared.b].into_iter().enumerate() {
+        for (index, (text, spec)) in prepared.sides.iter().enumerate() {
             if cancel.is_cancelled() {
                 anyhow::bail!(
                     "interrupted (Ctrl-C) in round {round}; the finished runs are in {}",
@@ -148,12 +178,13 @@ pub fn execute(
                 alloc_profile_dir: None,
             };
             let mut spec = spec.clone();
-            spec.name = format!("{}-{round}", ["a", "b"][index]);
+            spec.name = format!("{}-{round}", label(index).to_lowercase());
             let result = run_one(&spec, &mut context);
             dir.write_result(&result)?;
             if result.status == RowStatus::Failed {
                 anyhow::bail!(
-                    "{label} failed in round {round}: {}; the runs so far are in {}",
+                    "{} ({text}) failed in round {round}: {}; the runs so far are in {}",
+                    label(index),
                     result.reason.as_deref().unwrap_or("unknown"),
                     dir.path().display()
                 );
@@ -161,26 +192,35 @@ pub fn execute(
             runs[index].push(result);
         }
     }
-    let [a_runs, b_runs] = &runs;
+    let baseline = &runs[0];
+    let comparisons = runs
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(index, side_runs)| SideComparison {
+            label: label(index),
+            side: prepared.sides[index].0.clone(),
+            rps: compare(
+                &metric(baseline, |r| r.rps),
+                &metric(side_runs, |r| r.rps),
+                Better::Higher,
+            ),
+            p50_ns: compare(
+                &metric(baseline, |r| percentile(r, 50.0)),
+                &metric(side_runs, |r| percentile(r, 50.0)),
+                Better::Lower,
+            ),
+            p99_ns: compare(
+                &metric(baseline, |r| percentile(r, 99.0)),
+                &metric(side_runs, |r| percentile(r, 99.0)),
+                Better::Lower,
+            ),
+        })
+        .collect();
     let report = CompareReport {
-        a: prepared.a.0.clone(),
-        b: prepared.b.0.clone(),
+        baseline: prepared.sides[0].0.clone(),
         rounds: prepared.rounds,
-        rps: compare(
-            &metric(a_runs, |r| r.rps),
-            &metric(b_runs, |r| r.rps),
-            Better::Higher,
-        ),
-        p50_ns: compare(
-            &metric(a_runs, |r| percentile(r, 50.0)),
-            &metric(b_runs, |r| percentile(r, 50.0)),
-            Better::Lower,
-        ),
-        p99_ns: compare(
-            &metric(a_runs, |r| percentile(r, 99.0)),
-            &metric(b_runs, |r| percentile(r, 99.0)),
-            Better::Lower,
-        ),
+        comparisons,
     };
     std::fs::write(
         dir.path().join("compare.json"),
@@ -190,41 +230,60 @@ pub fn execute(
     Ok((report, dir.path().to_path_buf()))
 }
 
-/// The comparison as a text table.
+/// The comparison as a text table: per metric, A's mean and then each other side's, with
+/// its ratio to A.
 pub fn render(report: &CompareReport) -> String {
-    let mut out = format!(
-        "A: {}\nB: {}\n{} rounds each, interleaved; means with 99.9 % confidence intervals\n\n",
-        report.a, report.b, report.rounds
-    );
+    let mut out = format!("A: {}\n", report.baseline);
+    for side in &report.comparisons {
+        out.push_str(&format!("{}: {}\n", side.label, side.side));
+    }
     out.push_str(&format!(
-        "{:<8} {:>26} {:>26} {:>24}  {}\n",
-        "metric", "A", "B", "B/A [99.9 % CI]", "verdict"
+        "{} rounds each, interleaved; means with 99.9 % confidence intervals; ratios to A\n\n",
+        report.rounds
     ));
-    let row = |name: &str, c: &Comparison, scale: f64, unit: &str| {
-        let verdict = match c.verdict {
-            stats::Verdict::Faster => "B better",
-            stats::Verdict::Slower => "B worse",
-            stats::Verdict::NoSignificantDifference => "no significant difference",
-        };
+    out.push_str(&format!(
+        "{:<8} {:<5} {:>26} {:>24}  {}\n",
+        "metric", "side", "mean", "ratio to A [99.9 % CI]", "verdict"
+    ));
+    type Pick = fn(&SideComparison) -> &Comparison;
+    let metrics: [(&str, Pick, f64, &str); 3] = [
+        ("req/s", |c| &c.rps, 1.0, ""),
+        ("p50", |c| &c.p50_ns, 1e6, "ms"),
+        ("p99", |c| &c.p99_ns, 1e6, "ms"),
+    ];
+    let mean = |summary: &stats::Summary, scale: f64, unit: &str| {
         format!(
-            "{:<8} {:>26} {:>26} {:>24}  {}\n",
-            name,
-            format!(
-                "{:.2} ± {:.2} {unit}",
-                c.a.mean / scale,
-                c.a.ci_half_width / scale
-            ),
-            format!(
-                "{:.2} ± {:.2} {unit}",
-                c.b.mean / scale,
-                c.b.ci_half_width / scale
-            ),
-            format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ratio_low, c.ratio_high),
-            verdict
+            "{:.2} ± {:.2} {unit}",
+            summary.mean / scale,
+            summary.ci_half_width / scale
         )
     };
-    out.push_str(&row("req/s", &report.rps, 1.0, ""));
-    out.push_str(&row("p50", &report.p50_ns, 1e6, "ms"));
-    out.push_str(&row("p99", &report.p99_ns, 1e6, "ms"));
+    for (name, pick, scale, unit) in metrics {
+        let Some(first) = report.comparisons.first() else {
+            continue;
+        };
+        out.push_str(&format!(
+            "{:<8} {:<5} {:>26}\n",
+            name,
+            "A",
+            mean(&pick(first).a, scale, unit)
+        ));
+        for side in &report.comparisons {
+            let c = pick(side);
+            let verdict = match c.verdict {
+                stats::Verdict::Faster => format!("{} better", side.label),
+                stats::Verdict::Slower => format!("{} worse", side.label),
+                stats::Verdict::NoSignificantDifference => "no significant difference".to_owned(),
+            };
+            out.push_str(&format!(
+                "{:<8} {:<5} {:>26} {:>24}  {}\n",
+                "",
+                side.label,
+                mean(&c.b, scale, unit),
+                format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ratio_low, c.ratio_high),
+                verdict
+            ));
+        }
+    }
     out
 }

@@ -1,6 +1,7 @@
 //! Statistics for A/B comparisons: mean with a Student-t confidence interval per side, the
-//! ratio B/A with its interval (delta method, Welch–Satterthwaite degrees of freedom), and a
-//! verdict that calls a difference significant only when the ratio's interval excludes 1.
+//! ratio B/A with its interval (delta method on the log of the ratio, Welch–Satterthwaite
+//! degrees of freedom), and a verdict that calls a difference significant only when the
+//! ratio's interval excludes 1.
 //!
 //! Small pure functions, tested against hand-computed samples; the confidence level is 99.9 %
 //! (two-sided), so with a handful of rounds only clear differences are called.
@@ -175,8 +176,19 @@ pub fn compare(a: &[f64], b: &[f64], better: Better) -> Comparison {
             1.0e9
         }
     };
-    let half_width = t_critical(df) * ratio.abs() * (rel_a + rel_b).sqrt();
-    let (ratio_low, ratio_high) = (ratio - half_width, ratio + half_width);
+    // The interval is built on the log of the ratio (same delta-method variance, since
+    // var(ln m) ≈ var(m) / m²) and mapped back: it stays positive and is as asymmetric as a
+    // ratio is (halving and doubling are equally far from 1), where a linear interval around
+    // the ratio could go below zero when A is noisy.
+    let log_half_width = t_critical(df) * (rel_a + rel_b).sqrt();
+    let (ratio_low, ratio_high) = if ratio > 0.0 && log_half_width.is_finite() {
+        (
+            ratio * (-log_half_width).exp(),
+            ratio * log_half_width.exp(),
+        )
+    } else {
+        (f64::NAN, f64::NAN)
+    };
     let verdict = if !(ratio_low.is_finite() && ratio_high.is_finite())
         || (ratio_low <= 1.0 && ratio_high >= 1.0)
     {
@@ -234,6 +246,19 @@ mod tests {
         let same = compare(&a, &[100.2, 99.8, 100.9, 99.1, 100.0], Better::Higher);
         assert_eq!(same.verdict, Verdict::NoSignificantDifference);
         assert!(same.ratio_low < 1.0 && same.ratio_high > 1.0);
+        // By hand: both samples have variance 0.625, so the relative variances of the means
+        // are 0.625/(5·100²) and 0.625/(5·150²); Welch's df from them; the interval is
+        // ratio · exp(±t·sqrt(sum)).
+        let rel = 0.625 / (5.0 * 100.0f64.powi(2)) + 0.625 / (5.0 * 150.0f64.powi(2));
+        let df = rel.powi(2)
+            / ((0.625f64 / (5.0 * 1e4)).powi(2) / 4.0 + (0.625f64 / (5.0 * 2.25e4)).powi(2) / 4.0);
+        let half = t_critical(df) * rel.sqrt();
+        assert!((higher.ratio_low - 1.5 * (-half).exp()).abs() < 1e-12);
+        assert!((higher.ratio_high - 1.5 * half.exp()).abs() < 1e-12);
+        // A noisy A no longer gives a negative lower bound.
+        let noisy = compare(&[1.0, 10.0], &[5.0, 6.0], Better::Lower);
+        assert!(noisy.ratio_low > 0.0, "{noisy:?}");
+        assert_eq!(noisy.verdict, Verdict::NoSignificantDifference);
         // JMH's example: 1425.96 ± 3.84 vs 1391.88 ± 34.71 — within noise.
         let jmh_a = [1422.0, 1430.0, 1426.0, 1424.0, 1428.0];
         let jmh_b = [1360.0, 1420.0, 1390.0, 1370.0, 1430.0];

@@ -30,7 +30,7 @@ use tokio_util::sync::{CancellationToken, PollSender};
 use super::grpc::{
     check_head, check_prefix, CallHead, HeadRejection, Outcome, RequestHeaders, Status,
 };
-use super::placement::{Job, Placement, Responder};
+use super::placement::{Job, Placement, PoolSender, Responder};
 use super::LabConfig;
 
 /// The implementation name the admin RPC reports.
@@ -186,6 +186,8 @@ struct ConnectionTask {
     config: Arc<LabConfig>,
     calls: Vec<PendingCall>,
     pool: Option<PollSender<Job<H2Responder>>>,
+    /// The same pool, for the adaptive placement's question "is a worker idle?".
+    adaptive: Option<PoolSender<H2Responder>>,
     /// Complete calls waiting for room in the pool's queue (back-pressure); bounded by the
     /// connection's SETTINGS_MAX_CONCURRENT_STREAMS.
     waiting_for_pool: std::collections::VecDeque<Job<H2Responder>>,
@@ -228,7 +230,9 @@ impl ConnectionTask {
         let offload = match self.config.placement {
             Placement::Inline => false,
             Placement::Pool => true,
-            Placement::Adaptive => job.body.len() > self.config.offload_above,
+            Placement::Adaptive => self.adaptive.as_ref().is_some_and(|pool| {
+                pool.adaptive_offload(job.body.len(), self.config.offload_above)
+            }),
             Placement::Task => {
                 tokio::spawn(async move { job.run() });
                 return;
@@ -363,7 +367,7 @@ impl ConnectionTask {
 pub async fn serve_connection(
     tcp: TcpStream,
     config: Arc<LabConfig>,
-    pool: Option<tokio::sync::mpsc::Sender<Job<H2Responder>>>,
+    pool: Option<PoolSender<H2Responder>>,
     shutdown: CancellationToken,
 ) {
     let mut builder = h2::server::Builder::new();
@@ -382,7 +386,10 @@ pub async fn serve_connection(
         h2,
         config,
         calls: Vec::new(),
-        pool: pool.map(PollSender::new),
+        pool: pool
+            .as_ref()
+            .map(|pool| PollSender::new(pool.sender.clone())),
+        adaptive: pool,
         waiting_for_pool: std::collections::VecDeque::new(),
         deadline_timer: None,
         accept_done: false,

@@ -27,7 +27,7 @@ pub use placement::Placement;
 use crate::ServeError;
 use h2_transport::{serve_connection, H2Responder};
 use own_transport::{EngineResponder, LabService};
-use placement::{Job, Pool};
+use placement::{Pool, PoolSender};
 
 /// Default `--max-message-bytes`: 4 MiB, as grpc-go and grpc-java.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
@@ -114,6 +114,7 @@ pub fn run(
         },
     };
     let threads = threads.max(1);
+    let spare_cores = placement::spare_cores(threads);
     let mut inboxes = Vec::with_capacity(threads);
     let mut workers = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -121,8 +122,8 @@ pub fn run(
         inboxes.push(inbox);
         let config = Arc::clone(&config);
         let senders = PoolSenders {
-            h2: pools.h2.as_ref().map(Pool::sender),
-            own: pools.own.as_ref().map(Pool::sender),
+            h2: pools.h2.as_ref().map(|pool| pool.sender(spare_cores)),
+            own: pools.own.as_ref().map(|pool| pool.sender(spare_cores)),
         };
         let shutdown = shutdown.clone();
         let worker = std::thread::Builder::new()
@@ -163,8 +164,8 @@ struct Pools {
 
 /// Handles to [`Pools`] for a worker.
 struct PoolSenders {
-    h2: Option<mpsc::Sender<Job<H2Responder>>>,
-    own: Option<mpsc::Sender<Job<EngineResponder>>>,
+    h2: Option<PoolSender<H2Responder>>,
+    own: Option<PoolSender<EngineResponder>>,
 }
 
 /// Accepts connections and deals them round-robin to the workers.

@@ -9,7 +9,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use super::grpc::{check_head, run_call, CallHead, HeadRejection, Outcome, RequestHeaders, Status};
-use super::placement::{Job, Placement, Responder};
+use super::placement::{Job, Placement, PoolSender, Responder};
 use super::LabConfig;
 
 const IMPLEMENTATION: &str = "lab";
@@ -40,15 +40,12 @@ fn status_response(status: Status) -> Response {
 /// The lab service for one connection.
 pub struct LabService {
     config: Arc<LabConfig>,
-    pool: Option<mpsc::Sender<Job<EngineResponder>>>,
+    pool: Option<PoolSender<EngineResponder>>,
 }
 
 impl LabService {
     /// A service using `pool` for the pool and adaptive placements.
-    pub fn new(
-        config: Arc<LabConfig>,
-        pool: Option<mpsc::Sender<Job<EngineResponder>>>,
-    ) -> LabService {
+    pub fn new(config: Arc<LabConfig>, pool: Option<PoolSender<EngineResponder>>) -> LabService {
         LabService { config, pool }
     }
 }
@@ -103,7 +100,10 @@ impl Service for LabService {
         let offload = match self.config.placement {
             Placement::Inline => false,
             Placement::Pool => true,
-            Placement::Adaptive => body.len() > self.config.offload_above,
+            Placement::Adaptive => self
+                .pool
+                .as_ref()
+                .is_some_and(|pool| pool.adaptive_offload(body.len(), self.config.offload_above)),
             Placement::Task => {
                 tokio::spawn(async move {
                     reply.send(response(run_call(&call, &body, IMPLEMENTATION)));
@@ -120,7 +120,7 @@ impl Service for LabService {
             responder: EngineResponder(reply),
             implementation: IMPLEMENTATION,
         };
-        match pool.try_send(job) {
+        match pool.sender.try_send(job) {
             Ok(()) => Dispatch::Later,
             // A full queue is back-pressure: the connection keeps the call and offers it again.
             Err(mpsc::error::TrySendError::Full(job)) => {

@@ -9,6 +9,10 @@ adaptive. The harness's defaults apply otherwise (grpc_bench's: 50 connections x
 pinned cores), pool threads = the same number. With 2 server threads on this 2-core machine the
 client shares a core with the server (the harness warns); the 1-thread cells are clean.
 
+With --spare-core-scenarios, extra cells run lab with 1 I/O thread on 2 cores (a suite entry
+with `--threads 1`, GRPC_SERVER_CPUS=2): the only shape here where a pool worker has a core the
+I/O thread does not use, so the only one where adaptive may offload.
+
 Per cell it prints req/s and p99 (mean ± 99.9 % CI) per placement, each fixed placement's
 ratio to adaptive with its interval, and whether adaptive is within the interval of the best
 fixed placement (the best one is not significantly better than adaptive), for req/s and p99.
@@ -29,12 +33,23 @@ SCENARIOS = ["string_10B", "string_1kB", "string_10kB", "complex_proto", "large_
 PLACEMENTS = ["adaptive", "inline", "task", "pool"]
 
 
-def run_cell(args, scenario, threads):
-    sides = [f"lab --decode {p} --pool-threads {threads}" for p in PLACEMENTS]
-    out_dir = os.path.join(args.out, f"{scenario}-t{threads}")
+def run_cell(args, scenario, threads, io_threads=None):
+    """One compare of the four placements. `threads`: server CPUs (and I/O threads, unless
+    `io_threads` pins them lower through a suite entry)."""
+    sides = [f"lab --decode {p} --pool-threads {io_threads or threads}" for p in PLACEMENTS]
+    tag = f"t{threads}" if io_threads is None else f"io{io_threads}-cpus{threads}"
+    out_dir = os.path.join(args.out, f"{scenario}-{tag}")
+    os.makedirs(out_dir, exist_ok=True)
+    suite = []
+    if io_threads is not None:
+        path = os.path.join(out_dir, "suite.toml")
+        with open(path, "w") as f:
+            f.write(f"[[implementation]]\nname = \"lab\"\ncommand = \"exec '{BIN}' serve --impl lab "
+                    f"--port {{port}} --threads {io_threads}\"\n")
+        suite = ["--suite", path]
     argv = [BIN, "compare", *sides, "--rounds", str(args.rounds), "--duration", args.duration,
             "--warmup", args.warmup, "--scenario", scenario, "--server-cpus", str(threads),
-            "--results-dir", out_dir, "-O", "json"]
+            "--results-dir", out_dir, "-O", "json", *suite]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare failed for {scenario} x {threads}:\n{proc.stderr[-3000:]}")
@@ -54,6 +69,13 @@ def within(report, metric, higher_is_better):
     return best["side"].split()[2], f"{c['ratio']:.3f} [{c['ratio_low']:.3f}, {c['ratio_high']:.3f}]", ok
 
 
+def progress(scenario, threads, report):
+    verdicts = [within(report, "rps", True), within(report, "p99_ns", False)]
+    print(f"{scenario:14} threads {threads}: best req/s {verdicts[0][0]} "
+          f"(ratio to adaptive {verdicts[0][1]}, adaptive within: {verdicts[0][2]}); "
+          f"best p99 {verdicts[1][0]} (adaptive within: {verdicts[1][2]})", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -61,6 +83,8 @@ def main():
     parser.add_argument("--warmup", default="1s")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--spare-core-scenarios", default="large_complex,string_10kB",
+                        help="scenarios also run with 1 I/O thread on 2 cores; empty to skip")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "study_placement"))
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
@@ -69,11 +93,12 @@ def main():
     for threads in [int(t) for t in args.threads.split(",")]:
         for scenario in args.scenarios.split(","):
             report = run_cell(args, scenario, threads)
-            cells.append((scenario, threads, report))
-            verdicts = [within(report, "rps", True), within(report, "p99_ns", False)]
-            print(f"{scenario:14} threads {threads}: best req/s {verdicts[0][0]} "
-                  f"(ratio to adaptive {verdicts[0][1]}, adaptive within: {verdicts[0][2]}); "
-                  f"best p99 {verdicts[1][0]} (adaptive within: {verdicts[1][2]})", flush=True)
+            cells.append((scenario, str(threads), report))
+            progress(scenario, threads, report)
+    for scenario in [s for s in args.spare_core_scenarios.split(",") if s]:
+        report = run_cell(args, scenario, 2, io_threads=1)
+        cells.append((scenario, "1 I/O on 2 cores", report))
+        progress(scenario, "1 I/O on 2 cores", report)
 
     print()
     print(f"lab decode placement, {args.rounds} interleaved rounds per cell, {args.duration} after "

@@ -122,6 +122,13 @@ pub trait Service {
     fn call(&mut self, call: Self::Call, body: Bytes, reply: Reply) -> Dispatch<Self::Call>;
 }
 
+/// How much service work (calls run inline, responses encoded) a connection does before it
+/// lets the thread's other connections run. Without it, a connection whose client keeps it
+/// readable keeps the thread: tokio's cooperative budget only forces a yield after 128
+/// socket operations, which at 760 µs per large_complex call is about two seconds — the other
+/// connections' calls starved that long (study 2, docs/studies/decode-placement.md). Small
+/// calls never reach it within a turn, so their batching is unchanged.
+const FAIR_SHARE: std::time::Duration = std::time::Duration::from_millis(1);
 /// How long a connection waits before offering a busy call again when nothing else wakes it.
 const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
 /// Read buffer growth step.
@@ -304,7 +311,13 @@ pub async fn serve_connection<S: Service>(
     let mut written = 0usize;
     let deadline_timer = tokio::time::sleep(std::time::Duration::from_secs(3600));
     tokio::pin!(deadline_timer);
+    // Service work since this task last yielded (see FAIR_SHARE).
+    let mut work_since_yield = std::time::Duration::ZERO;
     loop {
+        if work_since_yield >= FAIR_SHARE {
+            work_since_yield = std::time::Duration::ZERO;
+            tokio::task::yield_now().await;
+        }
         // Write what is queued, as far as the socket takes it.
         while written < connection.out.len() {
             match tcp.try_write(&connection.out[written..]) {
@@ -355,10 +368,12 @@ pub async fn serve_connection<S: Service>(
                 match crate::io::read_available(&tcp, &mut read_buf) {
                     Ok(0) => read_closed = true,
                     Ok(_) => {
+                        let started = Instant::now();
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
                             connection.fail(error);
                             read_closed = true;
                         }
+                        work_since_yield += started.elapsed();
                     }
                     Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
                     Err(_) => return,

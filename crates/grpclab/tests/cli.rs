@@ -374,3 +374,41 @@ fn encode_writes_the_framed_request_for_other_clients() {
         &["--index 3", "1 request"],
     );
 }
+
+/// Long inline calls on one connection must not starve the thread's other connections: a
+/// connection that stays readable yields after a share of work (grpclab-h2's FAIR_SHARE).
+/// Counted, not timed: the flood is a fixed number of large calls, and the probe's call on
+/// its own connection (and the admin calls) must complete while the flood is still far from
+/// done. Without the yield, the flooding connections keep the I/O thread until the flood ends.
+#[test]
+fn slow_inline_calls_do_not_starve_other_connections() {
+    const FLOOD: u64 = 3000;
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1", "--decode", "inline"]);
+    let target = server.target();
+    let calls = |target: &str| -> u64 {
+        let output = run(&["stats", target]);
+        json(&output)["calls"].as_u64().unwrap()
+    };
+    let mut flood = grpclab()
+        // Large requests keep the flooding connections readable: the client always has more
+        // request bytes queued than one read takes.
+        .args(["load", &target, "--scenario", "large_complex"])
+        .args(["-c", "64", "--connections", "4", "-n", &FLOOD.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the flood is under way (counted by the server).
+    while calls(&target) < 50 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let probe = run(&["load", &target, "-n", "1", "-c", "1", "--connections", "1"]);
+    assert!(probe.status.success(), "{}", stderr(&probe));
+    let served = calls(&target);
+    let _ = flood.kill();
+    let _ = flood.wait();
+    assert!(
+        served < FLOOD / 2,
+        "{served} of the flood's {FLOOD} calls were served before one probe call on another connection: it starved"
+    );
+}

@@ -16,10 +16,9 @@
 //!   only when that can help: a pool worker is idle right now (so the call starts at once and
 //!   no queue builds up between reading and decoding) and the process has a core beyond its
 //!   I/O threads (so the worker adds CPU instead of taking turns with an I/O thread). Otherwise
-//!   inline. Why (docs/studies/decode-placement.md): with every core busy doing I/O, offloading
-//!   large_complex turned reading into queueing — the pool's queue absorbed the whole in-flight
-//!   window and p99 rose 20x (24 ms inline vs ~450 ms pool/task) at equal throughput; inline
-//!   decoding is back-pressure, a queue is not.
+//!   inline. Why (docs/studies/decode-placement.md): the hop costs about a third of the
+//!   throughput on small messages; on large ones offloading buys CPU only where a core is idle,
+//!   and a worker that is not idle would only add a queue between reading and decoding.
 
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -18,8 +18,13 @@ ratio to adaptive with its interval, and whether adaptive is within the interval
 fixed placement (the best one is not significantly better than adaptive), for req/s and p99.
 Every compare's JSON and per-run records stay under --out.
 
+With --qps SCENARIO=RATE,..., the cells run open loop at that offered rate instead (the same
+rate for every placement, below every placement's capacity): latency compared at equal load,
+where closed-loop p99 at saturation mostly restates Little's law.
+
 Usage: scripts/study_placement.py [--rounds 5] [--duration 3s] [--warmup 1s]
        [--scenarios string_10B,...] [--threads 1,2] [--out results/study_placement]
+       [--qps string_10B=300000,...]
 """
 import argparse
 import json
@@ -47,9 +52,11 @@ def run_cell(args, scenario, threads, io_threads=None):
             f.write(f"[[implementation]]\nname = \"lab\"\ncommand = \"exec '{BIN}' serve --impl lab "
                     f"--port {{port}} --threads {io_threads}\"\n")
         suite = ["--suite", path]
+    rate = args.rates.get(scenario)
+    qps = ["--qps", str(rate)] if rate else []
     argv = [BIN, "compare", *sides, "--rounds", str(args.rounds), "--duration", args.duration,
             "--warmup", args.warmup, "--scenario", scenario, "--server-cpus", str(threads),
-            "--results-dir", out_dir, "-O", "json", *suite]
+            "--results-dir", out_dir, "-O", "json", *suite, *qps]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare failed for {scenario} x {threads}:\n{proc.stderr[-3000:]}")
@@ -86,7 +93,16 @@ def main():
     parser.add_argument("--spare-core-scenarios", default="large_complex,string_10kB",
                         help="scenarios also run with 1 I/O thread on 2 cores; empty to skip")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "study_placement"))
+    parser.add_argument("--qps", default="", help="open loop: SCENARIO=RATE,... (req/s)")
     args = parser.parse_args()
+    args.rates = {}
+    for item in [i for i in args.qps.split(",") if i]:
+        scenario, _, rate = item.partition("=")
+        if not rate.isdigit():
+            sys.exit(f"--qps {item!r}: expected SCENARIO=RATE, e.g. string_10B=300000")
+        args.rates[scenario] = int(rate)
+    if args.rates:
+        args.scenarios = ",".join(s for s in args.scenarios.split(",") if s in args.rates)
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     os.makedirs(args.out, exist_ok=True)
     cells = []
@@ -101,8 +117,9 @@ def main():
         progress(scenario, "1 I/O on 2 cores", report)
 
     print()
-    print(f"lab decode placement, {args.rounds} interleaved rounds per cell, {args.duration} after "
-          f"{args.warmup} warmup; means ± 99.9 % CI; ratios are placement / adaptive")
+    load = (f"open loop at {args.qps}" if args.rates else "closed loop, 50 x 1000")
+    print(f"lab decode placement, {load}, {args.rounds} interleaved rounds per cell, {args.duration} "
+          f"after {args.warmup} warmup; means ± 99.9 % CI; ratios are placement / adaptive")
     print()
     print("| scenario | threads | placement | req/s | req/s ratio [CI] | p99 ms | p99 ratio [CI] |")
     print("|---|---:|---|---:|---:|---:|---:|")

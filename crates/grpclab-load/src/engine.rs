@@ -432,6 +432,16 @@ impl ThreadState {
         self.last_completion.set(Some(done));
         self.shared.progress[self.progress_slot].add(outcome.is_err());
     }
+
+    /// A call sent during the warmup has ended: counted apart if it ended after the window
+    /// began (see `Recorder::warmup_calls_in_window`).
+    pub(crate) fn record_warmup_call(&self, latency: Duration, done: Instant) {
+        if done >= self.schedule.measure_from() {
+            self.recorder
+                .borrow_mut()
+                .record_warmup_call_in_window(latency);
+        }
+    }
 }
 
 /// A stream's view of its connection: its own sender handle, refreshed only after a failure.
@@ -523,15 +533,17 @@ async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) 
             }
         };
         let done = Instant::now();
+        let from = intended.map_or(sent, |intended| intended.min(sent));
+        let latency = done.saturating_duration_since(from);
         if measured {
-            let from = intended.map_or(sent, |intended| intended.min(sent));
-            let latency = done.saturating_duration_since(from);
             thread.record(
                 &outcome,
                 latency,
                 done.saturating_duration_since(sent),
                 done,
             );
+        } else {
+            thread.record_warmup_call(latency, done);
         }
         if let Err(failure) = outcome {
             if failure.connection_lost {

@@ -112,6 +112,9 @@ impl CallSource for LabSource {
 
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
         if !token.measured {
+            let from = token.intended.map_or(sent, |intended| intended.min(sent));
+            self.thread
+                .record_warmup_call(now.saturating_duration_since(from), now);
             return;
         }
         self.thread
@@ -146,6 +149,10 @@ impl LabSource {
     /// A call in flight on a connection that was lost: Unavailable.
     fn lost(&mut self, token: CallToken, sent: Instant, reason: &str) {
         if !token.measured {
+            let now = Instant::now();
+            let from = token.intended.map_or(sent, |intended| intended.min(sent));
+            self.thread
+                .record_warmup_call(now.saturating_duration_since(from), now);
             return;
         }
         self.thread

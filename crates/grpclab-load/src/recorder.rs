@@ -70,6 +70,12 @@ pub struct Recorder {
     pub errors: BTreeMap<String, u64>,
     /// The measured window, second by second.
     pub per_second: Vec<SecondStats>,
+    /// Calls sent during the warmup that ended after the measured window began. They are not
+    /// in the figures above (the warmup is not measured), but a server that starves some
+    /// streams shows here: such calls can outlast the whole window.
+    pub warmup_calls_in_window: u64,
+    /// The longest of those calls, in nanoseconds (0 if none).
+    pub warmup_call_max_ns: u64,
 }
 
 impl Recorder {
@@ -81,7 +87,16 @@ impl Recorder {
             status: [0; Code::COUNT],
             errors: BTreeMap::new(),
             per_second: Vec::new(),
+            warmup_calls_in_window: 0,
+            warmup_call_max_ns: 0,
         }
+    }
+
+    /// Records a call sent during the warmup that ended inside (or after) the measured window,
+    /// successful or not: `latency` from its send to its end.
+    pub fn record_warmup_call_in_window(&mut self, latency: Duration) {
+        self.warmup_calls_in_window += 1;
+        self.warmup_call_max_ns = self.warmup_call_max_ns.max(saturating_ns(latency));
     }
 
     /// Records a successful call. `since_start` is when it completed, from the measured
@@ -162,6 +177,8 @@ impl Recorder {
         for (mine, theirs) in self.per_second.iter_mut().zip(other.per_second.iter()) {
             mine.merge(theirs);
         }
+        self.warmup_calls_in_window += other.warmup_calls_in_window;
+        self.warmup_call_max_ns = self.warmup_call_max_ns.max(other.warmup_call_max_ns);
     }
 }
 

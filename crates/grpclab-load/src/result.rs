@@ -65,6 +65,15 @@ impl LoadResult {
         }
     }
 
+    /// Calls sent during the warmup that ended after the window began (not measured), and
+    /// the longest of them in nanoseconds: a server starving some streams shows here.
+    pub fn warmup_calls_in_window(&self) -> (u64, u64) {
+        (
+            self.recorder.warmup_calls_in_window,
+            self.recorder.warmup_call_max_ns,
+        )
+    }
+
     /// Latency of successful calls, in nanoseconds.
     pub fn latency(&self) -> &Histogram<u64> {
         &self.recorder.latency

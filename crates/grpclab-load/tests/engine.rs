@@ -212,6 +212,36 @@ fn warmup_calls_are_sent_but_not_counted() {
     assert!(server.served.load(std::sync::atomic::Ordering::Relaxed) > 100);
 }
 
+fn warmup_calls_that_outlast_the_warmup_are_reported_apart() {
+    // The first call the server sees is held for 600 ms: it was sent during the 100 ms warmup
+    // and ends well inside the window, slower than any measured call.
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let server = scripted_server(
+        any_port(),
+        Arc::new(move |_: &[u8]| {
+            if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                Reply::EchoAfter(Duration::from_millis(600))
+            } else {
+                Reply::Echo
+            }
+        }),
+    );
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(200);
+    config.concurrency = 2;
+    config.connections = 1;
+    config.warmup = Duration::from_millis(100);
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.count(), 200, "the held call is not a measured one");
+    let (calls, slowest_ns) = result.warmup_calls_in_window();
+    assert!(calls >= 1, "the held warmup call ended in the window");
+    assert!(
+        slowest_ns >= 600_000_000,
+        "it took at least the 600 ms the server held it: {slowest_ns} ns"
+    );
+}
+
 fn an_unreachable_target_is_an_error_before_anything_runs() {
     // Bind then drop a listener: its port is very likely closed now.
     let port = std::net::TcpListener::bind("127.0.0.1:0")

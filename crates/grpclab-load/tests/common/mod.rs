@@ -22,6 +22,8 @@ pub enum Reply {
     Status(u32, &'static str),
     /// Never answer.
     Hang,
+    /// Echo, after this long (a slow or starving server, for this call only).
+    EchoAfter(std::time::Duration),
 }
 
 /// Decides the reply from the request's message bytes.
@@ -173,6 +175,10 @@ async fn answer(
             Ok(())
         }
         Reply::Echo => send_message(&mut respond, &message),
+        Reply::EchoAfter(delay) => {
+            tokio::time::sleep(delay).await;
+            send_message(&mut respond, &message)
+        }
         Reply::Message(bytes) => send_message(&mut respond, &bytes),
         Reply::Status(code, text) => respond
             .send_response(head(Some(code), text), true)

@@ -497,7 +497,11 @@ fn measure(
             )
         }
     };
-    let report = JsonReport::from_report(&Report { options, result });
+    let report_input = Report { options, result };
+    if let Some(note) = crate::export::starvation_note(&report_input.result) {
+        (context.progress)(&format!("{name}: {note}"));
+    }
+    let report = JsonReport::from_report(&report_input);
     let per_call = |before: u64, after: u64, calls: u64| {
         (calls > 0).then(|| (after.saturating_sub(before)) as f64 / calls as f64)
     };

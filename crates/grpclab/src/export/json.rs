@@ -128,6 +128,13 @@ pub struct JsonReport {
     pub reconnects: u64,
     /// Calls abandoned at the end (counted as Canceled).
     pub abandoned: u64,
+    /// Calls sent during the warmup that ended in the measured window (not in the figures).
+    #[serde(default)]
+    pub warmup_calls_in_window: u64,
+    /// The slowest of those, in nanoseconds: above `slowest`, the server kept some streams
+    /// waiting longer than any measured call.
+    #[serde(default)]
+    pub warmup_call_slowest: u64,
     /// Second by second.
     pub per_second: Vec<SecondPoint>,
     /// The merged histograms.
@@ -161,6 +168,8 @@ impl JsonReport {
             error_distribution: result.error_counts().clone(),
             reconnects: result.reconnects,
             abandoned: result.abandoned,
+            warmup_calls_in_window: result.warmup_calls_in_window().0,
+            warmup_call_slowest: result.warmup_calls_in_window().1,
             per_second: result
                 .per_second()
                 .iter()

@@ -7,7 +7,7 @@ mod summary;
 
 pub use self::csv::CsvExporter;
 pub use self::json::{JsonExporter, JsonReport};
-pub use self::summary::SummaryExporter;
+pub use self::summary::{starvation_note, SummaryExporter};
 
 use grpclab_load::LoadResult;
 use serde::Serialize;

@@ -59,8 +59,25 @@ impl Exporter for SummaryExporter {
         if result.reconnects > 0 {
             writeln!(out, "\nReconnections: {}", result.reconnects)?;
         }
+        if let Some(note) = starvation_note(result) {
+            writeln!(out, "\n{note}")?;
+        }
         Ok(out.into_bytes())
     }
+}
+
+/// When calls sent during the warmup outlasted every measured call, says so: the percentiles
+/// leave them out, and a server that starves some streams can look fast without this line.
+pub fn starvation_note(result: &grpclab_load::LoadResult) -> Option<String> {
+    let (calls, slowest_ns) = result.warmup_calls_in_window();
+    let measured_slowest = result.latency().max();
+    (calls > 0 && slowest_ns > measured_slowest).then(|| {
+        format!(
+            "NOTE: {calls} calls sent during the warmup ended in the measured window; the slowest took {}, longer than any measured call ({}). They are not in the figures above: the server may be keeping some streams waiting (a longer warmup or window shows it).",
+            human(slowest_ns),
+            human(measured_slowest)
+        )
+    })
 }
 
 /// A duration in the unit ghz would pick: ns, µs, ms or s, with two decimals.
@@ -76,7 +93,35 @@ fn human(nanos: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::human;
+    use super::{human, starvation_note};
+    use grpclab_load::{EndReason, LoadResult, Recorder};
+    use std::time::Duration;
+
+    #[test]
+    fn warmup_calls_slower_than_every_measured_call_get_a_note() {
+        let mut recorder = Recorder::new(false);
+        recorder.record_ok(Duration::from_millis(2), Duration::ZERO, Duration::ZERO);
+        recorder.record_warmup_call_in_window(Duration::from_millis(1));
+        let mut result = LoadResult {
+            started_at: std::time::SystemTime::now(),
+            elapsed: Duration::from_secs(1),
+            end_reason: EndReason::Timeout,
+            recorder,
+            reconnects: 0,
+            abandoned: 0,
+        };
+        assert_eq!(
+            starvation_note(&result),
+            None,
+            "faster than the measured calls"
+        );
+        result
+            .recorder
+            .record_warmup_call_in_window(Duration::from_millis(1500));
+        let note = starvation_note(&result).unwrap();
+        assert!(note.contains("2 calls sent during the warmup"), "{note}");
+        assert!(note.contains("1.50 s"), "{note}");
+    }
 
     #[test]
     fn durations_pick_a_readable_unit() {

@@ -272,6 +272,10 @@ struct Connection<S: Service> {
     /// Calls the service could not take yet.
     busy: VecDeque<(u32, S::Call, Bytes)>,
     replies_tx: mpsc::UnboundedSender<(u32, Response)>,
+    /// When the current turn's bytes were read: the `now` of every call accepted in the turn
+    /// (deadlines count from it). One clock read per turn instead of one per call — the clock
+    /// was ~5 % of lab's CPU (docs/studies/allocations.md).
+    turn_started: Instant,
     head: HeadScratch,
     partial: Option<PartialHeaders>,
     /// Highest client stream id seen.
@@ -369,6 +373,7 @@ pub async fn serve_connection<S: Service>(
                     Ok(0) => read_closed = true,
                     Ok(_) => {
                         let started = Instant::now();
+                        connection.turn_started = started;
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
                             connection.fail(error);
                             read_closed = true;
@@ -410,6 +415,7 @@ impl<S: Service> Connection<S> {
             blocked: VecDeque::new(),
             busy: VecDeque::new(),
             replies_tx,
+            turn_started: Instant::now(),
             head: HeadScratch::default(),
             partial: None,
             last_stream: 0,
@@ -773,7 +779,7 @@ impl<S: Service> Connection<S> {
             recv_unacked: 0,
             send_window: self.peer_initial_window,
         };
-        match self.service.accept(&head, Instant::now()) {
+        match self.service.accept(&head, self.turn_started) {
             Ok(call) => {
                 let deadline = self.service.deadline(&call);
                 self.streams.insert(

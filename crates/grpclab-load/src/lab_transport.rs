@@ -111,23 +111,7 @@ impl CallSource for LabSource {
     }
 
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
-        if !token.measured {
-            let from = token.intended.map_or(sent, |intended| intended.min(sent));
-            self.thread
-                .record_warmup_call(now.saturating_duration_since(from), now);
-            return;
-        }
-        self.thread
-            .in_flight
-            .set(self.thread.in_flight.get().saturating_sub(1));
-        let outcome = self.outcome(end);
-        let from = token.intended.map_or(sent, |intended| intended.min(sent));
-        self.thread.record(
-            &outcome,
-            now.saturating_duration_since(from),
-            now.saturating_duration_since(sent),
-            now,
-        );
+        self.finish(token, sent, now, |source| source.outcome(end));
     }
 
     fn keeps_replies(&self) -> bool {
@@ -148,29 +132,36 @@ impl LabSource {
 
     /// A call in flight on a connection that was lost: Unavailable.
     fn lost(&mut self, token: CallToken, sent: Instant, reason: &str) {
+        self.finish(token, sent, Instant::now(), |_| {
+            Err(CallFailure {
+                code: Code::Unavailable,
+                message: reason.to_owned(),
+                connection_lost: true,
+            })
+        });
+    }
+
+    /// Records a call's end: a measured call in the figures (its outcome is only worked out
+    /// for those), a warmup call apart (see `Recorder::warmup_calls_in_window`).
+    fn finish(
+        &mut self,
+        token: CallToken,
+        sent: Instant,
+        now: Instant,
+        outcome: impl FnOnce(&Self) -> Result<(), CallFailure>,
+    ) {
+        let from = token.intended.map_or(sent, |intended| intended.min(sent));
+        let latency = now.saturating_duration_since(from);
         if !token.measured {
-            let now = Instant::now();
-            let from = token.intended.map_or(sent, |intended| intended.min(sent));
-            self.thread
-                .record_warmup_call(now.saturating_duration_since(from), now);
+            self.thread.record_warmup_call(latency, now);
             return;
         }
         self.thread
             .in_flight
             .set(self.thread.in_flight.get().saturating_sub(1));
-        let now = Instant::now();
-        let from = token.intended.map_or(sent, |intended| intended.min(sent));
-        let failure = Err(CallFailure {
-            code: Code::Unavailable,
-            message: reason.to_owned(),
-            connection_lost: true,
-        });
-        self.thread.record(
-            &failure,
-            now.saturating_duration_since(from),
-            now.saturating_duration_since(sent),
-            now,
-        );
+        let outcome = outcome(self);
+        self.thread
+            .record(&outcome, latency, now.saturating_duration_since(sent), now);
     }
 
     fn outcome(&self, end: CallEnd) -> Result<(), CallFailure> {

@@ -890,14 +890,8 @@ impl<S: Service> Connection<S> {
     }
 
     fn dispatch(&mut self, stream_id: u32, call: S::Call, body: Bytes) {
-        let reply = Reply {
-            stream: stream_id,
-            replies: self.replies_tx.clone(),
-        };
-        match self.service.call(call, body, reply) {
-            Dispatch::Respond(response) => self.respond(stream_id, response),
-            Dispatch::Later => {}
-            Dispatch::Busy(call, body, _) => self.busy.push_back((stream_id, call, body)),
+        if let Some((call, body)) = self.offer(stream_id, call, body) {
+            self.busy.push_back((stream_id, call, body));
         }
     }
 
@@ -907,18 +901,26 @@ impl<S: Service> Connection<S> {
             if !self.streams.contains_key(&stream_id) {
                 continue;
             }
-            let reply = Reply {
-                stream: stream_id,
-                replies: self.replies_tx.clone(),
-            };
-            match self.service.call(call, body, reply) {
-                Dispatch::Respond(response) => self.respond(stream_id, response),
-                Dispatch::Later => {}
-                Dispatch::Busy(call, body, _) => {
-                    self.busy.push_front((stream_id, call, body));
-                    break;
-                }
+            if let Some((call, body)) = self.offer(stream_id, call, body) {
+                self.busy.push_front((stream_id, call, body));
+                break;
             }
+        }
+    }
+
+    /// Hands a complete call to the service; gives it back if the service is busy.
+    fn offer(&mut self, stream_id: u32, call: S::Call, body: Bytes) -> Option<(S::Call, Bytes)> {
+        let reply = Reply {
+            stream: stream_id,
+            replies: self.replies_tx.clone(),
+        };
+        match self.service.call(call, body, reply) {
+            Dispatch::Respond(response) => {
+                self.respond(stream_id, response);
+                None
+            }
+            Dispatch::Later => None,
+            Dispatch::Busy(call, body, _) => Some((call, body)),
         }
     }
 

@@ -31,12 +31,7 @@ pub fn snapshot(implementation: &str) -> StatsReply {
 /// Calls `grpclab.admin.v1.Stats/Get` on `target` (HOST:PORT, plaintext). The error says
 /// what went wrong, ready to print.
 pub async fn fetch(target: &str) -> Result<StatsReply, String> {
-    use crate::pb_admin::stats_client::StatsClient;
-    let mut client = StatsClient::connect(format!("http://{target}"))
-        .await
-        .map_err(|err| {
-            format!("cannot connect to {target}: {err}; is the server running and listening there?")
-        })?;
+    let mut client = crate::pb_admin::stats_client::StatsClient::new(admin_channel(target).await?);
     let reply = client
         .get(crate::pb_admin::StatsRequest {})
         .await
@@ -79,7 +74,14 @@ async fn heap_profile_client(
     crate::pb_admin::heap_profile_client::HeapProfileClient<tonic::transport::Channel>,
     String,
 > {
-    crate::pb_admin::heap_profile_client::HeapProfileClient::connect(format!("http://{target}"))
+    Ok(crate::pb_admin::heap_profile_client::HeapProfileClient::new(admin_channel(target).await?))
+}
+
+/// A plaintext channel to `target`'s admin services; the error says what to check.
+async fn admin_channel(target: &str) -> Result<tonic::transport::Channel, String> {
+    tonic::transport::Endpoint::from_shared(format!("http://{target}"))
+        .map_err(|err| format!("'{target}' is not HOST:PORT: {err}"))?
+        .connect()
         .await
         .map_err(|err| {
             format!("cannot connect to {target}: {err}; is the server running and listening there?")

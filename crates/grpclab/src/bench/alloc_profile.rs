@@ -13,6 +13,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::runner::{admin_call, file_name};
+
 /// How many sites each list keeps.
 const TOP: usize = 15;
 /// Frames of context shown under each site.
@@ -61,19 +63,8 @@ pub struct AllocRecording {
     sites_file: PathBuf,
 }
 
-/// Runs one admin call with a deadline on a throwaway runtime (the harness is synchronous).
-fn admin_call<T>(
-    future: impl std::future::Future<Output = Result<T, String>>,
-) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| format!("cannot start a runtime: {err}"))?;
-    // Stopping writes the whole profile; give it time.
-    runtime
-        .block_on(async { tokio::time::timeout(Duration::from_secs(60), future).await })
-        .map_err(|_| "the server did not answer within 60 s".to_owned())?
-}
+/// Stopping writes the whole profile (symbolized backtraces); give it time.
+const ADMIN_LIMIT: Duration = Duration::from_secs(60);
 
 /// Asks the server at `target` to start recording into `dir/<name>.dhat.json`.
 pub fn start(target: &str, dir: &Path, name: &str) -> Result<AllocRecording, String> {
@@ -81,7 +72,7 @@ pub fn start(target: &str, dir: &Path, name: &str) -> Result<AllocRecording, Str
         .map_err(|err| format!("allocation profile skipped: {}: {err}", dir.display()))?;
     let dhat_file = dir.join(format!("{name}.dhat.json"));
     let path = dhat_file.to_string_lossy().into_owned();
-    admin_call(grpclab_server::stats::start_heap_profile(target, &path)).map_err(|err| {
+    admin_call(ADMIN_LIMIT, grpclab_server::stats::start_heap_profile(target, &path)).map_err(|err| {
         format!(
             "allocation profile skipped: {err}; allocation sites come from grpclab's built-in servers (grpclab serve), for others see the allocs/req column or run them under a heap profiler of their own"
         )
@@ -97,8 +88,11 @@ impl AllocRecording {
     /// Stops recording (at the window's end, before anything else talks to the server) and
     /// reads the profile.
     pub fn stop(self) -> Result<StoppedAllocRecording, String> {
-        admin_call(grpclab_server::stats::stop_heap_profile(&self.target))
-            .map_err(|err| format!("allocation profile failed: {err}"))?;
+        admin_call(
+            ADMIN_LIMIT,
+            grpclab_server::stats::stop_heap_profile(&self.target),
+        )
+        .map_err(|err| format!("allocation profile failed: {err}"))?;
         let dhat_json = std::fs::read_to_string(&self.dhat_file).map_err(|err| {
             format!(
                 "allocation profile failed: cannot read {}: {err}",
@@ -125,11 +119,6 @@ impl StoppedAllocRecording {
     /// window, for per-call figures.
     pub fn report(self, calls: Option<u64>) -> Result<AllocProfile, String> {
         let mut profile = summarize(&self.dhat_json, calls)?;
-        let file_name = |p: &Path| {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
         profile.dhat_file = file_name(&self.dhat_file);
         profile.sites_file = file_name(&self.sites_file);
         std::fs::write(&self.sites_file, render(&profile))

@@ -134,6 +134,23 @@ impl BenchOutcome {
     }
 }
 
+/// The run's results folder (created now, so a bad path fails before anything starts) and
+/// which of the `available` cores the servers and the client get. Shared by `bench` and
+/// `compare`.
+pub(crate) fn results_and_cores(
+    config: &BenchConfig,
+    available: &[usize],
+) -> Result<(ResultsDir, limits::CorePlan), InputError> {
+    let dir = ResultsDir::create(&config.results_dir).map_err(|err| {
+        InputError(format!(
+            "cannot create a results folder under {}: {err}",
+            config.results_dir.display()
+        ))
+    })?;
+    let cores = limits::plan_cores(available, config.server_threads(), config.client_cpus);
+    Ok((dir, cores))
+}
+
 /// Runs every implementation in turn, writing results after each; `progress` receives one
 /// line per phase.
 pub fn execute(
@@ -142,14 +159,8 @@ pub fn execute(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<BenchOutcome> {
     let config = &prepared.config;
-    let dir = ResultsDir::create(&config.results_dir).map_err(|err| {
-        InputError(format!(
-            "cannot create a results folder under {}: {err}",
-            config.results_dir.display()
-        ))
-    })?;
     let available = limits::available_cores();
-    let cores = limits::plan_cores(&available, config.server_threads(), config.client_cpus);
+    let (dir, cores) = results_and_cores(config, &available)?;
     let mut footer = Vec::new();
     if let Some(warning) = &cores.oversubscribed {
         footer.push(format!("WARNING: {warning}"));

@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use super::runner::file_name;
+
 /// Sampling frequency (Hz): enough samples in a few seconds, little overhead.
 const FREQUENCY: &str = "499";
 /// How many functions the top lists keep.
@@ -159,11 +161,6 @@ impl CpuRecording {
         }
         std::fs::write(&self.top, text.as_bytes())
             .map_err(|err| format!("CPU profile failed: {err}"))?;
-        let file_name = |p: &Path| {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
         Ok(CpuProfile {
             flamegraph: file_name(&self.svg),
             top_file: file_name(&self.top),

@@ -185,18 +185,32 @@ fn wait_until_ready(
     ))
 }
 
-fn fetch_stats(target: &str) -> Option<grpclab_server::pb_admin::StatsReply> {
+/// Runs one admin call on `target`'s server with a deadline, on a throwaway runtime (the
+/// harness is synchronous; admin calls are a few per run).
+pub(crate) fn admin_call<T>(
+    limit: Duration,
+    future: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .ok()?;
+        .map_err(|err| format!("cannot start a runtime: {err}"))?;
     runtime
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(2), grpclab_server::stats::fetch(target)).await
-        })
-        .ok()?
+        .block_on(async { tokio::time::timeout(limit, future).await })
+        .map_err(|_| format!("the server did not answer within {} s", limit.as_secs()))?
+}
+
+fn fetch_stats(target: &str) -> Option<grpclab_server::pb_admin::StatsReply> {
+    admin_call(Duration::from_secs(2), grpclab_server::stats::fetch(target))
         .ok()
         .filter(|stats| stats.counting)
+}
+
+/// A path's file name, as the records name the files beside them.
+pub(crate) fn file_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn process_alive(pid: u32) -> bool {

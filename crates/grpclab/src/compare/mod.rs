@@ -13,8 +13,6 @@ use grpclab_load::CancellationToken;
 use serde::Serialize;
 
 use crate::bench::config::BenchConfig;
-use crate::bench::limits;
-use crate::bench::results::ResultsDir;
 use crate::bench::runner::{run_one, ImplResult, RowStatus, RunContext};
 use crate::bench::suite::{self, shell_quote, ImplementationSpec};
 use crate::cli::CompareArgs;
@@ -146,17 +144,8 @@ pub fn execute(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<(CompareReport, std::path::PathBuf)> {
     let config = &prepared.config;
-    let dir = ResultsDir::create(&config.results_dir).map_err(|err| {
-        InputError(format!(
-            "cannot create a results folder under {}: {err}",
-            config.results_dir.display()
-        ))
-    })?;
-    let cores = limits::plan_cores(
-        &limits::available_cores(),
-        config.server_threads(),
-        config.client_cpus,
-    );
+    let (dir, cores) =
+        crate::bench::results_and_cores(config, &crate::bench::limits::available_cores())?;
     let mut runs: Vec<Vec<ImplResult>> = vec![Vec::new(); prepared.sides.len()];
     for round in 1..=prepared.rounds {
         for (index, (text, spec)) in prepared.sides.iter().enumerate() {

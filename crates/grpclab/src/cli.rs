@@ -321,7 +321,8 @@ pub struct ServeArgs {
     pub transport: String,
 
     /// lab: where a call's decode/handle/encode runs: inline (on the I/O thread), task (a task
-    /// per call), pool (a bounded thread pool), adaptive (inline up to --offload-above bytes).
+    /// per call), pool (a bounded thread pool), adaptive (requests over --offload-above bytes go
+    /// to an idle pool worker when the process has a core beyond its I/O threads; else inline).
     #[arg(long, default_value = "inline", value_name = "PLACEMENT")]
     pub decode: String,
 
@@ -333,7 +334,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_POOL_QUEUE, value_name = "N")]
     pub pool_queue: usize,
 
-    /// lab, adaptive placement: request bodies larger than this many bytes go to the pool.
+    /// lab, adaptive placement: request bodies larger than this many bytes may go to the pool
+    /// (when a worker is idle and a core is spare).
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_OFFLOAD_ABOVE, value_name = "BYTES")]
     pub offload_above: usize,
 

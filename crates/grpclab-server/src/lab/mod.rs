@@ -40,7 +40,9 @@ pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
 /// large_complex (166 KB, 6000 pets) takes about 760 µs — a stall of that length on the I/O
 /// thread holds up every other stream there. Complex messages decode at roughly 4.5 ns per
 /// byte, so at 16 KiB a decode takes ~70 µs, over ten times the hop; strings up to 16 KiB
-/// decode in a memcpy and stay inline. The decode-placement study (issue 6) refines this.
+/// decode in a memcpy and stay inline. The decode-placement study
+/// (docs/studies/decode-placement.md) found the hop costing a third of small messages'
+/// throughput, and offloading large ones paying only where the worker has its own core.
 pub const DEFAULT_OFFLOAD_ABOVE: usize = 16 * 1024;
 /// Default `--pool-queue`: jobs waiting for a pool thread.
 pub const DEFAULT_POOL_QUEUE: usize = 1024;
@@ -62,7 +64,8 @@ pub struct LabConfig {
     pub pool_threads: usize,
     /// Jobs the pool's queue holds before calls wait in their connection.
     pub pool_queue: usize,
-    /// Adaptive placement: requests larger than this many bytes go to the pool.
+    /// Adaptive placement: requests larger than this many bytes may go to the pool (when a
+    /// worker is idle and a core is spare; see `placement`).
     pub offload_above: usize,
     /// Largest request message accepted; larger ones get RESOURCE_EXHAUSTED unread.
     pub max_message_bytes: usize,

@@ -82,6 +82,9 @@ pub struct RequestTemplate {
     pub headers: Vec<(String, String)>,
     /// Client-side deadline per call.
     pub timeout: Option<Duration>,
+    /// The id of the connection's first stream: 1 in normal use. Tests start near 2^31 to
+    /// reach stream-id exhaustion without 2^30 calls.
+    pub first_stream_id: u32,
 }
 
 /// Why a connection ended before its source said stop.
@@ -96,9 +99,28 @@ pub enum ConnectionEnd {
     /// The server broke the protocol; we sent GOAWAY with this code.
     #[error("protocol error from the server: {0}")]
     Protocol(ConnectionError),
+    /// Every stream id of the connection has been used (RFC 9113 §5.1.1: ids cannot be
+    /// reused): a planned end, the caller opens a new connection. No call is lost.
+    #[error("stream ids exhausted: a new connection is needed")]
+    StreamIdsExhausted,
+    /// The server sent no SETTINGS frame (its connection preface) in time.
+    #[error("the server sent no HTTP/2 SETTINGS within {0:?}: is it an HTTP/2 (gRPC) server, and not a TLS port?")]
+    NoPreface(Duration),
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+/// The largest stream id (RFC 9113 §5.1.1: 31 bits).
+const MAX_STREAM_ID: u32 = 0x7fff_ffff;
+/// How long the server may take to send its SETTINGS (its connection preface, RFC 9113 §3.4).
+/// No stream opens before it arrives, so the first batch already respects the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS; calls started meanwhile wait, deadlines running.
+const PREFACE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes waiting to be written above which no new request is written: a server that stops
+/// reading makes calls wait (with their deadlines running) instead of growing the buffer.
+const OUT_HIGH_WATER: usize = 256 * 1024;
+/// Bytes waiting to be written above which the connection stops reading too: a server that
+/// sends frames needing an answer (PING, SETTINGS) but never reads cannot grow our memory.
+const OUT_HARD_LIMIT: usize = 1024 * 1024;
 /// The stream window we grant: replies up to 1 MiB need no WINDOW_UPDATE round trip.
 const STREAM_WINDOW: u32 = 1 << 20;
 /// The connection window we grant.
@@ -120,6 +142,15 @@ struct Call {
     send_window: i64,
 }
 
+/// A call started (its ticket taken, its deadline running) but not yet written: the server's
+/// SETTINGS has not arrived, its stream limit is reached, or the server is not reading.
+struct UnsentCall {
+    token: CallToken,
+    sent: Instant,
+    deadline: Option<Instant>,
+    body: Bytes,
+}
+
 /// A HEADERS frame waiting for its CONTINUATIONs.
 struct PartialHeaders {
     stream: u32,
@@ -134,9 +165,14 @@ struct Connection<'s, S: CallSource> {
     decoder: Decoder,
     encoder: Encoder,
     calls: StreamMap<Call>,
+    /// Started calls not yet written, oldest first (see [`UnsentCall`]).
+    unsent: VecDeque<UnsentCall>,
     blocked: VecDeque<u32>,
     next_stream: u32,
     peer_max_streams: usize,
+    /// Whether the server's SETTINGS (its connection preface) has arrived; no stream opens
+    /// before, so the server's stream limit is known before the first batch.
+    peer_settings_seen: bool,
     peer_max_frame: usize,
     peer_initial_window: i64,
     conn_send_window: i64,
@@ -168,6 +204,7 @@ pub async fn run_connection<S: CallSource>(
     source: &mut S,
     stop: &CancellationToken,
 ) -> Result<(), (ConnectionEnd, Vec<(CallToken, Instant)>)> {
+    let first_stream = template.first_stream_id.max(1) | 1;
     let mut connection = Connection {
         source,
         template,
@@ -175,9 +212,11 @@ pub async fn run_connection<S: CallSource>(
         decoder: Decoder::new(4096),
         encoder: Encoder::default(),
         calls: StreamMap::with_capacity_and_hasher(slots, Default::default()),
+        unsent: VecDeque::new(),
         blocked: VecDeque::new(),
-        next_stream: 1,
+        next_stream: first_stream,
         peer_max_streams: usize::MAX,
+        peer_settings_seen: false,
         peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
         peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
         conn_send_window: i64::from(frame::DEFAULT_WINDOW),
@@ -209,13 +248,15 @@ pub async fn run_connection<S: CallSource>(
     );
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut written = 0usize;
+    let preface_deadline = Instant::now() + PREFACE_TIMEOUT;
     let timer = tokio::time::sleep(Duration::from_secs(3600));
     tokio::pin!(timer);
     loop {
         if stop.is_cancelled() {
             connection.stopped = true;
         }
-        connection.start_calls(connection.released_until);
+        let pending_out = connection.out.len() - written;
+        connection.start_calls(connection.released_until, pending_out);
         while written < connection.out.len() {
             match tcp.try_write(&connection.out[written..]) {
                 Ok(n) => written += n,
@@ -226,30 +267,54 @@ pub async fn run_connection<S: CallSource>(
         if written == connection.out.len() {
             connection.out.clear();
             written = 0;
+        } else if written >= READ_CHUNK && written * 2 >= connection.out.len() {
+            // Keep the unwritten tail at the front, so a slow reader's buffer does not only grow.
+            connection.out.drain(..written);
+            written = 0;
         }
-        if (connection.stopped || connection.go_away.is_some()) && connection.calls.is_empty() {
-            if let Some(code) = connection.go_away {
-                if !connection.stopped {
-                    return Err(connection.lost(ConnectionEnd::GoAway(code)));
-                }
-            }
-            if connection.out.is_empty() {
+        if connection.calls.is_empty() && connection.unsent.is_empty() {
+            if connection.stopped {
+                // Nothing is waiting for an answer: unsent control frames (a RST_STREAM for an
+                // expired call, a WINDOW_UPDATE) matter to no one once we close.
                 return Ok(());
             }
+            if let Some(code) = connection.go_away {
+                return Err(connection.lost(ConnectionEnd::GoAway(code)));
+            }
+            if connection.ids_left() == 0 {
+                frame::write_goaway(
+                    &mut connection.out,
+                    0,
+                    code::NO_ERROR,
+                    b"stream ids exhausted",
+                );
+                let _ = tcp.try_write(&connection.out[written..]);
+                return Err(connection.lost(ConnectionEnd::StreamIdsExhausted));
+            }
         }
-        // Wake for the next scheduled call or the earliest deadline, whichever is first.
+        let now = Instant::now();
+        if !connection.peer_settings_seen && now >= preface_deadline {
+            return Err(connection.lost(ConnectionEnd::NoPreface(PREFACE_TIMEOUT)));
+        }
+        // Wake for the next scheduled call, the earliest deadline, or the preface's.
         let wake = connection
             .calls
             .values()
             .filter_map(|c| c.deadline)
+            .chain(connection.unsent.iter().filter_map(|c| c.deadline))
             .chain(connection.wait_until)
+            .chain((!connection.peer_settings_seen).then_some(preface_deadline))
             .min();
         if let Some(at) = wake {
             timer.as_mut().reset(at.into());
         }
-        let want_write = !connection.out.is_empty();
+        let pending_out = connection.out.len() - written;
+        let want_write = pending_out > 0;
+        // A server that does not read cannot make us buffer without limit: past the hard
+        // limit we stop reading until our writes drain (deadlines still fire).
+        let want_read = pending_out < OUT_HARD_LIMIT;
         tokio::select! {
-            ready = tcp.readable() => {
+            ready = tcp.readable(), if want_read => {
                 if let Err(err) = ready {
                     return Err(connection.lost(ConnectionEnd::Lost(err.to_string())));
                 }
@@ -281,45 +346,82 @@ pub async fn run_connection<S: CallSource>(
 }
 
 impl<S: CallSource> Connection<'_, S> {
-    /// Hands back the calls in flight, for the caller to count as lost.
+    /// Hands back the calls in flight and the calls started but not yet written, for the
+    /// caller to count as lost.
     fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<(CallToken, Instant)>) {
-        let calls = self
+        let mut calls: Vec<(CallToken, Instant)> = self
             .calls
             .drain()
             .map(|(_, call)| (call.token, call.sent))
             .collect();
+        calls.extend(self.unsent.drain(..).map(|call| (call.token, call.sent)));
         (end, calls)
     }
 
-    /// Starts calls while slots are free and the source has some; scheduled calls only up to
-    /// `released_until` (see the field).
-    fn start_calls(&mut self, released_until: Instant) {
-        if self.go_away.is_some() {
-            return;
-        }
-        let limit = self.slots.min(self.peer_max_streams);
-        let mut now = None;
-        while !self.stopped && self.calls.len() < limit {
-            if self.wait_until.is_some_and(|at| at > released_until) {
-                return;
-            }
-            self.wait_until = None;
-            let free_slots = limit - self.calls.len();
-            match self.source.next_call(released_until, free_slots) {
-                NextCall::Stop => self.stopped = true,
-                NextCall::WaitUntil(at) => {
-                    self.wait_until = Some(at);
-                    return;
-                }
-                NextCall::Send { body, token } => {
-                    let sent = *now.get_or_insert_with(Instant::now);
-                    self.send_request(body, token, sent);
-                }
-            }
+    /// How many more streams this connection can open before its ids run out.
+    fn ids_left(&self) -> usize {
+        if self.next_stream > MAX_STREAM_ID {
+            0
+        } else {
+            ((MAX_STREAM_ID - self.next_stream) / 2 + 1) as usize
         }
     }
 
-    fn send_request(&mut self, body: Bytes, token: CallToken, now: Instant) {
+    /// Starts calls while slots are free and the source has some (scheduled calls only up to
+    /// `released_until`, see the field), then writes the started calls the connection can
+    /// take: after the server's SETTINGS, within its stream limit, and while the bytes not
+    /// yet written (`pending_out`) stay under [`OUT_HIGH_WATER`].
+    fn start_calls(&mut self, released_until: Instant, pending_out: usize) {
+        if self.go_away.is_none() {
+            // A slot is a call in flight or waiting to be written; a connection never starts
+            // more calls than it has stream ids left.
+            let limit = self.slots.min(self.ids_left());
+            let mut now = None;
+            while !self.stopped && self.calls.len() + self.unsent.len() < limit {
+                if self.wait_until.is_some_and(|at| at > released_until) {
+                    break;
+                }
+                self.wait_until = None;
+                let free_slots = limit - self.calls.len() - self.unsent.len();
+                match self.source.next_call(released_until, free_slots) {
+                    NextCall::Stop => self.stopped = true,
+                    NextCall::WaitUntil(at) => {
+                        self.wait_until = Some(at);
+                        break;
+                    }
+                    NextCall::Send { body, token } => {
+                        let sent = *now.get_or_insert_with(Instant::now);
+                        self.unsent.push_back(UnsentCall {
+                            token,
+                            sent,
+                            deadline: self.template.timeout.map(|t| sent + t),
+                            body,
+                        });
+                    }
+                }
+            }
+        }
+        if !self.peer_settings_seen || self.go_away.is_some() {
+            return;
+        }
+        let written_before = self.out.len();
+        while self.calls.len() < self.peer_max_streams
+            && pending_out + (self.out.len() - written_before) < OUT_HIGH_WATER
+        {
+            let Some(call) = self.unsent.pop_front() else {
+                break;
+            };
+            self.send_request(call);
+        }
+    }
+
+    fn send_request(&mut self, unsent: UnsentCall) {
+        let UnsentCall {
+            token,
+            sent,
+            deadline,
+            body,
+        } = unsent;
         let stream = self.next_stream;
         self.next_stream += 2;
         self.block.clear();
@@ -368,8 +470,8 @@ impl<S: CallSource> Connection<'_, S> {
             stream,
             Call {
                 token,
-                sent: now,
-                deadline: self.template.timeout.map(|t| now + t),
+                sent,
+                deadline,
                 pending: body,
                 http_status: 0,
                 grpc_status: None,
@@ -440,6 +542,17 @@ impl<S: CallSource> Connection<'_, S> {
             frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
             self.finish(stream, CallEnd::DeadlineExceeded);
         }
+        // Calls that never got written end without a frame.
+        while let Some(index) = self
+            .unsent
+            .iter()
+            .position(|c| c.deadline.is_some_and(|d| d <= now))
+        {
+            if let Some(call) = self.unsent.remove(index) {
+                self.source
+                    .completed(call.token, call.sent, CallEnd::DeadlineExceeded, now);
+            }
+        }
     }
 
     fn on_bytes(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
@@ -454,6 +567,13 @@ impl<S: CallSource> Connection<'_, S> {
     }
 
     fn on_frame(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+        if !self.peer_settings_seen && (header.kind != kind::SETTINGS || header.has(flags::ACK)) {
+            // RFC 9113 §3.4: the server's preface is a SETTINGS frame, and it comes first.
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "the server's first frame was not SETTINGS",
+            ));
+        }
         if let Some(partial) = &self.partial {
             if header.kind != kind::CONTINUATION || header.stream != partial.stream {
                 return Err(connection_error(
@@ -504,12 +624,16 @@ impl<S: CallSource> Connection<'_, S> {
             }
             kind::RST_STREAM => {
                 let error = frame::parse_rst_stream(&payload)?;
-                // NO_ERROR after a complete response only asks us to stop sending.
-                let complete = self
+                // A reset after the server already sent the call's grpc-status (in trailers
+                // that lacked END_STREAM): the status it sent is the call's outcome, as gRPC
+                // clients report it. Otherwise the reset is.
+                let status_seen = self
                     .calls
                     .get(&header.stream)
                     .is_some_and(|c| c.grpc_status.is_some());
-                if !complete {
+                if status_seen {
+                    self.end_stream(header.stream);
+                } else {
                     self.finish(header.stream, CallEnd::Reset(error));
                 }
                 Ok(())
@@ -518,6 +642,7 @@ impl<S: CallSource> Connection<'_, S> {
                 if header.has(flags::ACK) {
                     return Ok(());
                 }
+                self.peer_settings_seen = true;
                 for (id, value) in frame::parse_settings(&payload)? {
                     match id {
                         setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),

@@ -74,9 +74,15 @@ pub(crate) async fn unary_call(
             format!("HTTP status {}", head.status.as_u16()),
         ));
     }
-    // Trailers-Only: the status came with the headers (typical of an immediate error).
+    // Trailers-Only: the status came with the headers (typical of an immediate error). A
+    // unary call that ends OK must carry exactly one reply message: OK without one is
+    // Internal (gRPC's rule for unary calls, as our engine applies it too).
     if head.headers.contains_key("grpc-status") {
-        return status_from(&head.headers);
+        status_from(&head.headers)?;
+        return Err(CallFailure::new(
+            Code::Internal,
+            "status OK but no reply message",
+        ));
     }
     scratch.clear();
     let mut received = 0usize;
@@ -144,12 +150,20 @@ fn failure_from_h2(err: h2::Error) -> CallFailure {
             h2::Reason::INADEQUATE_SECURITY => Code::PermissionDenied,
             _ => Code::Internal,
         };
-        return CallFailure::new(code, format!("stream reset by the server: {reason:?}"));
+        let by = if err.is_remote() {
+            "the server"
+        } else {
+            "the client (the server broke the protocol)"
+        };
+        return CallFailure::new(code, format!("stream reset by {by}: {reason:?}"));
     }
     CallFailure {
         code: Code::Unavailable,
-        message: if err.is_go_away() {
+        message: if err.is_go_away() && err.is_remote() {
             "the server sent GOAWAY".to_owned()
+        } else if err.is_go_away() {
+            // h2 itself closed the connection: the server broke the protocol.
+            format!("the client closed the connection: {err}")
         } else if err.is_io() {
             "connection lost".to_owned()
         } else {

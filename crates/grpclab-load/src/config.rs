@@ -60,6 +60,9 @@ pub struct LoadConfig {
     pub validator: Option<ReplyValidator>,
     /// The HTTP/2 implementation.
     pub transport: Transport,
+    /// Our engine only: the first stream id of every connection (1). Tests set it near 2^31
+    /// to reach stream-id exhaustion (and the planned reconnect) without 2^30 calls.
+    pub first_stream_id: u32,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -107,6 +110,7 @@ impl LoadConfig {
             threads: 1,
             validator: None,
             transport: Transport::Lab,
+            first_stream_id: 1,
         }
     }
 

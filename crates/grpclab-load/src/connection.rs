@@ -42,6 +42,10 @@ pub(crate) async fn connect(
 ) -> Result<(SendRequest<Bytes>, Connection<TcpStream, Bytes>), String> {
     let tcp = crate::lab_transport::connect(target).await?;
     h2::client::Builder::new()
+        // Until the server's SETTINGS arrives, one stream at a time (h2 assumes 100): the
+        // first batch then never exceeds a lower SETTINGS_MAX_CONCURRENT_STREAMS, as on our
+        // engine, which opens no stream before the server's SETTINGS.
+        .initial_max_send_streams(1)
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .handshake(tcp)
@@ -116,8 +120,10 @@ fn publish_down(state: &watch::Sender<ConnectionState>, reason: String) {
 }
 
 fn describe_connection_error(err: &h2::Error) -> String {
-    if err.is_go_away() {
+    if err.is_go_away() && err.is_remote() {
         format!("the server sent GOAWAY ({err})")
+    } else if err.is_go_away() {
+        format!("the client closed the connection: the server broke the protocol ({err})")
     } else {
         format!("connection lost: {err}")
     }

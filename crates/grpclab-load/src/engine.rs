@@ -40,6 +40,9 @@ pub(crate) const EARLY_WAKE: Duration = Duration::from_millis(2);
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 /// The longest calls still in flight at the end may take to finish before they are abandoned.
 const MAX_DRAIN: Duration = Duration::from_secs(5);
+/// How much longer than the call timeout a `-n` run's drain waits: the calls' own deadline
+/// timers fire first, so they end as DeadlineExceeded rather than as abandoned.
+const DEADLINE_SLACK: Duration = Duration::from_secs(1);
 
 /// Why a run could not start or could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -55,10 +58,16 @@ pub enum LoadError {
     Thread(String),
 }
 
-/// How long calls still in flight at the end may take to finish: the call timeout, at most
-/// [`MAX_DRAIN`]. Calls past it are abandoned and counted as `Canceled`.
+/// How long calls still running once the last ticket is due may take to finish; calls past it
+/// are abandoned and counted as `Canceled`. A timed run's window is its duration, so its tail
+/// gets the call timeout, at most [`MAX_DRAIN`]. A `-n` run asked for N calls, each with its
+/// deadline: its tail gets the whole call timeout plus [`DEADLINE_SLACK`] ([`MAX_DRAIN`]
+/// without one), so its last calls end by their own deadlines and count as what they are.
 pub fn drain_limit(config: &LoadConfig) -> Duration {
-    config.timeout.unwrap_or(MAX_DRAIN).min(MAX_DRAIN)
+    match (config.duration, config.timeout) {
+        (None, Some(timeout)) => timeout + DEADLINE_SLACK,
+        (_, timeout) => timeout.unwrap_or(MAX_DRAIN).min(MAX_DRAIN),
+    }
 }
 
 /// Everything the threads of one run share.
@@ -71,6 +80,7 @@ pub(crate) struct Shared {
 struct ThreadOutcome {
     recorder: Recorder,
     reconnects: u64,
+    planned_reconnects: u64,
     abandoned: u64,
     last_completion: Option<Instant>,
 }
@@ -192,11 +202,13 @@ pub fn run(
     let open_loop = matches!(config.pacing, Pacing::OpenLoop { .. });
     let mut recorder = Recorder::new(open_loop);
     let mut reconnects = 0;
+    let mut planned_reconnects = 0;
     let mut abandoned = 0;
     let mut last_completion: Option<Instant> = None;
     for outcome in outcomes.into_iter().flatten() {
         recorder.merge(&outcome.recorder);
         reconnects += outcome.reconnects;
+        planned_reconnects += outcome.planned_reconnects;
         abandoned += outcome.abandoned;
         last_completion = last_completion.max(outcome.last_completion);
     }
@@ -221,6 +233,7 @@ pub fn run(
         end_reason,
         recorder,
         reconnects,
+        planned_reconnects,
         abandoned,
     })
 }
@@ -317,20 +330,24 @@ fn client_thread(
                 config.pacing,
                 Pacing::OpenLoop { .. }
             ))),
-            in_flight: Cell::new(0),
+            outstanding: Cell::new(0),
             last_completion: Cell::new(None),
             progress_slot: index,
             shared: Arc::clone(shared),
         });
         let drivers_stop = schedule.stop_token().child_token();
         let reconnects = Rc::new(Cell::new(0u64));
+        let planned_reconnects = Rc::new(Cell::new(0u64));
         let mut streams = Vec::new();
         for (connection_index, tcp) in lab_connections {
             streams.push(tokio::task::spawn_local(lab_transport::connection_loop(
                 Rc::clone(&thread),
                 tcp,
                 streams_on(connection_index, config),
-                Rc::clone(&reconnects),
+                lab_transport::Reconnects {
+                    unplanned: Rc::clone(&reconnects),
+                    planned: Rc::clone(&planned_reconnects),
+                },
             )));
         }
         for (connection_index, sender, driver) in connections {
@@ -358,19 +375,24 @@ fn client_thread(
             }
         }
 
-        // Wait for the streams; once the run stops, give in-flight calls the drain limit.
+        // Wait for the streams. Once the schedule hands out no more tickets (the budget is
+        // spent, the duration is over, or Ctrl-C), the calls still running get the drain
+        // limit, counted from when the last ticket was due: a server that stalls cannot hold
+        // the run, and every measured ticket is either recorded or abandoned.
         let all_streams = async {
             for stream in streams {
                 let _ = stream.await;
             }
         };
         let drain_deadline = async {
-            schedule.stop_token().cancelled().await;
-            tokio::time::sleep(drain_limit(config)).await;
+            schedule.issued_all().cancelled().await;
+            let now = Instant::now();
+            let from = schedule.last_due().map_or(now, |due| due.max(now));
+            tokio::time::sleep_until((from + drain_limit(config)).into()).await;
         };
         let abandoned = tokio::select! {
             _ = all_streams => 0,
-            _ = drain_deadline => thread.in_flight.get(),
+            _ = drain_deadline => thread.outstanding.get(),
         };
         drivers_stop.cancel();
         let mut recorder = thread.recorder.borrow().clone();
@@ -387,6 +409,7 @@ fn client_thread(
         Some(ThreadOutcome {
             recorder,
             reconnects: reconnects.get(),
+            planned_reconnects: planned_reconnects.get(),
             abandoned,
             last_completion: thread.last_completion.get(),
         })
@@ -401,14 +424,34 @@ pub(crate) struct ThreadState {
     /// Round-robin position in `requests`.
     next_request: Cell<usize>,
     recorder: RefCell<Recorder>,
-    /// Measured calls sent and not yet completed.
-    pub(crate) in_flight: Cell<u64>,
+    /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
+    /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
+    outstanding: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     progress_slot: usize,
     pub(crate) shared: Arc<Shared>,
 }
 
 impl ThreadState {
+    /// The next ticket from the schedule; a measured one is outstanding until recorded (or
+    /// given back with [`ThreadState::drop_ticket`]).
+    pub(crate) fn take_ticket(&self) -> Ticket {
+        let ticket = self.schedule.next_ticket();
+        if let Ticket::Send { measured: true, .. } = ticket {
+            self.outstanding.set(self.outstanding.get() + 1);
+        }
+        ticket
+    }
+
+    /// A ticket that will never be sent (the run was stopped before it was due): it is not a
+    /// call, so it is neither recorded nor abandoned.
+    pub(crate) fn drop_ticket(&self, measured: bool) {
+        if measured {
+            self.outstanding
+                .set(self.outstanding.get().saturating_sub(1));
+        }
+    }
+
     pub(crate) fn next_body(&self) -> Bytes {
         let index = self.next_request.get();
         self.next_request.set(index.wrapping_add(1));
@@ -423,6 +466,8 @@ impl ThreadState {
         service: Duration,
         done: Instant,
     ) {
+        self.outstanding
+            .set(self.outstanding.get().saturating_sub(1));
         let since = done.saturating_duration_since(self.schedule.measure_from());
         let mut recorder = self.recorder.borrow_mut();
         match outcome {
@@ -487,7 +532,7 @@ async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) 
     let stop = thread.schedule.stop_token().clone();
     let timeout = thread.shared.config.timeout;
     loop {
-        let Ticket::Send { intended, measured } = thread.schedule.next_ticket() else {
+        let Ticket::Send { intended, measured } = thread.take_ticket() else {
             return;
         };
         if let Some(intended) = intended {
@@ -500,7 +545,10 @@ async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) 
             if wake > Instant::now() {
                 tokio::select! {
                     _ = tokio::time::sleep_until(wake.into()) => {}
-                    _ = stop.cancelled() => return,
+                    _ = stop.cancelled() => {
+                        thread.drop_ticket(measured);
+                        return;
+                    }
                 }
             }
         }
@@ -512,9 +560,6 @@ async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) 
                 connection_lost: true,
             }),
             Ok(sender) => {
-                if measured {
-                    thread.in_flight.set(thread.in_flight.get() + 1);
-                }
                 let call = unary_call(sender, &thread.template, thread.next_body(), &mut scratch);
                 let outcome = match timeout {
                     None => call.await,
@@ -526,9 +571,6 @@ async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) 
                         })
                     }),
                 };
-                if measured {
-                    thread.in_flight.set(thread.in_flight.get() - 1);
-                }
                 outcome
             }
         };

@@ -9,7 +9,7 @@
 use grpclab_core::framing::unframe_single;
 use grpclab_core::Code;
 use grpclab_h2::client::{
-    run_connection, CallEnd, CallSource, CallToken, NextCall, RequestTemplate,
+    run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, NextCall, RequestTemplate,
 };
 use grpclab_h2::frame::code as h2_code;
 use std::rc::Rc;
@@ -62,6 +62,7 @@ pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
         path: config.path.clone(),
         headers,
         timeout: config.timeout,
+        first_stream_id: config.first_stream_id,
     }
 }
 
@@ -81,7 +82,7 @@ impl CallSource for LabSource {
     fn next_call(&mut self, now: Instant, free_slots: usize) -> NextCall {
         if self.held.is_empty() {
             for _ in 0..free_slots.max(1) {
-                match self.thread.schedule.next_ticket() {
+                match self.thread.take_ticket() {
                     Ticket::Stop => break,
                     // Closed loop: no schedule to hold; send at once.
                     Ticket::Send {
@@ -121,9 +122,6 @@ impl CallSource for LabSource {
 
 impl LabSource {
     fn send(&mut self, intended: Option<Instant>, measured: bool) -> NextCall {
-        if measured {
-            self.thread.in_flight.set(self.thread.in_flight.get() + 1);
-        }
         NextCall::Send {
             body: self.thread.next_body(),
             token: CallToken { intended, measured },
@@ -156,12 +154,26 @@ impl LabSource {
             self.thread.record_warmup_call(latency, now);
             return;
         }
-        self.thread
-            .in_flight
-            .set(self.thread.in_flight.get().saturating_sub(1));
         let outcome = outcome(self);
         self.thread
             .record(&outcome, latency, now.saturating_duration_since(sent), now);
+    }
+
+    /// The connection is down and could not be re-established: the tickets held for it were
+    /// taken from the schedule (and the `-n` budget), so each is recorded as failed.
+    fn fail_held(&mut self, reason: &str) {
+        while let Some((_, measured)) = self.held.pop_front() {
+            if measured {
+                record_unavailable(&self.thread, reason);
+            }
+        }
+    }
+
+    /// The run stopped before the held tickets were due: they were never calls.
+    fn drop_held(&mut self) {
+        while let Some((_, measured)) = self.held.pop_front() {
+            self.thread.drop_ticket(measured);
+        }
     }
 
     fn outcome(&self, end: CallEnd) -> Result<(), CallFailure> {
@@ -214,21 +226,25 @@ impl LabSource {
     }
 }
 
+/// Records a scheduled call that could not be sent because the connection is down.
+fn record_unavailable(thread: &ThreadState, reason: &str) {
+    let failure = Err(CallFailure {
+        code: Code::Unavailable,
+        message: reason.to_owned(),
+        connection_lost: true,
+    });
+    thread.record(&failure, Duration::ZERO, Duration::ZERO, Instant::now());
+}
+
 /// Records `count` scheduled calls as failed with `reason` (a connection that is down),
 /// taking their tickets so `-n` and the duration still end the run.
 fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
     for _ in 0..count {
-        match thread.schedule.next_ticket() {
+        match thread.take_ticket() {
             Ticket::Stop => return false,
             Ticket::Send { measured, .. } => {
                 if measured {
-                    let failure = Err(CallFailure {
-                        code: Code::Unavailable,
-                        message: reason.to_owned(),
-                        connection_lost: true,
-                    });
-                    let now = Instant::now();
-                    thread.record(&failure, Duration::ZERO, Duration::ZERO, now);
+                    record_unavailable(thread, reason);
                 }
             }
         }
@@ -236,13 +252,22 @@ fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
     true
 }
 
+/// Where a connection counts its new connections.
+pub(crate) struct Reconnects {
+    /// After losing a connection.
+    pub(crate) unplanned: Rc<std::cell::Cell<u64>>,
+    /// After using every stream id of a connection (no call failed).
+    pub(crate) planned: Rc<std::cell::Cell<u64>>,
+}
+
 /// One connection's life: run calls; when the connection is lost, count its calls in flight
-/// as Unavailable and reconnect (at once, then with backoff while attempts fail).
+/// as Unavailable and reconnect (at once, then with backoff while attempts fail). When its
+/// stream ids run out, open a new one (a planned reconnect: nothing fails).
 pub(crate) async fn connection_loop(
     thread: Rc<ThreadState>,
     first: TcpStream,
     slots: usize,
-    reconnects: Rc<std::cell::Cell<u64>>,
+    reconnects: Reconnects,
 ) {
     let template = request_template(&thread.shared.config);
     let stop = thread.schedule.stop_token().clone();
@@ -253,11 +278,16 @@ pub(crate) async fn connection_loop(
     };
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;
+    let mut planned = false;
     loop {
         if let Some(live) = tcp.take() {
             match run_connection(live, template.clone(), slots, &mut source, &stop).await {
-                Ok(()) => return,
+                Ok(()) => {
+                    source.drop_held();
+                    return;
+                }
                 Err((end, lost)) => {
+                    planned = end == ConnectionEnd::StreamIdsExhausted;
                     let reason = end.to_string();
                     for (token, sent) in lost {
                         source.lost(token, sent, &reason);
@@ -267,20 +297,32 @@ pub(crate) async fn connection_loop(
             backoff = Duration::ZERO;
         }
         if stop.is_cancelled() {
+            source.drop_held();
             return;
         }
         if !backoff.is_zero() {
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => {
+                    source.drop_held();
+                    return;
+                }
             }
         }
         match connect(target).await {
             Ok(live) => {
-                reconnects.set(reconnects.get() + 1);
+                let counter = if planned {
+                    &reconnects.planned
+                } else {
+                    &reconnects.unplanned
+                };
+                counter.set(counter.get() + 1);
+                planned = false;
                 tcp = Some(live);
             }
             Err(reason) => {
+                planned = false;
+                source.fail_held(&reason);
                 if !fail_tickets(&thread, slots, &reason) {
                     return;
                 }

@@ -40,6 +40,13 @@ pub(crate) struct Schedule {
     /// Open loop: the next call's index in the schedule.
     next_slot: AtomicU64,
     stop: CancellationToken,
+    /// Cancelled once the schedule hands out no more tickets: the `-n` budget is spent, the
+    /// duration has passed, or `stop` was cancelled (it is a child of `stop`). Calls still
+    /// running then have the drain limit, counted from [`Schedule::last_due`], to finish.
+    issued_all: CancellationToken,
+    /// Nanoseconds after `start` (plus one; 0 = not yet) at which the last ticket handed out
+    /// is due: its intended time (open loop) or when it was taken (closed loop).
+    last_due_ns: AtomicU64,
 }
 
 impl Schedule {
@@ -65,8 +72,33 @@ impl Schedule {
             },
             taken: AtomicU64::new(0),
             next_slot: AtomicU64::new(0),
+            issued_all: stop.child_token(),
             stop,
+            last_due_ns: AtomicU64::new(0),
         }
+    }
+
+    /// Cancelled once no more tickets will be handed out (see the field).
+    pub(crate) fn issued_all(&self) -> &CancellationToken {
+        &self.issued_all
+    }
+
+    /// When the last ticket handed out is due; `None` while tickets are still being handed
+    /// out, or when the run was stopped before the budget or duration ran out.
+    pub(crate) fn last_due(&self) -> Option<Instant> {
+        match self.last_due_ns.load(Ordering::Acquire) {
+            0 => None,
+            ns => Some(self.start + Duration::from_nanos(ns - 1)),
+        }
+    }
+
+    /// No more tickets: the last one handed out is due at `due`.
+    fn run_out(&self, due: Instant) {
+        let ns = u64::try_from(due.saturating_duration_since(self.start).as_nanos())
+            .unwrap_or(u64::MAX - 1)
+            + 1;
+        self.last_due_ns.fetch_max(ns, Ordering::AcqRel);
+        self.issued_all.cancel();
     }
 
     /// The start of the measured window.
@@ -93,11 +125,12 @@ impl Schedule {
             None => {
                 let now = Instant::now();
                 if self.end.is_some_and(|end| now >= end) {
+                    self.run_out(now);
                     self.stop.cancel();
                     return Ticket::Stop;
                 }
                 let measured = now >= self.measure_from;
-                if measured && !self.take_budget() {
+                if measured && !self.take_budget(now) {
                     return Ticket::Stop;
                 }
                 return Ticket::Send {
@@ -110,11 +143,12 @@ impl Schedule {
                 self.start + Duration::from_nanos((slot as f64 * interval_ns) as u64)
             }
         };
-        if self.end.is_some_and(|end| intended >= end) {
+        if let Some(end) = self.end.filter(|end| intended >= *end) {
+            self.run_out(end);
             return Ticket::Stop;
         }
         let measured = intended >= self.measure_from;
-        if measured && !self.take_budget() {
+        if measured && !self.take_budget(intended) {
             return Ticket::Stop;
         }
         Ticket::Send {
@@ -123,10 +157,18 @@ impl Schedule {
         }
     }
 
-    fn take_budget(&self) -> bool {
+    /// Takes one measured call from the `-n` budget for a call due at `due`; the call that
+    /// spends the budget marks the schedule as run out.
+    fn take_budget(&self, due: Instant) -> bool {
         match self.total {
             None => true,
-            Some(total) => self.taken.fetch_add(1, Ordering::Relaxed) < total,
+            Some(total) => {
+                let taken = self.taken.fetch_add(1, Ordering::Relaxed);
+                if taken + 1 >= total {
+                    self.run_out(due);
+                }
+                taken < total
+            }
         }
     }
 }
@@ -148,6 +190,42 @@ mod tests {
             .filter(|_| matches!(schedule.next_ticket(), Ticket::Send { .. }))
             .count();
         assert_eq!(sends, 3);
+        assert!(schedule.issued_all().is_cancelled());
+        assert!(schedule.last_due().is_some());
+    }
+
+    #[test]
+    fn the_last_due_time_of_an_open_loop_budget_is_its_last_call() {
+        let schedule = Schedule::new(
+            Pacing::OpenLoop { rate: 100.0 },
+            Duration::ZERO,
+            None,
+            Some(5),
+            CancellationToken::new(),
+        );
+        let mut last = None;
+        for _ in 0..4 {
+            assert!(!schedule.issued_all().is_cancelled());
+            last = Some(schedule.next_ticket());
+        }
+        let Some(Ticket::Send {
+            intended: Some(fourth),
+            ..
+        }) = last
+        else {
+            panic!("open loop tickets have intended times: {last:?}");
+        };
+        let Ticket::Send {
+            intended: Some(fifth),
+            ..
+        } = schedule.next_ticket()
+        else {
+            panic!("the fifth ticket is within the budget");
+        };
+        assert_eq!(fifth - fourth, Duration::from_millis(10));
+        assert!(schedule.issued_all().is_cancelled());
+        assert_eq!(schedule.last_due(), Some(fifth));
+        assert_eq!(schedule.next_ticket(), Ticket::Stop);
     }
 
     #[test]

@@ -412,3 +412,61 @@ fn slow_inline_calls_do_not_starve_other_connections() {
         "{served} of the flood's {FLOOD} calls were served before one probe call on another connection: it starved"
     );
 }
+
+/// Waits for `child` and returns its exit status and peak RSS in KiB (`wait4`'s rusage); a
+/// child still running after two minutes is killed and the test fails: it hung.
+fn wait_with_peak_rss(child: &mut std::process::Child) -> (std::process::ExitStatus, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = child.id() as libc::pid_t;
+    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our own child, not yet reaped; status and usage point to live
+        // locals of the right types.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            return (std::process::ExitStatus::from_raw(status), usage.ru_maxrss);
+        }
+        if std::time::Instant::now() > give_up {
+            let _ = child.kill();
+            panic!("the load run did not end: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 10 B, as a user meets it: a `-n` run against a server stopped with SIGSTOP ends,
+/// counts every call, and its memory stays bounded while the server reads nothing.
+#[test]
+fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    let mut load = grpclab()
+        .args(["load", &server.target(), "-n", "300000", "-c", "1000"])
+        .args(["-t", "1ms", "-O", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn grpclab load");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(server.child.id(), "STOP");
+    let mut stdout = load.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut text).map(|_| text)
+    });
+    let (status, peak_kib) = wait_with_peak_rss(&mut load);
+    signal(server.child.id(), "CONT");
+    let text = reader.join().unwrap().expect("read stdout");
+    assert!(status.success(), "{status:?}");
+    let report: serde_json::Value = serde_json::from_slice(&text).expect("JSON report");
+    assert_eq!(
+        report["count"], 300000,
+        "{}",
+        report["statusCodeDistribution"]
+    );
+    // Unbounded, the write buffer grew by ~9 MB a second (issue 10: 24 -> 67 MB in 5 s)
+    // and the run never ended; bounded, the client stays near its idle size.
+    assert!(peak_kib < 48 * 1024, "peak RSS {peak_kib} KiB");
+}

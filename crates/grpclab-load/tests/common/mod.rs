@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod fault;
+
 use bytes::Bytes;
 use grpclab_core::framing::unframe_single;
 use std::net::SocketAddr;

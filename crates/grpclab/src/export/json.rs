@@ -126,6 +126,9 @@ pub struct JsonReport {
     pub error_distribution: BTreeMap<String, u64>,
     /// Connections re-established during the run.
     pub reconnects: u64,
+    /// New connections opened because a connection's stream ids ran out (no call failed).
+    #[serde(default)]
+    pub planned_reconnects: u64,
     /// Calls abandoned at the end (counted as Canceled).
     pub abandoned: u64,
     /// Calls sent during the warmup that ended in the measured window (not in the figures).
@@ -167,6 +170,7 @@ impl JsonReport {
                 .collect(),
             error_distribution: result.error_counts().clone(),
             reconnects: result.reconnects,
+            planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,

@@ -59,6 +59,13 @@ impl Exporter for SummaryExporter {
         if result.reconnects > 0 {
             writeln!(out, "\nReconnections: {}", result.reconnects)?;
         }
+        if result.planned_reconnects > 0 {
+            writeln!(
+                out,
+                "New connections after stream ids ran out: {}",
+                result.planned_reconnects
+            )?;
+        }
         if let Some(note) = starvation_note(result) {
             writeln!(out, "\n{note}")?;
         }
@@ -108,6 +115,7 @@ mod tests {
             end_reason: EndReason::Timeout,
             recorder,
             reconnects: 0,
+            planned_reconnects: 0,
             abandoned: 0,
         };
         assert_eq!(

@@ -1,0 +1,215 @@
+//! The load engine against servers that die, stall, reset and lie: every call is counted
+//! exactly once and every run ends within its bounds (issue 10's load-engine items A-F).
+
+mod common;
+
+use common::fault::{Answer, Behaviour, FaultServer};
+use common::{any_port, scripted_server, Reply};
+use grpclab_core::{Code, Scenario};
+use grpclab_h2::frame::{code, setting};
+use grpclab_load::{run, CancellationToken, EndReason, LoadConfig, LoadResult, Pacing, Transport};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn config_for(addr: std::net::SocketAddr, transport: Transport) -> LoadConfig {
+    let scenario = Scenario::builtin("complex_proto").unwrap();
+    let mut config = LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec());
+    config.transport = transport;
+    config
+}
+
+/// Runs `config` on a thread of its own; a run that has not ended after two minutes is a hang,
+/// and fails the test instead of blocking the suite.
+fn run_bounded(config: LoadConfig) -> LoadResult {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(run(config, &CancellationToken::new(), &mut |_| {}));
+    });
+    match done_rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(result) => result.expect("the run starts"),
+        Err(_) => panic!("the run did not end: it hangs"),
+    }
+}
+
+fn count_of(result: &LoadResult, code: Code) -> u64 {
+    result.status_counts().get(&code).copied().unwrap_or(0)
+}
+
+const BOTH: [Transport; 2] = [Transport::Lab, Transport::H2];
+
+/// A: an open-loop `-n` run whose server dies and stays dead still records exactly N calls:
+/// tickets taken ahead for a connection are failed, not forgotten, when reconnecting fails.
+#[test]
+fn open_loop_total_is_exact_when_the_server_dies_for_good() {
+    for transport in BOTH {
+        let mut server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
+        let mut config = config_for(server.addr, transport);
+        config.pacing = Pacing::OpenLoop { rate: 400.0 };
+        config.total = Some(120);
+        config.concurrency = 10;
+        let served = Arc::clone(&server.served);
+        let killer = std::thread::spawn(move || {
+            server.wait_for_served(30);
+            server.kill();
+        });
+        let result = run_bounded(config);
+        killer.join().unwrap();
+        let served = served.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            result.count(),
+            120,
+            "{transport:?}: {:?}",
+            result.status_counts()
+        );
+        assert_eq!(result.end_reason, EndReason::Total, "{transport:?}");
+        assert!(count_of(&result, Code::Unavailable) >= 1, "{transport:?}");
+        assert!(result.ok() <= served, "{transport:?}: OK calls were served");
+    }
+}
+
+/// B: a `-n` run whose server stalls (stops reading and writing, socket open) ends once every
+/// call has met its deadline, with exactly N calls: deadlines run for calls that could not
+/// even be written, and the drain limit starts when the last ticket is due.
+#[test]
+fn a_stalled_server_cannot_hold_a_total_run() {
+    for transport in BOTH {
+        let server = FaultServer::start(Behaviour {
+            stall_after: Some(2000),
+            ..Behaviour::default()
+        });
+        // Enough calls that their frames overflow the socket buffers (~160 bytes each).
+        let mut config = config_for(server.addr, transport);
+        config.total = Some(200_000);
+        config.concurrency = 1000;
+        config.timeout = Some(Duration::from_millis(2));
+        let result = run_bounded(config);
+        assert_eq!(
+            result.count(),
+            200_000,
+            "{transport:?}: {:?}",
+            result.status_counts()
+        );
+        assert_eq!(result.end_reason, EndReason::Total);
+        assert!(result.ok() <= 2000 + 1000, "{transport:?}: {}", result.ok());
+        // h2 (the crate) may also close the connection itself once it has reset too many
+        // streams (its own guard against rapid resets): Unavailable, counted all the same.
+        assert_eq!(
+            count_of(&result, Code::DeadlineExceeded)
+                + count_of(&result, Code::Canceled)
+                + count_of(&result, Code::Unavailable),
+            200_000 - result.ok(),
+            "{transport:?}: {:?}",
+            result.error_counts()
+        );
+    }
+}
+
+/// C: no stream opens beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS, not even in the
+/// first batch: our engine reads the server's SETTINGS before it opens a stream.
+#[test]
+fn the_first_batch_respects_the_servers_stream_limit() {
+    for (transport, delay) in [
+        (Transport::Lab, Duration::ZERO),
+        (Transport::Lab, Duration::from_millis(150)),
+        (Transport::H2, Duration::ZERO),
+    ] {
+        let server = FaultServer::start(Behaviour {
+            settings: vec![(setting::MAX_CONCURRENT_STREAMS, 10)],
+            settings_delay: delay,
+            ..Behaviour::default()
+        });
+        let mut config = config_for(server.addr, transport);
+        config.total = Some(1000);
+        config.concurrency = 50;
+        let result = run_bounded(config);
+        let seen = &server.seen;
+        let refused = seen.refused.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            refused, 0,
+            "{transport:?} {delay:?}: streams over the limit"
+        );
+        assert_eq!(
+            result.ok(),
+            1000,
+            "{transport:?} {delay:?}: {:?}",
+            result.error_counts()
+        );
+        assert!(seen.peak_open.load(std::sync::atomic::Ordering::Relaxed) <= 10);
+        if transport == Transport::Lab {
+            assert_eq!(
+                seen.opened_before_settings
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                0,
+                "our engine waits for the server's SETTINGS"
+            );
+        }
+    }
+}
+
+/// D: a status in a header block without END_STREAM, then RST_STREAM: the call ends with the
+/// status the server sent (h2's and grpc-go's reading), even without a client deadline.
+#[test]
+fn a_reset_after_the_status_ends_the_call_with_that_status() {
+    for transport in BOTH {
+        for reset in [code::NO_ERROR, code::CANCEL] {
+            let server = FaultServer::start(Behaviour {
+                answer: Answer::StatusThenReset(reset),
+                ..Behaviour::default()
+            });
+            let mut config = config_for(server.addr, transport);
+            config.total = Some(40);
+            config.concurrency = 4;
+            config.timeout = None;
+            let result = run_bounded(config);
+            assert_eq!(result.count(), 40);
+            assert_eq!(
+                count_of(&result, Code::Internal),
+                40,
+                "{transport:?} reset {reset:#x}: {:?}",
+                result.error_counts()
+            );
+            assert_eq!(result.error_counts().get("Internal: boom"), Some(&40));
+        }
+    }
+}
+
+/// E: a connection whose stream ids run out opens a new one before they do: a planned
+/// reconnect, and not one call fails.
+#[test]
+fn stream_id_exhaustion_is_a_planned_reconnect() {
+    let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
+    let mut config = config_for(server.addr, Transport::Lab);
+    // 101 ids left per connection: 500 calls need at least four new connections.
+    config.first_stream_id = 0x7fff_ffff - 200;
+    config.total = Some(500);
+    config.concurrency = 10;
+    let result = run_bounded(config);
+    assert_eq!(result.ok(), 500, "{:?}", result.error_counts());
+    assert!(
+        result.planned_reconnects >= 4,
+        "{}",
+        result.planned_reconnects
+    );
+    assert_eq!(result.reconnects, 0);
+}
+
+/// F (h2 transport): a unary reply that ends OK with no message is Internal, on both.
+#[test]
+fn ok_without_a_message_is_internal() {
+    for transport in BOTH {
+        let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Status(0, "")));
+        let mut config = config_for(server.addr, transport);
+        config.total = Some(10);
+        config.concurrency = 2;
+        let result = run_bounded(config);
+        assert_eq!(count_of(&result, Code::Internal), 10, "{transport:?}");
+        assert_eq!(
+            result
+                .error_counts()
+                .get("Internal: status OK but no reply message"),
+            Some(&10),
+            "{transport:?}: {:?}",
+            result.error_counts()
+        );
+    }
+}

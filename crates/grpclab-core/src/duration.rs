@@ -3,10 +3,25 @@
 
 use std::time::Duration;
 
-/// Parses a human duration such as `20s`, `500ms` or `1m30s`.
+/// The longest duration any setting takes: a year. Longer ones are typing mistakes, and
+/// adding them to a clock reading could overflow it.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses a human duration such as `20s`, `500ms` or `1m30s`, at most [`MAX_DURATION`].
 ///
 /// The error says what was wrong and shows valid spellings, ready to print after the flag name.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_any_duration(text)?;
+    if duration > MAX_DURATION {
+        return Err(format!(
+            "'{}' is longer than a year; write a shorter duration such as '20s' or '2h'",
+            text.trim()
+        ));
+    }
+    Ok(duration)
+}
+
+fn parse_any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
@@ -35,5 +50,9 @@ mod tests {
         assert!(parse_duration("fast")
             .unwrap_err()
             .contains("not a duration"));
+        assert!(parse_duration("100000000000000h")
+            .unwrap_err()
+            .contains("longer than a year"));
+        assert!(parse_duration("365days").is_ok());
     }
 }

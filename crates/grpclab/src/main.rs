@@ -8,6 +8,7 @@ use grpclab::{
     EXIT_INPUT,
 };
 use grpclab_load::CancellationToken;
+use std::io::Write;
 use std::process::ExitCode;
 
 /// Counts heap allocations per thread, so servers can report allocations per call through
@@ -22,7 +23,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
             if err.downcast_ref::<InputError>().is_some() {
                 ExitCode::from(EXIT_INPUT)
             } else {
@@ -38,9 +39,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let prepared = bench::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
-            let outcome = bench::execute(prepared, &cancel, &mut |line| eprintln!("{line}"))?;
-            println!("{}", outcome.table);
-            eprintln!("results: {}", outcome.dir.display());
+            let outcome = bench::execute(prepared, &cancel, &mut progress_line(&cancel))?;
+            // Results are on disk already; a closed stdout or stderr only loses the echo.
+            let _ = writeln!(std::io::stdout(), "{}", outcome.table);
+            let _ = writeln!(std::io::stderr(), "results: {}", outcome.dir.display());
             Ok(if outcome.any_failed() || cancel.is_cancelled() {
                 ExitCode::from(EXIT_FAILURE)
             } else {
@@ -51,15 +53,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let prepared = compare::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
-            let (report, dir) =
-                compare::execute(prepared, &cancel, &mut |line| eprintln!("{line}"))?;
-            match args.format {
-                grpclab::cli::CompareFormat::Text => print!("{}", compare::render(&report)),
-                grpclab::cli::CompareFormat::Json => {
-                    println!("{}", serde_json::to_string_pretty(&report)?)
-                }
-            }
-            eprintln!("results: {}", dir.display());
+            let (report, dir) = compare::execute(prepared, &cancel, &mut progress_line(&cancel))?;
+            let text = match args.format {
+                grpclab::cli::CompareFormat::Text => compare::render(&report),
+                grpclab::cli::CompareFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            let _ = writeln!(std::io::stderr(), "results: {}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Load(args) => {
@@ -71,7 +71,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Encode(args) => {
             let written = encode_cmd::execute(&args)?;
-            eprintln!("wrote {written} bytes to {}", args.output.display());
+            let _ = writeln!(
+                std::io::stderr(),
+                "wrote {written} bytes to {}",
+                args.output.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats(args) => {
@@ -83,6 +87,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = serve_cmd::prepare(&args)?;
             serve_cmd::execute(&config)?;
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Prints a progress line on stderr. When stderr is closed (`grpclab bench 2>&1 | head -1`),
+/// the run ends as after Ctrl-C: what was measured is written, nothing panics.
+fn progress_line(cancel: &CancellationToken) -> impl FnMut(&str) + '_ {
+    move |line| {
+        if writeln!(std::io::stderr(), "{line}").is_err() {
+            cancel.cancel();
         }
     }
 }

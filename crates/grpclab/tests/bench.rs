@@ -3,9 +3,23 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
+use common::leftovers::Marker;
+
 const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
 
+/// Runs `grpclab bench` to its end, then checks it left no process or cgroup behind.
 fn bench(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let marker = Marker::new();
+    let mut command = bench_command(dir, args, env);
+    marker.apply(&mut command);
+    let output = command.output().expect("run grpclab bench");
+    marker.assert_nothing_left();
+    output
+}
+
+fn bench_command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(BIN);
     command
         .arg("bench")
@@ -18,7 +32,7 @@ fn bench(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         }
     }
     command.envs(env.iter().copied());
-    command.output().expect("run grpclab bench")
+    command
 }
 
 fn stderr(output: &Output) -> String {
@@ -314,7 +328,9 @@ fn bad_configuration_values_name_their_variable() {
 #[test]
 fn ctrl_c_keeps_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
+    let marker = Marker::new();
     let mut command = Command::new(BIN);
+    marker.apply(&mut command);
     command
         .args([
             "bench",
@@ -339,6 +355,7 @@ fn ctrl_c_keeps_what_was_measured() {
         .unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
+    marker.assert_nothing_left();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let folder = results_folder(dir.path());
     let lab = record(&folder, "lab");
@@ -560,4 +577,127 @@ fn alloc_profiles_name_the_sites_or_say_why_not() {
         stderr(&output)
     );
     assert!(stderr(&output).contains("allocation profile skipped"));
+}
+
+/// Issue 10, harness items 1 and 2: a server that writes bytes that are not UTF-8 on stderr
+/// keeps running (the reader never closes the pipe), and a child that left the server's
+/// process group (setsid) does not outlive the run (`bench` checks no marked process is left).
+#[test]
+fn invalid_utf8_on_stderr_and_a_setsid_child_neither_kill_nor_outlive_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &[
+            (
+                "binary-stderr",
+                format!(
+                    "printf 'x\\377\\n' >&2; sleep 0.3; (while :; do printf 'y\\376\\n' >&2; sleep 0.05; done) & {}",
+                    serve("lab")
+                ),
+            ),
+            (
+                "setsid-child",
+                format!("setsid sleep 1002 & {}", serve("lab")),
+            ),
+        ],
+    );
+    let output = bench(dir.path(), &["--suite", suite.to_str().unwrap()], SHORT);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    for name in ["binary-stderr", "setsid-child"] {
+        let json = record(&folder, name);
+        assert_eq!(json["status"], "ok", "{name}: {json}");
+    }
+}
+
+/// Issue 10, harness item 5: helpers that burn CPU in children living 0.2 s each are counted
+/// (the cgroup's own counter, or reaped children's time), not lost between samples.
+#[test]
+fn cpu_of_short_lived_children_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let burner = "sh -c 'while :; do timeout 0.2 sh -c \"while :; do :; done\"; done'";
+    let suite = write_suite(
+        dir.path(),
+        &[("burner", format!("{burner} & {}", serve("lab")))],
+    );
+    // A light open-loop load: the server itself needs a few percent of a core.
+    let env = [SHORT, &[("GRPC_CLIENT_QPS", "200")]].concat();
+    let output = bench(dir.path(), &["--suite", suite.to_str().unwrap()], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = record(&results_folder(dir.path()), "burner");
+    let cpu = json["usage"]["cpu_percent"].as_f64().unwrap();
+    assert!(
+        cpu > 50.0,
+        "the burner's children use most of a core: {cpu} %"
+    );
+}
+
+/// Issue 10, harness item 8: a suite's relative commands and paths resolve against its own
+/// folder, wherever `grpclab bench` runs from.
+#[test]
+fn a_suite_runs_from_any_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = dir.path().join("srv");
+    std::fs::create_dir(&srv).unwrap();
+    std::fs::write(
+        srv.join("server.sh"),
+        format!(
+            "#!/bin/sh\n{}\n",
+            serve("lab")
+                .replace("{port}", "$1")
+                .replace("{threads}", "1")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        srv.join("suite.toml"),
+        "[[implementation]]\nname = \"script\"\ncommand = \"exec sh ./server.sh {port}\"\n",
+    )
+    .unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let marker = Marker::new();
+    let mut command = bench_command(dir.path(), &["--suite", "../srv/suite.toml"], SHORT);
+    command.current_dir(&elsewhere);
+    marker.apply(&mut command);
+    let output = command.output().unwrap();
+    marker.assert_nothing_left();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        record(&results_folder(dir.path()), "script")["status"],
+        "ok"
+    );
+}
+
+/// Issue 10, harness item 3: `grpclab bench … 2>&1 | head -1` — a closed output ends the run
+/// like Ctrl-C: no panic, the results so far are written.
+#[test]
+fn a_closed_output_ends_the_run_cleanly_and_keeps_results() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = Marker::new();
+    let mut command = bench_command(dir.path(), &["lab", "tonic-st"], SHORT);
+    marker.apply(&mut command);
+    // One pipe for stdout and stderr, as `2>&1 | head -1` makes.
+    let (reader, writer) = std::io::pipe().unwrap();
+    command.stdout(writer.try_clone().unwrap()).stderr(writer);
+    let mut child = command.spawn().unwrap();
+    drop(command);
+    let mut first = String::new();
+    std::io::BufReader::new(reader)
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone: every later write fails with EPIPE.
+    let status = child.wait().unwrap();
+    marker.assert_nothing_left();
+    assert!(!first.is_empty());
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "ended as interrupted, not a panic (101)"
+    );
+    let folder = results_folder(dir.path());
+    assert!(folder.join("bench.params").is_file());
+    assert!(folder.join("table.txt").is_file(), "results are written");
+    assert!(!folder.join("tonic-st.json").exists(), "the run stopped");
 }

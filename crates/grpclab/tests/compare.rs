@@ -3,6 +3,10 @@
 
 use std::process::{Command, Output};
 
+mod common;
+
+use common::leftovers::Marker;
+
 /// The comparisons pin servers and clients to the same cores: run them one at a time, so
 /// they measure the servers and not each other.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -28,7 +32,11 @@ fn compare_sides(dir: &std::path::Path, sides: &[&str], extra: &[&str]) -> Outpu
             command.env_remove(key);
         }
     }
-    command.output().expect("run grpclab compare")
+    let marker = Marker::new();
+    marker.apply(&mut command);
+    let output = command.output().expect("run grpclab compare");
+    marker.assert_nothing_left();
+    output
 }
 
 fn report(output: &Output) -> serde_json::Value {

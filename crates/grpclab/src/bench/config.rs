@@ -72,11 +72,38 @@ fn setting<T>(
     })
 }
 
-fn positive_integer(text: &str) -> Result<usize, String> {
+/// The most streams or connections a run may ask for: far beyond any server's limits, and
+/// small enough that the client's per-stream state always fits in memory.
+const MAX_STREAMS: usize = 1_000_000;
+/// The most client threads a run may ask for.
+const MAX_CLIENT_CPUS: usize = 1024;
+
+fn whole_number_up_to(text: &str, max: usize) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(value) if value > max => Err(format!("must be at most {max}")),
         Ok(value) => Ok(value),
         Err(_) => Err("not a whole number".to_owned()),
+    }
+}
+
+/// GRPC_CLIENT_CONNECTIONS and GRPC_CLIENT_CONCURRENCY: 1 to [`MAX_STREAMS`].
+pub fn parse_streams(text: &str) -> Result<usize, String> {
+    whole_number_up_to(text, MAX_STREAMS)
+}
+
+/// GRPC_CLIENT_CPUS: 1 to [`MAX_CLIENT_CPUS`] threads (more than the machine's cores is
+/// allowed, and reported as oversubscribed).
+pub fn parse_client_cpus(text: &str) -> Result<usize, String> {
+    whole_number_up_to(text, MAX_CLIENT_CPUS)
+}
+
+/// GRPC_CLIENT_QPS: a whole number of requests per second, 0 = unlimited.
+pub fn parse_qps(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if value > 1_000_000_000 => Err("must be at most 1000000000".to_owned()),
+        Ok(value) => Ok(value),
+        Err(_) => Err("not a whole number of requests per second (0 = unlimited)".to_owned()),
     }
 }
 
@@ -102,12 +129,22 @@ pub fn parse_memory(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
-fn parse_cpus(text: &str) -> Result<f64, String> {
+/// GRPC_SERVER_CPUS: a CPU quota in cores, from 0.01 to the cores this process may use.
+pub fn parse_cpus(text: &str) -> Result<f64, String> {
+    parse_cpus_within(text, super::limits::available_cores().len())
+}
+
+fn parse_cpus_within(text: &str, cores: usize) -> Result<f64, String> {
     let cpus: f64 = text
         .parse()
         .map_err(|_| "not a number of cores".to_owned())?;
     if !(cpus.is_finite() && cpus >= 0.01) {
         return Err("must be at least 0.01 cores".to_owned());
+    }
+    if cpus > cores as f64 {
+        return Err(format!(
+            "more than the {cores} core(s) this machine lets grpclab use"
+        ));
     }
     Ok(cpus)
 }
@@ -170,7 +207,7 @@ impl BenchConfig {
                 "GRPC_CLIENT_CONNECTIONS",
                 "50",
                 "50",
-                positive_integer,
+                parse_streams,
             )?,
             concurrency: setting(
                 args.concurrency.as_deref(),
@@ -178,7 +215,7 @@ impl BenchConfig {
                 "GRPC_CLIENT_CONCURRENCY",
                 "1000",
                 "1000",
-                positive_integer,
+                parse_streams,
             )?,
             qps: setting(
                 args.qps.as_deref(),
@@ -186,11 +223,7 @@ impl BenchConfig {
                 "GRPC_CLIENT_QPS",
                 "0",
                 "0",
-                |t| {
-                    t.parse::<u64>().map_err(|_| {
-                        "not a whole number of requests per second (0 = unlimited)".to_owned()
-                    })
-                },
+                parse_qps,
             )?,
             client_cpus: setting(
                 args.client_cpus.as_deref(),
@@ -198,7 +231,7 @@ impl BenchConfig {
                 "GRPC_CLIENT_CPUS",
                 "1",
                 "1",
-                positive_integer,
+                parse_client_cpus,
             )?,
             scenario: setting(
                 args.scenario.as_deref(),
@@ -272,5 +305,10 @@ mod tests {
         assert_eq!(parse_cpus("0.5"), Ok(0.5));
         assert!(parse_cpus("0").is_err());
         assert!(parse_cpus("two").is_err());
+        for absurd in ["1e9", "1e20", "inf", "NaN", "-1"] {
+            assert!(parse_cpus(absurd).is_err(), "{absurd}");
+        }
+        assert!(parse_cpus_within("3", 2).unwrap_err().contains("2 core(s)"));
+        assert_eq!(parse_cpus_within("2", 2), Ok(2.0));
     }
 }

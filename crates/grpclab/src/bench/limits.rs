@@ -102,20 +102,26 @@ pub struct AppliedLimits {
     pub note: Option<String>,
 }
 
-/// A cgroup made for one server run; removed by [`ServerCgroup::remove`].
+/// A cgroup made for one server run. [`ServerCgroup::remove`] kills whatever still runs in it
+/// and removes its folders, saying when it cannot; dropping it does the same silently, so no
+/// early return leaves a folder behind.
 #[derive(Debug)]
-pub enum ServerCgroup {
+pub struct ServerCgroup {
+    /// Every folder made, in creation order (removed in reverse).
+    dirs: Vec<PathBuf>,
+    kind: CgroupKind,
+}
+
+#[derive(Debug, Clone)]
+enum CgroupKind {
     /// A v2 cgroup directory.
-    V2 {
-        /// the directory
-        dir: PathBuf,
-    },
-    /// v1 cgroups in the cpu and memory hierarchies.
+    V2 { dir: PathBuf },
+    /// v1 cgroups in the cpu and memory hierarchies, and cpuacct where it is mounted apart
+    /// (for the group's CPU time).
     V1 {
-        /// under the cpu controller
         cpu: PathBuf,
-        /// under the memory controller
         memory: PathBuf,
+        cpuacct: Option<PathBuf>,
     },
 }
 
@@ -144,56 +150,84 @@ fn own_cgroup(controller: &str) -> Option<String> {
     })
 }
 
+/// The folder for a new cgroup `name` beside our own, under the hierarchy at `root`.
+fn child_of_own(root: &Path, controller: &str, name: &str) -> PathBuf {
+    root.join(
+        own_cgroup(controller)
+            .unwrap_or_default()
+            .trim_start_matches('/'),
+    )
+    .join(name)
+}
+
+/// The CPU quota in µs per [`CPU_PERIOD_US`] for `cpus` cores (at least 1 ms, the kernel's
+/// minimum).
+fn quota_us(cpus: f64) -> u64 {
+    ((cpus * CPU_PERIOD_US as f64).round() as u64).max(1000)
+}
+
 impl ServerCgroup {
-    /// Makes a cgroup named `name` limited to `cpus` cores and `memory` bytes.
+    /// Makes a cgroup named `name` limited to `cpus` cores and `memory` bytes. On failure
+    /// nothing is left behind: the folders made so far are removed.
     pub fn create(name: &str, cpus: f64, memory: u64) -> Result<ServerCgroup, String> {
-        let quota = ((cpus * CPU_PERIOD_US as f64).round() as u64).max(1000);
-        let v2_root = Path::new("/sys/fs/cgroup");
-        if v2_root.join("cgroup.controllers").exists() {
-            let parent = v2_root.join(own_cgroup("").unwrap_or_default().trim_start_matches('/'));
+        ServerCgroup::create_under(Path::new("/sys/fs/cgroup"), name, cpus, memory)
+    }
+
+    /// [`ServerCgroup::create`] under another cgroup root (a fake one in tests).
+    pub(crate) fn create_under(
+        root: &Path,
+        name: &str,
+        cpus: f64,
+        memory: u64,
+    ) -> Result<ServerCgroup, String> {
+        let quota = quota_us(cpus);
+        let mut group;
+        if root.join("cgroup.controllers").exists() {
+            let parent = root.join(own_cgroup("").unwrap_or_default().trim_start_matches('/'));
             let enabled = read(&parent.join("cgroup.subtree_control")).unwrap_or_default();
             if !(enabled.contains("cpu") && enabled.contains("memory")) {
                 write(&parent.join("cgroup.subtree_control"), "+cpu +memory")?;
             }
             let dir = parent.join(name);
-            std::fs::create_dir_all(&dir)
-                .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
-            let group = ServerCgroup::V2 { dir: dir.clone() };
+            group = ServerCgroup {
+                dirs: Vec::new(),
+                kind: CgroupKind::V2 { dir: dir.clone() },
+            };
+            group.make_dir(&dir)?;
             write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
             write(&dir.join("memory.max"), &memory.to_string())?;
             // No swap: over the limit means the OOM killer, as in a container without swap.
             let _ = write(&dir.join("memory.swap.max"), "0");
             return Ok(group);
         }
-        let cpu_root = Path::new("/sys/fs/cgroup/cpu");
-        let memory_root = Path::new("/sys/fs/cgroup/memory");
+        let cpu_root = root.join("cpu");
+        let memory_root = root.join("memory");
         if !(cpu_root.join("cpu.cfs_quota_us").exists()
             && memory_root.join("memory.limit_in_bytes").exists())
         {
             return Err("no cgroup v2, nor v1 cpu and memory controllers, are mounted".to_owned());
         }
-        let cpu = cpu_root
-            .join(
-                own_cgroup("cpu")
-                    .unwrap_or_default()
-                    .trim_start_matches('/'),
-            )
-            .join(name);
-        let memory_dir = memory_root
-            .join(
-                own_cgroup("memory")
-                    .unwrap_or_default()
-                    .trim_start_matches('/'),
-            )
-            .join(name);
-        for dir in [&cpu, &memory_dir] {
-            std::fs::create_dir_all(dir)
-                .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
-        }
-        let group = ServerCgroup::V1 {
-            cpu: cpu.clone(),
-            memory: memory_dir.clone(),
+        let cpu = child_of_own(&cpu_root, "cpu", name);
+        let memory_dir = child_of_own(&memory_root, "memory", name);
+        // cpuacct counts the group's CPU time, reaped children included; where it shares the
+        // cpu hierarchy the cpu folder has it already.
+        let cpuacct_root = root.join("cpuacct");
+        let cpuacct = (!cpu_root.join("cpuacct.usage").exists()
+            && cpuacct_root.join("cpuacct.usage").exists())
+        .then(|| child_of_own(&cpuacct_root, "cpuacct", name));
+        group = ServerCgroup {
+            dirs: Vec::new(),
+            kind: CgroupKind::V1 {
+                cpu: cpu.clone(),
+                memory: memory_dir.clone(),
+                cpuacct: cpuacct.clone(),
+            },
         };
+        group.make_dir(&cpu)?;
+        group.make_dir(&memory_dir)?;
+        if let Some(dir) = &cpuacct {
+            group.make_dir(dir)?;
+        }
         write(&cpu.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
         write(&cpu.join("cpu.cfs_quota_us"), &quota.to_string())?;
         write(
@@ -208,26 +242,39 @@ impl ServerCgroup {
         Ok(group)
     }
 
+    fn make_dir(&mut self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        self.dirs.push(dir.to_owned());
+        Ok(())
+    }
+
     /// The `cgroup.procs` files a process writes its PID to, to join.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        match self {
-            ServerCgroup::V2 { dir } => vec![dir.join("cgroup.procs")],
-            ServerCgroup::V1 { cpu, memory } => {
-                vec![cpu.join("cgroup.procs"), memory.join("cgroup.procs")]
+        match &self.kind {
+            CgroupKind::V2 { dir } => vec![dir.join("cgroup.procs")],
+            CgroupKind::V1 {
+                cpu,
+                memory,
+                cpuacct,
+            } => {
+                let mut files = vec![cpu.join("cgroup.procs"), memory.join("cgroup.procs")];
+                files.extend(cpuacct.iter().map(|dir| dir.join("cgroup.procs")));
+                files
             }
         }
     }
 
     /// The limits as the kernel holds them.
     pub fn read_back(&self) -> AppliedLimits {
-        match self {
-            ServerCgroup::V2 { dir } => AppliedLimits {
+        match &self.kind {
+            CgroupKind::V2 { dir } => AppliedLimits {
                 mechanism: "cgroup-v2".to_owned(),
                 cpu_quota: read(&dir.join("cpu.max")),
                 memory_limit_bytes: read(&dir.join("memory.max")).and_then(|v| v.parse().ok()),
                 ..AppliedLimits::default()
             },
-            ServerCgroup::V1 { cpu, memory } => AppliedLimits {
+            CgroupKind::V1 { cpu, memory, .. } => AppliedLimits {
                 mechanism: "cgroup-v1".to_owned(),
                 cpu_quota: match (
                     read(&cpu.join("cpu.cfs_quota_us")),
@@ -243,11 +290,28 @@ impl ServerCgroup {
         }
     }
 
+    /// CPU seconds every process that ever ran in the group has used (v2 `cpu.stat`
+    /// usage_usec, v1 `cpuacct.usage`): children that lived between two samples included.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        cgroup_cpu_seconds(&self.cpu_usage_file()?)
+    }
+
+    /// The file [`ServerCgroup::cpu_seconds`] reads.
+    pub fn cpu_usage_file(&self) -> Option<PathBuf> {
+        match &self.kind {
+            CgroupKind::V2 { dir } => Some(dir.join("cpu.stat")),
+            CgroupKind::V1 { cpu, cpuacct, .. } => {
+                let file = cpuacct.as_ref().unwrap_or(cpu).join("cpuacct.usage");
+                file.exists().then_some(file)
+            }
+        }
+    }
+
     /// How many times the kernel's OOM killer struck inside this cgroup.
     pub fn oom_kills(&self) -> u64 {
-        let (file, key) = match self {
-            ServerCgroup::V2 { dir } => (dir.join("memory.events"), "oom_kill"),
-            ServerCgroup::V1 { memory, .. } => (memory.join("memory.oom_control"), "oom_kill"),
+        let (file, key) = match &self.kind {
+            CgroupKind::V2 { dir } => (dir.join("memory.events"), "oom_kill"),
+            CgroupKind::V1 { memory, .. } => (memory.join("memory.oom_control"), "oom_kill"),
         };
         read(&file)
             .unwrap_or_default()
@@ -259,21 +323,89 @@ impl ServerCgroup {
             .unwrap_or(0)
     }
 
-    /// Removes the cgroup (its processes must have exited).
-    pub fn remove(self) {
-        let dirs = match self {
-            ServerCgroup::V2 { dir } => vec![dir],
-            ServerCgroup::V1 { cpu, memory } => vec![cpu, memory],
-        };
-        for dir in dirs {
-            // The kernel frees a cgroup a moment after its last process exits; retry briefly.
-            for _ in 0..50 {
-                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
-                    break;
+    /// The processes in the group now.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = self
+            .procs_files()
+            .iter()
+            .filter_map(|file| read(file))
+            .flat_map(|text| {
+                text.lines()
+                    .filter_map(|line| line.trim().parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Kills every process still in the group (a child that left the server's process group
+    /// with setsid is still here), then removes the folders. `Err` says which folder stayed
+    /// and why; the caller reports it.
+    pub fn remove(mut self) -> Result<(), String> {
+        self.kill_and_remove()
+    }
+
+    fn kill_and_remove(&mut self) -> Result<(), String> {
+        let mut result = Ok(());
+        // The kernel frees a cgroup a moment after its last process exits; retry briefly.
+        for _ in 0..100 {
+            let pids = self.pids();
+            for pid in &pids {
+                if let Ok(pid) = libc::pid_t::try_from(*pid) {
+                    // SAFETY: kill(2) on a PID read from the group's own cgroup.procs: only
+                    // processes of the server's group, never ours.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
             }
+            let mut left = Vec::new();
+            for dir in self.dirs.iter().rev() {
+                match std::fs::remove_dir(dir) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(err) => {
+                        left.push(dir.clone());
+                        result = Err(format!(
+                            "cannot remove the cgroup {} ({err}; {} process(es) still in it)",
+                            dir.display(),
+                            pids.len()
+                        ));
+                    }
+                }
+            }
+            left.reverse();
+            self.dirs = left;
+            if self.dirs.is_empty() {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        result
+    }
+}
+
+impl Drop for ServerCgroup {
+    fn drop(&mut self) {
+        if !self.dirs.is_empty() {
+            let _ = self.kill_and_remove();
+        }
+    }
+}
+
+/// CPU seconds from a cgroup usage file: v2 `cpu.stat` (`usage_usec N`) or v1
+/// `cpuacct.usage` (nanoseconds).
+pub fn cgroup_cpu_seconds(file: &Path) -> Option<f64> {
+    let text = read(file)?;
+    if file.file_name().is_some_and(|n| n == "cpu.stat") {
+        text.lines().find_map(|line| {
+            let value = line.strip_prefix("usage_usec ")?;
+            value.trim().parse::<u64>().ok().map(|us| us as f64 / 1e6)
+        })
+    } else {
+        text.parse::<u64>().ok().map(|ns| ns as f64 / 1e9)
     }
 }
 
@@ -311,6 +443,70 @@ mod tests {
         let plan = plan_cores(&[0, 1], 2, 1);
         assert_eq!((plan.server, plan.client), (vec![0, 1], vec![1]));
         assert!(plan.oversubscribed.unwrap().contains("exceed the 2 cores"));
+    }
+
+    #[test]
+    fn cgroup_cpu_usage_reads_both_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let v2 = dir.path().join("cpu.stat");
+        std::fs::write(
+            &v2,
+            "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n",
+        )
+        .unwrap();
+        assert_eq!(cgroup_cpu_seconds(&v2), Some(2.5));
+        let v1 = dir.path().join("cpuacct.usage");
+        std::fs::write(&v1, "1500000000\n").unwrap();
+        assert_eq!(cgroup_cpu_seconds(&v1), Some(1.5));
+        assert_eq!(cgroup_cpu_seconds(&dir.path().join("missing")), None);
+    }
+
+    /// Issue 10: a quota the kernel rejects leaves no cgroup folder behind (it used to return
+    /// early after making the folders). Needs cgroups this process may write (root).
+    #[test]
+    fn a_rejected_quota_leaves_no_folder() {
+        let name = format!("grpclab-{}-rejected-quota-test", std::process::id());
+        let folders = || -> Vec<PathBuf> {
+            let own = |c: &str| own_cgroup(c).unwrap_or_default();
+            [
+                Path::new("/sys/fs/cgroup").join(own("").trim_start_matches('/')),
+                Path::new("/sys/fs/cgroup/cpu").join(own("cpu").trim_start_matches('/')),
+                Path::new("/sys/fs/cgroup/memory").join(own("memory").trim_start_matches('/')),
+                Path::new("/sys/fs/cgroup/cpuacct").join(own("cpuacct").trim_start_matches('/')),
+            ]
+            .into_iter()
+            .map(|parent| parent.join(&name))
+            .filter(|dir| dir.exists())
+            .collect()
+        };
+        // A billion cores: a quota far above what the kernel accepts (EINVAL).
+        match ServerCgroup::create(&name, 1e9, 256 << 20) {
+            Ok(group) => {
+                let made = format!("{group:?}");
+                drop(group);
+                panic!("the kernel accepted a quota of a billion cores: {made}");
+            }
+            Err(reason) if reason.contains("cannot create") || reason.contains("no cgroup") => {
+                eprintln!(
+                    "no writable cgroups here ({reason}); the early-exit path is not reachable"
+                );
+            }
+            Err(reason) => assert!(reason.contains("cpu"), "{reason}"),
+        }
+        assert_eq!(folders(), Vec::<PathBuf>::new(), "folders left behind");
+    }
+
+    #[test]
+    fn dropping_a_cgroup_removes_its_folders() {
+        let name = format!("grpclab-{}-drop-test", std::process::id());
+        let Ok(group) = ServerCgroup::create(&name, 0.5, 64 << 20) else {
+            eprintln!("no writable cgroups here: nothing to remove");
+            return;
+        };
+        let dirs = group.dirs.clone();
+        assert!(dirs.iter().all(|d| d.exists()));
+        drop(group);
+        assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");
     }
 
     #[test]

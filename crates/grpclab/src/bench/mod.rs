@@ -85,6 +85,16 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
         for spec in &implementations {
             let (run_config, run_spec) = sweep::apply(&config, spec, &combination)?;
             let scenario = load_scenario(&run_config.scenario)?;
+            if let Some(other) = runs.iter().find(|r: &&PlannedRun| {
+                runner::sanitize(&r.spec.name) == runner::sanitize(&run_spec.name)
+            }) {
+                return Err(InputError(format!(
+                    "the runs '{}' and '{}' would both write {}.json; give them names that differ in letters, digits, '-', '_' or '.'",
+                    other.spec.name,
+                    run_spec.name,
+                    runner::sanitize(&run_spec.name)
+                )));
+            }
             runs.push(PlannedRun {
                 implementation: spec.name.clone(),
                 settings: combination.clone(),
@@ -238,12 +248,18 @@ pub fn execute(
     })
 }
 
-/// The footer: warnings, and where limits fell back to affinity only.
+/// The footer: warnings, and where limits fell back to affinity only. The mechanism comes
+/// from the first row that got as far as applying limits (a row that failed before, e.g. in
+/// its build, has none).
 fn footer_with_limits(footer: &[String], results: &[ImplResult]) -> Vec<String> {
     let mut lines = footer.to_vec();
     if let Some(note) = results.iter().find_map(|r| r.limits.note.clone()) {
         lines.push(format!("NOTE: {note}"));
-    } else if let Some(mechanism) = results.first().map(|r| r.limits.mechanism.clone()) {
+    } else if let Some(mechanism) = results
+        .iter()
+        .map(|r| r.limits.mechanism.as_str())
+        .find(|mechanism| !mechanism.is_empty())
+    {
         lines.push(format!("limits: {mechanism}"));
     }
     lines
@@ -296,4 +312,189 @@ fn params(
         lines.push(("WARNING".to_owned(), warning.clone()));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// Values a user could type, sane and absurd: numbers of every shape, floats the parsers
+    /// must refuse, huge ones, units, signs, empty and non-ASCII text.
+    fn typed_values(seed: &mut u64) -> Vec<String> {
+        let mut values: Vec<String> = [
+            "0",
+            "1",
+            "2",
+            "-1",
+            "0.5",
+            "0.01",
+            "0.001",
+            "1e9",
+            "1e20",
+            "inf",
+            "-inf",
+            "NaN",
+            "nan",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "1.7976931348623157e308",
+            "0x10",
+            " 3 ",
+            "",
+            " ",
+            "1s",
+            "20s",
+            "0s",
+            "1ms",
+            "1ns",
+            "99999999999h",
+            "100000000000000000000s",
+            "1m30s",
+            "512m",
+            "1g",
+            "9999999g",
+            "4m",
+            "1k",
+            "lots",
+            "🙂",
+            "1,2",
+            "=",
+            "a b",
+            "1e-9",
+            "+5",
+            "٣",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        // And random strings over a small, number-heavy alphabet.
+        let alphabet = b"0123456789.-+eEinfNaskmgh ";
+        for _ in 0..300 {
+            let mut text = String::new();
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            let len = (*seed % 12) as usize;
+            for i in 0..len {
+                let pick = (*seed >> (i * 5 % 60)) as usize % alphabet.len();
+                text.push(alphabet[pick] as char);
+            }
+            values.push(text);
+        }
+        values
+    }
+
+    fn prepare_from(args: &[&str]) -> Option<Result<PreparedBench, InputError>> {
+        let mut argv = vec!["grpclab", "bench"];
+        argv.extend_from_slice(args);
+        // A value clap refuses never reaches our parsers (clap exits 2 itself).
+        let cli = Cli::try_parse_from(argv).ok()?;
+        let Command::Bench(bench) = cli.command else {
+            return None;
+        };
+        Some(prepare(&bench))
+    }
+
+    /// Issue 10: `grpclab bench` never panics on a value a user can type: every flag and
+    /// sweep value is accepted or refused with a message naming it.
+    #[test]
+    fn every_typed_value_is_accepted_or_refused_by_name_never_a_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let values = typed_values(&mut seed);
+        let flags = [
+            ("--duration", "GRPC_BENCHMARK_DURATION"),
+            ("--warmup", "GRPC_BENCHMARK_WARMUP"),
+            ("--server-cpus", "GRPC_SERVER_CPUS"),
+            ("--server-ram", "GRPC_SERVER_RAM"),
+            ("--connections", "GRPC_CLIENT_CONNECTIONS"),
+            ("--concurrency", "GRPC_CLIENT_CONCURRENCY"),
+            ("--qps", "GRPC_CLIENT_QPS"),
+            ("--client-cpus", "GRPC_CLIENT_CPUS"),
+        ];
+        let sweep_keys = [
+            "concurrency",
+            "connections",
+            "qps",
+            "server_cpus",
+            "client_cpus",
+        ];
+        for value in &values {
+            for (flag, variable) in flags {
+                let flag_and_value = format!("{flag}={value}");
+                let outcome = std::panic::catch_unwind(|| prepare_from(&[&flag_and_value]));
+                let Ok(outcome) = outcome else {
+                    panic!("{flag_and_value} panicked");
+                };
+                if let Some(Err(err)) = outcome {
+                    assert!(
+                        err.0.contains(flag) || err.0.contains(variable),
+                        "{flag_and_value}: {}",
+                        err.0
+                    );
+                }
+            }
+            for key in sweep_keys {
+                let sweep = format!("{key}={value}");
+                let outcome = std::panic::catch_unwind(|| {
+                    prepare_from(&["--concurrency=1000000", "--sweep", &sweep])
+                });
+                let Ok(outcome) = outcome else {
+                    panic!("--sweep {sweep} panicked");
+                };
+                if let Some(Err(err)) = outcome {
+                    assert!(err.0.contains("--sweep"), "--sweep {sweep}: {}", err.0);
+                }
+            }
+        }
+        // The ones the issue found, refused.
+        for absurd in ["1e9", "1e20", "inf", "NaN"] {
+            let sweep = format!("server_cpus={absurd}");
+            let outcome = prepare_from(&["--sweep", &sweep]).expect("clap accepts it");
+            assert!(outcome.is_err(), "--sweep {sweep} was accepted");
+            let flag = format!("--server-cpus={absurd}");
+            let outcome = prepare_from(&[&flag]).expect("clap accepts it");
+            assert!(outcome.is_err(), "{flag} was accepted");
+        }
+    }
+
+    #[test]
+    fn the_footer_names_limits_from_the_first_row_that_had_any() {
+        let failed_early = runner::ImplResult {
+            limits: limits::AppliedLimits::default(),
+            ..sample_result()
+        };
+        let measured = runner::ImplResult {
+            limits: limits::AppliedLimits {
+                mechanism: "cgroup-v1".to_owned(),
+                ..limits::AppliedLimits::default()
+            },
+            ..sample_result()
+        };
+        assert_eq!(
+            footer_with_limits(&[], &[failed_early.clone(), measured]),
+            vec!["limits: cgroup-v1".to_owned()]
+        );
+        assert!(footer_with_limits(&[], &[failed_early]).is_empty());
+    }
+
+    fn sample_result() -> runner::ImplResult {
+        runner::ImplResult {
+            name: "x".to_owned(),
+            status: RowStatus::Failed,
+            reason: Some("build failed".to_owned()),
+            stderr_tail: Vec::new(),
+            command: "x".to_owned(),
+            load: None,
+            usage: sampler::Usage::default(),
+            allocations_per_call: None,
+            bytes_per_call: None,
+            limits: limits::AppliedLimits::default(),
+            cpu_profile: None,
+            alloc_profile: None,
+            profile_note: None,
+        }
+    }
 }

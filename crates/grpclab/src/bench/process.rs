@@ -71,16 +71,7 @@ impl ServerProcess {
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(stderr) = child.stderr.take() {
             let tail = Arc::clone(&stderr_tail);
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    if let Ok(mut tail) = tail.lock() {
-                        if tail.len() == STDERR_TAIL_LINES {
-                            tail.pop_front();
-                        }
-                        tail.push_back(line);
-                    }
-                }
-            });
+            std::thread::spawn(move || keep_tail(stderr, &tail));
         }
         Ok(ServerProcess {
             child,
@@ -114,21 +105,30 @@ impl ServerProcess {
 
     /// SIGTERM to the group; SIGKILL after `grace`. Returns the exit status and whether the
     /// kill was needed.
+    ///
+    /// Descendants that left the process group (setsid) get the same signals: they are found
+    /// before the first signal, while they are still the server's children. (Where the server
+    /// has a cgroup, removing it kills anything left in it besides.)
     pub fn stop(&mut self, grace: Duration) -> (Option<ExitStatus>, bool) {
+        let tree = descendants(self.pid());
         if let Some(status) = self.exited() {
             signal_group(self.pid(), libc::SIGKILL); // leftovers of the group, if any
+            signal_each(&tree, libc::SIGKILL);
             return (Some(status), false);
         }
         signal_group(self.pid(), libc::SIGTERM);
+        signal_each(&tree, libc::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Some(status) = self.exited() {
                 signal_group(self.pid(), libc::SIGKILL);
+                signal_each(&tree, libc::SIGKILL);
                 return (Some(status), false);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         signal_group(self.pid(), libc::SIGKILL);
+        signal_each(&tree, libc::SIGKILL);
         let status = self.child.wait().ok();
         self.exit = status;
         (status, true)
@@ -138,8 +138,79 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         if self.exited().is_none() {
+            signal_each(&descendants(self.pid()), libc::SIGKILL);
             signal_group(self.pid(), libc::SIGKILL);
             let _ = self.child.wait();
+        }
+    }
+}
+
+/// Reads a server's stderr to its end, keeping the last [`STDERR_TAIL_LINES`] lines. Bytes
+/// that are not UTF-8 are shown as U+FFFD: the reader never stops early, since a closed pipe
+/// would kill a server that keeps logging (SIGPIPE) and lose the tail.
+fn keep_tail(stderr: impl std::io::Read, tail: &Mutex<VecDeque<String>>) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']).to_owned();
+        if let Ok(mut tail) = tail.lock() {
+            if tail.len() == STDERR_TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(text);
+        }
+    }
+}
+
+/// Every live descendant of `pid` (children, their children, ...), from /proc: the processes
+/// a stop must reach even when they left the server's process group (setsid).
+fn descendants(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(u32, u32)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            // Fields after the name: [0] state, [1] ppid.
+            let parent = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(child, _)| *child),
+        );
+        next += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Sends `signal` to each of `pids`.
+fn signal_each(pids: &[u32], signal: libc::c_int) {
+    for pid in pids {
+        if let Ok(pid) = libc::pid_t::try_from(*pid) {
+            // SAFETY: kill(2) on a descendant of the server we started; it touches no memory.
+            unsafe {
+                libc::kill(pid, signal);
+            }
         }
     }
 }

@@ -295,8 +295,8 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
     let mut server = match ServerProcess::start(&launch) {
         Ok(server) => server,
         Err(err) => {
-            if let Some(cgroup) = cgroup {
-                cgroup.remove();
+            if let Some(Err(warning)) = cgroup.map(ServerCgroup::remove) {
+                (context.progress)(&format!("{name}: WARNING: {warning}"));
             }
             return ImplResult::failed(
                 name,
@@ -318,8 +318,14 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
     );
     let (status, killed) = server.stop(config.stop_grace);
     let oom_kills = cgroup.as_ref().map_or(0, ServerCgroup::oom_kills);
-    if let Some(cgroup) = cgroup {
-        cgroup.remove();
+    // Removing the cgroup kills what is left in it: a child that left the server's process
+    // group (setsid) cannot outlive the run.
+    if let Some(Err(warning)) = cgroup.map(ServerCgroup::remove) {
+        (context.progress)(&format!("{name}: WARNING: {warning}"));
+        limits.note = Some(match limits.note.take() {
+            Some(note) => format!("{note}; {warning}"),
+            None => warning,
+        });
     }
     let mut result = result;
     result.limits = limits;
@@ -433,6 +439,7 @@ fn measure(
     let profile_dir = context.cpu_profile_dir.clone();
     let alloc_dir = context.alloc_profile_dir.clone();
     let profile_name = super::runner::sanitize(name);
+    let cpu_usage_file = cgroup.and_then(ServerCgroup::cpu_usage_file);
     let monitor = std::thread::spawn(move || {
         let warmup_end = Instant::now() + warmup;
         let mut sampler = None;
@@ -448,7 +455,11 @@ fn measure(
             }
             if sampler.is_none() && Instant::now() >= warmup_end {
                 stats_before = fetch_stats(&target);
-                sampler = Some(Sampler::start(pid, Duration::from_secs(1)));
+                sampler = Some(Sampler::start(
+                    pid,
+                    cpu_usage_file.clone(),
+                    Duration::from_secs(1),
+                ));
                 if let Some(dir) = &profile_dir {
                     recording = Some(super::profile::start(&group_pids(pid), dir, &profile_name));
                 }

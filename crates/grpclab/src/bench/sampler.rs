@@ -1,6 +1,9 @@
-//! Samples a server's CPU time and memory once a second over the measured window: the sum over
-//! every live process of its process group (utime+stime, VmRSS), read from /proc. Works for
-//! any server, with or without a cgroup.
+//! Samples a server's CPU time and memory once a second over the measured window. Memory is
+//! the sum of RSS over every live process of the server's process group, from /proc. CPU comes
+//! from the server's cgroup where it has one (v2 `cpu.stat`, v1 `cpuacct.usage`: every process
+//! that ever ran in it, short-lived children included); without a cgroup, from /proc: each
+//! live process's utime+stime plus the cutime+cstime of the children it has reaped, so a
+//! helper that lives between two samples is still counted once its parent waits for it.
 
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,7 +90,8 @@ pub fn read_group(pgid: u32) -> (f64, u64) {
                 .and_then(|v| v.parse::<u64>().ok())
                 .unwrap_or(0)
         };
-        cpu += (number(11) + number(12)) as f64 / ticks;
+        // [13] = cutime, [14] = cstime: children this process has waited for.
+        cpu += (number(11) + number(12) + number(13) + number(14)) as f64 / ticks;
         rss += number(21) * page;
     }
     (cpu, rss)
@@ -116,15 +120,20 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling group `pgid` now, then every `interval`.
-    pub fn start(pgid: u32, interval: Duration) -> Sampler {
+    /// Starts sampling group `pgid` now, then every `interval`; CPU from `cgroup_cpu` (a
+    /// cgroup usage file, see [`super::limits::cgroup_cpu_seconds`]) when given.
+    pub fn start(pgid: u32, cgroup_cpu: Option<std::path::PathBuf>, interval: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             let start = Instant::now();
             let mut samples = Vec::new();
             let take = |samples: &mut Vec<Sample>| {
-                let (cpu_seconds, rss_bytes) = read_group(pgid);
+                let (group_cpu, rss_bytes) = read_group(pgid);
+                let cpu_seconds = cgroup_cpu
+                    .as_deref()
+                    .and_then(super::limits::cgroup_cpu_seconds)
+                    .unwrap_or(group_cpu);
                 samples.push(Sample {
                     at: start.elapsed().as_secs_f64(),
                     cpu_seconds,

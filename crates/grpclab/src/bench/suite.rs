@@ -61,7 +61,9 @@ struct SuiteFile {
     implementations: Vec<ImplementationSpec>,
 }
 
-/// Reads a suite file; working directories are made relative to the file's folder.
+/// Reads a suite file. Relative paths resolve against the file's folder: a relative
+/// `workdir`, and the working directory itself when none is given, so a suite runs the same
+/// from any folder. Names must map to distinct result files.
 pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| InputError(format!("--suite: cannot read {}: {err}", path.display())))?;
@@ -78,8 +80,11 @@ pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
             path.display()
         )));
     }
-    let base = path.parent().unwrap_or(Path::new("."));
+    let absolute = std::fs::canonicalize(path)
+        .map_err(|err| InputError(format!("--suite: cannot read {}: {err}", path.display())))?;
+    let base = absolute.parent().unwrap_or(Path::new("/")).to_path_buf();
     let mut seen = std::collections::BTreeSet::new();
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
     let mut implementations = suite.implementations;
     for spec in &mut implementations {
         if spec.name.is_empty() || spec.command.is_empty() {
@@ -95,11 +100,28 @@ pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
                 spec.name
             )));
         }
-        if let Some(workdir) = &spec.workdir {
-            if workdir.is_relative() {
-                spec.workdir = Some(base.join(workdir));
-            }
+        let file = super::runner::sanitize(&spec.name);
+        if let Some(other) = files.insert(file.clone(), spec.name.clone()) {
+            return Err(InputError(format!(
+                "--suite {}: the names '{other}' and '{}' would both write {file}.json; rename one (names differ only in letters, digits, '-', '_' and '.')",
+                path.display(),
+                spec.name
+            )));
         }
+        let workdir = match &spec.workdir {
+            Some(workdir) if workdir.is_relative() => base.join(workdir),
+            Some(workdir) => workdir.clone(),
+            None => base.clone(),
+        };
+        if !workdir.is_dir() {
+            return Err(InputError(format!(
+                "--suite {}: the workdir of '{}' ({}) is not a folder; relative workdirs resolve against the suite file's folder",
+                path.display(),
+                spec.name,
+                workdir.display()
+            )));
+        }
+        spec.workdir = Some(workdir);
     }
     Ok(implementations)
 }
@@ -166,16 +188,36 @@ mod tests {
             "[[implementation]]\nname = \"a\"\ncommand = \"run {port}\"\nworkdir = \"x\"\nready = \"port\"\n",
         )
         .unwrap();
+        let missing = load_suite(&file).unwrap_err().0;
+        assert!(missing.contains("workdir of 'a'"), "{missing}");
+        assert!(missing.contains("/x)"), "{missing}");
+        std::fs::create_dir(dir.path().join("x")).unwrap();
         let suite = load_suite(&file).unwrap();
         assert_eq!(suite[0].ready, Readiness::Port);
-        assert_eq!(
-            suite[0].workdir.as_deref(),
-            Some(dir.path().join("x").as_path())
-        );
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(suite[0].workdir.as_deref(), Some(base.join("x").as_path()));
         std::fs::write(&file, "[[implementation]]\nname = \"a\"\ncomand = \"x\"\n").unwrap();
         let err = load_suite(&file).unwrap_err().0;
         assert!(err.contains("comand"), "{err}");
         assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn names_that_share_a_result_file_are_refused_and_workdir_defaults_to_the_suites_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("suite.toml");
+        let entry =
+            |name: &str| format!("[[implementation]]\nname = \"{name}\"\ncommand = \"x\"\n");
+        std::fs::write(&file, entry("a b") + &entry("a_b")).unwrap();
+        let err = load_suite(&file).unwrap_err().0;
+        assert!(
+            err.contains("'a b' and 'a_b' would both write a_b.json"),
+            "{err}"
+        );
+        std::fs::write(&file, entry("a")).unwrap();
+        let suite = load_suite(&file).unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(suite[0].workdir.as_deref(), Some(base.as_path()));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use std::fmt::Write as _;
 
-use super::config::BenchConfig;
+use super::config::{parse_client_cpus, parse_cpus, parse_qps, parse_streams, BenchConfig};
 use super::runner::{ImplResult, RowStatus};
 use super::suite::{shell_quote, ImplementationSpec};
 use crate::InputError;
@@ -60,19 +60,19 @@ pub fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
     })
 }
 
-fn number<T>(key: &str, value: &str, at_least: T) -> Result<T, InputError>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-{
-    let parsed: T = value
-        .parse()
-        .map_err(|_| InputError(format!("--sweep {key}: '{value}' is not a number")))?;
-    if parsed < at_least {
-        return Err(InputError(format!(
-            "--sweep {key}: '{value}' must be at least {at_least}"
-        )));
-    }
-    Ok(parsed)
+/// Parses a swept harness value with the same parser as its environment variable, so a
+/// sweep accepts exactly what the variable accepts.
+fn setting<T>(
+    key: &str,
+    value: &str,
+    variable: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, InputError> {
+    parse(value).map_err(|reason| {
+        InputError(format!(
+            "--sweep {key}: '{value}' is invalid ({variable}): {reason}"
+        ))
+    })
 }
 
 /// A combination applied: the run's settings and start command.
@@ -87,11 +87,19 @@ pub fn apply(
     for (key, value) in combination {
         match key.as_str() {
             "scenario" => config.scenario = value.clone(),
-            "concurrency" => config.concurrency = number(key, value, 1usize)?,
-            "connections" => config.connections = number(key, value, 1usize)?,
-            "qps" | "rps" => config.qps = number(key, value, 0u64)?,
-            "server-cpus" => config.server_cpus = number(key, value, 0.01f64)?,
-            "client-cpus" => config.client_cpus = number(key, value, 1usize)?,
+            "concurrency" => {
+                config.concurrency = setting(key, value, "GRPC_CLIENT_CONCURRENCY", parse_streams)?
+            }
+            "connections" => {
+                config.connections = setting(key, value, "GRPC_CLIENT_CONNECTIONS", parse_streams)?
+            }
+            "qps" | "rps" => config.qps = setting(key, value, "GRPC_CLIENT_QPS", parse_qps)?,
+            "server-cpus" => {
+                config.server_cpus = setting(key, value, "GRPC_SERVER_CPUS", parse_cpus)?
+            }
+            "client-cpus" => {
+                config.client_cpus = setting(key, value, "GRPC_CLIENT_CPUS", parse_client_cpus)?
+            }
             server_setting => {
                 spec.command
                     .push_str(&format!(" --{server_setting} {}", shell_quote(value)));

@@ -368,51 +368,62 @@ impl<S: CallSource> Connection<'_, S> {
     }
 
     /// Starts calls while slots are free and the source has some (scheduled calls only up to
-    /// `released_until`, see the field), then writes the started calls the connection can
+    /// `released_until`, see the field), and writes the started calls the connection can
     /// take: after the server's SETTINGS, within its stream limit, and while the bytes not
-    /// yet written (`pending_out`) stay under [`OUT_HIGH_WATER`].
+    /// yet written (`pending_out` before this turn) stay under [`OUT_HIGH_WATER`]. Calls that
+    /// cannot be written wait in `unsent`, oldest first; in the steady state none do, and a
+    /// new call goes straight to the write buffer.
     fn start_calls(&mut self, released_until: Instant, pending_out: usize) {
-        if self.go_away.is_none() {
-            // A slot is a call in flight or waiting to be written; a connection never starts
-            // more calls than it has stream ids left.
-            let limit = self.slots.min(self.ids_left());
-            let mut now = None;
-            while !self.stopped && self.calls.len() + self.unsent.len() < limit {
-                if self.wait_until.is_some_and(|at| at > released_until) {
+        let writable = self.peer_settings_seen && self.go_away.is_none();
+        let budget = OUT_HIGH_WATER.saturating_sub(pending_out) + self.out.len();
+        if writable {
+            while !self.unsent.is_empty() && self.may_write(budget) {
+                if let Some(call) = self.unsent.pop_front() {
+                    self.send_request(call);
+                }
+            }
+        }
+        if self.go_away.is_some() {
+            return;
+        }
+        // A slot is a call in flight or waiting to be written; a connection never starts
+        // more calls than it has stream ids left.
+        let limit = self.slots.min(self.ids_left());
+        let mut now = None;
+        while !self.stopped && self.calls.len() + self.unsent.len() < limit {
+            if self.wait_until.is_some_and(|at| at > released_until) {
+                break;
+            }
+            self.wait_until = None;
+            let free_slots = limit - self.calls.len() - self.unsent.len();
+            match self.source.next_call(released_until, free_slots) {
+                NextCall::Stop => self.stopped = true,
+                NextCall::WaitUntil(at) => {
+                    self.wait_until = Some(at);
                     break;
                 }
-                self.wait_until = None;
-                let free_slots = limit - self.calls.len() - self.unsent.len();
-                match self.source.next_call(released_until, free_slots) {
-                    NextCall::Stop => self.stopped = true,
-                    NextCall::WaitUntil(at) => {
-                        self.wait_until = Some(at);
-                        break;
-                    }
-                    NextCall::Send { body, token } => {
-                        let sent = *now.get_or_insert_with(Instant::now);
-                        self.unsent.push_back(UnsentCall {
-                            token,
-                            sent,
-                            deadline: self.template.timeout.map(|t| sent + t),
-                            body,
-                        });
+                NextCall::Send { body, token } => {
+                    let sent = *now.get_or_insert_with(Instant::now);
+                    let call = UnsentCall {
+                        token,
+                        sent,
+                        deadline: self.template.timeout.map(|t| sent + t),
+                        body,
+                    };
+                    if writable && self.unsent.is_empty() && self.may_write(budget) {
+                        self.send_request(call);
+                    } else {
+                        self.unsent.push_back(call);
                     }
                 }
             }
         }
-        if !self.peer_settings_seen || self.go_away.is_some() {
-            return;
-        }
-        let written_before = self.out.len();
-        while self.calls.len() < self.peer_max_streams
-            && pending_out + (self.out.len() - written_before) < OUT_HIGH_WATER
-        {
-            let Some(call) = self.unsent.pop_front() else {
-                break;
-            };
-            self.send_request(call);
-        }
+    }
+
+    /// Whether one more stream may open now: within the server's stream limit, and with the
+    /// write buffer under `budget` bytes (see [`Connection::start_calls`]).
+    fn may_write(&self, budget: usize) -> bool {
+        self.calls.len() < self.peer_max_streams && self.out.len() < budget
     }
 
     fn send_request(&mut self, unsent: UnsentCall) {

@@ -496,6 +496,40 @@ mod tests {
         assert_eq!(folders(), Vec::<PathBuf>::new(), "folders left behind");
     }
 
+    /// The v2 path over a fake cgroup root (this machine may have v1 only): the quota and
+    /// limit files, the procs file, the CPU counter, and removal.
+    #[test]
+    fn the_v2_layout_over_a_fake_root() {
+        let root = tempfile::tempdir().unwrap();
+        let own = own_cgroup("").unwrap_or_default();
+        let parent = root.path().join(own.trim_start_matches('/'));
+        std::fs::create_dir_all(&parent).unwrap();
+        std::fs::write(root.path().join("cgroup.controllers"), "cpu memory").unwrap();
+        std::fs::write(parent.join("cgroup.subtree_control"), "cpu memory").unwrap();
+        let group = ServerCgroup::create_under(root.path(), "grpclab-fake", 0.5, 256 << 20)
+            .expect("a fake v2 root takes every write");
+        let dir = parent.join("grpclab-fake");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("cpu.max")).unwrap(),
+            "50000 100000"
+        );
+        let limits = group.read_back();
+        assert_eq!(limits.mechanism, "cgroup-v2");
+        assert_eq!(limits.memory_limit_bytes, Some(256 << 20));
+        assert_eq!(group.procs_files(), vec![dir.join("cgroup.procs")]);
+        assert_eq!(group.cpu_usage_file(), Some(dir.join("cpu.stat")));
+        std::fs::write(dir.join("cpu.stat"), "usage_usec 1000000\n").unwrap();
+        assert_eq!(group.cpu_seconds(), Some(1.0));
+        std::fs::write(dir.join("cgroup.procs"), "").unwrap();
+        assert!(group.pids().is_empty());
+        // A real cgroup folder's files vanish with it; a fake one's must go first.
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        group.remove().unwrap();
+        assert!(!dir.exists());
+    }
+
     #[test]
     fn dropping_a_cgroup_removes_its_folders() {
         let name = format!("grpclab-{}-drop-test", std::process::id());

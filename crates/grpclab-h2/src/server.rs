@@ -131,8 +131,18 @@ pub trait Service {
 const FAIR_SHARE: std::time::Duration = std::time::Duration::from_millis(1);
 /// How long a connection waits before offering a busy call again when nothing else wakes it.
 const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
-/// Read buffer growth step.
+/// Read buffer growth step for a busy connection.
 const READ_CHUNK: usize = 64 * 1024;
+/// What a connection's buffers start with: an idle connection costs a few KiB, not 128 KiB
+/// reserved up front (issue 12: 5,000 idle connections reserved 666 MB).
+const INITIAL_BUFFER: usize = 4 * 1024;
+/// Bytes waiting to be written above which the connection stops reading until they drain:
+/// a client that does not read cannot make us queue answers (PING and SETTINGS acks,
+/// resets, responses) without limit; it gets what tonic gives it, a server that stops reading.
+const WRITE_BACKLOG_LIMIT: usize = 256 * 1024;
+/// After the peer closed its side, how long queued bytes may take to leave before the
+/// connection is dropped: a half-closed peer that never reads cannot hold the socket.
+const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_secs(30);
 
 enum StreamState<C> {
     /// Headers in; body arriving.
@@ -203,8 +213,11 @@ struct Stream<C> {
     recv_window: i64,
     /// Consumed and not yet returned with a stream WINDOW_UPDATE.
     recv_unacked: u32,
-    /// What we may still send on this stream.
-    send_window: i64,
+    /// What we may still send on this stream, minus the peer's SETTINGS_INITIAL_WINDOW_SIZE
+    /// (WINDOW_UPDATEs added, data sent subtracted). Relative, so that a SETTINGS change
+    /// applies to every open stream (RFC 9113 §6.9.2) in O(1) instead of a walk over them all:
+    /// a walk per SETTINGS entry let 6 MB/s of SETTINGS keep an I/O thread busy (issue 12).
+    send_window_offset: i64,
 }
 
 /// Header decoding scratch, reused for every header block.
@@ -284,6 +297,10 @@ struct Connection<S: Service> {
     settings_received: bool,
     peer_max_frame: usize,
     peer_initial_window: i64,
+    /// At least the largest `send_window_offset` of any open stream (an upper bound, exact
+    /// after [`Connection::check_initial_window`] had to look): raising the initial window
+    /// overflows no stream while this plus the new value stays within 2^31-1.
+    max_send_offset: i64,
     conn_send_window: i64,
     conn_recv_window: i64,
     conn_recv_unacked: u32,
@@ -310,11 +327,16 @@ pub async fn serve_connection<S: Service>(
     let (replies_tx, mut replies_rx) = mpsc::unbounded_channel();
     let mut connection = Connection::new(service, settings, replies_tx);
     connection.start();
-    let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut read_buf = BytesMut::with_capacity(INITIAL_BUFFER);
+    // How much to offer the next read: grows while reads fill what they are offered.
+    let mut read_offer = INITIAL_BUFFER;
     let mut read_closed = false;
     let mut written = 0usize;
     let deadline_timer = tokio::time::sleep(std::time::Duration::from_secs(3600));
     tokio::pin!(deadline_timer);
+    let linger = tokio::time::sleep(CLOSE_LINGER);
+    tokio::pin!(linger);
+    let mut lingering = false;
     // Service work since this task last yielded (see FAIR_SHARE).
     let mut work_since_yield = std::time::Duration::ZERO;
     loop {
@@ -333,6 +355,14 @@ pub async fn serve_connection<S: Service>(
         if written == connection.out.len() {
             connection.out.clear();
             written = 0;
+            if connection.out.capacity() > WRITE_BACKLOG_LIMIT {
+                // A burst beyond any steady-state batch is over: give back what it took.
+                connection.out.shrink_to(READ_CHUNK);
+            }
+        } else if written >= READ_CHUNK && written * 2 >= connection.out.len() {
+            // Keep the unwritten tail at the front, so a slow reader's buffer does not only grow.
+            connection.out.drain(..written);
+            written = 0;
         }
         let draining = connection.going_away || connection.peer_going_away || read_closed;
         if draining
@@ -342,14 +372,24 @@ pub async fn serve_connection<S: Service>(
         {
             return;
         }
+        // After the peer's EOF only calls the service is running can still produce bytes:
+        // a body that never completed cannot, nor can a response waiting for window (no
+        // WINDOW_UPDATE can come). Once nothing else is queued, the connection is over.
         if read_closed
             && connection.out.is_empty()
-            && connection
+            && connection.busy.is_empty()
+            && !connection
                 .streams
                 .values()
-                .all(|s| matches!(s.state, StreamState::Receiving { .. }))
+                .any(|s| matches!(s.state, StreamState::Running))
         {
             return;
+        }
+        if read_closed && !lingering {
+            lingering = true;
+            linger
+                .as_mut()
+                .reset((Instant::now() + CLOSE_LINGER).into());
         }
         // Only calls still waiting for their body can miss a deadline here; usually none are.
         let timer_armed = match connection.earliest_deadline() {
@@ -359,19 +399,25 @@ pub async fn serve_connection<S: Service>(
             }
             None => false,
         };
-        let want_write = !connection.out.is_empty();
+        let backlog = connection.out.len() - written;
+        let want_write = backlog > 0;
+        let want_read = !read_closed && backlog < WRITE_BACKLOG_LIMIT;
         let busy = !connection.busy.is_empty();
         tokio::select! {
-            ready = tcp.readable(), if !read_closed => {
+            ready = tcp.readable(), if want_read => {
                 if ready.is_err() {
                     return;
                 }
-                if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
-                    read_buf.reserve(READ_CHUNK);
+                if read_buf.capacity() - read_buf.len() < read_offer / 4 {
+                    read_buf.reserve(read_offer);
                 }
+                let offered = read_buf.capacity() - read_buf.len();
                 match crate::io::read_available(&tcp, &mut read_buf) {
                     Ok(0) => read_closed = true,
-                    Ok(_) => {
+                    Ok(n) => {
+                        if n * 2 >= offered && read_offer < READ_CHUNK {
+                            read_offer = (read_offer * 2).min(READ_CHUNK);
+                        }
                         let started = Instant::now();
                         connection.turn_started = started;
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
@@ -395,6 +441,7 @@ pub async fn serve_connection<S: Service>(
             _ = &mut deadline_timer, if timer_armed => connection.expire_deadlines(Instant::now()),
             _ = tokio::time::sleep(BUSY_RETRY), if busy => {}
             _ = shutdown.cancelled(), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
+            _ = &mut linger, if lingering => return,
         }
         connection.retry_busy();
     }
@@ -423,12 +470,13 @@ impl<S: Service> Connection<S> {
             settings_received: false,
             peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
             peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+            max_send_offset: 0,
             conn_send_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
             going_away: false,
             peer_going_away: false,
-            out: Vec::with_capacity(READ_CHUNK),
+            out: Vec::with_capacity(INITIAL_BUFFER),
             block_scratch: Vec::new(),
             head_block: CachedBlock::default(),
             ok_trailers_block: CachedBlock::default(),
@@ -587,30 +635,47 @@ impl<S: Service> Connection<S> {
             }
             return Ok(());
         }
+        // Only the last value of each setting in a frame counts (they apply in order), so a
+        // frame repeating an entry thousands of times costs what one entry does.
+        let mut initial_window = None;
         for (id, value) in frame::parse_settings(payload)? {
             match id {
                 setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),
-                setting::INITIAL_WINDOW_SIZE => {
-                    // Applies to every open stream's send window, by the difference (§6.9.2).
-                    let delta = i64::from(value) - self.peer_initial_window;
-                    self.peer_initial_window = i64::from(value);
-                    for stream in self.streams.values_mut() {
-                        stream.send_window += delta;
-                        if stream.send_window > i64::from(frame::MAX_WINDOW) {
-                            return Err(connection_error(
-                                code::FLOW_CONTROL_ERROR,
-                                "a stream window exceeds 2^31-1",
-                            ));
-                        }
-                    }
-                }
+                setting::INITIAL_WINDOW_SIZE => initial_window = Some(i64::from(value)),
                 setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
                 _ => {}
             }
         }
+        if let Some(value) = initial_window {
+            self.check_initial_window(value)?;
+            self.peer_initial_window = value;
+        }
         self.settings_received = true;
         frame::write_settings_ack(&mut self.out);
         self.send_blocked();
+        Ok(())
+    }
+
+    /// A new SETTINGS_INITIAL_WINDOW_SIZE may not push any open stream's window past 2^31-1
+    /// (§6.9.2: FLOW_CONTROL_ERROR). O(1) while the upper bound says no stream can overflow;
+    /// otherwise one walk makes the bound exact.
+    fn check_initial_window(&mut self, value: i64) -> Result<(), ConnectionError> {
+        let max = i64::from(frame::MAX_WINDOW);
+        if self.max_send_offset + value <= max {
+            return Ok(());
+        }
+        self.max_send_offset = self
+            .streams
+            .values()
+            .map(|stream| stream.send_window_offset)
+            .max()
+            .unwrap_or(0);
+        if self.max_send_offset + value > max {
+            return Err(connection_error(
+                code::FLOW_CONTROL_ERROR,
+                "a stream window exceeds 2^31-1",
+            ));
+        }
         Ok(())
     }
 
@@ -642,11 +707,14 @@ impl<S: Service> Connection<S> {
                     self.reset(header.stream, code::PROTOCOL_ERROR);
                     return Ok(());
                 }
-                stream.send_window += i64::from(increment);
-                if stream.send_window > i64::from(frame::MAX_WINDOW) {
+                stream.send_window_offset += i64::from(increment);
+                if stream.send_window_offset + self.peer_initial_window
+                    > i64::from(frame::MAX_WINDOW)
+                {
                     self.reset(header.stream, code::FLOW_CONTROL_ERROR);
                     return Ok(());
                 }
+                self.max_send_offset = self.max_send_offset.max(stream.send_window_offset);
             }
         }
         self.send_blocked();
@@ -777,7 +845,7 @@ impl<S: Service> Connection<S> {
             state: StreamState::Running,
             recv_window: i64::from(self.settings.initial_window_size),
             recv_unacked: 0,
-            send_window: self.peer_initial_window,
+            send_window_offset: 0,
         };
         match self.service.accept(&head, self.turn_started) {
             Ok(call) => {
@@ -1060,7 +1128,7 @@ impl<S: Service> Connection<S> {
         while !data.is_empty() {
             let allowed = self
                 .conn_send_window
-                .min(stream.send_window)
+                .min(stream.send_window_offset + self.peer_initial_window)
                 .min(max_frame as i64);
             if allowed <= 0 {
                 if !self.blocked.contains(&stream_id) {
@@ -1071,7 +1139,7 @@ impl<S: Service> Connection<S> {
             let chunk = data.split_to((allowed as usize).min(data.len()));
             frame::write_data(&mut self.out, stream_id, &chunk, false);
             self.conn_send_window -= chunk.len() as i64;
-            stream.send_window -= chunk.len() as i64;
+            stream.send_window_offset -= chunk.len() as i64;
         }
         if *trailers {
             self.block_scratch.clear();

@@ -429,3 +429,47 @@ fn drains_on_shutdown(server: Running) {
     assert_eq!(data.payload, request.to_vec());
     assert!(server.join(), "the server ends cleanly after draining");
 }
+
+/// SETTINGS_INITIAL_WINDOW_SIZE repeated in one frame: the entries apply in order, so the
+/// last one is the window (RFC 9113 §6.5.3). 2,000 entries of 0 then one of 65,535: a reply
+/// is sent. (Issue 12: lab now applies the frame's last value once, instead of walking every
+/// open stream per entry.)
+#[test]
+fn the_last_initial_window_of_a_settings_frame_wins() {
+    each_lab_transport(LabConfig::default(), |name, server| {
+        let mut connection = RawConnection::open(server.addr);
+        let mut payload = Vec::new();
+        for value in std::iter::repeat_n(0u32, 2000).chain([65_535]) {
+            payload.extend_from_slice(&0x4u16.to_be_bytes());
+            payload.extend_from_slice(&value.to_be_bytes());
+        }
+        connection.send(SETTINGS, 0, 0, &payload);
+        connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));
+        connection.send(DATA, END_STREAM, 1, &complex_request());
+        let data = connection.read_until(DATA).expect("reply DATA");
+        assert_eq!(data.stream, 1, "{name}");
+        assert!(!data.payload.is_empty(), "{name}");
+    });
+}
+
+/// A SETTINGS_INITIAL_WINDOW_SIZE that would push an open stream's window past 2^31-1 is a
+/// connection error FLOW_CONTROL_ERROR (§6.9.2), however the stream got its window: here a
+/// WINDOW_UPDATE brought it to exactly 2^31-1 under the default initial window.
+#[test]
+fn an_initial_window_that_overflows_an_open_stream_is_a_flow_control_error() {
+    each_lab_transport(LabConfig::default(), |name, server| {
+        let mut connection = RawConnection::open(server.addr);
+        // An open stream: HEADERS without END_STREAM, its body never sent.
+        connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));
+        let raise = 0x7fff_ffffu32 - 65_535;
+        connection.send(WINDOW_UPDATE, 0, 1, &raise.to_be_bytes());
+        let mut payload = 0x4u16.to_be_bytes().to_vec();
+        payload.extend_from_slice(&65_536u32.to_be_bytes());
+        connection.send(SETTINGS, 0, 0, &payload);
+        assert_eq!(
+            connection.goaway_code(),
+            Some(0x3),
+            "{name}: FLOW_CONTROL_ERROR"
+        );
+    });
+}

@@ -626,9 +626,11 @@ fn cpu_of_short_lived_children_is_counted() {
     assert!(output.status.success(), "{}", stderr(&output));
     let json = record(&results_folder(dir.path()), "burner");
     let cpu = json["usage"]["cpu_percent"].as_f64().unwrap();
+    // Alone on the machine the burner takes most of its one-core quota; with other tests
+    // running beside it, about half. Before reaped children were counted it read ~3 %.
     assert!(
-        cpu > 50.0,
-        "the burner's children use most of a core: {cpu} %"
+        cpu > 25.0,
+        "the burner's children use much of a core: {cpu} %"
     );
 }
 

@@ -192,6 +192,12 @@ struct Connection<'s, S: CallSource> {
     scratch_status: Option<u32>,
     scratch_message: String,
     scratch_http: u16,
+    /// The last header block's shape: `:status` fields seen, and whether it broke the
+    /// pseudo-header rules (unknown or request pseudo-headers, one after a regular field).
+    scratch_status_fields: u8,
+    scratch_malformed: bool,
+    /// The last-stream id of the server's GOAWAY, which may only go down (RFC 9113 §6.8).
+    go_away_last: Option<u32>,
 }
 
 /// Runs calls on `tcp` until the source says stop and every call has ended (`Ok`), or the
@@ -232,6 +238,9 @@ pub async fn run_connection<S: CallSource>(
         scratch_status: None,
         scratch_message: String::new(),
         scratch_http: 0,
+        scratch_status_fields: 0,
+        scratch_malformed: false,
+        go_away_last: None,
     };
     connection.out.extend_from_slice(frame::PREFACE);
     frame::write_settings(
@@ -682,6 +691,13 @@ impl<S: CallSource> Connection<'_, S> {
             }
             kind::GOAWAY => {
                 let (last, error) = frame::parse_goaway(&payload)?;
+                if self.go_away_last.is_some_and(|earlier| last > earlier) {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "a second GOAWAY raised the last stream id",
+                    ));
+                }
+                self.go_away_last = Some(last);
                 self.go_away = Some(error);
                 // Streams above `last` were never processed: they fail now (retry-safe).
                 let unprocessed: Vec<u32> =
@@ -701,8 +717,27 @@ impl<S: CallSource> Connection<'_, S> {
                         ));
                     }
                     self.conn_send_window += i64::from(increment);
+                    if self.conn_send_window > i64::from(frame::MAX_WINDOW) {
+                        return Err(connection_error(
+                            code::FLOW_CONTROL_ERROR,
+                            "the server raised the connection window past 2^31-1",
+                        ));
+                    }
                 } else if let Some(call) = self.calls.get_mut(&header.stream) {
                     call.send_window += i64::from(increment);
+                    if increment == 0 {
+                        self.stream_error(
+                            header.stream,
+                            code::PROTOCOL_ERROR,
+                            "the server sent a WINDOW_UPDATE of 0",
+                        );
+                    } else if call.send_window > i64::from(frame::MAX_WINDOW) {
+                        self.stream_error(
+                            header.stream,
+                            code::FLOW_CONTROL_ERROR,
+                            "the server raised a stream window past 2^31-1",
+                        );
+                    }
                 }
                 self.send_blocked();
                 Ok(())
@@ -724,20 +759,29 @@ impl<S: CallSource> Connection<'_, S> {
         self.scratch_status = None;
         self.scratch_message.clear();
         self.scratch_http = 0;
-        let (status, message, http) = (
+        self.scratch_status_fields = 0;
+        self.scratch_malformed = false;
+        let (status, message, http, status_fields, malformed) = (
             &mut self.scratch_status,
             &mut self.scratch_message,
             &mut self.scratch_http,
+            &mut self.scratch_status_fields,
+            &mut self.scratch_malformed,
         );
+        let mut regular_seen = false;
         self.decoder
             .decode(block, |name, value| match name {
                 b":status" => {
+                    *malformed |= regular_seen;
+                    *status_fields = status_fields.saturating_add(1);
                     *http = std::str::from_utf8(value)
                         .ok()
                         .and_then(|v| v.parse().ok())
                         .unwrap_or(0);
                 }
+                _ if name.first() == Some(&b':') => *malformed = true,
                 b"grpc-status" => {
+                    regular_seen = true;
                     *status = Some(
                         std::str::from_utf8(value)
                             .ok()
@@ -745,8 +789,11 @@ impl<S: CallSource> Connection<'_, S> {
                             .unwrap_or(2),
                     );
                 }
-                b"grpc-message" => message.push_str(&percent_decode(value)),
-                _ => {}
+                b"grpc-message" => {
+                    regular_seen = true;
+                    message.push_str(&percent_decode(value))
+                }
+                _ => regular_seen = true,
             })
             .map_err(|_| {
                 connection_error(
@@ -757,6 +804,22 @@ impl<S: CallSource> Connection<'_, S> {
         let Some(call) = self.calls.get_mut(&stream) else {
             return Ok(()); // a call we gave up on (deadline) or never made
         };
+        // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
+        // pseudo-header and end the stream (§8.1). A malformed response is a stream error.
+        let malformed = self.scratch_malformed
+            || if call.headers_seen {
+                self.scratch_status_fields != 0 || !end_stream
+            } else {
+                self.scratch_status_fields != 1
+            };
+        if malformed {
+            self.stream_error(
+                stream,
+                code::PROTOCOL_ERROR,
+                "malformed response headers (:status missing or repeated, or misplaced pseudo-headers)",
+            );
+            return Ok(());
+        }
         if !call.headers_seen {
             call.headers_seen = true;
             call.http_status = self.scratch_http;
@@ -775,9 +838,31 @@ impl<S: CallSource> Connection<'_, S> {
         let size = payload.len() as u32;
         self.conn_recv_unacked += size;
         let range = frame::strip_padding(&header, payload)?;
+        if self.conn_recv_unacked > CONNECTION_WINDOW {
+            return Err(connection_error(
+                code::FLOW_CONTROL_ERROR,
+                "the server sent more DATA than the connection window",
+            ));
+        }
         let Some(call) = self.calls.get_mut(&header.stream) else {
             return Ok(());
         };
+        if !call.headers_seen {
+            self.stream_error(
+                header.stream,
+                code::PROTOCOL_ERROR,
+                "the server sent DATA before the response headers",
+            );
+            return Ok(());
+        }
+        if call.recv_unacked + size > STREAM_WINDOW {
+            self.stream_error(
+                header.stream,
+                code::FLOW_CONTROL_ERROR,
+                "the server sent more DATA than the stream window",
+            );
+            return Ok(());
+        }
         call.received += range.len();
         if let Some(reply) = &mut call.reply {
             reply.extend_from_slice(&payload[range]);
@@ -790,6 +875,12 @@ impl<S: CallSource> Connection<'_, S> {
             call.recv_unacked = 0;
         }
         Ok(())
+    }
+
+    /// A stream error (RFC 9113 §5.4.2): reset the stream and end its call as malformed.
+    fn stream_error(&mut self, stream: u32, error: u32, reason: &'static str) {
+        frame::write_rst_stream(&mut self.out, stream, error);
+        self.finish(stream, CallEnd::Malformed(reason));
     }
 
     /// The server ended the stream: decide the call's outcome.

@@ -150,12 +150,22 @@ enum StreamState<C> {
         call: C,
         body: Body,
         deadline: Option<Instant>,
+        /// The request's `content-length`, which its DATA must match (§8.1.1).
+        content_length: Option<u64>,
     },
     /// The service has the call.
     Running,
     /// Response data waiting for flow-control window, then the trailers.
     Sending { data: Bytes, trailers: bool },
+    /// The response's END_STREAM is in the write buffer, not yet on the socket: the stream
+    /// still counts against SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §5.1.2), and frames the
+    /// peer sends meanwhile (WINDOW_UPDATE, RST_STREAM) meet it half-closed, not closed.
+    Flushing,
 }
+
+/// How many stream ids reset by us are remembered, so frames the peer sent before it saw the
+/// reset are ignored (RFC 9113 §5.1) instead of answered with STREAM_CLOSED.
+const RESET_MEMORY: usize = 4096;
 
 enum Body {
     Empty,
@@ -228,8 +238,18 @@ struct HeadScratch {
     content_type: OptionalValue,
     grpc_encoding: OptionalValue,
     grpc_timeout: OptionalValue,
+    /// Which of :method, :scheme, :path, :authority were present (`PSEUDO_*` bits).
+    pseudo_seen: u8,
+    /// A regular field has been seen: a pseudo-header after it is malformed (§8.3).
+    regular_seen: bool,
+    content_length: Option<u64>,
     malformed: bool,
 }
+
+const PSEUDO_METHOD: u8 = 1;
+const PSEUDO_SCHEME: u8 = 2;
+const PSEUDO_PATH: u8 = 4;
+const PSEUDO_AUTHORITY: u8 = 8;
 
 /// A header value that may be absent, whose buffer is kept between requests (an `Option<Vec>`
 /// reset to `None` would allocate again for every request).
@@ -252,6 +272,65 @@ impl OptionalValue {
 }
 
 impl HeadScratch {
+    /// Takes one decoded field, checking the rules of RFC 9113 §8.2 and §8.3 as it goes.
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        if name.first() == Some(&b':') {
+            let bit = match name {
+                b":method" => PSEUDO_METHOD,
+                b":scheme" => PSEUDO_SCHEME,
+                b":path" => PSEUDO_PATH,
+                b":authority" => PSEUDO_AUTHORITY,
+                _ => 0, // unknown, or a response pseudo-header (§8.3): malformed
+            };
+            // Unknown, repeated, or after a regular field: malformed (§8.3, §8.3.1).
+            if bit == 0 || self.pseudo_seen & bit != 0 || self.regular_seen {
+                self.malformed = true;
+            }
+            self.pseudo_seen |= bit;
+            match bit {
+                PSEUDO_METHOD => self.method.extend_from_slice(value),
+                PSEUDO_PATH => self.path.extend_from_slice(value),
+                _ => {}
+            }
+            return;
+        }
+        self.regular_seen = true;
+        match name {
+            b"content-type" => self.content_type.set(value),
+            b"grpc-encoding" => self.grpc_encoding.set(value),
+            b"grpc-timeout" => self.grpc_timeout.set(value),
+            // The only value `te` may carry in HTTP/2 (§8.2.2).
+            b"te" if value != b"trailers" => self.malformed = true,
+            b"content-length" => {
+                let parsed = std::str::from_utf8(value)
+                    .ok()
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse::<u64>().ok());
+                match (parsed, self.content_length) {
+                    (Some(length), None) => self.content_length = Some(length),
+                    (Some(length), Some(earlier)) if length == earlier => {}
+                    _ => self.malformed = true,
+                }
+            }
+            // Connection-specific fields are malformed in HTTP/2 (§8.2.2).
+            b"connection" | b"transfer-encoding" | b"keep-alive" | b"upgrade"
+            | b"proxy-connection" => self.malformed = true,
+            _ if name.iter().any(u8::is_ascii_uppercase) => self.malformed = true,
+            _ => {}
+        }
+    }
+
+    /// Whether the fields make a well-formed request (§8.3.1): :method, :scheme and a
+    /// non-empty :path, each once; a request that ends with its headers declares no body.
+    fn is_valid_request(&self, end_stream: bool) -> bool {
+        let required = PSEUDO_METHOD | PSEUDO_SCHEME | PSEUDO_PATH;
+        let body_promised = end_stream && self.content_length.is_some_and(|length| length != 0);
+        let incomplete = self.pseudo_seen & required != required
+            || self.method.is_empty()
+            || self.path.is_empty();
+        !(self.malformed || incomplete || body_promised)
+    }
+
     fn clear(&mut self) {
         self.method.clear();
         self.path.clear();
@@ -262,6 +341,9 @@ impl HeadScratch {
         ] {
             field.present = false;
         }
+        self.pseudo_seen = 0;
+        self.regular_seen = false;
+        self.content_length = None;
         self.malformed = false;
     }
 }
@@ -270,6 +352,7 @@ impl HeadScratch {
 struct PartialHeaders {
     stream: u32,
     end_stream: bool,
+    self_dependent: bool,
     block: Vec<u8>,
 }
 
@@ -304,6 +387,11 @@ struct Connection<S: Service> {
     conn_send_window: i64,
     conn_recv_window: i64,
     conn_recv_unacked: u32,
+    /// Streams in `Flushing`, to forget once the write buffer is on the socket.
+    flushing: Vec<u32>,
+    /// Streams we reset (refused or failed), newest last, at most [`RESET_MEMORY`].
+    reset_ids: std::collections::HashSet<u32>,
+    reset_order: VecDeque<u32>,
     /// GOAWAY sent: no new streams.
     going_away: bool,
     /// The peer sent GOAWAY.
@@ -314,6 +402,11 @@ struct Connection<S: Service> {
     head_block: CachedBlock,
     /// `grpc-status: 0`, once indexed.
     ok_trailers_block: CachedBlock,
+}
+
+/// The stream a priority block (5 bytes: E bit + 31-bit dependency, weight) depends on.
+fn dependency(priority: &[u8]) -> u32 {
+    u32::from_be_bytes([priority[0], priority[1], priority[2], priority[3]]) & 0x7fff_ffff
 }
 
 /// Serves one connection until it closes, fails, or `shutdown` asks for a graceful close
@@ -355,6 +448,7 @@ pub async fn serve_connection<S: Service>(
         if written == connection.out.len() {
             connection.out.clear();
             written = 0;
+            connection.flushed();
             if connection.out.capacity() > WRITE_BACKLOG_LIMIT {
                 // A burst beyond any steady-state batch is over: give back what it took.
                 connection.out.shrink_to(READ_CHUNK);
@@ -474,6 +568,9 @@ impl<S: Service> Connection<S> {
             conn_send_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
+            flushing: Vec::new(),
+            reset_ids: Default::default(),
+            reset_order: VecDeque::new(),
             going_away: false,
             peer_going_away: false,
             out: Vec::with_capacity(INITIAL_BUFFER),
@@ -567,6 +664,9 @@ impl<S: Service> Connection<S> {
                 }
                 if payload.len() != 5 {
                     frame::write_rst_stream(&mut self.out, header.stream, code::FRAME_SIZE_ERROR);
+                } else if dependency(&payload) == header.stream {
+                    // §5.3.1: a stream error, whatever state the stream is in.
+                    self.reset(header.stream, code::PROTOCOL_ERROR);
                 }
                 Ok(())
             }
@@ -735,13 +835,23 @@ impl<S: Service> Connection<S> {
             ));
         }
         let fragment = frame::headers_fragment(&header, payload)?;
+        // The priority fields sit just before the fragment (§6.2); RFC 9113 deprecates
+        // priorities but still forbids a stream depending on itself (§5.3.1).
+        let self_dependent = header.has(flags::PRIORITY)
+            && dependency(&payload[fragment.start - 5..fragment.start]) == header.stream;
         let partial = PartialHeaders {
             stream: header.stream,
             end_stream: header.has(flags::END_STREAM),
+            self_dependent,
             block: Vec::new(),
         };
         if header.has(flags::END_HEADERS) {
-            self.on_header_block(partial.stream, partial.end_stream, &payload[fragment])
+            self.on_header_block(
+                partial.stream,
+                partial.end_stream,
+                self_dependent,
+                &payload[fragment],
+            )
         } else {
             let mut partial = partial;
             partial.block.extend_from_slice(&payload[fragment]);
@@ -766,38 +876,32 @@ impl<S: Service> Connection<S> {
         }
         if header.has(flags::END_HEADERS) {
             let block = std::mem::take(&mut partial.block);
-            self.on_header_block(partial.stream, partial.end_stream, &block)
+            self.on_header_block(
+                partial.stream,
+                partial.end_stream,
+                partial.self_dependent,
+                &block,
+            )
         } else {
             self.partial = Some(partial);
             Ok(())
         }
     }
 
-    /// A complete header block: a new request, or trailers of one.
+    /// A complete header block: a new request, or trailers of one. `self_dependent`: its
+    /// HEADERS frame made the stream depend on itself (§5.3.1: a stream error).
     fn on_header_block(
         &mut self,
         stream_id: u32,
         end_stream: bool,
+        self_dependent: bool,
         block: &[u8],
     ) -> Result<(), ConnectionError> {
         // Decode first, whatever happens to the stream: the HPACK state must stay in step.
         self.head.clear();
         let head = &mut self.head;
         self.decoder
-            .decode(block, |name, value| match name {
-                b":method" => head.method.extend_from_slice(value),
-                b":path" => head.path.extend_from_slice(value),
-                b":scheme" | b":authority" => {}
-                b"content-type" => head.content_type.set(value),
-                b"grpc-encoding" => head.grpc_encoding.set(value),
-                b"grpc-timeout" => head.grpc_timeout.set(value),
-                b"connection" | b"transfer-encoding" | b"keep-alive" | b"upgrade" => {
-                    head.malformed = true
-                }
-                _ if name.first() == Some(&b':') => head.malformed = true,
-                _ if name.iter().any(u8::is_ascii_uppercase) => head.malformed = true,
-                _ => {}
-            })
+            .decode(block, |name, value| head.field(name, value))
             .map_err(|_| {
                 connection_error(code::COMPRESSION_ERROR, "malformed HPACK header block")
             })?;
@@ -805,10 +909,11 @@ impl<S: Service> Connection<S> {
         if stream_id <= self.last_stream {
             // Trailers on a stream we know, or headers on a closed one.
             return match self.streams.get_mut(&stream_id) {
+                // Trailers: END_STREAM, and no pseudo-header (§8.1, §8.3).
                 Some(Stream {
                     state: StreamState::Receiving { .. },
                     ..
-                }) if end_stream => {
+                }) if end_stream && self.head.pseudo_seen == 0 && !self.head.malformed => {
                     self.complete(stream_id);
                     Ok(())
                 }
@@ -816,9 +921,12 @@ impl<S: Service> Connection<S> {
                     self.reset(stream_id, code::PROTOCOL_ERROR);
                     Ok(())
                 }
+                // Trailers of a stream we reset (refused, or answered early): ignored (§5.1).
+                None if self.reset_ids.contains(&stream_id) => Ok(()),
+                // An id at or below one already used that opens nothing: §5.1.1.
                 None => Err(connection_error(
-                    code::STREAM_CLOSED,
-                    "HEADERS on a closed stream",
+                    code::PROTOCOL_ERROR,
+                    "HEADERS on a stream id already used or skipped",
                 )),
             };
         }
@@ -828,10 +936,12 @@ impl<S: Service> Connection<S> {
         }
         if self.streams.len() >= self.settings.max_concurrent_streams as usize {
             frame::write_rst_stream(&mut self.out, stream_id, code::REFUSED_STREAM);
+            self.remember_reset(stream_id);
             return Ok(());
         }
-        if self.head.malformed || self.head.method.is_empty() || self.head.path.is_empty() {
+        if self_dependent || !self.head.is_valid_request(end_stream) {
             frame::write_rst_stream(&mut self.out, stream_id, code::PROTOCOL_ERROR);
+            self.remember_reset(stream_id);
             return Ok(());
         }
         let head = RequestHead {
@@ -857,6 +967,7 @@ impl<S: Service> Connection<S> {
                             call,
                             body: Body::Empty,
                             deadline,
+                            content_length: self.head.content_length,
                         },
                         ..stream
                     },
@@ -868,6 +979,10 @@ impl<S: Service> Connection<S> {
             Err(response) => {
                 self.streams.insert(stream_id, stream);
                 self.respond(stream_id, response);
+                if !end_stream {
+                    // Refused before its body: ask the client to stop sending it (§8.1).
+                    self.reset(stream_id, code::NO_ERROR);
+                }
             }
         }
         Ok(())
@@ -896,7 +1011,9 @@ impl<S: Service> Connection<S> {
         let range = frame::strip_padding(&header, &payload)?;
         let max_message = self.service.max_message_bytes();
         let Some(stream) = self.streams.get_mut(&header.stream) else {
-            frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
+            if !self.reset_ids.contains(&header.stream) {
+                frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
+            }
             return Ok(());
         };
         stream.recv_window -= i64::from(size);
@@ -904,7 +1021,12 @@ impl<S: Service> Connection<S> {
             self.reset(header.stream, code::FLOW_CONTROL_ERROR);
             return Ok(());
         }
-        let StreamState::Receiving { body, .. } = &mut stream.state else {
+        let StreamState::Receiving {
+            body,
+            content_length,
+            ..
+        } = &mut stream.state
+        else {
             // DATA after the request ended.
             self.reset(header.stream, code::STREAM_CLOSED);
             return Ok(());
@@ -913,15 +1035,22 @@ impl<S: Service> Connection<S> {
         if !range.is_empty() {
             body.push(payload.slice(range));
         }
+        // DATA that exceeds the declared content-length, or ends short of it: malformed.
+        if let Some(declared) = *content_length {
+            let received = body.len() as u64;
+            if received > declared || (header.has(flags::END_STREAM) && received != declared) {
+                self.reset(header.stream, code::PROTOCOL_ERROR);
+                return Ok(());
+            }
+        }
         let too_large = body
             .prefix_length()
             .filter(|declared| *declared > max_message);
         let oversized = body.len() > max_message + 5;
         if let Some(declared) = too_large.or(oversized.then_some(body.len())) {
             let response = self.service.too_large(declared);
+            // An early answer: `respond` also asks the client to stop sending the rest.
             self.respond(header.stream, response);
-            // We will not read the rest: ask the client to stop sending it.
-            frame::write_rst_stream(&mut self.out, header.stream, code::NO_ERROR);
             return Ok(());
         }
         if header.has(flags::END_STREAM) {
@@ -949,11 +1078,20 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
-        let StreamState::Receiving { call, body, .. } =
-            std::mem::replace(&mut stream.state, StreamState::Running)
+        let StreamState::Receiving {
+            call,
+            body,
+            content_length,
+            ..
+        } = std::mem::replace(&mut stream.state, StreamState::Running)
         else {
             return;
         };
+        // A body that ended (with trailers) short of its content-length is malformed (§8.1.1).
+        if content_length.is_some_and(|declared| declared != body.len() as u64) {
+            self.reset(stream_id, code::PROTOCOL_ERROR);
+            return;
+        }
         self.dispatch(stream_id, call, body.into_bytes());
     }
 
@@ -1018,9 +1156,14 @@ impl<S: Service> Connection<S> {
 
     /// Encodes a response; data beyond the flow-control windows waits in the stream.
     fn respond(&mut self, stream_id: u32, response: Response) {
-        if !self.streams.contains_key(&stream_id) {
+        let Some(stream) = self.streams.get(&stream_id) else {
             return; // reset by the client meanwhile
-        }
+        };
+        // Answered before the request ended (415, RESOURCE_EXHAUSTED, a deadline): after the
+        // response, RST_STREAM(NO_ERROR) asks the client to stop sending (§8.1), and its late
+        // DATA is ignored rather than answered with STREAM_CLOSED.
+        let early = matches!(stream.state, StreamState::Receiving { .. })
+            && !matches!(response, Response::Message(_));
         let max_frame = self.peer_max_frame;
         self.block_scratch.clear();
         match response {
@@ -1086,6 +1229,9 @@ impl<S: Service> Connection<S> {
                 self.send_stream(stream_id);
             }
         }
+        if early {
+            self.reset(stream_id, code::NO_ERROR);
+        }
     }
 
     /// Sends the header block in `block_scratch` as the stream's last frame (trailers-only or
@@ -1098,7 +1244,7 @@ impl<S: Service> Connection<S> {
             true,
             self.peer_max_frame,
         );
-        self.streams.remove(&stream_id);
+        self.finish_stream(stream_id);
     }
 
     fn grpc_head(&mut self) {
@@ -1158,8 +1304,41 @@ impl<S: Service> Connection<S> {
                 max_frame,
             );
         }
-        self.streams.remove(&stream_id);
+        self.finish_stream(stream_id);
         true
+    }
+
+    /// The stream's END_STREAM is queued: it is forgotten once written (see `Flushing`).
+    fn finish_stream(&mut self, stream_id: u32) {
+        if let Some(stream) = self.streams.get_mut(&stream_id) {
+            stream.state = StreamState::Flushing;
+            self.flushing.push(stream_id);
+        }
+    }
+
+    /// The write buffer is on the socket: streams whose END_STREAM it held are closed.
+    fn flushed(&mut self) {
+        for stream_id in self.flushing.drain(..) {
+            if let Some(Stream {
+                state: StreamState::Flushing,
+                ..
+            }) = self.streams.get(&stream_id)
+            {
+                self.streams.remove(&stream_id);
+            }
+        }
+    }
+
+    /// Remembers a stream we reset, so its late frames are ignored.
+    fn remember_reset(&mut self, stream_id: u32) {
+        if self.reset_ids.insert(stream_id) {
+            self.reset_order.push_back(stream_id);
+            if self.reset_order.len() > RESET_MEMORY {
+                if let Some(oldest) = self.reset_order.pop_front() {
+                    self.reset_ids.remove(&oldest);
+                }
+            }
+        }
     }
 
     fn send_blocked(&mut self) {
@@ -1174,6 +1353,7 @@ impl<S: Service> Connection<S> {
         frame::write_rst_stream(&mut self.out, stream_id, error);
         self.streams.remove(&stream_id);
         self.blocked.retain(|s| *s != stream_id);
+        self.remember_reset(stream_id);
     }
 
     /// GOAWAY: no new streams; in-flight ones finish.

@@ -213,3 +213,39 @@ fn ok_without_a_message_is_internal() {
         );
     }
 }
+
+/// Issue 11, client side: a response that breaks RFC 9113 fails its call as Internal with a
+/// precise message (the stream gets RST_STREAM), and the run still counts every call.
+#[test]
+fn malformed_responses_fail_their_calls_precisely() {
+    for (answer, message) in [
+        (Answer::NoStatus, "malformed response headers"),
+        (Answer::TwoStatuses, "malformed response headers"),
+        (Answer::DataFirst, "DATA before the response headers"),
+        (Answer::WindowOverflow, "stream window past 2^31-1"),
+    ] {
+        let server = FaultServer::start(Behaviour {
+            answer,
+            ..Behaviour::default()
+        });
+        let mut config = config_for(server.addr, Transport::Lab);
+        config.total = Some(30);
+        config.concurrency = 3;
+        let result = run_bounded(config);
+        assert_eq!(result.count(), 30, "{answer:?}");
+        assert_eq!(
+            count_of(&result, Code::Internal),
+            30,
+            "{answer:?}: {:?}",
+            result.error_counts()
+        );
+        assert!(
+            result
+                .error_counts()
+                .keys()
+                .all(|key| key.contains(message)),
+            "{answer:?}: {:?}",
+            result.error_counts()
+        );
+    }
+}

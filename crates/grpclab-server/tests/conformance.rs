@@ -323,6 +323,16 @@ const MALFORMED: &[Malformed] = &[
         h2_deviation: Some(PROTOCOL_ERROR),
     },
     Malformed {
+        what: "HEADERS on a stream id below one already used (§5.1.1)",
+        send: |c| {
+            let block = request_header_block(SAY_HELLO);
+            c.send(HEADERS, END_HEADERS | END_STREAM, 3, &block);
+            c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
+        },
+        expected: PROTOCOL_ERROR,
+        h2_deviation: None,
+    },
+    Malformed {
         what: "a client stream with an even id (§5.1.1)",
         send: |c| {
             c.send(

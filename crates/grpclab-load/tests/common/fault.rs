@@ -23,6 +23,14 @@ pub enum Answer {
     /// A HEADERS frame with `:status 200` and `grpc-status` 13 ("boom"), *without*
     /// END_STREAM, then RST_STREAM with this error code.
     StatusThenReset(u32),
+    /// A response whose headers lack `:status`.
+    NoStatus,
+    /// A response whose headers carry `:status` twice.
+    TwoStatuses,
+    /// The reply's DATA before any HEADERS.
+    DataFirst,
+    /// A WINDOW_UPDATE that raises the stream's send window past 2^31-1, then nothing.
+    WindowOverflow,
 }
 
 /// What the server does on every connection.
@@ -281,6 +289,29 @@ fn answer(out: &mut Vec<u8>, stream: u32, body: &[u8], how: Answer) {
             frame::write_data(out, stream, body, false);
             let trailers = header_block(&[("grpc-status", "0")]);
             frame::write_headers(out, stream, &trailers, true, max);
+        }
+        Answer::NoStatus | Answer::TwoStatuses => {
+            let mut fields = vec![(":status", "200"), ("content-type", "application/grpc")];
+            if how == Answer::NoStatus {
+                fields.remove(0);
+            } else {
+                fields.insert(0, (":status", "200"));
+            }
+            let head = header_block(&fields);
+            frame::write_headers(out, stream, &head, false, max);
+            frame::write_data(out, stream, body, false);
+            let trailers = header_block(&[("grpc-status", "0")]);
+            frame::write_headers(out, stream, &trailers, true, max);
+        }
+        Answer::DataFirst => {
+            frame::write_data(out, stream, body, false);
+            let head = header_block(&[(":status", "200"), ("content-type", "application/grpc")]);
+            frame::write_headers(out, stream, &head, false, max);
+            let trailers = header_block(&[("grpc-status", "0")]);
+            frame::write_headers(out, stream, &trailers, true, max);
+        }
+        Answer::WindowOverflow => {
+            frame::write_window_update(out, stream, 0x7fff_ffff);
         }
         Answer::StatusThenReset(error) => {
             let head = header_block(&[

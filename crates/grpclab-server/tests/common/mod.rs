@@ -260,6 +260,8 @@ pub struct Frame {
 /// waits for a frame that never comes fails instead of hanging.
 pub struct RawConnection {
     tcp: TcpStream,
+    /// While batching, frames collect here and go out in one write.
+    batch: Option<Vec<u8>>,
 }
 
 impl RawConnection {
@@ -267,14 +269,47 @@ impl RawConnection {
     pub fn open(addr: SocketAddr) -> RawConnection {
         let tcp = TcpStream::connect(addr).unwrap();
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut connection = RawConnection { tcp };
+        let mut connection = RawConnection { tcp, batch: None };
         connection.send_raw(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
         connection.send(frame::SETTINGS, 0, 0, &[]);
         connection
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.tcp.write_all(bytes).unwrap();
+        match &mut self.batch {
+            Some(batch) => batch.extend_from_slice(bytes),
+            None => self.tcp.write_all(bytes).unwrap(),
+        }
+    }
+
+    /// Frames sent from now on wait for [`RawConnection::end_batch`], then leave in one write.
+    pub fn begin_batch(&mut self) {
+        self.batch = Some(Vec::new());
+    }
+
+    /// Sends the batch in one write.
+    pub fn end_batch(&mut self) {
+        if let Some(batch) = self.batch.take() {
+            self.tcp.write_all(&batch).unwrap();
+        }
+    }
+
+    /// A second handle on the same socket (to write from another thread).
+    pub fn try_clone(&self) -> RawConnection {
+        RawConnection {
+            tcp: self.tcp.try_clone().unwrap(),
+            batch: None,
+        }
+    }
+
+    /// The next frame if one arrives within `limit` (the usual read timeout otherwise).
+    pub fn read_frame_within(&mut self, limit: Duration) -> Option<Frame> {
+        self.tcp.set_read_timeout(Some(limit)).unwrap();
+        let frame = self.read_frame();
+        self.tcp
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        frame
     }
 
     /// Sends one frame; `length` in the header is the payload's.

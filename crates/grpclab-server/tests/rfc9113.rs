@@ -1,0 +1,351 @@
+//! RFC 9113 rules of issue 11, one test per row, over raw sockets: lab's own transport must
+//! answer exactly as the RFC says; lab on the h2 crate is run too and its answer printed
+//! (where the h2 crate deviates, ARCHITECTURE.md lists it).
+
+mod common;
+
+use common::frame::*;
+use common::*;
+use grpclab_server::lab::LabConfig;
+use std::collections::HashMap;
+
+const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";
+const FLOW_CONTROL_ERROR: u32 = 0x3;
+const PRIORITY: u8 = 0x2;
+const PRIORITY_FLAG: u8 = 0x20;
+const NO_ERROR: u32 = 0x0;
+
+/// A header field as a literal without indexing, new name (RFC 7541 §6.2.2).
+fn literal(name: &str, value: &str) -> Vec<u8> {
+    let mut bytes = vec![0x00, name.len() as u8];
+    bytes.extend_from_slice(name.as_bytes());
+    bytes.push(value.len() as u8);
+    bytes.extend_from_slice(value.as_bytes());
+    bytes
+}
+
+/// A header block of exactly these fields, in this order.
+fn block(fields: &[(&str, &str)]) -> Vec<u8> {
+    fields.iter().flat_map(|(n, v)| literal(n, v)).collect()
+}
+
+fn valid_fields() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", SAY_HELLO),
+        (":authority", "localhost"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]
+}
+
+/// What happened to stream 1: `Some(code)` for its RST_STREAM, `None` if it was answered (a
+/// frame with END_STREAM and no reset right after it). A connection error is reported as
+/// `Some(0x100 + code)` of the GOAWAY; a closed connection as `Some(0xfff)`.
+fn outcome_of_stream_1(connection: &mut RawConnection) -> Option<u32> {
+    let code =
+        |payload: &[u8], at: usize| u32::from_be_bytes(payload[at..at + 4].try_into().unwrap());
+    loop {
+        let Some(frame) = connection.read_frame() else {
+            return Some(0xfff);
+        };
+        if frame.kind == GOAWAY {
+            return Some(0x100 + code(&frame.payload, 4));
+        }
+        if frame.stream != 1 {
+            continue;
+        }
+        if frame.kind == RST_STREAM {
+            return Some(code(&frame.payload, 0));
+        }
+        if frame.flags & END_STREAM != 0 && (frame.kind == HEADERS || frame.kind == DATA) {
+            // Answered; a reset may still follow in the same write (e.g. WINDOW_UPDATE 0
+            // sent after the request): look at what the server already sent.
+            if let Some(next) = connection.read_frame_within(std::time::Duration::from_millis(300))
+            {
+                if next.kind == GOAWAY {
+                    return Some(0x100 + code(&next.payload, 4));
+                }
+                if next.stream == 1 && next.kind == RST_STREAM {
+                    return Some(code(&next.payload, 0));
+                }
+            }
+            return None;
+        }
+    }
+}
+
+struct Case {
+    rfc: &'static str,
+    send: fn(&mut RawConnection),
+    expected: Option<u32>,
+}
+
+fn request_with(fields: &[(&str, &str)]) -> impl Fn(&mut RawConnection) {
+    let head = block(fields);
+    move |c| {
+        c.send(HEADERS, END_HEADERS, 1, &head);
+        c.send(DATA, END_STREAM, 1, &complex_request());
+    }
+}
+
+const CASES: &[Case] = &[
+    Case {
+        rfc: "8.3: a pseudo-header after a regular header",
+        send: |c| {
+            let mut fields = valid_fields();
+            let path = fields.remove(2);
+            fields.push(path);
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.3.1: no :scheme",
+        send: |c| {
+            let mut fields = valid_fields();
+            fields.remove(1);
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.3.1: :method twice",
+        send: |c| {
+            let mut fields = valid_fields();
+            fields.insert(1, (":method", "POST"));
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.3.1: :scheme twice",
+        send: |c| {
+            let mut fields = valid_fields();
+            fields.insert(1, (":scheme", "http"));
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.3.1: :path twice",
+        send: |c| {
+            let mut fields = valid_fields();
+            fields.insert(2, (":path", SAY_HELLO));
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.2.2: te other than trailers",
+        send: |c| {
+            let mut fields = valid_fields();
+            fields[5] = ("te", "gzip");
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.1.1: content-length above the DATA",
+        send: |c| {
+            let length = (complex_request().len() + 1).to_string();
+            let mut fields = valid_fields();
+            fields.push(("content-length", Box::leak(length.into_boxed_str())));
+            request_with(&fields)(c)
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.1.1: content-length below the DATA, over two frames",
+        send: |c| {
+            let body = complex_request();
+            let length = (body.len() - 1).to_string();
+            let mut fields = valid_fields();
+            fields.push(("content-length", Box::leak(length.into_boxed_str())));
+            c.send(HEADERS, END_HEADERS, 1, &block(&fields));
+            c.send(DATA, 0, 1, &body[..10]);
+            c.send(DATA, END_STREAM, 1, &body[10..]);
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "8.1.1: a matching content-length is fine",
+        send: |c| {
+            let length = complex_request().len().to_string();
+            let mut fields = valid_fields();
+            fields.push(("content-length", Box::leak(length.into_boxed_str())));
+            request_with(&fields)(c)
+        },
+        expected: None,
+    },
+    Case {
+        rfc: "5.3.1: HEADERS whose priority depends on its own stream",
+        send: |c| {
+            let mut payload = vec![0, 0, 0, 1, 16]; // depends on stream 1, weight 16
+            payload.extend(block(&valid_fields()));
+            c.send(HEADERS, END_HEADERS | PRIORITY_FLAG, 1, &payload);
+            c.send(DATA, END_STREAM, 1, &complex_request());
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "5.3.1: PRIORITY depending on its own stream",
+        send: |c| {
+            c.send(HEADERS, END_HEADERS, 1, &block(&valid_fields()));
+            c.send(PRIORITY, 0, 1, &[0, 0, 0, 1, 16]);
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "6.9: WINDOW_UPDATE of 0 on a stream",
+        send: |c| {
+            request_with(&valid_fields())(c);
+            c.send(WINDOW_UPDATE, 0, 1, &[0, 0, 0, 0]);
+        },
+        expected: Some(PROTOCOL_ERROR),
+    },
+    Case {
+        rfc: "6.9.1: WINDOW_UPDATE raising a stream window above 2^31-1",
+        send: |c| {
+            request_with(&valid_fields())(c);
+            c.send(WINDOW_UPDATE, 0, 1, &0x7fff_ffffu32.to_be_bytes());
+        },
+        expected: Some(FLOW_CONTROL_ERROR),
+    },
+    Case {
+        rfc: "8.1: answered before the body ended (415): RST_STREAM(NO_ERROR)",
+        send: |c| {
+            let mut fields = valid_fields();
+            fields[4] = ("content-type", "text/plain");
+            c.send(HEADERS, END_HEADERS, 1, &block(&fields));
+        },
+        expected: Some(NO_ERROR),
+    },
+];
+
+#[test]
+fn every_row_gets_the_rfcs_answer() {
+    let wrong = std::cell::RefCell::new(Vec::new());
+    each_lab_transport(LabConfig::default(), |name, server| {
+        for case in CASES {
+            let mut connection = RawConnection::open(server.addr);
+            connection.send(SETTINGS, ACK, 0, &[]);
+            // Everything in one write, as a conformance suite sends it.
+            connection.begin_batch();
+            (case.send)(&mut connection);
+            connection.end_batch();
+            let got = outcome_of_stream_1(&mut connection);
+            eprintln!("{name}: {}: {got:?} (RFC: {:?})", case.rfc, case.expected);
+            if name == "lab" && got != case.expected {
+                wrong.borrow_mut().push(format!(
+                    "{}: got {got:?}, RFC {:?}",
+                    case.rfc, case.expected
+                ));
+            }
+        }
+    });
+    let wrong = wrong.into_inner();
+    assert!(wrong.is_empty(), "lab deviates: {wrong:#?}");
+}
+
+/// 5.1.2: a stream counts against SETTINGS_MAX_CONCURRENT_STREAMS until its END_STREAM is
+/// on the socket: three complete requests in one write against a limit of 2 — the third is
+/// refused, even though the first two were answered in the same turn.
+#[test]
+fn streams_count_until_their_end_is_written() {
+    let config = LabConfig {
+        max_concurrent_streams: 2,
+        ..LabConfig::default()
+    };
+    each_lab_transport(config, |name, server| {
+        let mut connection = RawConnection::open(server.addr);
+        connection.read_until(SETTINGS).expect("server SETTINGS");
+        connection.send(SETTINGS, ACK, 0, &[]);
+        connection.begin_batch();
+        for stream in [1, 3, 5] {
+            connection.send(HEADERS, END_HEADERS, stream, &block(&valid_fields()));
+            connection.send(DATA, END_STREAM, stream, &complex_request());
+        }
+        connection.end_batch();
+        let outcomes = read_outcomes(&mut connection, 3);
+        eprintln!("{name}: {outcomes:?}");
+        if name == "lab" {
+            assert_eq!(outcomes[&5], Some(REFUSED_STREAM), "{outcomes:?}");
+            assert_eq!((outcomes[&1], outcomes[&3]), (None, None));
+        }
+    });
+}
+
+/// 5.1.2: 10,000 complete requests in one burst, limit 1000: every stream is answered or
+/// refused with REFUSED_STREAM (safe to retry) — never STREAM_CLOSED.
+#[test]
+fn a_burst_beyond_the_limit_is_answered_or_refused() {
+    each_lab_transport(LabConfig::default(), |name, server| {
+        eprintln!("{name}: a burst of 10,000 requests");
+        let mut connection = RawConnection::open(server.addr);
+        connection.send(SETTINGS, ACK, 0, &[]);
+        // Window for every reply, as a reading client gives it: without it the replies past
+        // 64 KiB wait for window and hold their streams.
+        connection.send(
+            WINDOW_UPDATE,
+            0,
+            0,
+            &(0x7fff_ffffu32 - 65_535).to_be_bytes(),
+        );
+        let mut bytes = Vec::new();
+        let body = complex_request();
+        let head = block(&valid_fields());
+        for i in 0..10_000u32 {
+            let stream = 2 * i + 1;
+            bytes.extend(raw_frame(HEADERS, END_HEADERS, stream, &head));
+            bytes.extend(raw_frame(DATA, END_STREAM, stream, &body));
+        }
+        // Read while writing: the server stops reading when we do not.
+        let mut writer = connection.try_clone();
+        let sender = std::thread::spawn(move || writer.send_raw(&bytes));
+        let outcomes = read_outcomes(&mut connection, 10_000);
+        sender.join().unwrap();
+        let refused = outcomes
+            .values()
+            .filter(|o| **o == Some(REFUSED_STREAM))
+            .count();
+        let answered = outcomes.values().filter(|o| o.is_none()).count();
+        eprintln!("{name}: {answered} answered, {refused} refused");
+        assert_eq!(answered + refused, 10_000, "{name}: other outcomes");
+    });
+}
+
+fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    bytes.push(kind);
+    bytes.push(flags);
+    bytes.extend_from_slice(&stream.to_be_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// Reads until `streams` streams have ended: answered (`None`) or reset (`Some(code)`, the
+/// first reset seen).
+fn read_outcomes(connection: &mut RawConnection, streams: usize) -> HashMap<u32, Option<u32>> {
+    let mut outcomes: HashMap<u32, Option<u32>> = HashMap::new();
+    while outcomes.len() < streams {
+        let Some(frame) = connection.read_frame() else {
+            let answered = outcomes.values().filter(|o| o.is_none()).count();
+            panic!(
+                "the connection ended or stalled with {} of {streams} streams accounted for ({answered} answered)",
+                outcomes.len()
+            );
+        };
+        if frame.stream == 0 || outcomes.contains_key(&frame.stream) {
+            continue;
+        }
+        if frame.kind == RST_STREAM {
+            let code = u32::from_be_bytes(frame.payload[..4].try_into().unwrap());
+            outcomes.insert(frame.stream, Some(code));
+        } else if frame.flags & END_STREAM != 0 && (frame.kind == HEADERS || frame.kind == DATA) {
+            outcomes.insert(frame.stream, None);
+        }
+    }
+    outcomes
+}

@@ -86,3 +86,38 @@ fn mutated_and_random_inputs_never_panic() {
         let _ = Decoder::new(4096).decode(&input, |_, _| {});
     }
 }
+
+/// Inputs that once crashed a fuzz target (minimised by `scripts/fuzz_long.sh` into
+/// `fuzz/regressions/<target>/`) are replayed on every test run.
+#[test]
+fn fuzz_regressions_replay_without_panic() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
+    let mut replayed = 0;
+    for (target, replay) in [
+        (
+            "server_frames",
+            (|data: &[u8]| drop(feed_server(data))) as fn(&[u8]),
+        ),
+        // As the target does: two blocks in a row, through one dynamic table.
+        ("hpack_decoder", |data: &[u8]| {
+            let mut decoder = Decoder::new(4096);
+            let (first, second) = data.split_at(data.len() / 2);
+            if decoder.decode(first, |_, _| {}).is_ok() {
+                let _ = decoder.decode(second, |_, _| {});
+            }
+        }),
+    ] {
+        let Ok(entries) = std::fs::read_dir(root.join(target)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let data = std::fs::read(entry.path()).unwrap();
+            replay(&data);
+            replayed += 1;
+        }
+    }
+    eprintln!("{replayed} regression input(s) replayed");
+}

@@ -35,7 +35,13 @@ pub struct ServerSettings {
     pub initial_window_size: u32,
     /// The connection-level receive window.
     pub connection_window: u32,
+    /// A connection with no open stream that has sent nothing for this long gets
+    /// GOAWAY(NO_ERROR) and is closed; `None` keeps idle connections forever.
+    pub idle_timeout: Option<std::time::Duration>,
 }
+
+/// The default of [`ServerSettings::idle_timeout`]: five minutes.
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Default for ServerSettings {
     fn default() -> ServerSettings {
@@ -43,6 +49,7 @@ impl Default for ServerSettings {
             max_concurrent_streams: 1000,
             initial_window_size: 1 << 20,
             connection_window: 16 << 20,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
         }
     }
 }
@@ -430,6 +437,13 @@ pub async fn serve_connection<S: Service>(
     let linger = tokio::time::sleep(CLOSE_LINGER);
     tokio::pin!(linger);
     let mut lingering = false;
+    // The idle timer counts from the last read (`turn_started`) while the connection has no
+    // stream. It is armed lazily: reset only when it must fire earlier than it would, and
+    // re-checked when it fires, so a busy connection costs no timer work per turn.
+    let idle_limit = connection.settings.idle_timeout;
+    let idle_timer = tokio::time::sleep(idle_limit.unwrap_or(CLOSE_LINGER));
+    tokio::pin!(idle_timer);
+    let mut idle_timer_at: Option<Instant> = None;
     // Service work since this task last yielded (see FAIR_SHARE).
     let mut work_since_yield = std::time::Duration::ZERO;
     loop {
@@ -493,6 +507,15 @@ pub async fn serve_connection<S: Service>(
             }
             None => false,
         };
+        let idle_deadline = idle_limit
+            .filter(|_| connection.streams.is_empty() && connection.busy.is_empty() && !draining)
+            .map(|limit| connection.turn_started + limit);
+        if let Some(deadline) = idle_deadline {
+            if idle_timer_at.is_none_or(|at| at > deadline) {
+                idle_timer.as_mut().reset(deadline.into());
+                idle_timer_at = Some(deadline);
+            }
+        }
         let backlog = connection.out.len() - written;
         let want_write = backlog > 0;
         let want_read = !read_closed && backlog < WRITE_BACKLOG_LIMIT;
@@ -536,6 +559,14 @@ pub async fn serve_connection<S: Service>(
             _ = tokio::time::sleep(BUSY_RETRY), if busy => {}
             _ = shutdown.cancelled(), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
             _ = &mut linger, if lingering => return,
+            _ = &mut idle_timer, if idle_deadline.is_some() && idle_timer_at.is_some() => {
+                idle_timer_at = None;
+                // Idle since the deadline was set (a read since then moved it later, and the
+                // next turn re-arms): say goodbye; the loop ends once GOAWAY is written.
+                if idle_deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                    connection.go_away(code::NO_ERROR, b"idle");
+                }
+            }
         }
         connection.retry_busy();
     }

@@ -483,3 +483,31 @@ fn an_initial_window_that_overflows_an_open_stream_is_a_flow_control_error() {
         );
     });
 }
+
+/// Issue 12: an idle connection (no stream, nothing sent) is closed after `idle_timeout`
+/// with GOAWAY(NO_ERROR), counted from its last read: here a call is answered first, then the
+/// connection idles. lab's own transport (lab on the h2 crate has no idle timeout).
+#[test]
+fn idle_connections_get_goaway_and_are_closed() {
+    let server = start_lab(LabConfig {
+        idle_timeout: Some(std::time::Duration::from_millis(300)),
+        ..LabConfig::default()
+    });
+    let mut connection = RawConnection::open(server.addr);
+    connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));
+    connection.send(DATA, END_STREAM, 1, &complex_request());
+    let mut answered = false;
+    let code = loop {
+        let frame = connection.read_frame().expect("GOAWAY before the close");
+        answered |= frame.stream == 1 && frame.flags & END_STREAM != 0;
+        if frame.kind == GOAWAY {
+            break u32::from_be_bytes(frame.payload[4..8].try_into().unwrap());
+        }
+    };
+    assert!(answered, "the call is answered before the idle GOAWAY");
+    assert_eq!(code, 0, "NO_ERROR");
+    assert!(
+        connection.read_frame().is_none(),
+        "then the connection closes"
+    );
+}

@@ -351,6 +351,11 @@ pub struct ServeArgs {
     /// lab: SETTINGS_MAX_CONCURRENT_STREAMS advertised and enforced per connection.
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_CONCURRENT_STREAMS, value_name = "N")]
     pub max_concurrent_streams: u32,
+
+    /// lab (its own transport): close a connection with no open stream after it has sent
+    /// nothing for this long, with GOAWAY(NO_ERROR); 0s keeps idle connections forever.
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    pub idle_timeout: std::time::Duration,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

@@ -65,6 +65,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             offload_above: args.offload_above,
             max_message_bytes: args.max_message_bytes,
             max_concurrent_streams: args.max_concurrent_streams,
+            idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
             handler_delay: args.handler_delay,
         },
     })

@@ -71,6 +71,9 @@ pub struct LabConfig {
     pub max_message_bytes: usize,
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised (and enforced) per connection.
     pub max_concurrent_streams: u32,
+    /// Our engine: a connection with no stream that sends nothing for this long gets
+    /// GOAWAY(NO_ERROR) and is closed (`None`: never).
+    pub idle_timeout: Option<std::time::Duration>,
     /// For experiments (`--handler-delay`): sleep this long in every call's handler, making a
     /// deliberately slower server (e.g. to check that `grpclab compare` sees it).
     pub handler_delay: Option<std::time::Duration>,
@@ -86,6 +89,7 @@ impl Default for LabConfig {
             offload_above: DEFAULT_OFFLOAD_ABOVE,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            idle_timeout: Some(grpclab_h2::server::DEFAULT_IDLE_TIMEOUT),
             handler_delay: None,
         }
     }
@@ -242,6 +246,7 @@ fn worker(
                 Transport::Lab => {
                     let settings = grpclab_h2::server::ServerSettings {
                         max_concurrent_streams: config.max_concurrent_streams,
+                        idle_timeout: config.idle_timeout,
                         ..grpclab_h2::server::ServerSettings::default()
                     };
                     let service = LabService::new(Arc::clone(&config), pools.own.clone());

@@ -179,7 +179,9 @@ struct Connection<'s, S: CallSource> {
     conn_recv_unacked: u32,
     partial: Option<PartialHeaders>,
     stopped: bool,
-    go_away: Option<u32>,
+    /// The server's GOAWAY: its last stream id (which may only go down, RFC 9113 §6.8) and
+    /// its error code.
+    go_away: Option<(u32, u32)>,
     wait_until: Option<Instant>,
     /// Scheduled (open-loop) calls are released only up to this instant, which advances when
     /// the timer fires: sends then go out together on timer ticks, many calls per write, as
@@ -196,8 +198,6 @@ struct Connection<'s, S: CallSource> {
     /// pseudo-header rules (unknown or request pseudo-headers, one after a regular field).
     scratch_status_fields: u8,
     scratch_malformed: bool,
-    /// The last-stream id of the server's GOAWAY, which may only go down (RFC 9113 §6.8).
-    go_away_last: Option<u32>,
 }
 
 /// Runs calls on `tcp` until the source says stop and every call has ended (`Ok`), or the
@@ -240,7 +240,6 @@ pub async fn run_connection<S: CallSource>(
         scratch_http: 0,
         scratch_status_fields: 0,
         scratch_malformed: false,
-        go_away_last: None,
     };
     connection.out.extend_from_slice(frame::PREFACE);
     frame::write_settings(
@@ -287,7 +286,7 @@ pub async fn run_connection<S: CallSource>(
                 // expired call, a WINDOW_UPDATE) matter to no one once we close.
                 return Ok(());
             }
-            if let Some(code) = connection.go_away {
+            if let Some((_, code)) = connection.go_away {
                 return Err(connection.lost(ConnectionEnd::GoAway(code)));
             }
             if connection.ids_left() == 0 {
@@ -562,15 +561,19 @@ impl<S: CallSource> Connection<'_, S> {
             frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
             self.finish(stream, CallEnd::DeadlineExceeded);
         }
-        // Calls that never got written end without a frame.
-        while let Some(index) = self
+        // Calls that never got written end without a frame; the others keep their order.
+        if self
             .unsent
             .iter()
-            .position(|c| c.deadline.is_some_and(|d| d <= now))
+            .any(|c| c.deadline.is_some_and(|d| d <= now))
         {
-            if let Some(call) = self.unsent.remove(index) {
-                self.source
-                    .completed(call.token, call.sent, CallEnd::DeadlineExceeded, now);
+            for call in std::mem::take(&mut self.unsent) {
+                if call.deadline.is_some_and(|d| d <= now) {
+                    self.source
+                        .completed(call.token, call.sent, CallEnd::DeadlineExceeded, now);
+                } else {
+                    self.unsent.push_back(call);
+                }
             }
         }
     }
@@ -691,14 +694,13 @@ impl<S: CallSource> Connection<'_, S> {
             }
             kind::GOAWAY => {
                 let (last, error) = frame::parse_goaway(&payload)?;
-                if self.go_away_last.is_some_and(|earlier| last > earlier) {
+                if self.go_away.is_some_and(|(earlier, _)| last > earlier) {
                     return Err(connection_error(
                         code::PROTOCOL_ERROR,
                         "a second GOAWAY raised the last stream id",
                     ));
                 }
-                self.go_away_last = Some(last);
-                self.go_away = Some(error);
+                self.go_away = Some((last, error));
                 // Streams above `last` were never processed: they fail now (retry-safe).
                 let unprocessed: Vec<u32> =
                     self.calls.keys().copied().filter(|id| *id > last).collect();

@@ -170,23 +170,42 @@ fn keep_tail(stderr: impl std::io::Read, tail: &Mutex<VecDeque<String>>) {
     }
 }
 
-/// Every live descendant of `pid` (children, their children, ...), from /proc: the processes
-/// a stop must reach even when they left the server's process group (setsid).
-fn descendants(pid: u32) -> Vec<u32> {
+/// Calls `visit` with every process's PID and the fields of its /proc/PID/stat after the
+/// command name (which may hold spaces): `[0]` state, `[1]` ppid, `[2]` pgrp, `[11]` utime,
+/// `[12]` stime, `[13]` cutime, `[14]` cstime, `[21]` rss in pages. One scan of /proc for
+/// every question the harness asks of the process table.
+pub(crate) fn each_process_stat(mut visit: impl FnMut(u32, &[&str])) {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+        return;
     };
-    let parents: Vec<(u32, u32)> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-            let (_, rest) = stat.rsplit_once(')')?;
-            // Fields after the name: [0] state, [1] ppid.
-            let parent = rest.split_whitespace().nth(1)?.parse().ok()?;
-            Some((child, parent))
-        })
-        .collect();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        visit(pid, &fields);
+    }
+}
+
+/// Every live descendant of `pid` (children, their children, ...): the processes a stop must
+/// reach even when they left the server's process group (setsid).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    each_process_stat(|child, fields| {
+        if let Some(parent) = fields.get(1).and_then(|p| p.parse().ok()) {
+            parents.push((child, parent));
+        }
+    });
     let mut found = vec![pid];
     let mut next = 0;
     while next < found.len() {

@@ -606,27 +606,12 @@ fn keep_profile<T>(
 /// Every process of the group led by `pgid` (the server and its children).
 fn group_pids(pgid: u32) -> Vec<u32> {
     let mut pids = vec![pgid];
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let group = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(2))
-                .and_then(|g| g.parse::<u32>().ok());
-            if group == Some(pgid) && pid != pgid {
-                pids.push(pid);
-            }
+    super::process::each_process_stat(|pid, fields| {
+        let group = fields.get(2).and_then(|g| g.parse::<u32>().ok());
+        if group == Some(pgid) && pid != pgid {
+            pids.push(pid);
         }
-    }
+    });
     pids
 }
 

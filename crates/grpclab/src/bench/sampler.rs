@@ -59,30 +59,12 @@ impl Usage {
 pub fn read_group(pgid: u32) -> (f64, u64) {
     let ticks = clock_ticks();
     let page = page_size();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return (0.0, 0);
-    };
     let mut cpu = 0.0;
     let mut rss = 0u64;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the command name (which may hold spaces, so split at its ')').
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
+    super::process::each_process_stat(|_, fields| {
         // fields[2] = pgrp, [11] = utime, [12] = stime, [21] = rss (pages)
         if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
-            continue;
+            return;
         }
         let number = |i: usize| {
             fields
@@ -93,7 +75,7 @@ pub fn read_group(pgid: u32) -> (f64, u64) {
         // [13] = cutime, [14] = cstime: children this process has waited for.
         cpu += (number(11) + number(12) + number(13) + number(14)) as f64 / ticks;
         rss += number(21) * page;
-    }
+    });
     (cpu, rss)
 }
 

@@ -33,7 +33,11 @@ pub struct ServerSettings {
     pub max_concurrent_streams: u32,
     /// SETTINGS_INITIAL_WINDOW_SIZE advertised: how much each request may send unacknowledged.
     pub initial_window_size: u32,
-    /// The connection-level receive window.
+    /// The connection-level receive window, which is also the connection's budget for
+    /// request bodies: window is returned as calls are answered (or dropped), not as their
+    /// bytes arrive, so the request bytes a connection holds — bodies still arriving plus
+    /// bodies the service has not answered — never exceed it (raised, if needed, to fit one
+    /// message of [`Service::max_message_bytes`]).
     pub connection_window: u32,
     /// A connection with no open stream that has sent nothing for this long gets
     /// GOAWAY(NO_ERROR) and is closed; `None` keeps idle connections forever.
@@ -174,6 +178,9 @@ enum StreamState<C> {
 /// reset are ignored (RFC 9113 §5.1) instead of answered with STREAM_CLOSED.
 const RESET_MEMORY: usize = 4096;
 
+/// Room above one largest message in the connection window: its gRPC prefix and padding.
+const BUDGET_SLACK: u32 = 64 * 1024;
+
 enum Body {
     Empty,
     One(Bytes),
@@ -235,6 +242,9 @@ struct Stream<C> {
     /// applies to every open stream (RFC 9113 §6.9.2) in O(1) instead of a walk over them all:
     /// a walk per SETTINGS entry let 6 MB/s of SETTINGS keep an I/O thread busy (issue 12).
     send_window_offset: i64,
+    /// Connection-window bytes this stream's DATA took that are not yet returned: returned
+    /// when the call is answered or the stream dropped (see [`ServerSettings::connection_window`]).
+    held: u32,
 }
 
 /// Header decoding scratch, reused for every header block.
@@ -393,7 +403,14 @@ struct Connection<S: Service> {
     max_send_offset: i64,
     conn_send_window: i64,
     conn_recv_window: i64,
+    /// Released (answered or dropped) and not yet returned with a WINDOW_UPDATE.
     conn_recv_unacked: u32,
+    /// The connection window advertised: `settings.connection_window`, raised to fit one
+    /// largest message with room for its frames' overhead.
+    conn_window_target: u32,
+    /// Connection-window bytes held by calls handed to the service (running or busy): they
+    /// come back without the client's help, so a stall cannot be declared while this is > 0.
+    held_by_calls: u64,
     /// Streams in `Flushing`, to forget once the write buffer is on the socket.
     flushing: Vec<u32>,
     /// Streams we reset (refused or failed), newest last, at most [`RESET_MEMORY`].
@@ -451,6 +468,9 @@ pub async fn serve_connection<S: Service>(
             work_since_yield = std::time::Duration::ZERO;
             tokio::task::yield_now().await;
         }
+        // Window released by answers that came from other threads (pool placement, deadlines)
+        // goes back before the write: a client out of window sends nothing that would wake us.
+        connection.flush_window_updates();
         // Write what is queued, as far as the socket takes it.
         while written < connection.out.len() {
             match tcp.try_write(&connection.out[written..]) {
@@ -599,6 +619,8 @@ impl<S: Service> Connection<S> {
             conn_send_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
+            conn_window_target: 0,
+            held_by_calls: 0,
             flushing: Vec::new(),
             reset_ids: Default::default(),
             reset_order: VecDeque::new(),
@@ -629,9 +651,14 @@ impl<S: Service> Connection<S> {
                 (setting::ENABLE_PUSH, 0),
             ],
         );
+        // One largest message must fit, or a body that large could never complete.
+        let one_message = u32::try_from(self.service.max_message_bytes())
+            .unwrap_or(u32::MAX)
+            .saturating_add(BUDGET_SLACK)
+            .min(frame::MAX_WINDOW);
+        self.conn_window_target = self.settings.connection_window.max(one_message);
         let raise = self
-            .settings
-            .connection_window
+            .conn_window_target
             .saturating_sub(frame::DEFAULT_WINDOW);
         if raise > 0 {
             frame::write_window_update(&mut self.out, 0, raise);
@@ -664,6 +691,7 @@ impl<S: Service> Connection<S> {
         while let Some((header, payload)) = frame::take_frame(buf)? {
             self.on_frame(header, payload)?;
         }
+        self.relieve_stall();
         self.flush_window_updates();
         Ok(())
     }
@@ -715,7 +743,7 @@ impl<S: Service> Connection<S> {
                         "RST_STREAM on an idle stream",
                     ));
                 }
-                self.streams.remove(&header.stream);
+                self.drop_stream(header.stream);
                 self.blocked.retain(|s| *s != header.stream);
                 self.busy.retain(|(s, _, _)| *s != header.stream);
                 Ok(())
@@ -987,6 +1015,7 @@ impl<S: Service> Connection<S> {
             recv_window: i64::from(self.settings.initial_window_size),
             recv_unacked: 0,
             send_window_offset: 0,
+            held: 0,
         };
         match self.service.accept(&head, self.turn_started) {
             Ok(call) => {
@@ -1038,10 +1067,11 @@ impl<S: Service> Connection<S> {
                 "DATA beyond the connection window",
             ));
         }
-        self.conn_recv_unacked += size;
         let range = frame::strip_padding(&header, &payload)?;
         let max_message = self.service.max_message_bytes();
         let Some(stream) = self.streams.get_mut(&header.stream) else {
+            // Nothing keeps these bytes: their window goes back at once.
+            self.conn_recv_unacked += size;
             if !self.reset_ids.contains(&header.stream) {
                 frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
             }
@@ -1049,6 +1079,7 @@ impl<S: Service> Connection<S> {
         };
         stream.recv_window -= i64::from(size);
         if stream.recv_window < 0 {
+            self.conn_recv_unacked += size;
             self.reset(header.stream, code::FLOW_CONTROL_ERROR);
             return Ok(());
         }
@@ -1059,9 +1090,12 @@ impl<S: Service> Connection<S> {
         } = &mut stream.state
         else {
             // DATA after the request ended.
+            self.conn_recv_unacked += size;
             self.reset(header.stream, code::STREAM_CLOSED);
             return Ok(());
         };
+        // Held until the call is answered or dropped: the connection's body budget.
+        stream.held += size;
         stream.recv_unacked += size;
         if !range.is_empty() {
             body.push(payload.slice(range));
@@ -1095,12 +1129,66 @@ impl<S: Service> Connection<S> {
         Ok(())
     }
 
-    /// Returns consumed connection window once half of it is used.
+    /// Returns released connection window once half of it is released, or as soon as anything
+    /// is released while the client is down to less than half.
     fn flush_window_updates(&mut self) {
-        if self.conn_recv_unacked >= self.settings.connection_window / 2 {
+        let half = self.conn_window_target / 2;
+        if self.conn_recv_unacked >= half
+            || (self.conn_recv_unacked > 0 && self.conn_recv_window < i64::from(half))
+        {
             frame::write_window_update(&mut self.out, 0, self.conn_recv_unacked);
             self.conn_recv_window += i64::from(self.conn_recv_unacked);
             self.conn_recv_unacked = 0;
+        }
+    }
+
+    /// Gives a stream's held connection window back (see [`ServerSettings::connection_window`]).
+    fn release(&mut self, stream_id: u32) {
+        if let Some(stream) = self.streams.get_mut(&stream_id) {
+            let held = std::mem::take(&mut stream.held);
+            self.conn_recv_unacked += held;
+            if matches!(stream.state, StreamState::Running) {
+                self.held_by_calls -= u64::from(held);
+            }
+        }
+    }
+
+    /// Forgets a stream, giving back the connection window it held.
+    fn drop_stream(&mut self, stream_id: u32) {
+        self.release(stream_id);
+        self.streams.remove(&stream_id);
+    }
+
+    /// Bodies still arriving can deadlock the budget: when the client's window cannot finish
+    /// any of them and no call will give window back, no stream can progress. Refuse the
+    /// newest unfinished bodies (REFUSED_STREAM: never processed, safe to retry, RFC 9113
+    /// §8.7) until the client can finish one. Runs only when the client is nearly out of
+    /// window and nothing is running, so the happy path pays one comparison.
+    fn relieve_stall(&mut self) {
+        loop {
+            let credit = self.conn_recv_window + i64::from(self.conn_recv_unacked);
+            let one_message = i64::try_from(self.service.max_message_bytes()).unwrap_or(i64::MAX);
+            if self.held_by_calls > 0 || credit >= one_message.saturating_add(5) {
+                return;
+            }
+            let mut receiving = 0usize;
+            let mut smallest_need = i64::MAX;
+            let mut newest = 0u32;
+            for (id, stream) in self.streams.iter() {
+                if let StreamState::Receiving { body, .. } = &stream.state {
+                    receiving += 1;
+                    let need = match body.prefix_length() {
+                        Some(declared) => declared as i64 + 5 - body.len() as i64,
+                        None => 5 - body.len() as i64,
+                    };
+                    smallest_need = smallest_need.min(need.max(1));
+                    newest = newest.max(*id);
+                }
+            }
+            if receiving < 2 || credit >= smallest_need {
+                return;
+            }
+            self.reset(newest, code::REFUSED_STREAM);
         }
     }
 
@@ -1109,6 +1197,8 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
+        // Its bytes now wait on the service, which always answers: not a stall.
+        self.held_by_calls += u64::from(stream.held);
         let StreamState::Receiving {
             call,
             body,
@@ -1187,6 +1277,7 @@ impl<S: Service> Connection<S> {
 
     /// Encodes a response; data beyond the flow-control windows waits in the stream.
     fn respond(&mut self, stream_id: u32, response: Response) {
+        self.release(stream_id);
         let Some(stream) = self.streams.get(&stream_id) else {
             return; // reset by the client meanwhile
         };
@@ -1355,6 +1446,7 @@ impl<S: Service> Connection<S> {
                 ..
             }) = self.streams.get(&stream_id)
             {
+                // Answered, so it holds no connection window (`respond` released it).
                 self.streams.remove(&stream_id);
             }
         }
@@ -1382,7 +1474,7 @@ impl<S: Service> Connection<S> {
 
     fn reset(&mut self, stream_id: u32, error: u32) {
         frame::write_rst_stream(&mut self.out, stream_id, error);
-        self.streams.remove(&stream_id);
+        self.drop_stream(stream_id);
         self.blocked.retain(|s| *s != stream_id);
         self.remember_reset(stream_id);
     }
@@ -1400,6 +1492,7 @@ impl<S: Service> Connection<S> {
         self.going_away = false;
         self.go_away(error.code, error.reason.as_bytes());
         self.streams.clear();
+        self.held_by_calls = 0;
         self.busy.clear();
         self.blocked.clear();
     }

@@ -352,6 +352,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_CONCURRENT_STREAMS, value_name = "N")]
     pub max_concurrent_streams: u32,
 
+    /// lab: the connection window, which is also the most request-body bytes one connection
+    /// may hold (arriving, or not yet answered); bodies that cannot all fit are refused with
+    /// REFUSED_STREAM (safe to retry). Raised to fit one --max-message-bytes message.
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_CONNECTION_WINDOW, value_name = "BYTES")]
+    pub connection_window: u32,
+
     /// lab (its own transport): close a connection with no open stream after it has sent
     /// nothing for this long, with GOAWAY(NO_ERROR); 0s keeps idle connections forever.
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration_or_zero)]

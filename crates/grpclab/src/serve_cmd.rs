@@ -46,6 +46,12 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             "--max-concurrent-streams must be at least 1".to_owned(),
         ));
     }
+    if !(65_535..=0x7fff_ffff).contains(&args.connection_window) {
+        return Err(InputError(format!(
+            "--connection-window {} is outside what HTTP/2 allows (65535 to 2147483647 bytes)",
+            args.connection_window
+        )));
+    }
     if args.max_message_bytes > u32::MAX as usize {
         return Err(InputError(format!(
             "--max-message-bytes {} is larger than a gRPC message can be ({} bytes)",
@@ -65,6 +71,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             offload_above: args.offload_above,
             max_message_bytes: args.max_message_bytes,
             max_concurrent_streams: args.max_concurrent_streams,
+            connection_window: args.connection_window,
             idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
             handler_delay: args.handler_delay,
         },

@@ -150,16 +150,32 @@ enum BodyState {
     Refused(Status),
     /// The client reset the stream, or the connection failed: nobody to answer.
     Gone,
+    /// The connection's bodies in progress passed its budget: refused, safe to retry.
+    OverBudget,
 }
 
 impl PendingCall {
-    fn poll_body(&mut self, cx: &mut Context<'_>, max_message_bytes: usize) -> Poll<BodyState> {
+    /// Reads what has arrived of the body; `held` counts the bytes of every body in progress
+    /// on the connection, which may not pass `budget`.
+    fn poll_body(
+        &mut self,
+        cx: &mut Context<'_>,
+        max_message_bytes: usize,
+        held: &mut usize,
+        budget: usize,
+    ) -> Poll<BodyState> {
         loop {
             match self.body.poll_data(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    // Return the window at once so the client keeps sending.
+                    // Return the window at once so the client keeps sending (h2 cannot return
+                    // a stream's window without the connection's): the budget below bounds
+                    // what bodies in progress hold instead.
                     let _ = self.body.flow_control().release_capacity(chunk.len());
+                    *held += chunk.len();
                     self.received.push(chunk);
+                    if *held > budget {
+                        return Poll::Ready(BodyState::OverBudget);
+                    }
                     if let Some(prefix) = self.received.prefix() {
                         if let Err(status) = check_prefix(&prefix, max_message_bytes) {
                             return Poll::Ready(BodyState::Refused(status));
@@ -185,6 +201,8 @@ struct ConnectionTask {
     h2: h2::server::Connection<TcpStream, Bytes>,
     config: Arc<LabConfig>,
     calls: Vec<PendingCall>,
+    /// Bytes of the bodies in `calls`: at most `config.connection_window` (the budget).
+    held: usize,
     pool: Option<PollSender<Job<H2Responder>>>,
     /// The same pool, for the adaptive placement's question "is a worker idle?".
     adaptive: Option<PoolSender<H2Responder>>,
@@ -283,6 +301,7 @@ impl ConnectionTask {
             let call = &mut self.calls[index];
             if call.head.deadline.is_some_and(|deadline| now >= deadline) {
                 let mut call = self.calls.swap_remove(index);
+                self.held -= call.received.len();
                 let _ = send_status(
                     &mut call.respond,
                     &Status::new(
@@ -292,7 +311,9 @@ impl ConnectionTask {
                 );
                 continue;
             }
-            match call.poll_body(cx, self.config.max_message_bytes) {
+            let budget = (self.config.connection_window as usize)
+                .max(self.config.max_message_bytes + PREFIX_LEN);
+            match call.poll_body(cx, self.config.max_message_bytes, &mut self.held, budget) {
                 Poll::Pending => {
                     if let Some(deadline) = call.head.deadline {
                         earliest_deadline =
@@ -302,6 +323,7 @@ impl ConnectionTask {
                 }
                 Poll::Ready(state) => {
                     let mut call = self.calls.swap_remove(index);
+                    self.held -= call.received.len();
                     match state {
                         BodyState::Complete => {
                             let job = Job {
@@ -321,6 +343,11 @@ impl ConnectionTask {
                             let _ = send_status(&mut call.respond, &status);
                         }
                         BodyState::Gone => {}
+                        // Refusing the stream whose bytes passed the budget lets the others
+                        // finish; it was never processed, so the client may retry it.
+                        BodyState::OverBudget => {
+                            call.respond.send_reset(h2::Reason::REFUSED_STREAM);
+                        }
                     }
                 }
             }
@@ -374,7 +401,7 @@ pub async fn serve_connection(
     builder
         .max_concurrent_streams(config.max_concurrent_streams)
         .initial_window_size(1 << 20)
-        .initial_connection_window_size(16 << 20);
+        .initial_connection_window_size(config.connection_window);
     let handshake = tokio::select! {
         handshake = builder.handshake::<_, Bytes>(tcp) => handshake,
         _ = shutdown.cancelled() => return,
@@ -386,6 +413,7 @@ pub async fn serve_connection(
         h2,
         config,
         calls: Vec::new(),
+        held: 0,
         pool: pool
             .as_ref()
             .map(|pool| PollSender::new(pool.sender.clone())),

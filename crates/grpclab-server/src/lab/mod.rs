@@ -33,6 +33,9 @@ use placement::{Pool, PoolSender};
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
 /// Default `--max-concurrent-streams` advertised per connection.
 pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
+
+/// The default connection window, and request-body budget, per connection: 16 MiB.
+pub const DEFAULT_CONNECTION_WINDOW: u32 = 16 << 20;
 /// Default `--offload-above` for the adaptive placement, in bytes of request body.
 ///
 /// Measured (`benches/placement.py`, BENCHMARKS.md): the pool hop costs 2.7-4.3 µs of server
@@ -71,6 +74,11 @@ pub struct LabConfig {
     pub max_message_bytes: usize,
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised (and enforced) per connection.
     pub max_concurrent_streams: u32,
+    /// The connection-level receive window, which is also the most request-body bytes a
+    /// connection holds (arriving, or received and not yet answered): window goes back as
+    /// calls are answered; bodies that cannot all fit are refused with REFUSED_STREAM. Raised
+    /// to fit one message of `max_message_bytes` if smaller.
+    pub connection_window: u32,
     /// Our engine: a connection with no stream that sends nothing for this long gets
     /// GOAWAY(NO_ERROR) and is closed (`None`: never).
     pub idle_timeout: Option<std::time::Duration>,
@@ -89,6 +97,7 @@ impl Default for LabConfig {
             offload_above: DEFAULT_OFFLOAD_ABOVE,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            connection_window: DEFAULT_CONNECTION_WINDOW,
             idle_timeout: Some(grpclab_h2::server::DEFAULT_IDLE_TIMEOUT),
             handler_delay: None,
         }
@@ -246,6 +255,7 @@ fn worker(
                 Transport::Lab => {
                     let settings = grpclab_h2::server::ServerSettings {
                         max_concurrent_streams: config.max_concurrent_streams,
+                        connection_window: config.connection_window,
                         idle_timeout: config.idle_timeout,
                         ..grpclab_h2::server::ServerSettings::default()
                     };

@@ -71,6 +71,8 @@ pub mod code {
     pub const CANCEL: u32 = 0x8;
     /// The header compression context cannot be maintained.
     pub const COMPRESSION_ERROR: u32 = 0x9;
+    /// The peer is generating excessive load (RFC 9113 §7).
+    pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 }
 
 /// SETTINGS parameters (RFC 9113 §6.5.2).

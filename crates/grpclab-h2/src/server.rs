@@ -178,6 +178,12 @@ enum StreamState<C> {
 /// reset are ignored (RFC 9113 §5.1) instead of answered with STREAM_CLOSED.
 const RESET_MEMORY: usize = 4096;
 
+/// Frames that make work but carry no request forward (PING, SETTINGS, PRIORITY, empty DATA
+/// or CONTINUATION, frames for closed streams) a connection may send per second beyond one per
+/// request it completes; past that it gets GOAWAY(ENHANCE_YOUR_CALM), as the h2 crate and
+/// other servers do. A reading client's flood otherwise keeps an I/O thread busy answering it.
+const FLOOD_BUDGET: i64 = 10_000;
+
 /// Room above one largest message in the connection window: its gRPC prefix and padding.
 const BUDGET_SLACK: u32 = 64 * 1024;
 
@@ -411,6 +417,10 @@ struct Connection<S: Service> {
     /// Connection-window bytes held by calls handed to the service (running or busy): they
     /// come back without the client's help, so a stall cannot be declared while this is > 0.
     held_by_calls: u64,
+    /// What is left of [`FLOOD_BUDGET`] in the current second (requests earn units back).
+    flood_credit: i64,
+    /// When the current flood-budget second began (a turn's read time).
+    flood_window_start: Instant,
     /// Streams in `Flushing`, to forget once the write buffer is on the socket.
     flushing: Vec<u32>,
     /// Streams we reset (refused or failed), newest last, at most [`RESET_MEMORY`].
@@ -448,6 +458,8 @@ pub async fn serve_connection<S: Service>(
     // How much to offer the next read: grows while reads fill what they are offered.
     let mut read_offer = INITIAL_BUFFER;
     let mut read_closed = false;
+    // A connection error was answered with GOAWAY: close so that the peer reads it.
+    let mut failed = false;
     let mut written = 0usize;
     let deadline_timer = tokio::time::sleep(std::time::Duration::from_secs(3600));
     tokio::pin!(deadline_timer);
@@ -498,6 +510,9 @@ pub async fn serve_connection<S: Service>(
             && connection.busy.is_empty()
             && connection.out.is_empty()
         {
+            if failed {
+                close_after_error(tcp).await;
+            }
             return;
         }
         // After the peer's EOF only calls the service is running can still produce bytes:
@@ -560,6 +575,7 @@ pub async fn serve_connection<S: Service>(
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
                             connection.fail(error);
                             read_closed = true;
+                            failed = true;
                         }
                         work_since_yield += started.elapsed();
                     }
@@ -592,6 +608,28 @@ pub async fn serve_connection<S: Service>(
     }
 }
 
+/// How long a connection that failed with GOAWAY keeps discarding what the peer still sends.
+const ERROR_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Closes a connection after its GOAWAY is written. Closing a socket with unread bytes makes
+/// the kernel send RST, and a peer that gets RST may lose the GOAWAY still in its receive
+/// buffer — a flooding client would see "connection reset" instead of ENHANCE_YOUR_CALM. So:
+/// half-close our side (FIN after the GOAWAY), then discard what arrives until the peer
+/// closes too, for at most [`ERROR_LINGER`].
+async fn close_after_error(mut tcp: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tcp.shutdown().await;
+    let mut scratch = [0u8; 16 * 1024];
+    let _ = tokio::time::timeout(ERROR_LINGER, async {
+        while let Ok(n) = tcp.read(&mut scratch).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
 impl<S: Service> Connection<S> {
     fn new(
         service: S,
@@ -621,6 +659,8 @@ impl<S: Service> Connection<S> {
             conn_recv_unacked: 0,
             conn_window_target: 0,
             held_by_calls: 0,
+            flood_credit: FLOOD_BUDGET,
+            flood_window_start: Instant::now(),
             flushing: Vec::new(),
             reset_ids: Default::default(),
             reset_order: VecDeque::new(),
@@ -721,6 +761,7 @@ impl<S: Service> Connection<S> {
                         "PRIORITY on stream 0",
                     ));
                 }
+                self.spend_flood_credit()?;
                 if payload.len() != 5 {
                     frame::write_rst_stream(&mut self.out, header.stream, code::FRAME_SIZE_ERROR);
                 } else if dependency(&payload) == header.stream {
@@ -743,6 +784,14 @@ impl<S: Service> Connection<S> {
                         "RST_STREAM on an idle stream",
                     ));
                 }
+                if !self.streams.contains_key(&header.stream) {
+                    // Nothing to cancel: a reset of a closed stream is pure overhead, unless
+                    // it crossed our own reset of it (§5.1).
+                    if self.reset_ids.contains(&header.stream) {
+                        return Ok(());
+                    }
+                    return self.spend_flood_credit();
+                }
                 self.drop_stream(header.stream);
                 self.blocked.retain(|s| *s != header.stream);
                 self.busy.retain(|(s, _, _)| *s != header.stream);
@@ -759,6 +808,7 @@ impl<S: Service> Connection<S> {
                 }
                 frame::check_ping(&payload)?;
                 if !header.has(flags::ACK) {
+                    self.spend_flood_credit()?;
                     frame::write_ping_ack(&mut self.out, &payload);
                 }
                 Ok(())
@@ -794,6 +844,7 @@ impl<S: Service> Connection<S> {
             }
             return Ok(());
         }
+        self.spend_flood_credit()?;
         // Only the last value of each setting in a frame counts (they apply in order), so a
         // frame repeating an entry thousands of times costs what one entry does.
         let mut initial_window = None;
@@ -874,6 +925,10 @@ impl<S: Service> Connection<S> {
                     return Ok(());
                 }
                 self.max_send_offset = self.max_send_offset.max(stream.send_window_offset);
+            } else if !self.reset_ids.contains(&header.stream) {
+                // Window for a closed stream (not one that crossed our reset): nothing to
+                // send with it.
+                self.spend_flood_credit()?;
             }
         }
         self.send_blocked();
@@ -926,6 +981,9 @@ impl<S: Service> Connection<S> {
                 "CONTINUATION without HEADERS",
             ));
         };
+        if payload.is_empty() && !header.has(flags::END_HEADERS) {
+            self.spend_flood_credit()?;
+        }
         partial.block.extend_from_slice(payload);
         if partial.block.len() > crate::hpack::decoder_max_block() {
             return Err(connection_error(
@@ -1069,10 +1127,20 @@ impl<S: Service> Connection<S> {
         }
         let range = frame::strip_padding(&header, &payload)?;
         let max_message = self.service.max_message_bytes();
+        // Empty DATA that does not end the stream moves nothing forward.
+        let empty = range.is_empty() && !header.has(flags::END_STREAM);
+        if empty {
+            self.spend_flood_credit()?;
+        }
         let Some(stream) = self.streams.get_mut(&header.stream) else {
             // Nothing keeps these bytes: their window goes back at once.
             self.conn_recv_unacked += size;
+            // DATA sent before the peer saw our reset is expected (§5.1) and costs no output;
+            // DATA on a stream closed long ago is answered, so it counts.
             if !self.reset_ids.contains(&header.stream) {
+                if !empty {
+                    self.spend_flood_credit()?;
+                }
                 frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
             }
             return Ok(());
@@ -1142,6 +1210,25 @@ impl<S: Service> Connection<S> {
         }
     }
 
+    /// Spends one unit of the flood budget on a frame that carries no request forward.
+    fn spend_flood_credit(&mut self) -> Result<(), ConnectionError> {
+        self.flood_credit -= 1;
+        if self.flood_credit >= 0 {
+            return Ok(());
+        }
+        if self.turn_started.duration_since(self.flood_window_start)
+            >= std::time::Duration::from_secs(1)
+        {
+            self.flood_window_start = self.turn_started;
+            self.flood_credit = FLOOD_BUDGET - 1;
+            return Ok(());
+        }
+        Err(connection_error(
+            code::ENHANCE_YOUR_CALM,
+            "too many control frames",
+        ))
+    }
+
     /// Gives a stream's held connection window back (see [`ServerSettings::connection_window`]).
     fn release(&mut self, stream_id: u32) {
         if let Some(stream) = self.streams.get_mut(&stream_id) {
@@ -1199,6 +1286,9 @@ impl<S: Service> Connection<S> {
         };
         // Its bytes now wait on the service, which always answers: not a stall.
         self.held_by_calls += u64::from(stream.held);
+        // A request earns back a unit of the flood budget: a busy client's stray frames
+        // (a reset crossing its answer) never add up to a flood.
+        self.flood_credit = (self.flood_credit + 1).min(FLOOD_BUDGET);
         let StreamState::Receiving {
             call,
             body,

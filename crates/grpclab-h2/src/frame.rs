@@ -314,6 +314,12 @@ pub fn write_ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
+/// Appends a PING (not an ACK) with these 8 bytes.
+pub fn write_ping(out: &mut Vec<u8>, payload: &[u8; 8]) {
+    write_header(out, payload.len(), kind::PING, 0, 0);
+    out.extend_from_slice(payload);
+}
+
 /// Appends a GOAWAY.
 pub fn write_goaway(out: &mut Vec<u8>, last_stream: u32, code: u32, debug: &[u8]) {
     write_header(out, 8 + debug.len(), kind::GOAWAY, 0, 0);

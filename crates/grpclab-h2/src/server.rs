@@ -42,10 +42,25 @@ pub struct ServerSettings {
     /// A connection with no open stream that has sent nothing for this long gets
     /// GOAWAY(NO_ERROR) and is closed; `None` keeps idle connections forever.
     pub idle_timeout: Option<std::time::Duration>,
+    /// A connection with open streams that has sent nothing for this long gets a PING; `None`
+    /// sends none.
+    pub keepalive_interval: Option<std::time::Duration>,
+    /// How long after a keepalive PING the peer must have sent something (the ACK, or any
+    /// frame) before the connection is dropped as dead, its calls with it.
+    pub keepalive_timeout: std::time::Duration,
 }
 
 /// The default of [`ServerSettings::idle_timeout`]: five minutes.
 pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The default of [`ServerSettings::keepalive_interval`]: one minute.
+pub const DEFAULT_KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The default of [`ServerSettings::keepalive_timeout`]: twenty seconds (gRPC's own default).
+pub const DEFAULT_KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The opaque data of our keepalive PINGs.
+const KEEPALIVE_PING: &[u8; 8] = b"grpclabK";
 
 impl Default for ServerSettings {
     fn default() -> ServerSettings {
@@ -54,6 +69,8 @@ impl Default for ServerSettings {
             initial_window_size: 1 << 20,
             connection_window: 16 << 20,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            keepalive_interval: Some(DEFAULT_KEEPALIVE_INTERVAL),
+            keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
         }
     }
 }
@@ -473,6 +490,15 @@ pub async fn serve_connection<S: Service>(
     let idle_timer = tokio::time::sleep(idle_limit.unwrap_or(CLOSE_LINGER));
     tokio::pin!(idle_timer);
     let mut idle_timer_at: Option<Instant> = None;
+    // Keepalive: while streams are open, a PING once the peer has been silent for the
+    // interval, and the end if it stays silent for the timeout after it. Armed lazily too.
+    let keepalive_interval = connection.settings.keepalive_interval;
+    let keepalive_timeout = connection.settings.keepalive_timeout;
+    let keepalive_timer = tokio::time::sleep(keepalive_interval.unwrap_or(CLOSE_LINGER));
+    tokio::pin!(keepalive_timer);
+    let mut keepalive_timer_at: Option<Instant> = None;
+    // When our unanswered keepalive PING was sent.
+    let mut ping_sent_at: Option<Instant> = None;
     // Service work since this task last yielded (see FAIR_SHARE).
     let mut work_since_yield = std::time::Duration::ZERO;
     loop {
@@ -551,6 +577,22 @@ pub async fn serve_connection<S: Service>(
                 idle_timer_at = Some(deadline);
             }
         }
+        if ping_sent_at.is_some_and(|at| connection.turn_started >= at) {
+            // The peer spoke since our PING: alive.
+            ping_sent_at = None;
+        }
+        let keepalive_deadline = keepalive_interval
+            .filter(|_| !connection.streams.is_empty() && !draining)
+            .map(|interval| match ping_sent_at {
+                Some(at) => at + keepalive_timeout,
+                None => connection.turn_started + interval,
+            });
+        if let Some(deadline) = keepalive_deadline {
+            if keepalive_timer_at.is_none_or(|at| at > deadline) {
+                keepalive_timer.as_mut().reset(deadline.into());
+                keepalive_timer_at = Some(deadline);
+            }
+        }
         let backlog = connection.out.len() - written;
         let want_write = backlog > 0;
         let want_read = !read_closed && backlog < WRITE_BACKLOG_LIMIT;
@@ -595,6 +637,20 @@ pub async fn serve_connection<S: Service>(
             _ = tokio::time::sleep(BUSY_RETRY), if busy => {}
             _ = shutdown.cancelled(), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
             _ = &mut linger, if lingering => return,
+            _ = &mut keepalive_timer, if keepalive_deadline.is_some() && keepalive_timer_at.is_some() => {
+                keepalive_timer_at = None;
+                let now = Instant::now();
+                match keepalive_deadline {
+                    // Silent through the interval and the timeout after our PING: dead.
+                    Some(deadline) if now >= deadline && ping_sent_at.is_some() => return,
+                    Some(deadline) if now >= deadline => {
+                        frame::write_ping(&mut connection.out, KEEPALIVE_PING);
+                        ping_sent_at = Some(now);
+                    }
+                    // The peer spoke meanwhile; the next turn re-arms.
+                    _ => {}
+                }
+            }
             _ = &mut idle_timer, if idle_deadline.is_some() && idle_timer_at.is_some() => {
                 idle_timer_at = None;
                 // Idle since the deadline was set (a read since then moved it later, and the

@@ -180,7 +180,9 @@ fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, r
                 .min(16_384)
                 .min(window.max(0) as usize);
             let end = stop_short == 0 && attempt.sent + chunk == body.len();
-            if chunk == 0 && !end {
+            // Like real clients, no slivers of window: a frame carries at least 1 KiB unless
+            // it is the body's last (the h2 crate ends connections that send many tiny ones).
+            if (chunk == 0 && !end) || (chunk < 1024 && attempt.sent + chunk < to_send) {
                 continue;
             }
             let flags = if end { END_STREAM } else { 0 };

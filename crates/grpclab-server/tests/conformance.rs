@@ -511,3 +511,36 @@ fn idle_connections_get_goaway_and_are_closed() {
         "then the connection closes"
     );
 }
+
+/// Issue 12: keepalive. A connection with an open stream (a body that never comes) whose
+/// client goes silent gets a PING; a client that answers it stays connected (and is pinged
+/// again when silent again); one that does not is dropped. lab's own transport.
+#[test]
+fn silent_clients_with_open_streams_are_pinged_then_dropped() {
+    const PING: u8 = 0x6;
+    let server = start_lab(LabConfig {
+        keepalive_interval: Some(std::time::Duration::from_millis(200)),
+        keepalive_timeout: std::time::Duration::from_millis(300),
+        ..LabConfig::default()
+    });
+    let mut connection = RawConnection::open(server.addr);
+    connection.send(SETTINGS, ACK, 0, &[]);
+    // A request whose body never comes: the stream stays open.
+    connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));
+    let mut next_ping = |connection: &mut RawConnection| loop {
+        let frame = connection.read_frame()?;
+        if frame.kind == PING && frame.flags & ACK == 0 {
+            return Some(frame.payload);
+        }
+    };
+    // Answered: still connected, and pinged again after the next silence.
+    let first = next_ping(&mut connection).expect("a keepalive PING");
+    connection.send(PING, ACK, 0, &first);
+    let second = next_ping(&mut connection).expect("a second PING after the answer");
+    assert_eq!(first, second);
+    // Not answered: the server closes the connection (a read timeout would mean it did not).
+    assert!(
+        connection.reads_until_closed(),
+        "a client silent after the PING is dropped"
+    );
+}

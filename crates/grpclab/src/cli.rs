@@ -358,10 +358,25 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_CONNECTION_WINDOW, value_name = "BYTES")]
     pub connection_window: u32,
 
+    /// lab: connections open at once; more are closed as soon as they are accepted, with a
+    /// log line at most once a second (keep it below the process's descriptor limit).
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    pub max_connections: usize,
+
     /// lab (its own transport): close a connection with no open stream after it has sent
     /// nothing for this long, with GOAWAY(NO_ERROR); 0s keeps idle connections forever.
     #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration_or_zero)]
     pub idle_timeout: std::time::Duration,
+
+    /// lab (its own transport): PING a connection with open streams once its client has
+    /// sent nothing for this long; 0s sends none.
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    pub keepalive: std::time::Duration,
+
+    /// lab (its own transport): drop a connection, and its calls, when its client stays silent
+    /// this long after a keepalive PING.
+    #[arg(long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration)]
+    pub keepalive_timeout: std::time::Duration,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

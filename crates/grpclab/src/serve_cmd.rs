@@ -46,6 +46,11 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             "--max-concurrent-streams must be at least 1".to_owned(),
         ));
     }
+    if args.max_connections == 0 {
+        return Err(InputError(
+            "--max-connections must be at least 1".to_owned(),
+        ));
+    }
     if !(65_535..=0x7fff_ffff).contains(&args.connection_window) {
         return Err(InputError(format!(
             "--connection-window {} is outside what HTTP/2 allows (65535 to 2147483647 bytes)",
@@ -72,7 +77,10 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             max_message_bytes: args.max_message_bytes,
             max_concurrent_streams: args.max_concurrent_streams,
             connection_window: args.connection_window,
+            max_connections: args.max_connections,
             idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
+            keepalive_interval: Some(args.keepalive).filter(|t| !t.is_zero()),
+            keepalive_timeout: args.keepalive_timeout,
             handler_delay: args.handler_delay,
         },
     })

@@ -208,3 +208,66 @@ fn clients_that_leave_while_responses_wait_for_window_leave_nothing_behind() {
         bystander_is_served(&server);
     }
 }
+
+/// Issue 12, item 4: a connection cap. With `--max-connections 20`, forty idle clients: the
+/// twenty beyond the cap are closed at once and the server says so on stderr; once the first
+/// twenty leave, a bystander is served again (the count goes down as connections end).
+#[test]
+fn connections_beyond_the_cap_are_closed_with_a_log_line() {
+    for transport in ["lab", "h2"] {
+        let server = Server::start_with(&[
+            "--impl",
+            "lab",
+            "--threads",
+            "1",
+            "--transport",
+            transport,
+            "--max-connections",
+            "20",
+        ]);
+        let mut held = Vec::new();
+        let mut closed = 0;
+        for _ in 0..40 {
+            let mut tcp = TcpStream::connect(server.addr).unwrap();
+            tcp.write_all(&preface(&[])).unwrap();
+            tcp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            // A connection within the cap gets the server's SETTINGS; one beyond it, EOF.
+            let mut buf = [0u8; 9];
+            match tcp.read(&mut buf) {
+                Ok(n) if n > 0 => held.push(tcp),
+                _ => closed += 1,
+            }
+        }
+        eprintln!("{transport}: {} held, {closed} closed", held.len());
+        assert_eq!((held.len(), closed), (20, 20), "{transport}");
+        let said = |server: &Server| {
+            server
+                .stderr_lines
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|line| line.contains("--max-connections"))
+        };
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while !said(&server) && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(said(&server), "{transport}: no log line about the cap");
+        drop(held);
+        // The count goes down as the held connections end; then a bystander gets in.
+        let give_up = Instant::now() + Duration::from_secs(20);
+        loop {
+            let output = grpclab()
+                .args(["load", &server.target(), "-n", "5", "-c", "1", "-O", "json"])
+                .output()
+                .unwrap();
+            let report: serde_json::Value =
+                serde_json::from_slice(&output.stdout).unwrap_or_default();
+            if report["statusCodeDistribution"]["OK"] == 5 {
+                break;
+            }
+            assert!(Instant::now() < give_up, "{transport}: never served again");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

@@ -16,7 +16,9 @@ mod h2_transport;
 mod own_transport;
 pub mod placement;
 
+use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -33,6 +35,9 @@ use placement::{Pool, PoolSender};
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
 /// Default `--max-concurrent-streams` advertised per connection.
 pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
+
+/// The default cap on open connections (`--max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// The default connection window, and request-body budget, per connection: 16 MiB.
 pub const DEFAULT_CONNECTION_WINDOW: u32 = 16 << 20;
@@ -79,9 +84,17 @@ pub struct LabConfig {
     /// calls are answered; bodies that cannot all fit are refused with REFUSED_STREAM. Raised
     /// to fit one message of `max_message_bytes` if smaller.
     pub connection_window: u32,
+    /// Open connections beyond this are closed as soon as they are accepted, with a log line
+    /// (at most one a second): memory and descriptors stay bounded whatever clients do.
+    pub max_connections: usize,
     /// Our engine: a connection with no stream that sends nothing for this long gets
     /// GOAWAY(NO_ERROR) and is closed (`None`: never).
     pub idle_timeout: Option<std::time::Duration>,
+    /// Our engine: a connection with open streams whose peer has sent nothing for this long
+    /// gets a PING (`None`: never).
+    pub keepalive_interval: Option<std::time::Duration>,
+    /// Our engine: a peer silent this long after a keepalive PING is dropped as dead.
+    pub keepalive_timeout: std::time::Duration,
     /// For experiments (`--handler-delay`): sleep this long in every call's handler, making a
     /// deliberately slower server (e.g. to check that `grpclab compare` sees it).
     pub handler_delay: Option<std::time::Duration>,
@@ -98,7 +111,10 @@ impl Default for LabConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
             connection_window: DEFAULT_CONNECTION_WINDOW,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: Some(grpclab_h2::server::DEFAULT_IDLE_TIMEOUT),
+            keepalive_interval: Some(grpclab_h2::server::DEFAULT_KEEPALIVE_INTERVAL),
+            keepalive_timeout: grpclab_h2::server::DEFAULT_KEEPALIVE_TIMEOUT,
             handler_delay: None,
         }
     }
@@ -133,6 +149,7 @@ pub fn run(
     let spare_cores = placement::spare_cores(threads);
     let mut inboxes = Vec::with_capacity(threads);
     let mut workers = Vec::with_capacity(threads);
+    let open_connections = Arc::new(AtomicUsize::new(0));
     for index in 0..threads {
         let (inbox, connections) = mpsc::unbounded_channel::<std::net::TcpStream>();
         inboxes.push(inbox);
@@ -142,13 +159,18 @@ pub fn run(
             own: pools.own.as_ref().map(|pool| pool.sender(spare_cores)),
         };
         let shutdown = shutdown.clone();
+        let open = Arc::clone(&open_connections);
         let worker = std::thread::Builder::new()
             .name(format!("grpclab-lab-{index}"))
-            .spawn(move || worker(connections, config, senders, shutdown))
+            .spawn(move || worker(connections, config, senders, open, shutdown))
             .map_err(ServeError::Runtime)?;
         workers.push(worker);
     }
-    let accept_result = accept_loop(listener, inboxes, shutdown.clone());
+    let cap = ConnectionCap {
+        open: Arc::clone(&open_connections),
+        max: config.max_connections,
+    };
+    let accept_result = accept_loop(listener, inboxes, cap, shutdown.clone());
     // However accepting ended, stop the workers too.
     shutdown.cancel();
     let mut result = accept_result;
@@ -184,10 +206,28 @@ struct PoolSenders {
     own: Option<PoolSender<EngineResponder>>,
 }
 
-/// Accepts connections and deals them round-robin to the workers.
+/// The open-connection count the accept loop checks against `--max-connections`.
+struct ConnectionCap {
+    /// Connections open now: counted up by the accept loop, down by [`OpenConnection`].
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// Held by a connection's task: the connection counts as open until it is dropped.
+struct OpenConnection(Arc<AtomicUsize>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Accepts connections and deals them round-robin to the workers; past the cap, closes them
+/// at once and says so (at most once a second, with how many were closed).
 fn accept_loop(
     listener: std::net::TcpListener,
     inboxes: Vec<mpsc::UnboundedSender<std::net::TcpStream>>,
+    cap: ConnectionCap,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -197,6 +237,8 @@ fn accept_loop(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(ServeError::Runtime)?;
         let mut next = 0usize;
+        let mut closed_at_cap = 0u64;
+        let mut last_cap_line: Option<std::time::Instant> = None;
         loop {
             let accepted = tokio::select! {
                 accepted = listener.accept() => accepted,
@@ -211,8 +253,27 @@ fn accept_loop(
                     continue;
                 }
             };
+            if cap.open.load(Ordering::Relaxed) >= cap.max {
+                drop(tcp);
+                closed_at_cap += 1;
+                if last_cap_line.is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1)) {
+                    // A closed stderr must not stop the server: the line is best effort.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "lab: {} connections open, the cap (--max-connections); closed {closed_at_cap} new connection(s)",
+                        cap.max
+                    );
+                    last_cap_line = Some(std::time::Instant::now());
+                    closed_at_cap = 0;
+                }
+                continue;
+            }
+            cap.open.fetch_add(1, Ordering::Relaxed);
             let _ = tcp.set_nodelay(true);
-            let Ok(tcp) = tcp.into_std() else { continue };
+            let Ok(tcp) = tcp.into_std() else {
+                cap.open.fetch_sub(1, Ordering::Relaxed);
+                continue;
+            };
             if inboxes[next % inboxes.len()].send(tcp).is_err() {
                 return Err(ServeError::Serve("a worker thread stopped".to_owned()));
             }
@@ -226,6 +287,7 @@ fn worker(
     mut connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
     config: Arc<LabConfig>,
     pools: PoolSenders,
+    open_connections: Arc<AtomicUsize>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -240,32 +302,44 @@ fn worker(
                 _ = shutdown.cancelled() => None,
             };
             let Some(tcp) = tcp else { break };
+            // Counted by the accept loop; uncounted when the connection's task ends.
+            let open = OpenConnection(Arc::clone(&open_connections));
             let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) else {
                 continue;
             };
             match config.transport {
                 Transport::H2 => {
-                    tracker.spawn(serve_connection(
+                    let connection = serve_connection(
                         tcp,
                         Arc::clone(&config),
                         pools.h2.clone(),
                         shutdown.clone(),
-                    ));
+                    );
+                    tracker.spawn(async move {
+                        connection.await;
+                        drop(open);
+                    });
                 }
                 Transport::Lab => {
                     let settings = grpclab_h2::server::ServerSettings {
                         max_concurrent_streams: config.max_concurrent_streams,
                         connection_window: config.connection_window,
                         idle_timeout: config.idle_timeout,
+                        keepalive_interval: config.keepalive_interval,
+                        keepalive_timeout: config.keepalive_timeout,
                         ..grpclab_h2::server::ServerSettings::default()
                     };
                     let service = LabService::new(Arc::clone(&config), pools.own.clone());
-                    tracker.spawn(grpclab_h2::server::serve_connection(
+                    let connection = grpclab_h2::server::serve_connection(
                         tcp,
                         settings,
                         service,
                         shutdown.clone(),
-                    ));
+                    );
+                    tracker.spawn(async move {
+                        connection.await;
+                        drop(open);
+                    });
                 }
             }
         }

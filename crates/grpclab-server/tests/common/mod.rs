@@ -350,6 +350,28 @@ impl RawConnection {
         })
     }
 
+    /// Reads frames until the server closes the connection: true if it did (EOF or reset),
+    /// false if the read timed out first (the connection is still up).
+    pub fn reads_until_closed(&mut self) -> bool {
+        let mut header = [0u8; 9];
+        loop {
+            if let Err(err) = self.tcp.read_exact(&mut header) {
+                return !matches!(
+                    err.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+            let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+            let mut payload = vec![0u8; length];
+            if let Err(err) = self.tcp.read_exact(&mut payload) {
+                return !matches!(
+                    err.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    }
+
     /// Reads frames until one of `kind` arrives (answering nothing); `None` if the connection
     /// closed first.
     pub fn read_until(&mut self, kind: u8) -> Option<Frame> {

@@ -7,6 +7,7 @@ pub mod leftovers;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 /// The binary under test.
 pub fn grpclab() -> Command {
@@ -17,6 +18,8 @@ pub fn grpclab() -> Command {
 pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
+    /// Every line the server printed on stderr after its `listening on` line, as it comes.
+    pub stderr_lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -42,7 +45,19 @@ impl Server {
                 break addr.trim().parse().expect("address");
             }
         };
-        Server { child, addr }
+        // Keep reading, so that the server never writes into a closed pipe.
+        let stderr_lines = Arc::new(Mutex::new(Vec::new()));
+        let collected = Arc::clone(&stderr_lines);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                collected.lock().unwrap().push(line);
+            }
+        });
+        Server {
+            child,
+            addr,
+            stderr_lines,
+        }
     }
 
     pub fn target(&self) -> String {

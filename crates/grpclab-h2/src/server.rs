@@ -675,7 +675,8 @@ const ERROR_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 async fn close_after_error(mut tcp: TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = tcp.shutdown().await;
-    let mut scratch = [0u8; 16 * 1024];
+    // On the heap, and only here: an array would sit in every connection's future.
+    let mut scratch = vec![0u8; 16 * 1024];
     let _ = tokio::time::timeout(ERROR_LINGER, async {
         while let Ok(n) = tcp.read(&mut scratch).await {
             if n == 0 {

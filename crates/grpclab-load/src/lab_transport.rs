@@ -212,10 +212,16 @@ impl LabSource {
                     0xc => Code::PermissionDenied,  // INADEQUATE_SECURITY
                     _ => Code::Internal,
                 };
-                fail(
-                    code,
-                    format!("stream reset by the server (error code {error:#x})"),
-                )
+                let message = if error == h2_code::REFUSED_STREAM {
+                    // Say what to do: the server's per-connection limits were reached.
+                    "stream refused by the server (REFUSED_STREAM, never processed): its limit \
+                     on streams or request bytes per connection was reached; spread the load \
+                     over more --connections or raise the server's limits"
+                        .to_owned()
+                } else {
+                    format!("stream reset by the server (error code {error:#x})")
+                };
+                fail(code, message)
             }
             CallEnd::Malformed(reason) => fail(Code::Internal, reason.to_owned()),
             CallEnd::DeadlineExceeded => fail(

@@ -249,3 +249,71 @@ fn malformed_responses_fail_their_calls_precisely() {
         );
     }
 }
+
+/// Issue 11, client side: a server that breaks a connection-level rule — a second GOAWAY that
+/// raises its last stream id, a connection window past 2^31-1, a frame larger than our
+/// SETTINGS_MAX_FRAME_SIZE, a PUSH_PROMISE although push is disabled — gets the RFC's
+/// connection error from us (GOAWAY with its code), its calls a precise status (Unavailable,
+/// naming the rule), and the run still counts every call. (More DATA than our stream window
+/// cannot be provoked from outside: we return window as we read, so a server streaming past
+/// it only ever meets the window we already returned.)
+#[test]
+fn connection_rule_breakers_get_the_rfcs_error() {
+    const PROTOCOL_ERROR: u32 = 0x1;
+    const FLOW_CONTROL_ERROR: u32 = 0x3;
+    const FRAME_SIZE_ERROR: u32 = 0x6;
+    for (answer, goaway, message) in [
+        (Answer::RisingGoAway, Some(PROTOCOL_ERROR), None),
+        (
+            Answer::ConnectionWindowOverflow,
+            Some(FLOW_CONTROL_ERROR),
+            Some("connection error 0x3: the server raised the connection window past 2^31-1"),
+        ),
+        (
+            Answer::OversizedFrame,
+            Some(FRAME_SIZE_ERROR),
+            Some("connection error 0x6: frame larger than SETTINGS_MAX_FRAME_SIZE"),
+        ),
+        (
+            Answer::PushPromise,
+            Some(PROTOCOL_ERROR),
+            Some("PUSH_PROMISE"),
+        ),
+    ] {
+        let server = FaultServer::start(Behaviour {
+            answer,
+            ..Behaviour::default()
+        });
+        let mut config = config_for(server.addr, Transport::Lab);
+        config.total = Some(20);
+        config.concurrency = 1;
+        let result = run_bounded(config);
+        let goaways = server.seen.client_goaways.lock().unwrap().clone();
+        eprintln!(
+            "{answer:?}: {:?}, our GOAWAYs {goaways:?}",
+            result.error_counts()
+        );
+        assert_eq!(result.count(), 20, "{answer:?}: every call counted");
+        match message {
+            // The calls were answered before the rule was broken: all OK.
+            None => assert_eq!(count_of(&result, Code::Ok), 20, "{answer:?}"),
+            Some(message) => {
+                assert_eq!(count_of(&result, Code::Ok), 0, "{answer:?}");
+                assert!(
+                    result
+                        .error_counts()
+                        .keys()
+                        .all(|key| key.contains(message)),
+                    "{answer:?}: {:?}",
+                    result.error_counts()
+                );
+            }
+        }
+        if let Some(code) = goaway {
+            assert!(
+                !goaways.is_empty() && goaways.iter().all(|g| *g == code),
+                "{answer:?}: we answered with GOAWAY {code:#x}: {goaways:?}"
+            );
+        }
+    }
+}

@@ -527,7 +527,7 @@ fn silent_clients_with_open_streams_are_pinged_then_dropped() {
     connection.send(SETTINGS, ACK, 0, &[]);
     // A request whose body never comes: the stream stays open.
     connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));
-    let mut next_ping = |connection: &mut RawConnection| loop {
+    let next_ping = |connection: &mut RawConnection| loop {
         let frame = connection.read_frame()?;
         if frame.kind == PING && frame.flags & ACK == 0 {
             return Some(frame.payload);

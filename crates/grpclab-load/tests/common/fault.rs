@@ -31,6 +31,15 @@ pub enum Answer {
     DataFirst,
     /// A WINDOW_UPDATE that raises the stream's send window past 2^31-1, then nothing.
     WindowOverflow,
+    /// GOAWAY with last-stream-id = this stream, the echo, then a second GOAWAY whose
+    /// last-stream-id goes up (§6.8 forbids it).
+    RisingGoAway,
+    /// A WINDOW_UPDATE that raises the connection's send window past 2^31-1.
+    ConnectionWindowOverflow,
+    /// A DATA frame larger than the client's SETTINGS_MAX_FRAME_SIZE (the default, 16,384).
+    OversizedFrame,
+    /// A PUSH_PROMISE, although the client disabled push.
+    PushPromise,
 }
 
 /// What the server does on every connection.
@@ -72,6 +81,8 @@ pub struct Seen {
     pub peak_open: AtomicU64,
     /// Connections accepted.
     pub connections: AtomicU64,
+    /// The error code of every GOAWAY the client sent.
+    pub client_goaways: Mutex<Vec<u32>>,
 }
 
 /// A running fault server; every socket is shut down when it is dropped.
@@ -252,6 +263,11 @@ fn serve(mut tcp: TcpStream, behaviour: &Behaviour, seen: &Seen, closing: &Atomi
                 kind::RST_STREAM => {
                     open.remove(&header.stream);
                 }
+                kind::GOAWAY if payload.len() >= 8 => {
+                    let error =
+                        u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                    seen.client_goaways.lock().unwrap().push(error);
+                }
                 _ => {}
             }
         }
@@ -312,6 +328,28 @@ fn answer(out: &mut Vec<u8>, stream: u32, body: &[u8], how: Answer) {
         }
         Answer::WindowOverflow => {
             frame::write_window_update(out, stream, 0x7fff_ffff);
+        }
+        Answer::RisingGoAway => {
+            frame::write_goaway(out, stream, code::NO_ERROR, b"");
+            answer(out, stream, body, Answer::Echo);
+            frame::write_goaway(out, stream + 2, code::NO_ERROR, b"");
+        }
+        Answer::ConnectionWindowOverflow => {
+            frame::write_window_update(out, 0, 0x7fff_ffff);
+        }
+        Answer::OversizedFrame => {
+            let head = header_block(&[(":status", "200"), ("content-type", "application/grpc")]);
+            frame::write_headers(out, stream, &head, false, max);
+            frame::write_data(out, stream, &vec![0u8; max + 1], false);
+        }
+        Answer::PushPromise => {
+            let mut payload = (stream + 1).to_be_bytes().to_vec();
+            payload.extend(header_block(&[(":method", "GET"), (":path", "/")]));
+            let length = (payload.len() as u32).to_be_bytes();
+            out.extend_from_slice(&length[1..]);
+            out.extend_from_slice(&[kind::PUSH_PROMISE, flags::END_HEADERS]);
+            out.extend_from_slice(&stream.to_be_bytes());
+            out.extend_from_slice(&payload);
         }
         Answer::StatusThenReset(error) => {
             let head = header_block(&[

@@ -34,9 +34,10 @@ pub struct ServerSettings {
     /// SETTINGS_INITIAL_WINDOW_SIZE advertised: how much each request may send unacknowledged.
     pub initial_window_size: u32,
     /// The connection-level receive window, which is also the connection's budget for
-    /// request bodies: window is returned as calls are answered (or dropped), not as their
-    /// bytes arrive, so the request bytes a connection holds — bodies still arriving plus
-    /// bodies the service has not answered — never exceed it (raised, if needed, to fit one
+    /// request bodies: a request's window is returned once its answer is written (or the
+    /// stream dropped), not as its bytes arrive, so the requests a connection holds — bodies
+    /// still arriving, being served, or whose answers wait to be written — never exceed it in
+    /// request bytes, and their answers are bounded with them (raised, if needed, to fit one
     /// message of [`Service::max_message_bytes`]).
     pub connection_window: u32,
     /// A connection with no open stream that has sent nothing for this long gets
@@ -266,8 +267,11 @@ struct Stream<C> {
     /// a walk per SETTINGS entry let 6 MB/s of SETTINGS keep an I/O thread busy (issue 12).
     send_window_offset: i64,
     /// Connection-window bytes this stream's DATA took that are not yet returned: returned
-    /// when the call is answered or the stream dropped (see [`ServerSettings::connection_window`]).
+    /// when the answer has been written or the stream dropped (see
+    /// [`ServerSettings::connection_window`]).
     held: u32,
+    /// The request went to the service: `held` counts in `held_by_calls`.
+    dispatched: bool,
 }
 
 /// Header decoding scratch, reused for every header block.
@@ -521,6 +525,9 @@ pub async fn serve_connection<S: Service>(
             connection.out.clear();
             written = 0;
             connection.flushed();
+            // Answers just written gave their requests' window back: return it now (the
+            // client may be waiting for it, with nothing else to wake us).
+            connection.flush_window_updates();
             if connection.out.capacity() > WRITE_BACKLOG_LIMIT {
                 // A burst beyond any steady-state batch is over: give back what it took.
                 connection.out.shrink_to(READ_CHUNK);
@@ -1131,6 +1138,7 @@ impl<S: Service> Connection<S> {
             recv_unacked: 0,
             send_window_offset: 0,
             held: 0,
+            dispatched: false,
         };
         match self.service.accept(&head, self.turn_started) {
             Ok(call) => {
@@ -1291,7 +1299,7 @@ impl<S: Service> Connection<S> {
         if let Some(stream) = self.streams.get_mut(&stream_id) {
             let held = std::mem::take(&mut stream.held);
             self.conn_recv_unacked += held;
-            if matches!(stream.state, StreamState::Running) {
+            if stream.dispatched {
                 self.held_by_calls -= u64::from(held);
             }
         }
@@ -1341,8 +1349,10 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
-        // Its bytes now wait on the service, which always answers: not a stall.
+        // Its bytes now wait on the service, which always answers, and then on its answer
+        // being written: they come back without more request bytes, so no stall.
         self.held_by_calls += u64::from(stream.held);
+        stream.dispatched = true;
         // A request earns back a unit of the flood budget: a busy client's stray frames
         // (a reset crossing its answer) never add up to a flood.
         self.flood_credit = (self.flood_credit + 1).min(FLOOD_BUDGET);
@@ -1424,7 +1434,6 @@ impl<S: Service> Connection<S> {
 
     /// Encodes a response; data beyond the flow-control windows waits in the stream.
     fn respond(&mut self, stream_id: u32, response: Response) {
-        self.release(stream_id);
         let Some(stream) = self.streams.get(&stream_id) else {
             return; // reset by the client meanwhile
         };
@@ -1587,16 +1596,19 @@ impl<S: Service> Connection<S> {
 
     /// The write buffer is on the socket: streams whose END_STREAM it held are closed.
     fn flushed(&mut self) {
-        for stream_id in self.flushing.drain(..) {
+        let mut flushing = std::mem::take(&mut self.flushing);
+        for stream_id in flushing.drain(..) {
             if let Some(Stream {
                 state: StreamState::Flushing,
                 ..
             }) = self.streams.get(&stream_id)
             {
-                // Answered, so it holds no connection window (`respond` released it).
-                self.streams.remove(&stream_id);
+                // Its answer is on the socket: the request bytes it held go back.
+                self.drop_stream(stream_id);
             }
         }
+        // Keep the allocation for the next batch.
+        self.flushing = flushing;
     }
 
     /// Remembers a stream we reset, so its late frames are ignored.

@@ -127,6 +127,9 @@ struct Run {
     outcomes: Vec<Result<u32, u32>>,
     refusals: usize,
     most_held: usize,
+    /// The server ended the connection with GOAWAY(ENHANCE_YOUR_CALM) (the h2 crate's guard
+    /// against resets, which counts our frames on the streams it refused).
+    calmed: bool,
 }
 
 fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, retry: bool) -> Run {
@@ -151,7 +154,8 @@ fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, r
     let mut refusals = 0;
     let mut most_held = 0;
     let mut settings_acked = false;
-    loop {
+    let mut calmed = false;
+    'run: loop {
         // Open a stream for every body waiting for one.
         while let Some(index) = waiting.pop() {
             connection.send(HEADERS, END_HEADERS, next_id, &head);
@@ -239,6 +243,10 @@ fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, r
                     }
                     outcomes[index] = Some(outcome);
                 }
+                Event::GoAway(0xb) => {
+                    calmed = true;
+                    break 'run;
+                }
                 Event::GoAway(code) => panic!("GOAWAY {code:#x} after {refusals} refusals"),
                 Event::Closed => panic!("the server closed the connection"),
             }
@@ -251,6 +259,7 @@ fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, r
             .collect(),
         refusals,
         most_held,
+        calmed,
     }
 }
 
@@ -272,9 +281,15 @@ fn more_large_bodies_than_the_budget_all_complete() {
         let body = large_request(700_000);
         let run = run_bodies(server, 20, &body, 0, true);
         eprintln!(
-            "{name}: {} refusals, at most {} bytes held",
-            run.refusals, run.most_held
+            "{name}: {} refusals, at most {} bytes held, ended by ENHANCE_YOUR_CALM: {}",
+            run.refusals, run.most_held, run.calmed
         );
+        // Our engine never gives up on the connection; the h2 crate may (ARCHITECTURE.md's
+        // deviation table: it counts a client's frames on streams it reset as errors).
+        if name == "lab-h2" && run.calmed {
+            return;
+        }
+        assert!(!run.calmed, "{name}: ENHANCE_YOUR_CALM");
         assert!(
             run.outcomes.iter().all(|o| *o == Ok(0)),
             "{name}: {:?}",

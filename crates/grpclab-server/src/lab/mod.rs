@@ -80,9 +80,10 @@ pub struct LabConfig {
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised (and enforced) per connection.
     pub max_concurrent_streams: u32,
     /// The connection-level receive window, which is also the most request-body bytes a
-    /// connection holds (arriving, or received and not yet answered): window goes back as
-    /// calls are answered; bodies that cannot all fit are refused with REFUSED_STREAM. Raised
-    /// to fit one message of `max_message_bytes` if smaller.
+    /// connection holds (arriving, being served, or answered and the answer not yet written):
+    /// a request's window goes back once its answer is written; bodies that cannot all fit are
+    /// refused with REFUSED_STREAM. Raised to fit one message of `max_message_bytes` if
+    /// smaller. Our engine only; on the h2 transport it caps bodies in progress.
     pub connection_window: u32,
     /// Open connections beyond this are closed as soon as they are accepted, with a log line
     /// (at most one a second): memory and descriptors stay bounded whatever clients do.

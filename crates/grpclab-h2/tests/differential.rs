@@ -14,25 +14,9 @@ use grpclab_h2::server::feed_server;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// xorshift64*: a small deterministic generator, so a failure reproduces exactly.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
+use common::Rng;
 
 /// A header field as a literal without indexing, new name (RFC 7541 §6.2.2).
 fn literal(block: &mut Vec<u8>, name: &str, value: &str) {

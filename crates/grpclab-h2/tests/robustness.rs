@@ -6,21 +6,9 @@ use grpclab_h2::frame::{self, flags, kind};
 use grpclab_h2::hpack::Decoder;
 use grpclab_h2::server::feed_server;
 
-/// xorshift64*: a small deterministic generator, so a failure reproduces exactly.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use common::Rng;
 
 /// A valid opening: SETTINGS, then a request (HEADERS + DATA) on stream 1.
 fn valid_input() -> Vec<u8> {

@@ -214,6 +214,20 @@ fn ok_without_a_message_is_internal() {
     }
 }
 
+/// `total` calls at `concurrency` on our transport against a fault server answering `answer`;
+/// the server is returned too, for what it saw.
+fn run_against(answer: Answer, total: u64, concurrency: usize) -> (FaultServer, LoadResult) {
+    let server = FaultServer::start(Behaviour {
+        answer,
+        ..Behaviour::default()
+    });
+    let mut config = config_for(server.addr, Transport::Lab);
+    config.total = Some(total);
+    config.concurrency = concurrency;
+    let result = run_bounded(config);
+    (server, result)
+}
+
 /// Issue 11, client side: a response that breaks RFC 9113 fails its call as Internal with a
 /// precise message (the stream gets RST_STREAM), and the run still counts every call.
 #[test]
@@ -224,14 +238,7 @@ fn malformed_responses_fail_their_calls_precisely() {
         (Answer::DataFirst, "DATA before the response headers"),
         (Answer::WindowOverflow, "stream window past 2^31-1"),
     ] {
-        let server = FaultServer::start(Behaviour {
-            answer,
-            ..Behaviour::default()
-        });
-        let mut config = config_for(server.addr, Transport::Lab);
-        config.total = Some(30);
-        config.concurrency = 3;
-        let result = run_bounded(config);
+        let (_server, result) = run_against(answer, 30, 3);
         assert_eq!(result.count(), 30, "{answer:?}");
         assert_eq!(
             count_of(&result, Code::Internal),
@@ -280,14 +287,7 @@ fn connection_rule_breakers_get_the_rfcs_error() {
             Some("PUSH_PROMISE"),
         ),
     ] {
-        let server = FaultServer::start(Behaviour {
-            answer,
-            ..Behaviour::default()
-        });
-        let mut config = config_for(server.addr, Transport::Lab);
-        config.total = Some(20);
-        config.concurrency = 1;
-        let result = run_bounded(config);
+        let (server, result) = run_against(answer, 20, 1);
         let goaways = server.seen.client_goaways.lock().unwrap().clone();
         eprintln!(
             "{answer:?}: {:?}, our GOAWAYs {goaways:?}",

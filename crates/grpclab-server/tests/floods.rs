@@ -21,15 +21,6 @@ const CANCEL: u32 = 0x8;
 /// More frames than the budget allows in a second, with room to spare.
 const FLOOD: usize = 30_000;
 
-fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-    bytes.push(kind);
-    bytes.push(flags);
-    bytes.extend_from_slice(&stream.to_be_bytes());
-    bytes.extend_from_slice(payload);
-    bytes
-}
-
 /// One answered request on stream 1, so that stream 1 is closed.
 fn closed_stream_1(connection: &mut RawConnection) {
     connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));

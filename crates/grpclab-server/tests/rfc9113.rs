@@ -332,15 +332,6 @@ fn a_burst_beyond_the_limit_is_answered_or_refused() {
     });
 }
 
-fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-    bytes.push(kind);
-    bytes.push(flags);
-    bytes.extend_from_slice(&stream.to_be_bytes());
-    bytes.extend_from_slice(payload);
-    bytes
-}
-
 /// The outcome of a stream above a GOAWAY's last-stream-id: never processed (RFC 9113 6.8).
 const UNPROCESSED: u32 = 0x1_0000;
 /// The outcome of a stream still open when a GOAWAY(ENHANCE_YOUR_CALM) connection error ended

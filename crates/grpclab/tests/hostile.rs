@@ -441,6 +441,16 @@ fn drain_in_background(tcp: &TcpStream) -> std::thread::JoinHandle<()> {
     })
 }
 
+/// Runs `attack` as a client that reads (a background thread drains the socket), then closes
+/// our side and waits for the server to close its own; returns what `attack` returned.
+fn reading(tcp: &mut TcpStream, attack: impl FnOnce(&mut TcpStream) -> usize) -> usize {
+    let reader = drain_in_background(tcp);
+    let sent = attack(tcp);
+    let _ = tcp.shutdown(std::net::Shutdown::Write);
+    let _ = reader.join();
+    sent
+}
+
 /// A header block literal with incremental indexing and a new name (RFC 7541 §6.2.1).
 fn indexed_literal(name: &str, value: &[u8]) -> Vec<u8> {
     let mut bytes = vec![0x40, name.len() as u8];
@@ -477,151 +487,136 @@ fn attacks_from_a_client_that_reads_stay_bounded() {
     const RST_STREAM: u8 = 0x3;
     const CONTINUATION: u8 = 0x9;
     each_server_under("SETTINGS_INITIAL_WINDOW_SIZE x 1,000 open streams", |tcp| {
-        let reader = drain_in_background(tcp);
-        let head = request_head();
-        let mut setup = Vec::new();
-        for stream in (1..2000).step_by(2) {
-            setup.extend(frame(HEADERS, 0x4, stream, &head));
-        }
-        tcp.write_all(&setup).unwrap();
-        // 2,730 entries a frame (the most a 16 KiB frame holds), values alternating.
-        let mut entries = Vec::new();
-        for i in 0..2730u32 {
-            entries.extend_from_slice(&4u16.to_be_bytes());
-            entries.extend_from_slice(&(65_535 + i % 2).to_be_bytes());
-        }
-        let sent = flood(tcp, &frame(SETTINGS, 0, 0, &entries), CAP);
-        let _ = tcp.shutdown(std::net::Shutdown::Write);
-        let _ = reader.join();
-        sent
+        reading(tcp, |tcp| {
+            let head = request_head();
+            let mut setup = Vec::new();
+            for stream in (1..2000).step_by(2) {
+                setup.extend(frame(HEADERS, 0x4, stream, &head));
+            }
+            tcp.write_all(&setup).unwrap();
+            // 2,730 entries a frame (the most a 16 KiB frame holds), values alternating.
+            let mut entries = Vec::new();
+            for i in 0..2730u32 {
+                entries.extend_from_slice(&4u16.to_be_bytes());
+                entries.extend_from_slice(&(65_535 + i % 2).to_be_bytes());
+            }
+            flood(tcp, &frame(SETTINGS, 0, 0, &entries), CAP)
+        })
     });
     each_server_under("rapid reset (HEADERS + RST_STREAM)", |tcp| {
-        let reader = drain_in_background(tcp);
-        let head = request_head();
-        let mut stream = 1u32;
-        let sent = flood_from(
-            tcp,
-            |buf| {
-                while buf.len() < 65536 {
-                    buf.extend(frame(HEADERS, 0x4, stream, &head));
-                    buf.extend(frame(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
-                    stream += 2;
-                }
-            },
-            CAP,
-        );
-        let _ = tcp.shutdown(std::net::Shutdown::Write);
-        let _ = reader.join();
-        sent
-    });
-    each_server_under("CONTINUATION flood", |tcp| {
-        let reader = drain_in_background(tcp);
-        tcp.write_all(&frame(HEADERS, 0, 1, &request_head()))
-            .unwrap();
-        let sent = flood(tcp, &frame(CONTINUATION, 0, 1, &[0x40; 16_384]), CAP);
-        let _ = tcp.shutdown(std::net::Shutdown::Write);
-        let _ = reader.join();
-        sent
-    });
-    each_server_under(
-        "HPACK bomb (one 4 KB entry referenced 16,000 times)",
-        |tcp| {
-            let reader = drain_in_background(tcp);
-            let mut block = request_head();
-            block.extend(indexed_literal("x-bomb", &[b'b'; 4000]));
-            // Index 62: the newest dynamic-table entry, the bomb.
-            block.extend(std::iter::repeat_n(0xbe, 16_000));
-            let mut bytes = Vec::new();
-            let mut chunks = block.chunks(16_384);
-            bytes.extend(frame(HEADERS, 0x1, 1, chunks.next().unwrap()));
-            let rest: Vec<&[u8]> = chunks.collect();
-            for (i, chunk) in rest.iter().enumerate() {
-                let flags = if i + 1 == rest.len() { 0x4 } else { 0 };
-                bytes.extend(frame(CONTINUATION, flags, 1, chunk));
-            }
-            let _ = tcp.write_all(&bytes);
-            let _ = tcp.shutdown(std::net::Shutdown::Write);
-            let _ = reader.join();
-            bytes.len()
-        },
-    );
-    each_server_under(
-        "HPACK table churn (a new indexed field per request)",
-        |tcp| {
-            let reader = drain_in_background(tcp);
+        reading(tcp, |tcp| {
             let head = request_head();
             let mut stream = 1u32;
-            let sent = flood_from(
+            flood_from(
                 tcp,
                 |buf| {
                     while buf.len() < 65536 {
-                        let mut block = head.clone();
-                        block.extend(indexed_literal(
-                            "x-churn",
-                            format!("{stream:0>100}").as_bytes(),
-                        ));
-                        buf.extend(frame(HEADERS, 0x4, stream, &block));
+                        buf.extend(frame(HEADERS, 0x4, stream, &head));
                         buf.extend(frame(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
                         stream += 2;
                     }
                 },
                 CAP,
-            );
-            let _ = tcp.shutdown(std::net::Shutdown::Write);
-            let _ = reader.join();
-            sent
+            )
+        })
+    });
+    each_server_under("CONTINUATION flood", |tcp| {
+        reading(tcp, |tcp| {
+            tcp.write_all(&frame(HEADERS, 0, 1, &request_head()))
+                .unwrap();
+            flood(tcp, &frame(CONTINUATION, 0, 1, &[0x40; 16_384]), CAP)
+        })
+    });
+    each_server_under(
+        "HPACK bomb (one 4 KB entry referenced 16,000 times)",
+        |tcp| {
+            reading(tcp, |tcp| {
+                let mut block = request_head();
+                block.extend(indexed_literal("x-bomb", &[b'b'; 4000]));
+                // Index 62: the newest dynamic-table entry, the bomb.
+                block.extend(std::iter::repeat_n(0xbe, 16_000));
+                let mut bytes = Vec::new();
+                let mut chunks = block.chunks(16_384);
+                bytes.extend(frame(HEADERS, 0x1, 1, chunks.next().unwrap()));
+                let rest: Vec<&[u8]> = chunks.collect();
+                for (i, chunk) in rest.iter().enumerate() {
+                    let flags = if i + 1 == rest.len() { 0x4 } else { 0 };
+                    bytes.extend(frame(CONTINUATION, flags, 1, chunk));
+                }
+                let _ = tcp.write_all(&bytes);
+                bytes.len()
+            })
+        },
+    );
+    each_server_under(
+        "HPACK table churn (a new indexed field per request)",
+        |tcp| {
+            reading(tcp, |tcp| {
+                let head = request_head();
+                let mut stream = 1u32;
+                flood_from(
+                    tcp,
+                    |buf| {
+                        while buf.len() < 65536 {
+                            let mut block = head.clone();
+                            block.extend(indexed_literal(
+                                "x-churn",
+                                format!("{stream:0>100}").as_bytes(),
+                            ));
+                            buf.extend(frame(HEADERS, 0x4, stream, &block));
+                            buf.extend(frame(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
+                            stream += 2;
+                        }
+                    },
+                    CAP,
+                )
+            })
         },
     );
     each_server_under("WINDOW_UPDATE dribble (1 byte at a time)", |tcp| {
-        let reader = drain_in_background(tcp);
-        // No window for responses, then window one byte at a time.
-        let mut setup = frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]);
-        setup.extend(request(1));
-        tcp.write_all(&setup).unwrap();
-        let mut unit = frame(WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes());
-        unit.extend(frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()));
-        let sent = flood(tcp, &unit, CAP);
-        let _ = tcp.shutdown(std::net::Shutdown::Write);
-        let _ = reader.join();
-        sent
+        reading(tcp, |tcp| {
+            // No window for responses, then window one byte at a time.
+            let mut setup = frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]);
+            setup.extend(request(1));
+            tcp.write_all(&setup).unwrap();
+            let mut unit = frame(WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes());
+            unit.extend(frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()));
+            flood(tcp, &unit, CAP)
+        })
     });
     each_server_under("PING and SETTINGS flood", |tcp| {
-        let reader = drain_in_background(tcp);
-        let mut unit = frame(PING, 0, 0, b"hostile!");
-        unit.extend(frame(SETTINGS, 0, 0, &[]));
-        let sent = flood(tcp, &unit, CAP);
-        let _ = tcp.shutdown(std::net::Shutdown::Write);
-        let _ = reader.join();
-        sent
+        reading(tcp, |tcp| {
+            let mut unit = frame(PING, 0, 0, b"hostile!");
+            unit.extend(frame(SETTINGS, 0, 0, &[]));
+            flood(tcp, &unit, CAP)
+        })
     });
     each_server_under("random frames", |tcp| {
-        let reader = drain_in_background(tcp);
-        // A fixed-seed generator: the same frames every run.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let sent = flood_from(
-            tcp,
-            |buf| {
-                while buf.len() < 65536 {
-                    let r = next();
-                    let payload: Vec<u8> = (0..(r >> 40) % 64).map(|_| next() as u8).collect();
-                    buf.extend(frame(
-                        (r % 10) as u8,
-                        (r >> 8) as u8,
-                        ((r >> 16) % 8) as u32,
-                        &payload,
-                    ));
-                }
-            },
-            CAP,
-        );
-        let _ = tcp.shutdown(std::net::Shutdown::Write);
-        let _ = reader.join();
-        sent
+        reading(tcp, |tcp| {
+            // A fixed-seed generator: the same frames every run.
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = move || {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed
+            };
+            flood_from(
+                tcp,
+                |buf| {
+                    while buf.len() < 65536 {
+                        let r = next();
+                        let payload: Vec<u8> = (0..(r >> 40) % 64).map(|_| next() as u8).collect();
+                        buf.extend(frame(
+                            (r % 10) as u8,
+                            (r >> 8) as u8,
+                            ((r >> 16) % 8) as u32,
+                            &payload,
+                        ));
+                    }
+                },
+                CAP,
+            )
+        })
     });
 }

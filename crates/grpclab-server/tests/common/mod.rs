@@ -405,3 +405,13 @@ pub fn request_header_block(path: &str) -> Vec<u8> {
     literal_indexed_name(&[0x0f, 0x10], "application/grpc"); // content-type (31 = 15 + 16)
     block
 }
+
+/// One frame's bytes: the 9-byte header (length from the payload) and the payload.
+pub fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    bytes.push(kind);
+    bytes.push(flags);
+    bytes.extend_from_slice(&stream.to_be_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}

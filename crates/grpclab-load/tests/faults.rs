@@ -246,15 +246,20 @@ fn malformed_responses_fail_their_calls_precisely() {
             "{answer:?}: {:?}",
             result.error_counts()
         );
-        assert!(
-            result
-                .error_counts()
-                .keys()
-                .all(|key| key.contains(message)),
-            "{answer:?}: {:?}",
-            result.error_counts()
-        );
+        assert_every_error_says(&result, message, answer);
     }
+}
+
+/// Every error in the run's table names `message`.
+fn assert_every_error_says(result: &LoadResult, message: &str, answer: Answer) {
+    assert!(
+        result
+            .error_counts()
+            .keys()
+            .all(|key| key.contains(message)),
+        "{answer:?}: {:?}",
+        result.error_counts()
+    );
 }
 
 /// Issue 11, client side: a server that breaks a connection-level rule — a second GOAWAY that
@@ -299,14 +304,7 @@ fn connection_rule_breakers_get_the_rfcs_error() {
             None => assert_eq!(count_of(&result, Code::Ok), 20, "{answer:?}"),
             Some(message) => {
                 assert_eq!(count_of(&result, Code::Ok), 0, "{answer:?}");
-                assert!(
-                    result
-                        .error_counts()
-                        .keys()
-                        .all(|key| key.contains(message)),
-                    "{answer:?}: {:?}",
-                    result.error_counts()
-                );
+                assert_every_error_says(&result, message, answer);
             }
         }
         if let Some(code) = goaway {

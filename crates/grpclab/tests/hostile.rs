@@ -503,22 +503,25 @@ fn attacks_from_a_client_that_reads_stay_bounded() {
             flood(tcp, &frame(SETTINGS, 0, 0, &entries), CAP)
         })
     });
+    // Requests reset at once, on ever new streams; `churn` adds a new indexed field to each.
+    let resetting_requests = |churn: bool| {
+        let head = request_head();
+        let mut stream = 1u32;
+        move |buf: &mut Vec<u8>| {
+            while buf.len() < 65536 {
+                let mut block = head.clone();
+                if churn {
+                    let value = format!("{stream:0>100}");
+                    block.extend(indexed_literal("x-churn", value.as_bytes()));
+                }
+                buf.extend(frame(HEADERS, 0x4, stream, &block));
+                buf.extend(frame(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
+                stream += 2;
+            }
+        }
+    };
     each_server_under("rapid reset (HEADERS + RST_STREAM)", |tcp| {
-        reading(tcp, |tcp| {
-            let head = request_head();
-            let mut stream = 1u32;
-            flood_from(
-                tcp,
-                |buf| {
-                    while buf.len() < 65536 {
-                        buf.extend(frame(HEADERS, 0x4, stream, &head));
-                        buf.extend(frame(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
-                        stream += 2;
-                    }
-                },
-                CAP,
-            )
-        })
+        reading(tcp, |tcp| flood_from(tcp, resetting_requests(false), CAP))
     });
     each_server_under("CONTINUATION flood", |tcp| {
         reading(tcp, |tcp| {
@@ -550,28 +553,7 @@ fn attacks_from_a_client_that_reads_stay_bounded() {
     );
     each_server_under(
         "HPACK table churn (a new indexed field per request)",
-        |tcp| {
-            reading(tcp, |tcp| {
-                let head = request_head();
-                let mut stream = 1u32;
-                flood_from(
-                    tcp,
-                    |buf| {
-                        while buf.len() < 65536 {
-                            let mut block = head.clone();
-                            block.extend(indexed_literal(
-                                "x-churn",
-                                format!("{stream:0>100}").as_bytes(),
-                            ));
-                            buf.extend(frame(HEADERS, 0x4, stream, &block));
-                            buf.extend(frame(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
-                            stream += 2;
-                        }
-                    },
-                    CAP,
-                )
-            })
-        },
+        |tcp| reading(tcp, |tcp| flood_from(tcp, resetting_requests(true), CAP)),
     );
     each_server_under("WINDOW_UPDATE dribble (1 byte at a time)", |tcp| {
         reading(tcp, |tcp| {

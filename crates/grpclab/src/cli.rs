@@ -6,8 +6,18 @@ use std::path::PathBuf;
 
 /// grpclab: a gRPC performance lab — load generator, built-in servers and benchmark harness.
 #[derive(Debug, Parser)]
-#[command(name = "grpclab", version, about, propagate_version = true)]
+#[command(
+    name = "grpclab",
+    version,
+    about,
+    propagate_version = true,
+    disable_version_flag = true
+)]
 pub struct Cli {
+    /// Print the version (-v as in ghz, or -V).
+    #[arg(short = 'v', short_alias = 'V', long, action = clap::ArgAction::Version, global = true)]
+    pub version: Option<bool>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -66,16 +76,21 @@ pub struct LoadArgs {
 
     /// Total request rate (open loop, latency measured from each call's scheduled time);
     /// 0 means as fast as the streams go (closed loop).
-    #[arg(long, default_value_t = 0.0, value_name = "R")]
+    #[arg(short = 'r', long, default_value_t = 0.0, value_name = "R")]
     pub rps: f64,
 
-    /// How long to measure, e.g. 20s (warmup excluded). With -n too, whichever comes first.
+    /// How long to measure, e.g. 20s (warmup excluded). As in ghz, -n is then ignored; to stop
+    /// an -n run early, use -x.
     #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
 
-    /// How many calls to measure. Default 200 when -z is not given.
+    /// How many calls to measure (default 200); ignored with -z, as in ghz.
     #[arg(short = 'n', long, value_name = "N")]
     pub total: Option<u64>,
+
+    /// With -n: stop after this long even if the calls are not all done (ghz's -x).
+    #[arg(short = 'x', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_duration: Option<std::time::Duration>,
 
     /// Per-call deadline, sent as grpc-timeout; 0 for none.
     #[arg(short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero)]

@@ -52,11 +52,24 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     } else {
         Pacing::OpenLoop { rate: args.rps }
     };
-    config.duration = args.duration;
-    config.total = match (args.total, args.duration) {
-        (Some(total), _) => Some(total),
-        (None, Some(_)) => None,
-        (None, None) => Some(200),
+    // ghz's meanings: -z runs for its duration and ignores -n; -n runs N calls, cut short
+    // by -x if given.
+    if args.duration.is_some() && args.max_duration.is_some() {
+        return Err(InputError(
+            "-x/--max-duration caps an -n run; with -z the duration already decides: give one of them"
+                .to_owned(),
+        ));
+    }
+    if let (Some(total), Some(_)) = (args.total, args.duration) {
+        // Best effort: a closed stderr must not stop the run.
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab load: -n {total} is ignored because -z is set (as in ghz); -n with -x stops at whichever comes first"
+        );
+    }
+    (config.duration, config.total) = match args.duration {
+        Some(duration) => (Some(duration), None),
+        None => (args.max_duration, Some(args.total.unwrap_or(200))),
     };
     config.warmup = args.warmup;
     config.timeout = (!args.timeout.is_zero()).then_some(args.timeout);

@@ -470,3 +470,44 @@ fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
     // and the run never ended; bounded, the client stays near its idle size.
     assert!(peak_kib < 48 * 1024, "peak RSS {peak_kib} KiB");
 }
+
+/// ghz's meanings of -z, -n, -x, -r and -v (issue 14): -z runs for its duration and ignores -n
+/// (saying so); -n with -x stops at whichever comes first; -z with -x is an input error; -r is
+/// --rps; -v prints the version.
+#[test]
+fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    let target = server.target();
+    // -z wins over -n: far more than 5 calls in a second against lab.
+    let output = run(&[
+        "load", &target, "-z", "1s", "-n", "5", "-c", "4", "-O", "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(json(&output)["count"].as_u64().unwrap() > 5);
+    assert!(stderr(&output).contains("-n 5 is ignored because -z is set"));
+    // -n with -x: a count no run finishes in a second stops at the second.
+    let output = run(&["load", &target, "-n", "100000000", "-x", "1s", "-O", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert!(report["count"].as_u64().unwrap() < 100_000_000);
+    assert_eq!(report["endReason"], "timeout", "{report}");
+    // -z and -x together: one of them.
+    assert_input_error(
+        &["load", &target, "-z", "1s", "-x", "1s"],
+        &["-x/--max-duration"],
+    );
+    // -r is --rps.
+    let output = run(&["load", &target, "-r", "200", "-n", "20", "-O", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json(&output)["options"]["rps"], 200.0);
+    // -v prints the version, at the top and after a subcommand.
+    for args in [&["-v"][..], &["load", "-v"][..]] {
+        let output = run(args);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains(env!("CARGO_PKG_VERSION")),
+            "{args:?}: {stdout}"
+        );
+    }
+}

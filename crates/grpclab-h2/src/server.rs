@@ -270,8 +270,6 @@ struct Stream<C> {
     /// when the answer has been written or the stream dropped (see
     /// [`ServerSettings::connection_window`]).
     held: u32,
-    /// The request went to the service: `held` counts in `held_by_calls`.
-    dispatched: bool,
 }
 
 /// Header decoding scratch, reused for every header block.
@@ -435,9 +433,6 @@ struct Connection<S: Service> {
     /// The connection window advertised: `settings.connection_window`, raised to fit one
     /// largest message with room for its frames' overhead.
     conn_window_target: u32,
-    /// Connection-window bytes held by calls handed to the service (running or busy): they
-    /// come back without the client's help, so a stall cannot be declared while this is > 0.
-    held_by_calls: u64,
     /// What is left of [`FLOOD_BUDGET`] in the current second (requests earn units back).
     flood_credit: i64,
     /// When the current flood-budget second began (a turn's read time).
@@ -579,10 +574,7 @@ pub async fn serve_connection<S: Service>(
             .filter(|_| connection.streams.is_empty() && connection.busy.is_empty() && !draining)
             .map(|limit| connection.turn_started + limit);
         if let Some(deadline) = idle_deadline {
-            if idle_timer_at.is_none_or(|at| at > deadline) {
-                idle_timer.as_mut().reset(deadline.into());
-                idle_timer_at = Some(deadline);
-            }
+            arm_no_later_than(idle_timer.as_mut(), &mut idle_timer_at, deadline);
         }
         if ping_sent_at.is_some_and(|at| connection.turn_started >= at) {
             // The peer spoke since our PING: alive.
@@ -595,10 +587,7 @@ pub async fn serve_connection<S: Service>(
                 None => connection.turn_started + interval,
             });
         if let Some(deadline) = keepalive_deadline {
-            if keepalive_timer_at.is_none_or(|at| at > deadline) {
-                keepalive_timer.as_mut().reset(deadline.into());
-                keepalive_timer_at = Some(deadline);
-            }
+            arm_no_later_than(keepalive_timer.as_mut(), &mut keepalive_timer_at, deadline);
         }
         let backlog = connection.out.len() - written;
         let want_write = backlog > 0;
@@ -671,6 +660,20 @@ pub async fn serve_connection<S: Service>(
     }
 }
 
+/// Arms a lazily armed timer (one that is re-checked when it fires) to fire by `deadline`:
+/// reset only when it is unarmed or would fire later, so a deadline that keeps moving later
+/// (every read moves it) costs no timer work per turn.
+fn arm_no_later_than(
+    timer: std::pin::Pin<&mut tokio::time::Sleep>,
+    armed_at: &mut Option<Instant>,
+    deadline: Instant,
+) {
+    if armed_at.is_none_or(|at| at > deadline) {
+        timer.reset(deadline.into());
+        *armed_at = Some(deadline);
+    }
+}
+
 /// How long a connection that failed with GOAWAY keeps discarding what the peer still sends.
 const ERROR_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -722,7 +725,6 @@ impl<S: Service> Connection<S> {
             conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
             conn_window_target: 0,
-            held_by_calls: 0,
             flood_credit: FLOOD_BUDGET,
             flood_window_start: Instant::now(),
             flushing: Vec::new(),
@@ -1138,7 +1140,6 @@ impl<S: Service> Connection<S> {
             recv_unacked: 0,
             send_window_offset: 0,
             held: 0,
-            dispatched: false,
         };
         match self.service.accept(&head, self.turn_started) {
             Ok(call) => {
@@ -1299,9 +1300,6 @@ impl<S: Service> Connection<S> {
         if let Some(stream) = self.streams.get_mut(&stream_id) {
             let held = std::mem::take(&mut stream.held);
             self.conn_recv_unacked += held;
-            if stream.dispatched {
-                self.held_by_calls -= u64::from(held);
-            }
         }
     }
 
@@ -1320,13 +1318,18 @@ impl<S: Service> Connection<S> {
         loop {
             let credit = self.conn_recv_window + i64::from(self.conn_recv_unacked);
             let one_message = i64::try_from(self.service.max_message_bytes()).unwrap_or(i64::MAX);
-            if self.held_by_calls > 0 || credit >= one_message.saturating_add(5) {
+            if credit >= one_message.saturating_add(5) {
                 return;
             }
             let mut receiving = 0usize;
             let mut smallest_need = i64::MAX;
             let mut newest = 0u32;
             for (id, stream) in self.streams.iter() {
+                // Window held by a request the service has (or whose answer waits to be
+                // written) comes back without the client's help: not a stall.
+                if stream.held > 0 && !matches!(stream.state, StreamState::Receiving { .. }) {
+                    return;
+                }
                 if let StreamState::Receiving { body, .. } = &stream.state {
                     receiving += 1;
                     let need = match body.prefix_length() {
@@ -1349,10 +1352,6 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
-        // Its bytes now wait on the service, which always answers, and then on its answer
-        // being written: they come back without more request bytes, so no stall.
-        self.held_by_calls += u64::from(stream.held);
-        stream.dispatched = true;
         // A request earns back a unit of the flood budget: a busy client's stray frames
         // (a reset crossing its answer) never add up to a flood.
         self.flood_credit = (self.flood_credit + 1).min(FLOOD_BUDGET);
@@ -1651,7 +1650,6 @@ impl<S: Service> Connection<S> {
         self.going_away = false;
         self.go_away(error.code, error.reason.as_bytes());
         self.streams.clear();
-        self.held_by_calls = 0;
         self.busy.clear();
         self.blocked.clear();
     }

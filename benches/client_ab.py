@@ -28,7 +28,7 @@ def round_of(binary, target, args):
     stdout, cpu, rss = run_client(argv, args.warmup)
     report = json.loads(stdout)
     ok = report["statusCodeDistribution"].get("OK", 0)
-    return {"requests": report["count"], "errors": report["count"] - ok, "rps": report["rps"],
+    return {"requests": report["count"], "errors": report["count"] - ok, "rps": report.get("measuredRps", report.get("rps")),
             "us_per_req": 1e6 * cpu / max(report["count"], 1), "rss_kib": rss}
 
 

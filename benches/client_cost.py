@@ -43,7 +43,7 @@ def grpclab_round(target, args, transport="lab"):
     stdout, cpu, rss = run_client(argv, args.warmup)
     report = json.loads(stdout)
     errors = report["count"] - report["statusCodeDistribution"].get("OK", 0)
-    return {"requests": report["count"], "errors": errors, "rps": report["rps"], "cpu": cpu, "rss_kib": rss}
+    return {"requests": report["count"], "errors": errors, "rps": report.get("measuredRps", report.get("rps")), "cpu": cpu, "rss_kib": rss}
 
 
 def h2load_round(target, args, request_file):

@@ -77,7 +77,7 @@ def h2load_argv(target, args, request_file):
 def requests_of(name, stdout):
     if name == "grpclab":
         report = json.loads(stdout)
-        return report["count"], report["rps"]
+        return report["count"], report.get("measuredRps", report.get("rps"))
     done = re.search(r"requests: \d+ total, \d+ started, (\d+) done", stdout)
     rps = re.search(r"finished in [^,]+, ([\d.]+) req/s", stdout)
     if not done or not rps:

@@ -112,9 +112,9 @@ def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, con
         stop_server(server)
     report = json.loads(stdout)
     calls = stats["calls"] - marks["stats"]["calls"]
-    p = {point["percentage"]: point["latency"] for point in report["latencyDistribution"]}
+    p = {point["percentage"]: point["latency"] for point in report.get("latencyPercentiles", report.get("latencyDistribution"))}
     return {
-        "rps": report["rps"],
+        "rps": report.get("measuredRps", report.get("rps")),
         "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0),
         "p50_us": p[50.0] / 1e3,
         "p99_us": p[99.0] / 1e3,

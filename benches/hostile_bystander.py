@@ -140,7 +140,7 @@ def one(server_name, attack, duration):
         if out.returncode != 0 and not out.stdout:
             raise SystemExit(f"bystander failed: {out.stderr}")
         report = json.loads(out.stdout)
-        p = {point["percentage"]: point["latency"] for point in report["latencyDistribution"]}
+        p = {point["percentage"]: point["latency"] for point in report.get("latencyPercentiles", report.get("latencyDistribution"))}
         ok = report["statusCodeDistribution"].get("OK", 0)
         return {"p50_ms": p[50.0] / 1e6, "p99_ms": p[99.0] / 1e6, "errors": report["count"] - ok,
                 "cpu_pct": 100 * cpu / duration, "peak_mib": hwm / 1024}

@@ -60,6 +60,9 @@ pub struct LoadConfig {
     pub validator: Option<ReplyValidator>,
     /// The HTTP/2 implementation.
     pub transport: Transport,
+    /// `--details`: keep the first this many measured calls one by one (ghz's per-call
+    /// `details`); `None` keeps only the aggregates (bounded memory whatever the run's length).
+    pub details: Option<usize>,
     /// Our engine only: the first stream id of every connection (1). Tests set it near 2^31
     /// to reach stream-id exhaustion (and the planned reconnect) without 2^30 calls.
     pub first_stream_id: u32,
@@ -81,6 +84,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("threads", &self.threads)
             .field("validate", &self.validator.is_some())
             .field("transport", &self.transport)
+            .field("details", &self.details)
             .finish()
     }
 }
@@ -110,6 +114,7 @@ impl LoadConfig {
             threads: 1,
             validator: None,
             transport: Transport::Lab,
+            details: None,
             first_stream_id: 1,
         }
     }

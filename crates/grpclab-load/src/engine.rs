@@ -70,6 +70,9 @@ pub fn drain_limit(config: &LoadConfig) -> Duration {
     }
 }
 
+/// How a call that outlived its deadline (`-t`) is described.
+pub(crate) const DEADLINE_MESSAGE: &str = "deadline exceeded (client side)";
+
 /// Everything the threads of one run share.
 pub(crate) struct Shared {
     pub(crate) config: LoadConfig,
@@ -200,7 +203,7 @@ pub fn run(
     }
 
     let open_loop = matches!(config.pacing, Pacing::OpenLoop { .. });
-    let mut recorder = Recorder::new(open_loop);
+    let mut recorder = Recorder::new(open_loop, config.details);
     let mut reconnects = 0;
     let mut planned_reconnects = 0;
     let mut abandoned = 0;
@@ -227,9 +230,14 @@ pub fn run(
             .unwrap_or_else(Instant::now),
         _ => last_completion.unwrap_or_else(Instant::now),
     };
+    let run_start = schedule
+        .measure_from()
+        .checked_sub(config.warmup)
+        .unwrap_or(run_start);
     Ok(LoadResult {
         started_at,
         elapsed: measured_end.saturating_duration_since(schedule.measure_from()),
+        whole_run: measured_end.saturating_duration_since(run_start),
         end_reason,
         recorder,
         reconnects,
@@ -326,10 +334,10 @@ fn client_thread(
             template,
             requests: config.requests.clone(),
             next_request: Cell::new(index),
-            recorder: RefCell::new(Recorder::new(matches!(
-                config.pacing,
-                Pacing::OpenLoop { .. }
-            ))),
+            recorder: RefCell::new(Recorder::new(
+                matches!(config.pacing, Pacing::OpenLoop { .. }),
+                config.details,
+            )),
             outstanding: Cell::new(0),
             last_completion: Cell::new(None),
             progress_slot: index,
@@ -398,10 +406,14 @@ fn client_thread(
         let mut recorder = thread.recorder.borrow().clone();
         if abandoned > 0 {
             let since = Instant::now().saturating_duration_since(schedule.measure_from());
+            // Each was in flight for at least the drain limit: its latency as recorded (for
+            // the average over all calls) is that lower bound.
+            let waited = drain_limit(config);
             for _ in 0..abandoned {
                 recorder.record_error(
                     Code::Canceled,
                     "still in flight when the run ended (drain limit reached)",
+                    waited,
                     since,
                 );
             }
@@ -469,13 +481,25 @@ impl ThreadState {
         self.outstanding
             .set(self.outstanding.get().saturating_sub(1));
         let since = done.saturating_duration_since(self.schedule.measure_from());
+        // A reply that came after the deadline is late, whichever won the race between it and
+        // the timer (whose granularity is a millisecond): a gRPC client gives up at its
+        // deadline, so the call counts as DeadlineExceeded, as grpc-go would report it.
+        let late = outcome.is_ok()
+            && self
+                .shared
+                .config
+                .timeout
+                .is_some_and(|limit| service > limit);
         let mut recorder = self.recorder.borrow_mut();
         match outcome {
+            Ok(()) if late => {
+                recorder.record_error(Code::DeadlineExceeded, DEADLINE_MESSAGE, latency, since)
+            }
             Ok(()) => recorder.record_ok(latency, service, since),
-            Err(failure) => recorder.record_error(failure.code, &failure.message, since),
+            Err(failure) => recorder.record_error(failure.code, &failure.message, latency, since),
         }
         self.last_completion.set(Some(done));
-        self.shared.progress[self.progress_slot].add(outcome.is_err());
+        self.shared.progress[self.progress_slot].add(outcome.is_err() || late);
     }
 
     /// A call sent during the warmup has ended: counted apart if it ended after the window
@@ -566,7 +590,7 @@ async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) 
                     Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
                         Err(crate::call::CallFailure {
                             code: Code::DeadlineExceeded,
-                            message: "deadline exceeded (client side)".to_owned(),
+                            message: DEADLINE_MESSAGE.to_owned(),
                             connection_lost: false,
                         })
                     }),

@@ -24,8 +24,8 @@ use crate::schedule::Ticket;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// How long a TCP connect may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may take to open before the run reports it unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Opens a TCP connection with TCP_NODELAY (both transports use it): without it, Nagle's
 /// algorithm holds small frames back, which a latency benchmark must not allow.
@@ -226,7 +226,7 @@ impl LabSource {
             CallEnd::Malformed(reason) => fail(Code::Internal, reason.to_owned()),
             CallEnd::DeadlineExceeded => fail(
                 Code::DeadlineExceeded,
-                "deadline exceeded (client side)".to_owned(),
+                crate::engine::DEADLINE_MESSAGE.to_owned(),
             ),
         }
     }

@@ -30,7 +30,8 @@ mod schedule;
 
 pub use config::{ConfigError, LoadConfig, Pacing, ReplyValidator, Transport};
 pub use engine::{drain_limit, run, LoadError};
+pub use lab_transport::CONNECT_TIMEOUT;
 pub use progress::{ProgressSnapshot, ProgressTarget};
-pub use recorder::{Recorder, SecondStats};
+pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
 pub use tokio_util::sync::CancellationToken;

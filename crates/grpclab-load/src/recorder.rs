@@ -20,6 +20,13 @@ pub const MAX_ERROR_MESSAGES: usize = 64;
 /// The error-distribution key for messages past [`MAX_ERROR_MESSAGES`].
 pub const OTHER_ERRORS: &str = "(other error messages)";
 
+/// How a failed call is named in the error distribution and the per-call details: grpc-go's
+/// status error text, `rpc error: code = Unavailable desc = connection refused`, as ghz
+/// prints it (so a ghz user's scripts that match on it keep working).
+pub fn error_key(code: Code, message: &str) -> String {
+    format!("rpc error: code = {} desc = {message}", code.name())
+}
+
 /// A new, empty latency histogram with grpclab's bounds (values in nanoseconds).
 pub fn new_histogram() -> Histogram<u64> {
     // The bounds are constants that hdrhistogram accepts (low >= 1, high >= 2 * low, sigfig <= 5).
@@ -56,6 +63,54 @@ impl SecondStats {
     }
 }
 
+/// One measured call, as ghz's per-call `details` list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallDetail {
+    /// When it ended, in nanoseconds from the start of the measured window.
+    pub ended_ns: u64,
+    /// Its latency in nanoseconds (from the intended send time in an open loop).
+    pub latency_ns: u64,
+    /// Its final status.
+    pub code: Code,
+    /// For a failed call, its [`error_key`].
+    pub error: Option<Box<str>>,
+}
+
+/// The first `limit` measured calls, one [`CallDetail`] each (`--details`). Bounded: a long run
+/// keeps `limit` entries per client thread at most, and the merge keeps the first `limit` of
+/// the whole run by end time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallLog {
+    /// How many calls are kept.
+    pub limit: usize,
+    /// The calls kept, in the order they ended (after [`Recorder::merge`]).
+    pub calls: Vec<CallDetail>,
+}
+
+impl CallLog {
+    /// An empty log that keeps the first `limit` calls.
+    pub fn new(limit: usize) -> CallLog {
+        CallLog {
+            limit,
+            // Capacity grows as calls come: a large limit on a short run costs nothing.
+            calls: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, detail: impl FnOnce() -> CallDetail) {
+        if self.calls.len() < self.limit {
+            self.calls.push(detail());
+        }
+    }
+
+    fn merge(&mut self, other: &CallLog) {
+        self.calls.extend(other.calls.iter().cloned());
+        // Each thread kept its own first `limit`; the first `limit` of the run are among them.
+        self.calls.sort_by_key(|call| call.ended_ns);
+        self.calls.truncate(self.limit);
+    }
+}
+
 /// Everything recorded about measured calls.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -76,11 +131,17 @@ pub struct Recorder {
     pub warmup_calls_in_window: u64,
     /// The longest of those calls, in nanoseconds (0 if none).
     pub warmup_call_max_ns: u64,
+    /// Sum of the latencies of every measured call, failed ones included (ghz's average is
+    /// over all calls), in nanoseconds.
+    pub all_latency_sum_ns: u128,
+    /// `--details`: the first calls, one entry each; `None` when not asked for.
+    pub details: Option<CallLog>,
 }
 
 impl Recorder {
-    /// An empty recorder; `open_loop` adds the service-time histogram.
-    pub fn new(open_loop: bool) -> Recorder {
+    /// An empty recorder; `open_loop` adds the service-time histogram, `details` keeps the
+    /// first that many calls one by one.
+    pub fn new(open_loop: bool, details: Option<usize>) -> Recorder {
         Recorder {
             latency: new_histogram(),
             service_time: open_loop.then(new_histogram),
@@ -89,6 +150,8 @@ impl Recorder {
             per_second: Vec::new(),
             warmup_calls_in_window: 0,
             warmup_call_max_ns: 0,
+            all_latency_sum_ns: 0,
+            details: details.map(CallLog::new),
         }
     }
 
@@ -108,29 +171,45 @@ impl Recorder {
             service_time.saturating_record(saturating_ns(service));
         }
         self.status[Code::Ok as usize] += 1;
+        self.all_latency_sum_ns += u128::from(latency_ns);
         let second = self.second(since_start);
         second.count += 1;
         second.latency_sum_ns += latency_ns;
         second.latency_max_ns = second.latency_max_ns.max(latency_ns);
+        if let Some(details) = &mut self.details {
+            details.push(|| CallDetail {
+                ended_ns: saturating_ns(since_start),
+                latency_ns,
+                code: Code::Ok,
+                error: None,
+            });
+        }
     }
 
-    /// Records a failed call with its status and a description (the `grpc-message`, or what
-    /// went wrong on the client's side).
-    pub fn record_error(&mut self, code: Code, message: &str, since_start: Duration) {
+    /// Records a failed call with its status, a description (the `grpc-message`, or what
+    /// went wrong on the client's side) and how long it took.
+    pub fn record_error(
+        &mut self,
+        code: Code,
+        message: &str,
+        latency: Duration,
+        since_start: Duration,
+    ) {
         self.status[code as usize] += 1;
+        self.all_latency_sum_ns += u128::from(saturating_ns(latency));
         let second = self.second(since_start);
         second.count += 1;
         second.errors += 1;
-        self.count_message(code, message, 1);
-    }
-
-    fn count_message(&mut self, code: Code, message: &str, times: u64) {
-        let key = if message.is_empty() {
-            code.name().to_owned()
-        } else {
-            format!("{code}: {message}")
-        };
-        self.add_message(key, times);
+        let key = error_key(code, message);
+        if let Some(details) = &mut self.details {
+            details.push(|| CallDetail {
+                ended_ns: saturating_ns(since_start),
+                latency_ns: saturating_ns(latency),
+                code,
+                error: Some(key.as_str().into()),
+            });
+        }
+        self.add_message(key, 1);
     }
 
     /// Counts `times` calls under `key`, or under [`OTHER_ERRORS`] once the map is full.
@@ -179,6 +258,12 @@ impl Recorder {
         }
         self.warmup_calls_in_window += other.warmup_calls_in_window;
         self.warmup_call_max_ns = self.warmup_call_max_ns.max(other.warmup_call_max_ns);
+        self.all_latency_sum_ns += other.all_latency_sum_ns;
+        match (&mut self.details, &other.details) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.details = Some(theirs.clone()),
+            _ => {}
+        }
     }
 }
 
@@ -192,7 +277,7 @@ mod tests {
 
     #[test]
     fn records_and_merges() {
-        let mut a = Recorder::new(false);
+        let mut a = Recorder::new(false, None);
         a.record_ok(
             Duration::from_micros(100),
             Duration::from_micros(100),
@@ -201,9 +286,10 @@ mod tests {
         a.record_error(
             Code::Unavailable,
             "connection refused",
+            Duration::from_micros(500),
             Duration::from_millis(1500),
         );
-        let mut b = Recorder::new(false);
+        let mut b = Recorder::new(false, None);
         b.record_ok(
             Duration::from_micros(300),
             Duration::from_micros(300),
@@ -212,13 +298,21 @@ mod tests {
         b.record_error(
             Code::Unavailable,
             "connection refused",
+            Duration::from_micros(700),
             Duration::from_millis(20),
         );
         a.merge(&b);
         assert_eq!(a.count(), 4);
         assert_eq!(a.latency.len(), 2);
         assert_eq!(a.status[Code::Unavailable as usize], 2);
-        assert_eq!(a.errors["Unavailable: connection refused"], 2);
+        assert_eq!(
+            a.errors["rpc error: code = Unavailable desc = connection refused"],
+            2
+        );
+        assert_eq!(
+            a.all_latency_sum_ns, 1_600_000,
+            "failed calls count in the sum"
+        );
         assert_eq!(a.per_second.len(), 3);
         assert_eq!(a.per_second[0].count, 2);
         assert_eq!(a.per_second[0].errors, 1);
@@ -227,9 +321,14 @@ mod tests {
 
     #[test]
     fn error_messages_are_bounded() {
-        let mut recorder = Recorder::new(false);
+        let mut recorder = Recorder::new(false, None);
         for i in 0..(MAX_ERROR_MESSAGES + 10) {
-            recorder.record_error(Code::Internal, &format!("message {i}"), Duration::ZERO);
+            recorder.record_error(
+                Code::Internal,
+                &format!("message {i}"),
+                Duration::ZERO,
+                Duration::ZERO,
+            );
         }
         assert_eq!(recorder.errors.len(), MAX_ERROR_MESSAGES + 1);
         assert_eq!(recorder.errors[OTHER_ERRORS], 10);
@@ -237,7 +336,7 @@ mod tests {
 
     #[test]
     fn latencies_past_the_top_saturate() {
-        let mut recorder = Recorder::new(true);
+        let mut recorder = Recorder::new(true, None);
         recorder.record_ok(
             Duration::from_secs(600),
             Duration::from_secs(600),
@@ -245,5 +344,42 @@ mod tests {
         );
         assert!(recorder.latency.max() >= HISTOGRAM_HIGH_NS);
         assert!(recorder.service_time.as_ref().is_some_and(|h| h.len() == 1));
+    }
+
+    #[test]
+    fn details_keep_the_first_calls_of_the_run_across_threads() {
+        let mut a = Recorder::new(false, Some(3));
+        let mut b = Recorder::new(false, Some(3));
+        for ms in [1u64, 4, 6, 8] {
+            a.record_ok(
+                Duration::from_micros(10),
+                Duration::ZERO,
+                Duration::from_millis(ms),
+            );
+        }
+        b.record_error(
+            Code::Internal,
+            "boom",
+            Duration::from_micros(20),
+            Duration::from_millis(2),
+        );
+        b.record_ok(
+            Duration::from_micros(30),
+            Duration::ZERO,
+            Duration::from_millis(5),
+        );
+        let kept = a.details.as_ref().unwrap().calls.len();
+        assert_eq!(kept, 3, "each thread keeps at most the limit");
+        a.merge(&b);
+        let log = a.details.unwrap();
+        let ended: Vec<u64> = log.calls.iter().map(|c| c.ended_ns / 1_000_000).collect();
+        assert_eq!(ended, [1, 2, 4], "the first three of the run, by end time");
+        assert_eq!(log.calls[1].code, Code::Internal);
+        assert_eq!(
+            log.calls[1].error.as_deref(),
+            Some("rpc error: code = Internal desc = boom")
+        );
+        assert_eq!(log.calls[1].latency_ns, 20_000);
+        assert!(Recorder::new(false, None).details.is_none());
     }
 }

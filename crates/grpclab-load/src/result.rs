@@ -16,7 +16,7 @@ use crate::recorder::{Recorder, SecondStats};
 pub enum EndReason {
     /// The measured duration (`-z`) passed.
     Timeout,
-    /// The `-n` calls were made.
+    /// The `-n` calls were made (ghz calls this end `normal`).
     Total,
     /// Ctrl-C (or the caller) stopped it early.
     Cancel,
@@ -29,6 +29,9 @@ pub struct LoadResult {
     pub started_at: SystemTime,
     /// From the start of the measured window to the last measured call's completion.
     pub elapsed: Duration,
+    /// From the first call sent (warmup included) to the last measured call's completion:
+    /// ghz's `total`.
+    pub whole_run: Duration,
     /// Why the run ended.
     pub end_reason: EndReason,
     /// The merged recordings.
@@ -58,14 +61,32 @@ impl LoadResult {
         self.count() - self.ok()
     }
 
-    /// Completed calls per second over the measured window (ghz's `rps`).
+    /// Completed calls per second over the measured window: the honest throughput (the
+    /// warmup neither adds calls nor time).
     pub fn rps(&self) -> f64 {
-        let seconds = self.elapsed.as_secs_f64();
-        if seconds > 0.0 {
-            self.count() as f64 / seconds
-        } else {
-            0.0
+        per_second(self.count(), self.elapsed)
+    }
+
+    /// ghz's `rps`: measured calls over the whole run, warmup included (as ghz divides by
+    /// its whole run even when `--skipFirst` leaves calls out). Equal to [`rps`](Self::rps)
+    /// without a warmup.
+    pub fn rps_over_whole_run(&self) -> f64 {
+        per_second(self.count(), self.whole_run)
+    }
+
+    /// The mean latency of every measured call, failed ones included (ghz's `average`), in
+    /// nanoseconds; 0 with no calls.
+    pub fn mean_latency_all_ns(&self) -> u64 {
+        let count = u128::from(self.count());
+        if count == 0 {
+            return 0;
         }
+        u64::try_from(self.recorder.all_latency_sum_ns / count).unwrap_or(u64::MAX)
+    }
+
+    /// `--details`: the first measured calls, one by one, in the order they ended.
+    pub fn details(&self) -> Option<&crate::recorder::CallLog> {
+        self.recorder.details.as_ref()
     }
 
     /// Calls sent during the warmup that ended after the window began (not measured), and
@@ -105,6 +126,15 @@ impl LoadResult {
     /// The measured window, second by second.
     pub fn per_second(&self) -> &[SecondStats] {
         &self.recorder.per_second
+    }
+}
+
+fn per_second(count: u64, over: Duration) -> f64 {
+    let seconds = over.as_secs_f64();
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
     }
 }
 

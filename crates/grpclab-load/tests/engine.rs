@@ -80,7 +80,7 @@ fn failing_calls_show_in_the_status_distribution() {
     let statuses = result.status_counts();
     assert_eq!(statuses.get(&Code::Ok), Some(&50));
     assert_eq!(statuses.get(&Code::Internal), Some(&50));
-    assert_eq!(result.error_counts().get("Internal: boom!"), Some(&50));
+    assert_eq!(result.error_counts().get("rpc error: code = Internal desc = boom!"), Some(&50));
     // Only successful calls are in the latency histogram.
     assert_eq!(result.latency().len(), 50);
 }

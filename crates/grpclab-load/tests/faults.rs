@@ -168,7 +168,12 @@ fn a_reset_after_the_status_ends_the_call_with_that_status() {
                 "{transport:?} reset {reset:#x}: {:?}",
                 result.error_counts()
             );
-            assert_eq!(result.error_counts().get("Internal: boom"), Some(&40));
+            assert_eq!(
+                result
+                    .error_counts()
+                    .get("rpc error: code = Internal desc = boom"),
+                Some(&40)
+            );
         }
     }
 }
@@ -206,7 +211,7 @@ fn ok_without_a_message_is_internal() {
         assert_eq!(
             result
                 .error_counts()
-                .get("Internal: status OK but no reply message"),
+                .get("rpc error: code = Internal desc = status OK but no reply message"),
             Some(&10),
             "{transport:?}: {:?}",
             result.error_counts()

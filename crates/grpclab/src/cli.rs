@@ -43,12 +43,16 @@ pub enum Command {
 /// Output formats of `grpclab load`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
-    /// ghz-style text summary.
+    /// ghz's text summary, then grpclab's extras.
     Summary,
-    /// Everything, in JSON with ghz's field names where they overlap.
+    /// ghz's JSON report on one line, with grpclab's extras beside it.
     Json,
-    /// The per-second series.
+    /// The same JSON, indented (ghz's pretty).
+    Pretty,
+    /// One row per call, as ghz writes it (turns on --details).
     Csv,
+    /// One row per second of the measured window.
+    CsvSeconds,
 }
 
 /// `grpclab load [OPTIONS] HOST:PORT`
@@ -107,6 +111,26 @@ pub struct LoadArgs {
     /// Write the output to this file instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// List calls one by one in the output (ghz's `details`; -O csv's rows): `--details` keeps
+    /// the first 1,000,000 that end (ghz's own cap), `--details=N` the first N. Off by
+    /// default, so memory stays bounded whatever the run's length; -O csv turns it on.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "1000000"
+    )]
+    pub details: Option<usize>,
+
+    /// A name for the run, reported as ghz's `name`.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Tags for the run as a JSON object of strings, reported as ghz's `tags`.
+    #[arg(long, value_name = "JSON")]
+    pub tags: Option<String>,
 
     /// Send calls for this long before measuring; they are not counted.
     #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero)]

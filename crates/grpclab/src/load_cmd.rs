@@ -21,6 +21,9 @@ use crate::InputError;
 /// The scenario used when neither --scenario nor --proto is given.
 pub const DEFAULT_SCENARIO: &str = "complex_proto";
 
+/// Calls `--details` keeps when given no number: ghz's own cap on its per-call list.
+pub const DEFAULT_DETAILS: usize = 1_000_000;
+
 /// A validated load run, ready to execute.
 pub struct PreparedLoad {
     /// The engine's configuration.
@@ -72,6 +75,17 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         None => (args.max_duration, Some(args.total.unwrap_or(200))),
     };
     config.warmup = args.warmup;
+    // ghz's CSV lists every call: -O csv keeps calls one by one even without --details.
+    config.details = args.details.or(match args.format {
+        OutputFormat::Csv => Some(DEFAULT_DETAILS),
+        _ => None,
+    });
+    if config.details == Some(0) {
+        return Err(InputError(
+            "--details=0 lists no call; give --details=N with N at least 1, or leave it out"
+                .to_owned(),
+        ));
+    }
     config.timeout = (!args.timeout.is_zero()).then_some(args.timeout);
     config.threads = args
         .cpus
@@ -90,19 +104,37 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         .validate()
         .map_err(|err| InputError(err.to_string()))?;
     let options = RunOptions {
+        name: args.name.clone(),
+        tags: parse_string_map("--tags", args.tags.as_deref())?.unwrap_or_default(),
         host: args.target.clone(),
         call: scenario.method().full_name().to_owned(),
         scenario: scenario_label,
+        proto: args
+            .scenario
+            .proto
+            .as_ref()
+            .map(|p| p.display().to_string()),
+        import_paths: args
+            .scenario
+            .import_paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        data: payload_as_given(&args.scenario),
+        metadata: parse_string_map("-m/--metadata", args.metadata.as_deref())?,
         distinct_requests: config.requests.len(),
         concurrency: config.concurrency,
         connections: config.connections,
         rps: args.rps,
-        duration: config.duration.map(|d| d.as_nanos() as u64),
+        duration: config.duration,
         total: config.total,
-        warmup: config.warmup.as_nanos() as u64,
-        timeout: config.timeout.map(|d| d.as_nanos() as u64),
+        warmup: config.warmup,
+        timeout: config.timeout,
+        dial_timeout: grpclab_load::CONNECT_TIMEOUT,
         cpus: config.threads,
         validate: args.validate,
+        transport: args.transport.clone(),
+        details: config.details,
     };
     Ok(PreparedLoad {
         config,
@@ -192,6 +224,40 @@ pub fn load_scenario(args: &ScenarioArgs) -> Result<(Scenario, String), InputErr
         None => scenario,
     };
     Ok((scenario, name.to_owned()))
+}
+
+/// The payload as the user gave it (`-d` or `-D`), for the report's `options.data`; `None`
+/// for a scenario's own payload or a file that is not JSON (the run itself reports that).
+fn payload_as_given(args: &ScenarioArgs) -> Option<serde_json::Value> {
+    let text = match (&args.data, &args.data_file) {
+        (Some(json), _) => json.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path).ok()?,
+        (None, None) => return None,
+    };
+    serde_json::from_str(&text).ok()
+}
+
+/// A JSON object of strings (`--tags`, `-m`), or `None` when the flag is absent.
+fn parse_string_map(
+    flag: &str,
+    json: Option<&str>,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, InputError> {
+    let Some(json) = json else {
+        return Ok(None);
+    };
+    let hint = r#"give a JSON object of strings, e.g. '{"env":"staging"}'"#;
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)
+        .map_err(|err| InputError(format!("{flag} is not a JSON object ({err}); {hint}")))?;
+    object
+        .into_iter()
+        .map(|(key, value)| match value {
+            serde_json::Value::String(value) => Ok((key, value)),
+            _ => Err(InputError(format!(
+                "{flag}: the value of '{key}' is not a string; {hint}"
+            ))),
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 /// Headers a user may not set: HTTP/2 pseudo-headers and the ones gRPC's framing depends on.

@@ -112,7 +112,7 @@ fn a_two_entry_suite_writes_results_and_a_table_that_matches_them() {
     for name in ["lab", "tonic-st"] {
         let json = record(&folder, name);
         assert_eq!(json["status"], "ok", "{name}: {json}");
-        let rps = format!("{:.0}", json["load"]["rps"].as_f64().unwrap());
+        let rps = format!("{:.0}", json["load"]["measuredRps"].as_f64().unwrap());
         let row = table
             .lines()
             .find(|l| l.starts_with(&format!("| {name} |")))
@@ -430,7 +430,7 @@ fn a_sweep_runs_every_combination_and_writes_the_matrix() {
             concurrency
         );
         // The matrix shows the run's own req/s in its row.
-        let rps = format!("{:.0}", json["load"]["rps"].as_f64().unwrap());
+        let rps = format!("{:.0}", json["load"]["measuredRps"].as_f64().unwrap());
         let row = markdown
             .lines()
             .find(|l| l.starts_with(&format!("| {concurrency} |")))

@@ -63,17 +63,30 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     let second: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(first["count"], 300);
     assert_eq!(first["statusCodeDistribution"]["OK"], 300);
-    assert_eq!(first["endReason"], "total");
-    for field in ["total", "average", "fastest", "slowest"] {
+    assert_eq!(
+        first["endReason"], "normal",
+        "ghz's name for an -n run's end"
+    );
+    for field in ["total", "average", "fastest", "slowest", "measuredWindow"] {
         assert!(
             first[field].as_u64().unwrap() > 0,
             "{field} is a positive integer (ns)"
         );
     }
     assert!(first["rps"].as_f64().unwrap() > 0.0);
+    assert!(first["measuredRps"].as_f64().unwrap() > 0.0);
     let distribution = first["latencyDistribution"].as_array().unwrap();
-    assert_eq!(distribution.len(), 9);
-    assert_eq!(distribution[2]["percentage"], 50.0);
+    assert_eq!(distribution.len(), 7, "ghz's seven percentiles");
+    assert_eq!(distribution[2]["percentage"], 50);
+    assert!(
+        distribution[2]["percentage"].is_u64(),
+        "an integer, as ghz's"
+    );
+    let finer = first["latencyPercentiles"].as_array().unwrap();
+    assert_eq!(finer.len(), 9);
+    assert_eq!(finer[8]["percentage"], 99.99);
+    assert_eq!(first["details"].as_array().unwrap().len(), 0, "opt-in");
+    assert_eq!(first["histogram"].as_array().unwrap().len(), 11);
 
     let decode = |report: &serde_json::Value| {
         grpclab_load::decode_histogram(report["hdrHistogram"]["latency"].as_str().unwrap()).unwrap()
@@ -103,13 +116,50 @@ fn summary_and_csv_outputs() {
     ]);
     assert!(summary.status.success(), "{}", stderr(&summary));
     let text = String::from_utf8_lossy(&summary.stdout);
-    assert!(text.contains("Count:\t150"), "{text}");
-    assert!(text.contains("[OK]\t150 responses"), "{text}");
-    assert!(text.contains("99.9 % in"), "{text}");
+    assert!(text.contains("\n  Count:\t150\n"), "{text}");
+    assert!(text.contains("\n  [OK]   150 responses   \n"), "{text}");
+    assert!(text.contains("\nResponse time histogram:\n  "), "{text}");
+    assert!(text.contains("\n  99 % in "), "{text}");
+    assert!(text.contains("\n    99.99 % in "), "the extras: {text}");
+    let bars = text.lines().filter(|line| line.contains(" |")).count();
+    assert_eq!(bars, 11, "ghz's 11 histogram marks: {text}");
 
+    // ghz's CSV: a row per call, on without --details.
     let csv = run(&["load", &server.target(), "-n", "120", "-O", "csv"]);
     assert!(csv.status.success(), "{}", stderr(&csv));
     let text = String::from_utf8_lossy(&csv.stdout);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(""),
+        "ghz's template starts with a newline"
+    );
+    assert_eq!(lines.next(), Some("duration (ms),status,error"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 120, "{text}");
+    for row in rows {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), 3, "{row}");
+        assert!(cells[0].parse::<f64>().unwrap() > 0.0, "{row}");
+        assert_eq!(cells[1..], ["OK", ""], "{row}");
+    }
+
+    // --details=N keeps the first N, and says so.
+    let few = run(&[
+        "load",
+        &server.target(),
+        "-n",
+        "50",
+        "-O",
+        "csv",
+        "--details=7",
+    ]);
+    assert!(few.status.success(), "{}", stderr(&few));
+    assert_eq!(String::from_utf8_lossy(&few.stdout).lines().count(), 2 + 7);
+
+    let seconds = run(&["load", &server.target(), "-n", "120", "-O", "csv-seconds"]);
+    assert!(seconds.status.success(), "{}", stderr(&seconds));
+    let text = String::from_utf8_lossy(&seconds.stdout);
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
@@ -499,7 +549,8 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     // -r is --rps.
     let output = run(&["load", &target, "-r", "200", "-n", "20", "-O", "json"]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(json(&output)["options"]["rps"], 200.0);
+    assert_eq!(json(&output)["options"]["rps"], 200);
+    assert_eq!(json(&output)["options"]["rate"], 200.0);
     // -v prints the version, at the top and after a subcommand.
     for args in [&["-v"][..], &["load", "-v"][..]] {
         let output = run(args);

@@ -210,7 +210,7 @@ pub fn execute(
         let summary = match (&result.status, &result.load) {
             (RowStatus::Ok, Some(load)) => format!(
                 "{}: {:.0} req/s, {} errors",
-                result.name, load.rps, load.errors
+                result.name, load.measured_rps, load.errors
             ),
             _ => format!(
                 "{}: FAILED: {}",

@@ -88,15 +88,10 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         cells.extend(std::iter::repeat_n(String::new(), COLUMNS.len() - 2));
         return cells;
     };
-    let at = |percentage: f64| {
-        load.latency_distribution
-            .iter()
-            .find(|p| p.percentage == percentage)
-            .map_or(0, |p| p.latency)
-    };
+    let at = |percentage: f64| load.percentile(percentage).unwrap_or(0);
     vec![
         result.name.clone(),
-        format!("{:.0}", load.rps),
+        format!("{:.0}", load.measured_rps),
         millis(load.average),
         millis(at(90.0)),
         millis(at(95.0)),
@@ -121,7 +116,7 @@ fn millis(nanos: u64) -> String {
 fn sorted(results: &[ImplResult]) -> Vec<&ImplResult> {
     let mut rows: Vec<&ImplResult> = results.iter().collect();
     let rps = |r: &ImplResult| match (&r.status, &r.load) {
-        (RowStatus::Ok, Some(load)) => load.rps,
+        (RowStatus::Ok, Some(load)) => load.measured_rps,
         _ => -1.0,
     };
     rows.sort_by(|a, b| rps(b).total_cmp(&rps(a)));

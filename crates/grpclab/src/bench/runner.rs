@@ -413,6 +413,7 @@ fn measure(
     load.warmup = config.warmup;
     load.threads = config.client_cpus;
     let options = RunOptions {
+        name: Some(name.to_owned()),
         host: addr.to_string(),
         call: context.scenario.method().full_name().to_owned(),
         scenario: context.scenario.name().to_owned(),
@@ -420,12 +421,14 @@ fn measure(
         concurrency: load.concurrency,
         connections: load.connections,
         rps: config.qps as f64,
-        duration: Some(config.duration.as_nanos() as u64),
+        duration: Some(config.duration),
         total: None,
-        warmup: config.warmup.as_nanos() as u64,
-        timeout: load.timeout.map(|t| t.as_nanos() as u64),
+        warmup: config.warmup,
+        timeout: load.timeout,
+        dial_timeout: grpclab_load::CONNECT_TIMEOUT,
         cpus: load.threads,
-        validate: false,
+        transport: "lab".to_owned(),
+        ..RunOptions::default()
     };
 
     // The monitor: at the end of the warmup it reads the admin counters and starts the

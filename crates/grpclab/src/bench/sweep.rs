@@ -147,13 +147,8 @@ impl SweepCell {
             implementation: implementation.to_owned(),
             settings: settings.to_vec(),
             status: result.status,
-            rps: load.map(|l| l.rps),
-            p99_ns: load.and_then(|l| {
-                l.latency_distribution
-                    .iter()
-                    .find(|p| p.percentage == 99.0)
-                    .map(|p| p.latency)
-            }),
+            rps: load.map(|l| l.measured_rps),
+            p99_ns: load.and_then(|l| l.percentile(99.0)),
         }
     }
 

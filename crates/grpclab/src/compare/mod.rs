@@ -130,11 +130,7 @@ fn metric(results: &[ImplResult], pick: impl Fn(&crate::export::JsonReport) -> f
 }
 
 fn percentile(report: &crate::export::JsonReport, p: f64) -> f64 {
-    report
-        .latency_distribution
-        .iter()
-        .find(|point| point.percentage == p)
-        .map_or(0.0, |point| point.latency as f64)
+    report.percentile(p).map_or(0.0, |latency| latency as f64)
 }
 
 /// Runs the rounds and compares. Every run's record is written as it finishes.
@@ -190,8 +186,8 @@ pub fn execute(
             label: label(index),
             side: prepared.sides[index].0.clone(),
             rps: compare(
-                &metric(baseline, |r| r.rps),
-                &metric(side_runs, |r| r.rps),
+                &metric(baseline, |r| r.measured_rps),
+                &metric(side_runs, |r| r.measured_rps),
                 Better::Higher,
             ),
             p50_ns: compare(

@@ -1,16 +1,46 @@
-//! JSON: everything, with ghz's field names where they overlap (`count`, `total`, `average`,
-//! `fastest`, `slowest`, `rps`, `latencyDistribution`, `statusCodeDistribution`,
-//! `errorDistribution`), durations in integer nanoseconds as ghz writes them, and the merged
-//! histograms in HdrHistogram's standard serialized form so runs can be merged exactly.
+//! JSON (`-O json`, and `-O pretty` indented): ghz's report, field for field, with grpclab's
+//! extras beside it under names ghz does not use.
+//!
+//! The ghz part follows ghz's runner `Report` type (runner/reporter.go) in names, types, units
+//! and meaning, so a consumer written for ghz decodes it unchanged:
+//! - durations are integer nanoseconds (Go's `time.Duration`); `histogram` marks are seconds;
+//! - `total` is the whole run, warmup included, and `rps` = `count` / `total` (as ghz divides by
+//!   its whole run even when `--skipFirst` leaves calls out of `count`);
+//! - `average` is over every call, failed ones included; `fastest`, `slowest`,
+//!   `latencyDistribution` (ghz's seven integer percentiles) and `histogram` (ghz's 11 marks)
+//!   are over successful calls;
+//! - `date` is when the run ended (RFC 3339); `endReason` is `normal`, `timeout` or `cancel`;
+//! - error keys are grpc-go's `rpc error: code = X desc = …`;
+//! - `details` lists calls one by one only with `--details` (bounded memory otherwise: ghz
+//!   keeps every call), and is an empty array without it.
+//!
+//! One deliberate difference in meaning: in an open loop (`--rps`), latency counts from each
+//! call's scheduled send time (coordinated omission corrected), where ghz counts from the
+//! actual send; the uncorrected figure is `serviceTime`.
+//!
+//! The extras: `measuredWindow` and `measuredRps` (the window after the warmup: the honest
+//! throughput), `latencyPercentiles` (fractional percentiles up to 99.99), `ok`, `errors`,
+//! `serviceTime`, reconnect and warmup accounting, `perSecond`, and the merged HdrHistograms in
+//! their standard serialized form so runs can be merged exactly.
 
-use grpclab_load::{encode_histogram, EndReason};
+use grpclab_load::{encode_histogram, EndReason, LoadResult};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
 
-use super::{Exporter, Report, PERCENTILES};
+use super::{Exporter, Report, RunOptions, GHZ_PERCENTILES, PERCENTILES};
 
-/// One point of a latency distribution.
+/// One point of ghz's latency distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GhzLatencyPoint {
+    /// The percentile, an integer as in ghz (10, 25, 50, 75, 90, 95, 99).
+    pub percentage: u32,
+    /// Nanoseconds.
+    pub latency: u64,
+}
+
+/// One point of grpclab's finer latency distribution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyPoint {
     /// The percentile, e.g. 99.9.
@@ -19,7 +49,31 @@ pub struct LatencyPoint {
     pub latency: u64,
 }
 
-/// Summary statistics of one histogram.
+/// One bar of ghz's response-time histogram.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistogramBucket {
+    /// The bucket's upper bound, in seconds (ghz's unit for marks).
+    pub mark: f64,
+    /// Successful calls at or under the mark and above the previous one.
+    pub count: u64,
+    /// `count` as a fraction of the successful calls.
+    pub frequency: f64,
+}
+
+/// One call of ghz's per-call `details`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallDetailJson {
+    /// When the call ended (RFC 3339 with nanoseconds).
+    pub timestamp: String,
+    /// Nanoseconds.
+    pub latency: u64,
+    /// Empty for a successful call, else grpc-go's error text.
+    pub error: String,
+    /// The status name (`OK`, `Unavailable`, ...).
+    pub status: String,
+}
+
+/// Summary statistics of one histogram at grpclab's percentiles.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LatencyStats {
@@ -29,7 +83,7 @@ pub struct LatencyStats {
     pub fastest: u64,
     /// Slowest, in nanoseconds.
     pub slowest: u64,
-    /// At ghz's percentiles.
+    /// At grpclab's percentiles (ghz's seven, then 99.9 and 99.99).
     pub latency_distribution: Vec<LatencyPoint>,
 }
 
@@ -45,17 +99,17 @@ impl LatencyStats {
             },
             fastest: if empty { 0 } else { histogram.min() },
             slowest: if empty { 0 } else { histogram.max() },
-            latency_distribution: PERCENTILES
-                .iter()
-                .map(|p| LatencyPoint {
-                    percentage: *p,
-                    latency: if empty {
-                        0
-                    } else {
-                        histogram.value_at_percentile(*p)
-                    },
-                })
-                .collect(),
+            latency_distribution: if empty {
+                Vec::new()
+            } else {
+                PERCENTILES
+                    .iter()
+                    .map(|p| LatencyPoint {
+                        percentage: *p,
+                        latency: histogram.value_at_percentile(*p),
+                    })
+                    .collect()
+            },
         }
     }
 }
@@ -90,57 +144,265 @@ pub struct HdrHistograms {
     pub service_time: Option<String>,
 }
 
-/// The JSON document.
+/// Which calls `details` holds, when it holds fewer than all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetailsKept {
+    /// Calls listed.
+    pub kept: u64,
+    /// Calls measured.
+    pub of: u64,
+    /// How they were chosen: `first` (the first that ended).
+    pub which: String,
+}
+
+/// The run's settings: ghz's `Options` field for field (names as ghz spells them), then
+/// grpclab's own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonOptions {
+    /// `package.Service.Method`.
+    pub call: String,
+    /// The server, as given.
+    pub host: String,
+    /// The .proto file, if one was given.
+    pub proto: String,
+    /// The protoset file (grpclab does not read protosets yet: always empty).
+    pub protoset: String,
+    /// Import paths of the .proto.
+    #[serde(rename = "import-paths")]
+    pub import_paths: Vec<String>,
+    /// Request compression (not supported yet: false).
+    #[serde(rename = "enable-compression")]
+    pub enable_compression: bool,
+    /// TLS settings (grpclab speaks plaintext h2c: empty).
+    pub cacert: String,
+    /// TLS client certificate.
+    pub cert: String,
+    /// TLS client key.
+    pub key: String,
+    /// TLS server name.
+    pub cname: String,
+    /// TLS verification skipped.
+    #[serde(rename = "skipTLS")]
+    pub skip_tls: bool,
+    /// Plaintext: always true today.
+    pub insecure: bool,
+    /// The `:authority` sent.
+    pub authority: String,
+    /// The open-loop rate rounded to an integer, as ghz's type holds it; 0 = closed loop.
+    /// The exact rate is `rate`.
+    pub rps: u64,
+    /// Rate schedule: `const`.
+    #[serde(rename = "load-schedule")]
+    pub load_schedule: String,
+    /// Schedule start rate.
+    #[serde(rename = "load-start")]
+    pub load_start: u64,
+    /// Schedule end rate.
+    #[serde(rename = "load-end")]
+    pub load_end: u64,
+    /// Schedule step.
+    #[serde(rename = "load-step")]
+    pub load_step: i64,
+    /// Schedule step duration (ns).
+    #[serde(rename = "load-step-duration")]
+    pub load_step_duration: u64,
+    /// Schedule maximum duration (ns).
+    #[serde(rename = "load-max-duration")]
+    pub load_max_duration: u64,
+    /// Streams in flight.
+    pub concurrency: u64,
+    /// Concurrency schedule: `const`.
+    #[serde(rename = "concurrency-schedule")]
+    pub concurrency_schedule: String,
+    /// Concurrency schedule start.
+    #[serde(rename = "concurrency-start")]
+    pub concurrency_start: u64,
+    /// Concurrency schedule end.
+    #[serde(rename = "concurrency-end")]
+    pub concurrency_end: u64,
+    /// Concurrency schedule step.
+    #[serde(rename = "concurrency-step")]
+    pub concurrency_step: i64,
+    /// Concurrency schedule step duration (ns).
+    #[serde(rename = "concurrency-step-duration")]
+    pub concurrency_step_duration: u64,
+    /// Concurrency schedule maximum duration (ns).
+    #[serde(rename = "concurrency-max-duration")]
+    pub concurrency_max_duration: u64,
+    /// `-n`, or 0 when the run was timed.
+    pub total: u64,
+    /// ghz's async mode (grpclab's open loop is `rps`): false.
+    #[serde(rename = "async")]
+    pub async_: bool,
+    /// HTTP/2 connections.
+    pub connections: u64,
+    /// `-z` in nanoseconds, or 0.
+    pub duration: u64,
+    /// Per-call deadline in nanoseconds, or 0 for none.
+    pub timeout: u64,
+    /// Connect timeout in nanoseconds.
+    #[serde(rename = "dial-timeout")]
+    pub dial_timeout: u64,
+    /// Client keepalive pings (none): 0.
+    pub keepalive: u64,
+    /// The request payload as given (`-d`/`-D`), or null for a scenario's own.
+    pub data: serde_json::Value,
+    /// Binary payload (not supported yet): false.
+    pub binary: bool,
+    /// Request metadata (`-m`), or null.
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Client threads.
+    #[serde(rename = "CPUs")]
+    pub cpus: u64,
+    /// `--name`.
+    pub name: String,
+    /// Calls skipped at the start (grpclab skips by time: `warmup`): 0.
+    #[serde(rename = "skipFirst")]
+    pub skip_first: u64,
+    /// grpclab: the scenario or .proto the call came from.
+    pub scenario: String,
+    /// grpclab: distinct requests sent round-robin.
+    #[serde(rename = "distinctRequests")]
+    pub distinct_requests: usize,
+    /// grpclab: the exact open-loop rate (req/s); 0 = closed loop.
+    pub rate: f64,
+    /// grpclab: warmup in nanoseconds (calls sent, not measured).
+    pub warmup: u64,
+    /// grpclab: whether replies were validated.
+    pub validate: bool,
+    /// grpclab: the HTTP/2 implementation (`lab` or `h2`).
+    pub transport: String,
+    /// grpclab: `--details` (calls listed one by one), or null.
+    #[serde(rename = "detailsLimit")]
+    pub details_limit: Option<usize>,
+}
+
+impl JsonOptions {
+    /// ghz's options for a run made with `options`.
+    pub fn from_run(options: &RunOptions) -> JsonOptions {
+        let nanos = |d: Option<Duration>| d.map_or(0, saturating_ns);
+        JsonOptions {
+            call: options.call.clone(),
+            host: options.host.clone(),
+            proto: options.proto.clone().unwrap_or_default(),
+            protoset: String::new(),
+            import_paths: options.import_paths.clone(),
+            enable_compression: false,
+            cacert: String::new(),
+            cert: String::new(),
+            key: String::new(),
+            cname: String::new(),
+            skip_tls: false,
+            insecure: true,
+            authority: options.host.clone(),
+            rps: options.rps.round() as u64,
+            load_schedule: "const".to_owned(),
+            load_start: 0,
+            load_end: 0,
+            load_step: 0,
+            load_step_duration: 0,
+            load_max_duration: 0,
+            concurrency: options.concurrency as u64,
+            concurrency_schedule: "const".to_owned(),
+            concurrency_start: 0,
+            concurrency_end: 0,
+            concurrency_step: 0,
+            concurrency_step_duration: 0,
+            concurrency_max_duration: 0,
+            total: options.total.unwrap_or(0),
+            async_: false,
+            connections: options.connections as u64,
+            duration: nanos(options.duration),
+            timeout: nanos(options.timeout),
+            dial_timeout: saturating_ns(options.dial_timeout),
+            keepalive: 0,
+            data: options.data.clone().unwrap_or(serde_json::Value::Null),
+            binary: false,
+            metadata: options.metadata.clone(),
+            cpus: options.cpus as u64,
+            name: options.name.clone().unwrap_or_default(),
+            skip_first: 0,
+            scenario: options.scenario.clone(),
+            distinct_requests: options.distinct_requests,
+            rate: options.rps,
+            warmup: saturating_ns(options.warmup),
+            validate: options.validate,
+            transport: options.transport.clone(),
+            details_limit: options.details,
+        }
+    }
+}
+
+/// The JSON document: ghz's report, then grpclab's extras.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsonReport {
-    /// When the measured window began (RFC 3339).
+    /// `--name`; omitted when not given (as ghz omits it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `normal` (the `-n` calls were made), `timeout` (the `-z` duration passed) or `cancel`.
+    pub end_reason: String,
+    /// The settings.
+    pub options: JsonOptions,
+    /// When the run ended (RFC 3339).
     pub date: String,
-    /// `timeout`, `total` or `cancel`.
-    pub end_reason: EndReason,
-    /// The settings (free-form for readers).
-    pub options: serde_json::Value,
-    /// Measured calls.
+    /// Measured calls, successful or not.
     pub count: u64,
-    /// Of those, OK.
-    pub ok: u64,
-    /// Of those, failed.
-    pub errors: u64,
-    /// The measured window in nanoseconds.
+    /// The whole run in nanoseconds, warmup included.
     pub total: u64,
-    /// Calls per second.
-    pub rps: f64,
-    /// Mean latency of successful calls, in nanoseconds.
+    /// Mean latency of every measured call, failed ones included (ns).
     pub average: u64,
-    /// Fastest successful call.
+    /// Fastest successful call (ns).
     pub fastest: u64,
-    /// Slowest successful call.
+    /// Slowest successful call (ns).
     pub slowest: u64,
-    /// Latency percentiles.
-    pub latency_distribution: Vec<LatencyPoint>,
-    /// Open loop: what latency would read without the coordinated-omission correction.
-    pub service_time: Option<LatencyStats>,
+    /// `count` / `total`.
+    pub rps: f64,
+    /// Failed calls per grpc-go error text.
+    pub error_distribution: BTreeMap<String, u64>,
     /// Calls per status name.
     pub status_code_distribution: BTreeMap<String, u64>,
-    /// Failed calls per message.
-    pub error_distribution: BTreeMap<String, u64>,
-    /// Connections re-established during the run.
+    /// ghz's seven percentiles of successful calls.
+    pub latency_distribution: Vec<GhzLatencyPoint>,
+    /// ghz's response-time histogram of successful calls.
+    pub histogram: Vec<HistogramBucket>,
+    /// `--details`: calls one by one; empty otherwise.
+    pub details: Vec<CallDetailJson>,
+    /// `--tags`; omitted when none (as ghz omits them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+
+    /// grpclab: the measured window (after the warmup) in nanoseconds.
+    pub measured_window: u64,
+    /// grpclab: `count` / `measuredWindow`, the throughput the run sustained.
+    pub measured_rps: f64,
+    /// grpclab: latency of successful calls at finer percentiles (up to 99.99).
+    pub latency_percentiles: Vec<LatencyPoint>,
+    /// grpclab: of `count`, calls that ended OK.
+    pub ok: u64,
+    /// grpclab: of `count`, calls that did not.
+    pub errors: u64,
+    /// grpclab, open loop: what latency reads without the coordinated-omission correction.
+    pub service_time: Option<LatencyStats>,
+    /// grpclab: connections re-established during the run.
     pub reconnects: u64,
-    /// New connections opened because a connection's stream ids ran out (no call failed).
+    /// grpclab: new connections opened because a connection's stream ids ran out.
     #[serde(default)]
     pub planned_reconnects: u64,
-    /// Calls abandoned at the end (counted as Canceled).
+    /// grpclab: calls abandoned at the end (counted as Canceled).
     pub abandoned: u64,
-    /// Calls sent during the warmup that ended in the measured window (not in the figures).
+    /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
-    /// The slowest of those, in nanoseconds: above `slowest`, the server kept some streams
+    /// grpclab: the slowest of those (ns). Above `slowest`, the server kept some streams
     /// waiting longer than any measured call.
     #[serde(default)]
     pub warmup_call_slowest: u64,
-    /// Second by second.
+    /// grpclab: when `details` lists fewer calls than `count`, which ones.
+    pub details_kept: Option<DetailsKept>,
+    /// grpclab: the measured window second by second.
     pub per_second: Vec<SecondPoint>,
-    /// The merged histograms.
+    /// grpclab: the merged histograms.
     pub hdr_histogram: HdrHistograms,
 }
 
@@ -148,32 +410,49 @@ impl JsonReport {
     /// Builds the document for a report.
     pub fn from_report(report: &Report) -> JsonReport {
         let result = &report.result;
-        let latency = LatencyStats::of(result.latency());
+        let latency = result.latency();
+        let empty = latency.is_empty();
+        let ended_at = result.started_at + result.elapsed;
         JsonReport {
-            date: humantime::format_rfc3339_millis(result.started_at).to_string(),
-            end_reason: result.end_reason,
-            options: serde_json::to_value(&report.options).unwrap_or_default(),
+            name: report.options.name.clone().unwrap_or_default(),
+            end_reason: ghz_end_reason(result.end_reason).to_owned(),
+            options: JsonOptions::from_run(&report.options),
+            date: humantime::format_rfc3339_seconds(ended_at).to_string(),
             count: result.count(),
-            ok: result.ok(),
-            errors: result.errors(),
-            total: u64::try_from(result.elapsed.as_nanos()).unwrap_or(u64::MAX),
-            rps: result.rps(),
-            average: latency.average,
-            fastest: latency.fastest,
-            slowest: latency.slowest,
-            latency_distribution: latency.latency_distribution,
-            service_time: result.service_time().map(LatencyStats::of),
+            total: saturating_ns(result.whole_run),
+            average: result.mean_latency_all_ns(),
+            fastest: if empty { 0 } else { latency.min() },
+            slowest: if empty { 0 } else { latency.max() },
+            rps: result.rps_over_whole_run(),
+            error_distribution: result.error_counts().clone(),
             status_code_distribution: result
                 .status_counts()
                 .into_iter()
                 .map(|(code, count)| (code.name().to_owned(), count))
                 .collect(),
-            error_distribution: result.error_counts().clone(),
+            latency_distribution: ghz_percentiles(latency),
+            histogram: ghz_histogram(latency),
+            details: details(result),
+            tags: report.options.tags.clone(),
+            measured_window: saturating_ns(result.elapsed),
+            measured_rps: result.rps(),
+            latency_percentiles: LatencyStats::of(latency).latency_distribution,
+            ok: result.ok(),
+            errors: result.errors(),
+            service_time: result.service_time().map(LatencyStats::of),
             reconnects: result.reconnects,
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
+            details_kept: result
+                .details()
+                .filter(|log| (log.calls.len() as u64) < result.count())
+                .map(|log| DetailsKept {
+                    kept: log.calls.len() as u64,
+                    of: result.count(),
+                    which: "first".to_owned(),
+                }),
             per_second: result
                 .per_second()
                 .iter()
@@ -194,15 +473,158 @@ impl JsonReport {
             },
         }
     }
+
+    /// Latency of successful calls at `percentage` (one of grpclab's percentiles), in ns.
+    pub fn percentile(&self, percentage: f64) -> Option<u64> {
+        self.latency_percentiles
+            .iter()
+            .find(|point| point.percentage == percentage)
+            .map(|point| point.latency)
+    }
 }
 
-/// Renders [`JsonReport`].
+/// ghz's name for why a run ended.
+pub fn ghz_end_reason(reason: EndReason) -> &'static str {
+    match reason {
+        EndReason::Total => "normal",
+        EndReason::Timeout => "timeout",
+        EndReason::Cancel => "cancel",
+    }
+}
+
+/// ghz's seven percentiles; none without a successful call (as ghz).
+pub fn ghz_percentiles(latency: &Histogram<u64>) -> Vec<GhzLatencyPoint> {
+    if latency.is_empty() {
+        return Vec::new();
+    }
+    GHZ_PERCENTILES
+        .iter()
+        .map(|p| GhzLatencyPoint {
+            percentage: *p,
+            latency: latency.value_at_percentile(f64::from(*p)),
+        })
+        .collect()
+}
+
+/// ghz's response-time histogram: 11 marks from the fastest to the slowest call, 10 equal
+/// steps apart; each call counts under the first mark at or above it. None without a
+/// successful call (as ghz). Computed from the HdrHistogram, so a call sits at its recorded
+/// value (within 0.1 %).
+pub fn ghz_histogram(latency: &Histogram<u64>) -> Vec<HistogramBucket> {
+    const STEPS: u64 = 10;
+    if latency.is_empty() {
+        return Vec::new();
+    }
+    let (fastest, slowest) = (latency.min(), latency.max());
+    let step = (slowest - fastest) as f64 / STEPS as f64;
+    let marks: Vec<f64> = (0..STEPS)
+        .map(|i| fastest as f64 + step * i as f64)
+        .chain(std::iter::once(slowest as f64))
+        .collect();
+    let mut counts = vec![0u64; marks.len()];
+    for value in latency.iter_recorded() {
+        // The lowest value of the recorded bucket: min() is one, so the first mark fills.
+        let at = latency.lowest_equivalent(value.value_iterated_to()) as f64;
+        let index = marks
+            .iter()
+            .position(|mark| at <= *mark)
+            .unwrap_or(marks.len() - 1);
+        counts[index] += value.count_at_value();
+    }
+    let calls = latency.len() as f64;
+    marks
+        .iter()
+        .zip(counts)
+        .map(|(mark, count)| HistogramBucket {
+            mark: mark / 1e9,
+            count,
+            frequency: count as f64 / calls,
+        })
+        .collect()
+}
+
+fn details(result: &LoadResult) -> Vec<CallDetailJson> {
+    let Some(log) = result.details() else {
+        return Vec::new();
+    };
+    log.calls
+        .iter()
+        .map(|call| CallDetailJson {
+            timestamp: rfc3339_nanos(result.started_at + Duration::from_nanos(call.ended_ns)),
+            latency: call.latency_ns,
+            error: call.error.as_deref().unwrap_or_default().to_owned(),
+            status: call.code.name().to_owned(),
+        })
+        .collect()
+}
+
+/// RFC 3339 with nanoseconds, in UTC (Go's `time.RFC3339Nano` trims trailing zeros; both read
+/// back as the same instant).
+pub fn rfc3339_nanos(at: SystemTime) -> String {
+    humantime::format_rfc3339_nanos(at).to_string()
+}
+
+fn saturating_ns(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Renders [`JsonReport`] on one line, as ghz's `-O json` does.
 pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec(&JsonReport::from_report(report))?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+/// Renders [`JsonReport`] indented by two spaces, as ghz's `-O pretty` does.
+pub struct PrettyJsonExporter;
+
+impl Exporter for PrettyJsonExporter {
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(&JsonReport::from_report(report))?;
         bytes.push(b'\n');
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grpclab_load::recorder::new_histogram;
+
+    #[test]
+    fn histogram_marks_run_from_fastest_to_slowest_in_ten_steps() {
+        let mut latency = new_histogram();
+        for ms in [10u64, 10, 12, 15, 20, 30, 110] {
+            latency.record(ms * 1_000_000).unwrap();
+        }
+        let buckets = ghz_histogram(&latency);
+        assert_eq!(buckets.len(), 11);
+        assert!((buckets[0].mark - 0.010).abs() < 1e-4, "{buckets:?}");
+        assert!((buckets[10].mark - 0.110).abs() < 1e-3, "{buckets:?}");
+        assert!((buckets[1].mark - 0.020).abs() < 1e-3, "{buckets:?}");
+        let counts: Vec<u64> = buckets.iter().map(|b| b.count).collect();
+        // 10,10 at the first mark; 12,15,20 at or under 20 ms; 30 under 30 ms; 110 last.
+        assert_eq!(counts, [2, 3, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
+        let total: f64 = buckets.iter().map(|b| b.frequency).sum();
+        assert!((total - 1.0).abs() < 1e-9);
+        assert!(ghz_histogram(&new_histogram()).is_empty());
+    }
+
+    #[test]
+    fn ghz_percentiles_are_the_seven_integers() {
+        let mut latency = new_histogram();
+        for us in 1..=100u64 {
+            latency.record(us * 1_000).unwrap();
+        }
+        let points = ghz_percentiles(&latency);
+        let percentages: Vec<u32> = points.iter().map(|p| p.percentage).collect();
+        assert_eq!(percentages, [10, 25, 50, 75, 90, 95, 99]);
+        // Nearest rank, as ghz: the 50th of 100 sorted values.
+        assert_eq!(points[2].latency / 1_000, 50);
+        assert!(ghz_percentiles(&new_histogram()).is_empty());
     }
 }

@@ -2,28 +2,42 @@
 //! [`Report`]; they never measure.
 
 mod csv;
+mod csv_seconds;
 mod json;
 mod summary;
 
 pub use self::csv::CsvExporter;
-pub use self::json::{JsonExporter, JsonReport};
+pub use self::csv_seconds::CsvSecondsExporter;
+pub use self::json::{JsonExporter, JsonReport, LatencyPoint, PrettyJsonExporter};
 pub use self::summary::{starvation_note, SummaryExporter};
 
 use grpclab_load::LoadResult;
-use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::cli::OutputFormat;
 
 /// The settings a run was made with, as reported beside its results.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
+    /// `--name`.
+    pub name: Option<String>,
+    /// `--tags`.
+    pub tags: BTreeMap<String, String>,
     /// The server, as given.
     pub host: String,
     /// `package.Service.Method`.
     pub call: String,
     /// The scenario or .proto the call came from.
     pub scenario: String,
+    /// The .proto file, when the call came from one.
+    pub proto: Option<String>,
+    /// Its import paths.
+    pub import_paths: Vec<String>,
+    /// The payload as given (`-d`/`-D`), parsed.
+    pub data: Option<serde_json::Value>,
+    /// Request metadata (`-m`).
+    pub metadata: Option<BTreeMap<String, String>>,
     /// Distinct requests sent round-robin.
     pub distinct_requests: usize,
     /// Streams in flight.
@@ -32,18 +46,24 @@ pub struct RunOptions {
     pub connections: usize,
     /// Open-loop rate; 0 = closed loop.
     pub rps: f64,
-    /// Measured duration in nanoseconds, if set.
-    pub duration: Option<u64>,
+    /// Measured duration, if set.
+    pub duration: Option<Duration>,
     /// Measured calls, if set.
     pub total: Option<u64>,
-    /// Warmup in nanoseconds.
-    pub warmup: u64,
-    /// Per-call timeout in nanoseconds, if any.
-    pub timeout: Option<u64>,
+    /// Warmup.
+    pub warmup: Duration,
+    /// Per-call timeout, if any.
+    pub timeout: Option<Duration>,
+    /// How long a connection may take to open.
+    pub dial_timeout: Duration,
     /// Client threads.
     pub cpus: usize,
     /// Whether replies were validated.
     pub validate: bool,
+    /// The HTTP/2 implementation.
+    pub transport: String,
+    /// `--details`: calls kept one by one.
+    pub details: Option<usize>,
 }
 
 /// A finished run with the settings it was made with.
@@ -66,9 +86,14 @@ pub fn exporter_for(format: OutputFormat) -> Box<dyn Exporter> {
     match format {
         OutputFormat::Summary => Box::new(SummaryExporter),
         OutputFormat::Json => Box::new(JsonExporter),
+        OutputFormat::Pretty => Box::new(PrettyJsonExporter),
         OutputFormat::Csv => Box::new(CsvExporter),
+        OutputFormat::CsvSeconds => Box::new(CsvSecondsExporter),
     }
 }
 
-/// The percentiles ghz reports, as percentages.
+/// The percentiles ghz reports (runner/reporter.go), as integer percentages.
+pub const GHZ_PERCENTILES: [u32; 7] = [10, 25, 50, 75, 90, 95, 99];
+
+/// The percentiles grpclab reports beside them: ghz's, then the tail.
 pub const PERCENTILES: [f64; 9] = [10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];

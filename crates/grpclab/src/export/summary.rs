@@ -1,9 +1,13 @@
-//! The text summary, laid out like ghz's so its users read it at a glance.
+//! The text summary (`-O summary`, the default): ghz's summary line for line
+//! (printer/template.go's `defaultTmpl` and the helpers in printer/printer.go: units from
+//! `formatNanoUnit`, the response-time histogram with `∎` bars, seven percentiles, status and
+//! error tables aligned with spaces), then grpclab's extras in a section of their own, so a ghz
+//! user's eye finds everything where it was.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::json::LatencyStats;
+use super::json::{ghz_histogram, ghz_percentiles, HistogramBucket, LatencyStats};
 use super::{Exporter, Report};
 
 /// Renders the ghz-style summary.
@@ -11,66 +15,200 @@ pub struct SummaryExporter;
 
 impl Exporter for SummaryExporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
-        let result = &report.result;
-        let latency = LatencyStats::of(result.latency());
-        let service = result.service_time().map(LatencyStats::of);
-        let mut out = String::new();
-        writeln!(out, "\nSummary:")?;
-        writeln!(out, "  Count:\t{}", result.count())?;
-        writeln!(out, "  Total:\t{}", human(result.elapsed.as_nanos() as u64))?;
-        writeln!(out, "  Slowest:\t{}", human(latency.slowest))?;
-        writeln!(out, "  Fastest:\t{}", human(latency.fastest))?;
-        writeln!(out, "  Average:\t{}", human(latency.average))?;
-        writeln!(out, "  Requests/sec:\t{:.2}", result.rps())?;
-        writeln!(out, "\nLatency distribution:")?;
-        if let Some(service) = &service {
-            writeln!(
-                out,
-                "  (open loop: latency from each call's scheduled send time, coordinated omission\n   corrected; service time from the actual send, uncorrected)"
-            )?;
-            for (point, service_point) in latency
-                .latency_distribution
-                .iter()
-                .zip(&service.latency_distribution)
-            {
-                writeln!(
-                    out,
-                    "  {} % in {}\t(service time {})",
-                    point.percentage,
-                    human(point.latency),
-                    human(service_point.latency)
-                )?;
-            }
-        } else {
-            for point in &latency.latency_distribution {
-                writeln!(out, "  {} % in {}", point.percentage, human(point.latency))?;
-            }
-        }
-        writeln!(out, "\nStatus code distribution:")?;
-        for (code, count) in result.status_counts() {
-            writeln!(out, "  [{}]\t{count} responses", code.name())?;
-        }
-        if !result.error_counts().is_empty() {
-            writeln!(out, "\nError distribution:")?;
-            for (message, count) in result.error_counts() {
-                writeln!(out, "  [{count}]\t{message}")?;
-            }
-        }
-        if result.reconnects > 0 {
-            writeln!(out, "\nReconnections: {}", result.reconnects)?;
-        }
-        if result.planned_reconnects > 0 {
-            writeln!(
-                out,
-                "New connections after stream ids ran out: {}",
-                result.planned_reconnects
-            )?;
-        }
-        if let Some(note) = starvation_note(result) {
-            writeln!(out, "\n{note}")?;
-        }
+        let mut out = ghz_summary(report)?;
+        out.push_str(&extras(report)?);
         Ok(out.into_bytes())
     }
+}
+
+/// The part ghz prints, exactly as its template lays it out.
+fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
+    let result = &report.result;
+    let latency = result.latency();
+    let empty = latency.is_empty();
+    let mut out = String::from("\nSummary:\n");
+    if let Some(name) = report.options.name.as_deref().filter(|n| !n.is_empty()) {
+        writeln!(out, "  Name:\t\t{name}")?;
+    }
+    writeln!(out, "  Count:\t{}", result.count())?;
+    writeln!(out, "  Total:\t{}", nano_unit(nanos(result.whole_run)))?;
+    let (fastest, slowest) = if empty {
+        (0, 0)
+    } else {
+        (latency.min(), latency.max())
+    };
+    writeln!(out, "  Slowest:\t{}", nano_unit(slowest))?;
+    writeln!(out, "  Fastest:\t{}", nano_unit(fastest))?;
+    writeln!(
+        out,
+        "  Average:\t{}",
+        nano_unit(result.mean_latency_all_ns())
+    )?;
+    writeln!(out, "  Requests/sec:\t{:4.2}", result.rps_over_whole_run())?;
+    out.push_str("\nResponse time histogram:\n");
+    out.push_str(&histogram_bars(&ghz_histogram(latency)));
+    out.push_str("\nLatency distribution:");
+    for point in ghz_percentiles(latency) {
+        write!(
+            out,
+            "\n  {} % in {} ",
+            point.percentage,
+            nano_unit(point.latency)
+        )?;
+    }
+    out.push_str("\n\n");
+    let statuses = result.status_counts();
+    if !statuses.is_empty() {
+        out.push_str("Status code distribution:\n");
+        out.push_str(&aligned(statuses.iter().map(|(code, count)| {
+            [format!("  [{}]", code.name()), format!("{count} responses")]
+        })));
+    }
+    out.push('\n');
+    if !result.error_counts().is_empty() {
+        out.push_str("Error distribution:\n");
+        out.push_str(&aligned(
+            result
+                .error_counts()
+                .iter()
+                .map(|(message, count)| [format!("  [{count}]"), message.clone()]),
+        ));
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// grpclab's extras, after ghz's sections.
+fn extras(report: &Report) -> Result<String, std::fmt::Error> {
+    let result = &report.result;
+    let mut out = String::from("grpclab:\n");
+    if result.whole_run != result.elapsed {
+        writeln!(
+            out,
+            "  Measured window:\t{} after {} of warmup",
+            nano_unit(nanos(result.elapsed)),
+            nano_unit(nanos(result.whole_run.saturating_sub(result.elapsed)))
+        )?;
+        writeln!(
+            out,
+            "  Requests/sec:\t{:4.2} over the measured window (ghz's figure above divides by the whole run)",
+            result.rps()
+        )?;
+    }
+    let latency = LatencyStats::of(result.latency());
+    let lines = |stats: &LatencyStats| -> Result<String, std::fmt::Error> {
+        let mut lines = String::new();
+        for point in &stats.latency_distribution {
+            write!(
+                lines,
+                "\n    {} % in {}",
+                point.percentage,
+                precise(point.latency)
+            )?;
+        }
+        Ok(lines)
+    };
+    if !latency.latency_distribution.is_empty() {
+        writeln!(
+            out,
+            "  Latency distribution, to the tail and finer than ghz's units:{}",
+            lines(&latency)?
+        )?;
+    }
+    if let Some(service) = result.service_time().map(LatencyStats::of) {
+        writeln!(
+            out,
+            "  Open loop: latency above counts from each call's scheduled send time (coordinated\n  omission corrected). Service time counts from the actual send (uncorrected):{}",
+            lines(&service)?
+        )?;
+    }
+    if result.ok() > 0 && result.errors() > 0 {
+        writeln!(
+            out,
+            "  Average of the successful calls:\t{} (ghz's average above includes the failed ones)",
+            nano_unit(latency.average)
+        )?;
+    }
+    if result.reconnects > 0 {
+        writeln!(out, "  Reconnections:\t{}", result.reconnects)?;
+    }
+    if result.planned_reconnects > 0 {
+        writeln!(
+            out,
+            "  New connections after stream ids ran out:\t{}",
+            result.planned_reconnects
+        )?;
+    }
+    if result.abandoned > 0 {
+        writeln!(
+            out,
+            "  Abandoned at the end (counted as Canceled):\t{}",
+            result.abandoned
+        )?;
+    }
+    if let Some(log) = result.details() {
+        writeln!(
+            out,
+            "  Details:\t{} of {} calls listed (the first that ended; --details N)",
+            log.calls.len(),
+            result.count()
+        )?;
+    }
+    if let Some(note) = starvation_note(result) {
+        writeln!(out, "  {note}")?;
+    }
+    Ok(out)
+}
+
+/// ghz's histogram lines: the mark in ms with three decimals, the count in brackets, both
+/// padded to the widest, and up to 40 `∎` scaled to the fullest bucket (rounded).
+fn histogram_bars(buckets: &[HistogramBucket]) -> String {
+    let mark = |b: &HistogramBucket| format!("{:.3}", b.mark * 1000.0);
+    let max_mark = buckets.iter().map(|b| b.mark).fold(0.0, f64::max);
+    let max_count = buckets.iter().map(|b| b.count).max().unwrap_or(0);
+    let mark_width = format!("{:.3}", max_mark * 1000.0).len();
+    let count_width = max_count.to_string().len();
+    let mut out = String::new();
+    for bucket in buckets {
+        let bars = (bucket.count * 40 + max_count / 2)
+            .checked_div(max_count)
+            .unwrap_or(0);
+        let count = bucket.count.to_string();
+        out.push_str(&format!(
+            "  {:<mark_width$} [{count}]{} |{}\n",
+            mark(bucket),
+            " ".repeat(count_width - count.len()),
+            "∎".repeat(bars as usize)
+        ));
+    }
+    out
+}
+
+/// Rows of two cells, aligned the way Go's tabwriter aligns ghz's status and error tables
+/// (both cells end with a tab; each column is as wide as its widest cell plus 3 spaces).
+fn aligned(rows: impl Iterator<Item = [String; 2]>) -> String {
+    let rows: Vec<[String; 2]> = rows.collect();
+    let width = |column: usize| {
+        rows.iter()
+            .map(|row| row[column].chars().count())
+            .max()
+            .unwrap_or(0)
+            + 3
+    };
+    let (first, second) = (width(0), width(1));
+    let mut out = String::new();
+    for [a, b] in &rows {
+        out.push_str(a);
+        out.push_str(&" ".repeat(first - a.chars().count()));
+        out.push_str(b);
+        out.push_str(&" ".repeat(second - b.chars().count()));
+        out.push('\n');
+    }
+    out
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// When calls sent during the warmup outlasted every measured call, says so: the percentiles
@@ -81,43 +219,175 @@ pub fn starvation_note(result: &grpclab_load::LoadResult) -> Option<String> {
     (calls > 0 && slowest_ns > measured_slowest).then(|| {
         format!(
             "NOTE: {calls} calls sent during the warmup ended in the measured window; the slowest took {}, longer than any measured call ({}). They are not in the figures above: the server may be keeping some streams waiting (a longer warmup or window shows it).",
-            human(slowest_ns),
-            human(measured_slowest)
+            nano_unit(slowest_ns),
+            nano_unit(measured_slowest)
         )
     })
 }
 
-/// A duration in the unit ghz would pick: ns, µs, ms or s, with two decimals.
-fn human(nanos: u64) -> String {
-    let duration = Duration::from_nanos(nanos);
-    match nanos {
-        0..=999 => format!("{nanos} ns"),
-        1_000..=999_999 => format!("{:.2} µs", nanos as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2} ms", nanos as f64 / 1e6),
-        _ => format!("{:.2} s", duration.as_secs_f64()),
+/// A duration with four significant digits or so: µs with one decimal under a millisecond, ms
+/// with three decimals under a second, then s (ghz's units round sub-millisecond latencies to
+/// 10 µs).
+fn precise(nanos: u64) -> String {
+    if nanos < 1_000_000 {
+        format!("{:.1} µs", nanos as f64 / 1e3)
+    } else if nanos < 1_000_000_000 {
+        format!("{:.3} ms", nanos as f64 / 1e6)
+    } else {
+        format!("{:.3} s", nanos as f64 / 1e9)
+    }
+}
+
+/// A duration as ghz's `formatNanoUnit` writes it: whole nanoseconds under 10 µs, then
+/// milliseconds under a second, then seconds, with two decimals.
+fn nano_unit(nanos: u64) -> String {
+    if nanos < 10_000 {
+        format!("{nanos} ns")
+    } else if nanos < 1_000_000_000 {
+        format!("{:4.2} ms", nanos as f64 / 1e6)
+    } else {
+        format!("{:4.2} s", nanos as f64 / 1e9)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{human, starvation_note};
+    use super::{nano_unit, precise, starvation_note, SummaryExporter};
+    use crate::export::{Exporter, Report, RunOptions};
+    use grpclab_core::Code;
     use grpclab_load::{EndReason, LoadResult, Recorder};
     use std::time::Duration;
 
-    #[test]
-    fn warmup_calls_slower_than_every_measured_call_get_a_note() {
-        let mut recorder = Recorder::new(false);
-        recorder.record_ok(Duration::from_millis(2), Duration::ZERO, Duration::ZERO);
-        recorder.record_warmup_call_in_window(Duration::from_millis(1));
-        let mut result = LoadResult {
-            started_at: std::time::SystemTime::now(),
-            elapsed: Duration::from_secs(1),
-            end_reason: EndReason::Timeout,
+    fn result_of(recorder: Recorder, whole_run: Duration, elapsed: Duration) -> LoadResult {
+        LoadResult {
+            started_at: std::time::SystemTime::UNIX_EPOCH,
+            elapsed,
+            whole_run,
+            end_reason: EndReason::Total,
             recorder,
             reconnects: 0,
             planned_reconnects: 0,
             abandoned: 0,
+        }
+    }
+
+    /// The expected text follows ghz's template (printer/template.go) and helpers by hand:
+    /// tab after each summary label, `formatNanoUnit` units, 11 histogram marks from the
+    /// fastest to the slowest call (ms, three decimals, padded to the widest) with bars scaled
+    /// to 40 for the fullest, `N % in X ` lines with their trailing space, and tabwriter
+    /// tables (padding 3, both cells padded). The HdrHistogram holds 1 ms as 999,936 ns and
+    /// 11 ms as 10,993,664..11,001,855 ns, which is where the marks' last digits come from.
+    #[test]
+    fn the_summary_matches_ghz_line_for_line() {
+        let mut recorder = Recorder::new(false, None);
+        let ms = Duration::from_millis;
+        for latency in [1, 1, 1, 2, 2, 2, 2, 2, 5, 11] {
+            recorder.record_ok(ms(latency), ms(latency), ms(100));
+        }
+        recorder.record_error(Code::Unavailable, "connection refused", ms(4), ms(200));
+        recorder.record_error(Code::Unavailable, "connection refused", ms(4), ms(200));
+        recorder.record_error(Code::Internal, "boom", ms(3), ms(300));
+        let report = Report {
+            options: RunOptions {
+                name: Some("golden".to_owned()),
+                ..RunOptions::default()
+            },
+            result: result_of(recorder, ms(500), ms(500)),
         };
+        let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
+        let expected = "
+Summary:
+  Name:\t\tgolden
+  Count:\t13
+  Total:\t500.00 ms
+  Slowest:\t11.00 ms
+  Fastest:\t1.00 ms
+  Average:\t3.08 ms
+  Requests/sec:\t26.00
+
+Response time histogram:
+  1.000  [3] |∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎
+  2.000  [5] |∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎∎
+  3.000  [0] |
+  4.001  [0] |
+  5.001  [1] |∎∎∎∎∎∎∎∎
+  6.001  [0] |
+  7.001  [0] |
+  8.001  [0] |
+  9.001  [0] |
+  10.002 [0] |
+  11.002 [1] |∎∎∎∎∎∎∎∎
+
+Latency distribution:
+  10 % in 1.00 ms 
+  25 % in 1.00 ms 
+  50 % in 2.00 ms 
+  75 % in 2.00 ms 
+  90 % in 5.00 ms 
+  95 % in 11.00 ms 
+  99 % in 11.00 ms 
+
+Status code distribution:
+  [OK]            10 responses   
+  [Internal]      1 responses    
+  [Unavailable]   2 responses    
+
+Error distribution:
+  [1]   rpc error: code = Internal desc = boom                    
+  [2]   rpc error: code = Unavailable desc = connection refused   
+
+grpclab:
+  Latency distribution, to the tail and finer than ghz's units:
+    10 % in 1.000 ms
+    25 % in 1.000 ms
+    50 % in 2.001 ms
+    75 % in 2.001 ms
+    90 % in 5.001 ms
+    95 % in 11.002 ms
+    99 % in 11.002 ms
+    99.9 % in 11.002 ms
+    99.99 % in 11.002 ms
+  Average of the successful calls:\t2.90 ms (ghz's average above includes the failed ones)
+";
+        if text != expected {
+            for (line, (got, want)) in text.lines().zip(expected.lines()).enumerate() {
+                assert_eq!(got, want, "line {line}");
+            }
+            assert_eq!(text, expected);
+        }
+    }
+
+    #[test]
+    fn without_a_successful_call_the_sections_are_empty_as_in_ghz() {
+        let mut recorder = Recorder::new(false, None);
+        recorder.record_error(
+            Code::Unavailable,
+            "",
+            Duration::from_millis(1),
+            Duration::ZERO,
+        );
+        let report = Report {
+            options: RunOptions::default(),
+            result: result_of(recorder, Duration::from_secs(1), Duration::from_secs(1)),
+        };
+        let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
+        assert!(
+            text.contains("Response time histogram:\n\nLatency distribution:\n\nStatus code"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  [1]   rpc error: code = Unavailable desc =    \n"),
+            "{text}"
+        );
+        assert!(!text.contains("Name:"), "{text}");
+    }
+
+    #[test]
+    fn warmup_calls_slower_than_every_measured_call_get_a_note() {
+        let mut recorder = Recorder::new(false, None);
+        recorder.record_ok(Duration::from_millis(2), Duration::ZERO, Duration::ZERO);
+        recorder.record_warmup_call_in_window(Duration::from_millis(1));
+        let mut result = result_of(recorder, Duration::from_secs(1), Duration::from_secs(1));
         assert_eq!(
             starvation_note(&result),
             None,
@@ -132,10 +402,13 @@ mod tests {
     }
 
     #[test]
-    fn durations_pick_a_readable_unit() {
-        assert_eq!(human(999), "999 ns");
-        assert_eq!(human(1_500), "1.50 µs");
-        assert_eq!(human(26_430_000), "26.43 ms");
-        assert_eq!(human(2_060_000_000), "2.06 s");
+    fn durations_take_ghz_units() {
+        assert_eq!(nano_unit(999), "999 ns");
+        assert_eq!(nano_unit(9_999), "9999 ns");
+        assert_eq!(nano_unit(10_000), "0.01 ms");
+        assert_eq!(nano_unit(26_430_000), "26.43 ms");
+        assert_eq!(nano_unit(2_060_000_000), "2.06 s");
+        assert_eq!(precise(101_234), "101.2 µs");
+        assert_eq!(precise(26_430_500), "26.430 ms");
     }
 }

@@ -1,0 +1,25 @@
+//! `-O csv-seconds`: the per-second series, one row per second of the measured window.
+
+use super::{Exporter, Report};
+use std::fmt::Write as _;
+
+/// Renders the per-second series.
+pub struct CsvSecondsExporter;
+
+impl Exporter for CsvSecondsExporter {
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        let mut out = String::from("second,count,errors,average_ns,slowest_ns\n");
+        for (second, stats) in report.result.per_second().iter().enumerate() {
+            let average = stats
+                .mean_latency_ns()
+                .map(|ns| ns.to_string())
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{second},{},{},{average},{}",
+                stats.count, stats.errors, stats.latency_max_ns
+            )?;
+        }
+        Ok(out.into_bytes())
+    }
+}

@@ -10,6 +10,7 @@ client_cost.py; the table shows each round and the medians, and the ratio B/A of
 
 Usage: benches/client_ab.py OLD_BINARY [NEW_BINARY] [--rounds 5] [--duration 10] [--warmup 3]
        [--rps R]   (open loop at R req/s instead of closed loop)
+       [--b-args=--details]   (extra flags for B only: one binary, a feature off and on)
 NEW_BINARY defaults to target/release/grpclab (built first).
 """
 import argparse
@@ -20,9 +21,10 @@ import sys
 from common import BIN, build, run_client, start_server, stop_server
 
 
-def round_of(binary, target, args):
+def round_of(binary, target, args, extra=()):
     argv = ["taskset", "-c", "1", binary, "load", target, "-c", "1000", "--connections", "50",
-            "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json"]
+            "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json",
+            *extra]
     if args.rps:
         argv += ["--rps", str(args.rps)]
     stdout, cpu, rss = run_client(argv, args.warmup)
@@ -40,6 +42,7 @@ def main():
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rps", type=int, default=0)
+    parser.add_argument("--b-args", default="", help="extra load flags for B only")
     args = parser.parse_args()
     if args.new == BIN:
         build()
@@ -48,7 +51,7 @@ def main():
     try:
         for r in range(args.rounds):
             for side, binary in (("A", args.old), ("B", args.new)):
-                row = round_of(binary, target, args)
+                row = round_of(binary, target, args, args.b_args.split() if side == "B" else ())
                 rows[side].append(row)
                 print(f"round {r + 1} {side}: {row['rps']:>10.0f} req/s  {row['us_per_req']:6.3f} µs/req"
                       f"  errors {row['errors']}  peak RSS {row['rss_kib'] / 1024:.1f} MiB", flush=True)
@@ -58,7 +61,7 @@ def main():
     print(f"| client | req/s (median) | client CPU µs/req (median) | peak RSS MiB (median) |")
     print(f"|---|---|---|---|")
     medians = {}
-    for side, label in (("A", args.old), ("B", args.new)):
+    for side, label in (("A", args.old), ("B", f"{args.new} {args.b_args}".strip())):
         m = {key: statistics.median(row[key] for row in rows[side]) for key in ("rps", "us_per_req", "rss_kib")}
         medians[side] = m
         print(f"| {side}: {label} | {m['rps']:.0f} | {m['us_per_req']:.3f} | {m['rss_kib'] / 1024:.1f} |")

@@ -104,6 +104,9 @@ def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, con
         argv = ["taskset", "-c", "1", BIN, "load", target, "-c", str(concurrency),
                 "--connections", str(connections), "-z", f"{duration}s", "--warmup", f"{warmup}s", "--cpus", "1",
                 "-O", "json"] + load_args
+        if not any(flag in load_args for flag in ("--scenario", "--proto", "--protoset")):
+            # Since 2026-12-01 `load` asks the server by reflection when no schema flag is given.
+            argv += ["--scenario", "complex_proto"]
         stdout, client_cpu, _ = run_client(argv, warmup, at_warmup_end)
         cpu = cpu_seconds(server.pid) - marks["cpu"]
         stats = server_stats(target)

@@ -79,6 +79,14 @@ pub enum ScenarioError {
         /// the built-in names, comma-separated
         available: String,
     },
+    /// A `FileDescriptorSet` (protoset or reflection) that does not decode or link.
+    #[error("{origin}: not a usable FileDescriptorSet: {reason}")]
+    Descriptors {
+        /// the file, or the server
+        origin: String,
+        /// prost-reflect's description of the problem
+        reason: String,
+    },
     /// The call names no method of the schema.
     #[error("unknown call '{call}'; the schema has: {available}")]
     UnknownCall {
@@ -159,6 +167,17 @@ impl Schema {
         Ok(Schema {
             pool: compiler.descriptor_pool(),
         })
+    }
+
+    /// A schema from an encoded `FileDescriptorSet`: a protoset file (`protoc
+    /// --descriptor_set_out --include_imports`, ghz's `--protoset`) or what server reflection
+    /// returned. `source` names it in error messages.
+    pub fn from_descriptor_set(source: &str, bytes: &[u8]) -> Result<Schema, ScenarioError> {
+        let pool = DescriptorPool::decode(bytes).map_err(|err| ScenarioError::Descriptors {
+            origin: source.to_owned(),
+            reason: err.to_string(),
+        })?;
+        Ok(Schema { pool })
     }
 
     /// Every method of every service, as `package.Service.Method`.

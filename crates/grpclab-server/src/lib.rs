@@ -25,12 +25,20 @@ pub mod tonic_baseline;
 #[allow(missing_docs, clippy::all)]
 pub mod pb {
     tonic::include_proto!("helloworld");
+
+    /// `helloworld.proto` as an encoded `FileDescriptorSet`, for server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/helloworld.fds.bin"));
 }
 
 /// grpclab's admin service (`grpclab.admin.v1.Stats`), generated from `proto/admin.proto`.
 #[allow(missing_docs, clippy::all)]
 pub mod pb_admin {
     tonic::include_proto!("grpclab.admin.v1");
+
+    /// `admin.proto` as an encoded `FileDescriptorSet`, for server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/grpclab.admin.v1.fds.bin"));
 }
 
 use std::net::SocketAddr;

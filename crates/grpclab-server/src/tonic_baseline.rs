@@ -73,16 +73,32 @@ impl HeapProfile for AdminHeapProfile {
     }
 }
 
-/// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`, and
-/// `HeapProfile`) on
-/// `listener` until `shutdown` resolves, then lets in-flight calls finish.
+/// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`,
+/// `HeapProfile`, and server reflection v1 and v1alpha describing them all) on `listener`
+/// until `shutdown` resolves, then lets in-flight calls finish.
 pub async fn run(
     listener: TcpListener,
     implementation: &'static str,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    // Reflection as tonic users add it: tonic-reflection's service over the compiled
+    // descriptors, both versions (clients such as grpcurl and ghz still ask v1alpha first or
+    // only).
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(crate::pb_admin::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .build_v1()
+        .map_err(|err| ServeError::Serve(format!("reflection: {err}")))?;
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .map_err(|err| ServeError::Serve(format!("reflection: {err}")))?;
     tonic::transport::Server::builder()
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(GreeterServer::new(EchoGreeter))
         .add_service(StatsServer::new(AdminStats { implementation }))
         .add_service(HeapProfileServer::new(AdminHeapProfile))

@@ -70,6 +70,11 @@ pub struct LoadArgs {
     #[arg(short = 'm', long, value_name = "JSON")]
     pub metadata: Option<String>,
 
+    /// Metadata for the reflection requests only, as a JSON object of strings (ghz's
+    /// --reflect-metadata), e.g. when reflection needs its own credentials.
+    #[arg(long, value_name = "JSON")]
+    pub reflect_metadata: Option<String>,
+
     /// Calls in flight at once (streams), spread evenly over the connections.
     #[arg(short = 'c', long, default_value_t = 50, value_name = "N")]
     pub concurrency: usize,
@@ -155,14 +160,20 @@ pub struct LoadArgs {
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
     /// A built-in scenario (complex_proto, string_10B, string_100B, string_1kB, string_10kB,
-    /// large_complex) or a scenario folder (*.proto + payload). The default when --proto is not
-    /// given: complex_proto.
-    #[arg(long, value_name = "NAME|DIR", conflicts_with = "proto")]
+    /// large_complex) or a scenario folder (*.proto + payload). `grpclab load` with neither this,
+    /// --proto nor --protoset asks the server by reflection (as ghz does); `grpclab encode`
+    /// then uses complex_proto.
+    #[arg(long, value_name = "NAME|DIR", conflicts_with_all = ["proto", "protoset"])]
     pub scenario: Option<String>,
 
     /// The .proto file that defines the call (compiled at run time; no protoc needed).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "protoset")]
     pub proto: Option<PathBuf>,
+
+    /// A compiled FileDescriptorSet that defines the call (`protoc --descriptor_set_out=FILE
+    /// --include_imports`), as ghz's --protoset.
+    #[arg(long, value_name = "FILE")]
+    pub protoset: Option<PathBuf>,
 
     /// Folders to resolve the .proto's imports in (default: the .proto's own folder).
     #[arg(

@@ -7,7 +7,8 @@ use crate::InputError;
 
 /// Encodes and writes the request; returns how many bytes were written.
 pub fn execute(args: &EncodeArgs) -> Result<usize, InputError> {
-    let (scenario, _) = load_scenario(&args.scenario)?;
+    // No server to ask by reflection: with no schema flag, the default scenario.
+    let (scenario, _) = load_scenario(&args.scenario, None)?;
     let requests = scenario.requests();
     let request = requests.get(args.index).ok_or_else(|| {
         InputError(format!(

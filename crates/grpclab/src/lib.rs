@@ -8,6 +8,7 @@
 //! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
 //! - [`stats_cmd`]: `grpclab stats` (a built-in server's admin counters).
 //! - [`export`]: one exporter per output format behind the [`export::Exporter`] trait.
+//! - [`reflection`]: a call's descriptors from the server (gRPC server reflection).
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -16,6 +17,7 @@ pub mod compare;
 pub mod encode_cmd;
 pub mod export;
 pub mod load_cmd;
+pub mod reflection;
 pub mod serve_cmd;
 pub mod stats_cmd;
 

@@ -39,10 +39,21 @@ pub struct PreparedLoad {
 /// Validates the flags and builds the run. Every error is an [`InputError`].
 pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     let target = resolve(&args.target)?;
-    let (scenario, scenario_label) = load_scenario(&args.scenario)?;
+    let metadata = parse_metadata("-m/--metadata", args.metadata.as_deref())?;
+    let reflect_metadata = match &args.reflect_metadata {
+        Some(json) => parse_metadata("--reflect-metadata", Some(json))?,
+        None => metadata.clone(),
+    };
+    let (scenario, scenario_label) = load_scenario(
+        &args.scenario,
+        Some(ReflectFrom {
+            target,
+            metadata: &reflect_metadata,
+        }),
+    )?;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
     config.authority = args.target.clone();
-    config.metadata = parse_metadata(args.metadata.as_deref())?;
+    config.metadata = metadata;
     config.concurrency = args.concurrency;
     config.connections = args.connections;
     config.pacing = if args.rps < 0.0 || !args.rps.is_finite() {
@@ -193,8 +204,22 @@ fn resolve(target: &str) -> Result<SocketAddr, InputError> {
         .ok_or_else(|| InputError(format!("'{target}' resolves to no address; {hint}")))
 }
 
-/// Resolves the scenario flags into a scenario and a label for reports.
-pub fn load_scenario(args: &ScenarioArgs) -> Result<(Scenario, String), InputError> {
+/// Where `grpclab load` asks for descriptors when no schema flag is given: the server, by
+/// reflection, with these request headers.
+pub struct ReflectFrom<'a> {
+    /// The server.
+    pub target: SocketAddr,
+    /// Headers for the reflection requests.
+    pub metadata: &'a [(HeaderName, HeaderValue)],
+}
+
+/// Resolves the scenario flags into a scenario and a label for reports: `--proto`,
+/// `--protoset`, `--scenario`, else the server's reflection (`reflect`), else (no server to
+/// ask: `encode`) the default scenario.
+pub fn load_scenario(
+    args: &ScenarioArgs,
+    reflect: Option<ReflectFrom<'_>>,
+) -> Result<(Scenario, String), InputError> {
     let payload = match (&args.data, &args.data_file) {
         (Some(json), _) => Some(json.clone()),
         (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|err| {
@@ -206,16 +231,42 @@ pub fn load_scenario(args: &ScenarioArgs) -> Result<(Scenario, String), InputErr
         (None, None) => None,
     };
     let input_error = |err: grpclab_core::ScenarioError| InputError(err.to_string());
-    if let Some(proto) = &args.proto {
-        let schema = Schema::compile(std::slice::from_ref(proto), &args.import_paths)
-            .map_err(input_error)?;
+    // A schema from a .proto, a protoset or the server: the call and payload come from flags.
+    let from_schema = |schema: Schema, label: String| {
         let method = schema.method(args.call.as_deref()).map_err(input_error)?;
-        let payload = payload.unwrap_or_else(|| "{}".to_owned());
-        let label = proto.display().to_string();
+        let payload = payload.clone().unwrap_or_else(|| "{}".to_owned());
         // Validate the payload against the input type first, for a clear message.
         encode_payload(&method.input(), &payload).map_err(input_error)?;
         let scenario = Scenario::from_method(&label, method, &payload).map_err(input_error)?;
-        return Ok((scenario, label));
+        Ok((scenario, label))
+    };
+    if let Some(proto) = &args.proto {
+        let schema = Schema::compile(std::slice::from_ref(proto), &args.import_paths)
+            .map_err(input_error)?;
+        return from_schema(schema, proto.display().to_string());
+    }
+    if let Some(protoset) = &args.protoset {
+        let bytes = std::fs::read(protoset).map_err(|err| {
+            InputError(format!(
+                "--protoset: cannot read {}: {err}",
+                protoset.display()
+            ))
+        })?;
+        let label = protoset.display().to_string();
+        let schema = Schema::from_descriptor_set(&label, &bytes).map_err(input_error)?;
+        return from_schema(schema, label);
+    }
+    if let (None, Some(reflect)) = (&args.scenario, reflect) {
+        let reflected =
+            crate::reflection::fetch(reflect.target, args.call.as_deref(), reflect.metadata)
+                .map_err(|err| InputError(err.to_string()))?;
+        let label = format!("reflection ({})", reflected.version);
+        let schema = Schema::from_descriptor_set(
+            &format!("reflection from {}", reflect.target),
+            &reflected.descriptor_set,
+        )
+        .map_err(input_error)?;
+        return from_schema(schema, label);
     }
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = Scenario::load(name, args.call.as_deref()).map_err(input_error)?;
@@ -263,37 +314,35 @@ fn parse_string_map(
 /// Headers a user may not set: HTTP/2 pseudo-headers and the ones gRPC's framing depends on.
 const RESERVED_HEADERS: [&str; 4] = ["content-type", "te", "grpc-timeout", "grpc-encoding"];
 
-fn parse_metadata(json: Option<&str>) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
+fn parse_metadata(
+    flag: &str,
+    json: Option<&str>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
     let Some(json) = json else {
         return Ok(Vec::new());
     };
     let hint = r#"give a JSON object of strings, e.g. '{"authorization":"Bearer x"}'"#;
-    let object: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(json).map_err(|err| {
-            InputError(format!(
-                "-m/--metadata is not a JSON object ({err}); {hint}"
-            ))
-        })?;
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)
+        .map_err(|err| InputError(format!("{flag} is not a JSON object ({err}); {hint}")))?;
     object
         .into_iter()
         .map(|(key, value)| {
             let serde_json::Value::String(value) = value else {
                 return Err(InputError(format!(
-                    "-m/--metadata: the value of '{key}' is not a string; {hint}"
+                    "{flag}: the value of '{key}' is not a string; {hint}"
                 )));
             };
             let lower = key.to_ascii_lowercase();
             if lower.starts_with(':') || RESERVED_HEADERS.contains(&lower.as_str()) {
                 return Err(InputError(format!(
-                    "-m/--metadata: '{key}' is set by grpclab itself and cannot be overridden"
+                    "{flag}: '{key}' is set by grpclab itself and cannot be overridden"
                 )));
             }
-            let name = HeaderName::from_bytes(lower.as_bytes()).map_err(|_| {
-                InputError(format!("-m/--metadata: '{key}' is not a valid header name"))
-            })?;
+            let name = HeaderName::from_bytes(lower.as_bytes())
+                .map_err(|_| InputError(format!("{flag}: '{key}' is not a valid header name")))?;
             let value = HeaderValue::from_str(&value).map_err(|_| {
                 InputError(format!(
-                    "-m/--metadata: the value of '{key}' has characters a header cannot carry"
+                    "{flag}: the value of '{key}' has characters a header cannot carry"
                 ))
             })?;
             Ok((name, value))
@@ -340,20 +389,25 @@ mod tests {
 
     #[test]
     fn metadata_must_be_an_object_of_valid_strings() {
-        assert_eq!(parse_metadata(Some(r#"{"a":"b"}"#)).unwrap().len(), 1);
-        assert!(parse_metadata(Some("[]"))
+        assert_eq!(
+            parse_metadata("-m/--metadata", Some(r#"{"a":"b"}"#))
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(parse_metadata("-m/--metadata", Some("[]"))
             .unwrap_err()
             .0
             .contains("JSON object"));
-        assert!(parse_metadata(Some(r#"{"a":1}"#))
+        assert!(parse_metadata("-m/--metadata", Some(r#"{"a":1}"#))
             .unwrap_err()
             .0
             .contains("not a string"));
-        assert!(parse_metadata(Some(r#"{"te":"x"}"#))
+        assert!(parse_metadata("-m/--metadata", Some(r#"{"te":"x"}"#))
             .unwrap_err()
             .0
             .contains("cannot be overridden"));
-        assert!(parse_metadata(Some(r#"{"a b":"x"}"#))
+        assert!(parse_metadata("-m/--metadata", Some(r#"{"a b":"x"}"#))
             .unwrap_err()
             .0
             .contains("valid header name"));

@@ -33,6 +33,8 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     let first = run(&[
         "load",
         &server.target(),
+        "--scenario",
+        "complex_proto",
         "-n",
         "300",
         "-c",
@@ -44,6 +46,8 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     let second = run(&[
         "load",
         &server.target(),
+        "--scenario",
+        "complex_proto",
         "-n",
         "200",
         "-c",
@@ -125,7 +129,16 @@ fn summary_and_csv_outputs() {
     assert_eq!(bars, 11, "ghz's 11 histogram marks: {text}");
 
     // ghz's CSV: a row per call, on without --details.
-    let csv = run(&["load", &server.target(), "-n", "120", "-O", "csv"]);
+    let csv = run(&[
+        "load",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "120",
+        "-O",
+        "csv",
+    ]);
     assert!(csv.status.success(), "{}", stderr(&csv));
     let text = String::from_utf8_lossy(&csv.stdout);
     let mut lines = text.lines();
@@ -148,6 +161,8 @@ fn summary_and_csv_outputs() {
     let few = run(&[
         "load",
         &server.target(),
+        "--scenario",
+        "complex_proto",
         "-n",
         "50",
         "-O",
@@ -157,7 +172,16 @@ fn summary_and_csv_outputs() {
     assert!(few.status.success(), "{}", stderr(&few));
     assert_eq!(String::from_utf8_lossy(&few.stdout).lines().count(), 2 + 7);
 
-    let seconds = run(&["load", &server.target(), "-n", "120", "-O", "csv-seconds"]);
+    let seconds = run(&[
+        "load",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "120",
+        "-O",
+        "csv-seconds",
+    ]);
     assert!(seconds.status.success(), "{}", stderr(&seconds));
     let text = String::from_utf8_lossy(&seconds.stdout);
     let mut lines = text.lines();
@@ -184,6 +208,8 @@ fn round_robin_data_file_and_metadata_are_sent() {
     let output = run(&[
         "load",
         &server.target(),
+        "--scenario",
+        "complex_proto",
         "-n",
         "100",
         "-D",
@@ -207,6 +233,8 @@ fn ctrl_c_stops_the_run_and_still_prints_results() {
         .args([
             "load",
             &server.target(),
+            "--scenario",
+            "complex_proto",
             "-z",
             "10m",
             "-c",
@@ -232,7 +260,14 @@ fn ctrl_c_stops_the_run_and_still_prints_results() {
 fn serve_drains_and_exits_zero_on_sigterm() {
     for implementation in ["tonic-mt", "lab"] {
         let mut server = Server::start(implementation);
-        let output = run(&["load", &server.target(), "-n", "50"]);
+        let output = run(&[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "50",
+        ]);
         assert!(output.status.success(), "{}", stderr(&output));
         let status = server.terminate();
         assert_eq!(status.code(), Some(0), "{implementation}");
@@ -252,7 +287,16 @@ fn allocation_and_call_counters_move_with_load() {
         let before = stats(&server.target());
         assert_eq!(before["counting"], true);
         assert_eq!(before["implementation"], implementation);
-        let output = run(&["load", &server.target(), "-n", "500", "-c", "10"]);
+        let output = run(&[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "500",
+            "-c",
+            "10",
+        ]);
         assert!(output.status.success(), "{}", stderr(&output));
         let after = stats(&server.target());
         let delta = |key: &str| after[key].as_u64().unwrap() - before[key].as_u64().unwrap();
@@ -366,42 +410,90 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         .to_string();
     let t = "127.0.0.1:1";
 
-    assert_input_error(&["load", t, "-z", "fast"], &["fast", "not a duration"]);
-    assert_input_error(&["load", t, "-z", "20"], &["no unit"]);
+    assert_input_error(
+        &["load", t, "--scenario", "complex_proto", "-z", "fast"],
+        &["fast", "not a duration"],
+    );
+    assert_input_error(
+        &["load", t, "--scenario", "complex_proto", "-z", "20"],
+        &["no unit"],
+    );
     assert_input_error(&["load", t, "--proto", bad_proto], &["bad.proto:4:1"]);
     assert_input_error(
-        &["load", t, "--call", "helloworld.Greeter.SayBye"],
+        &[
+            "load",
+            t,
+            "--scenario",
+            "complex_proto",
+            "--call",
+            "helloworld.Greeter.SayBye",
+        ],
         &["unknown call", "helloworld.Greeter.SayHello"],
     );
     assert_input_error(
-        &["load", t, "-d", r#"{"request":{"nmae":"x"}}"#],
+        &[
+            "load",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-d",
+            r#"{"request":{"nmae":"x"}}"#,
+        ],
         &["helloworld.HelloRequest", "nmae"],
     );
-    assert_input_error(&["load", t, "-d", "not json"], &["invalid JSON"]);
+    assert_input_error(
+        &["load", t, "--scenario", "complex_proto", "-d", "not json"],
+        &["invalid JSON"],
+    );
     assert_input_error(
         &["load", t, "--scenario", "nope"],
         &["unknown scenario", "complex_proto"],
     );
     assert_input_error(
-        &["load", t, "-D", "/no/such/file.json"],
+        &[
+            "load",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-D",
+            "/no/such/file.json",
+        ],
         &["--data-file", "/no/such/file.json"],
     );
-    assert_input_error(&["load", t, "-m", "[1]"], &["--metadata", "JSON object"]);
     assert_input_error(
-        &["load", t, "-c", "2", "--connections", "5"],
+        &["load", t, "--scenario", "complex_proto", "-m", "[1]"],
+        &["--metadata", "JSON object"],
+    );
+    assert_input_error(
+        &[
+            "load",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-c",
+            "2",
+            "--connections",
+            "5",
+        ],
         &["--connections", "-c"],
     );
-    assert_input_error(&["load", t, "--rps=-5"], &["--rps"]);
+    assert_input_error(
+        &["load", t, "--scenario", "complex_proto", "--rps=-5"],
+        &["--rps"],
+    );
     assert_input_error(&["load", "localhost"], &["no port", "HOST:PORT"]);
     assert_input_error(
-        &["load", &closed, "-n", "5"],
+        &["load", &closed, "--scenario", "complex_proto", "-n", "5"],
         &["cannot connect", "is the server running"],
     );
     assert_input_error(
         &["serve", "--impl", "nginx"],
         &["unknown server", "tonic-mt"],
     );
-    assert_input_error(&["load", t, "--frobnicate"], &["--frobnicate"]);
+    assert_input_error(
+        &["load", t, "--scenario", "complex_proto", "--frobnicate"],
+        &["--frobnicate"],
+    );
 }
 
 #[test]
@@ -452,7 +544,18 @@ fn slow_inline_calls_do_not_starve_other_connections() {
     while calls(&target) < 50 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let probe = run(&["load", &target, "-n", "1", "-c", "1", "--connections", "1"]);
+    let probe = run(&[
+        "load",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "--connections",
+        "1",
+    ]);
     assert!(probe.status.success(), "{}", stderr(&probe));
     let served = calls(&target);
     let _ = flood.kill();
@@ -493,7 +596,16 @@ fn wait_with_peak_rss(child: &mut std::process::Child) -> (std::process::ExitSta
 fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
     let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
     let mut load = grpclab()
-        .args(["load", &server.target(), "-n", "300000", "-c", "1000"])
+        .args([
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "300000",
+            "-c",
+            "1000",
+        ])
         .args(["-t", "1ms", "-O", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -530,24 +642,66 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     let target = server.target();
     // -z wins over -n: far more than 5 calls in a second against lab.
     let output = run(&[
-        "load", &target, "-z", "1s", "-n", "5", "-c", "4", "-O", "json",
+        "load",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-z",
+        "1s",
+        "-n",
+        "5",
+        "-c",
+        "4",
+        "-O",
+        "json",
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(json(&output)["count"].as_u64().unwrap() > 5);
     assert!(stderr(&output).contains("-n 5 is ignored because -z is set"));
     // -n with -x: a count no run finishes in a second stops at the second.
-    let output = run(&["load", &target, "-n", "100000000", "-x", "1s", "-O", "json"]);
+    let output = run(&[
+        "load",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "100000000",
+        "-x",
+        "1s",
+        "-O",
+        "json",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let report = json(&output);
     assert!(report["count"].as_u64().unwrap() < 100_000_000);
     assert_eq!(report["endReason"], "timeout", "{report}");
     // -z and -x together: one of them.
     assert_input_error(
-        &["load", &target, "-z", "1s", "-x", "1s"],
+        &[
+            "load",
+            &target,
+            "--scenario",
+            "complex_proto",
+            "-z",
+            "1s",
+            "-x",
+            "1s",
+        ],
         &["-x/--max-duration"],
     );
     // -r is --rps.
-    let output = run(&["load", &target, "-r", "200", "-n", "20", "-O", "json"]);
+    let output = run(&[
+        "load",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-r",
+        "200",
+        "-n",
+        "20",
+        "-O",
+        "json",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(json(&output)["options"]["rps"], 200);
     assert_eq!(json(&output)["options"]["rate"], 200.0);

@@ -163,6 +163,8 @@ fn json_and_pretty_decode_into_ghz_report_type() {
     let before = std::time::SystemTime::now();
     let output = load(&[
         &target,
+        "--scenario",
+        "complex_proto",
         "-n",
         "300",
         "-c",
@@ -229,7 +231,15 @@ fn json_and_pretty_decode_into_ghz_report_type() {
         assert!(detail.latency >= report.fastest && detail.latency <= report.slowest + 1);
     }
 
-    let pretty = load(&[&target, "-n", "20", "-O", "pretty"]);
+    let pretty = load(&[
+        &target,
+        "--scenario",
+        "string_100B",
+        "-n",
+        "20",
+        "-O",
+        "pretty",
+    ]);
     let text = String::from_utf8_lossy(&pretty.stdout);
     assert!(
         text.starts_with("{\n  \""),
@@ -244,9 +254,12 @@ fn json_and_pretty_decode_into_ghz_report_type() {
 fn failed_calls_read_as_ghz_writes_them() {
     let server = Server::start("tonic-st");
     let target = server.target();
-    // A 1 µs deadline: every call ends DeadlineExceeded on the client's side.
+    // A 1 µs deadline: every call ends DeadlineExceeded on the client's side. (No schema
+    // flag: the descriptors come by reflection.)
     let output = load(&[
         &target,
+        "--call",
+        "helloworld.Greeter.SayHello",
         "-n",
         "40",
         "-c",
@@ -284,7 +297,17 @@ fn failed_calls_read_as_ghz_writes_them() {
     );
 
     // A timed run ends with ghz's `timeout`.
-    let output = load(&[&target, "-z", "300ms", "-c", "2", "-O", "json"]);
+    let output = load(&[
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-z",
+        "300ms",
+        "-c",
+        "2",
+        "-O",
+        "json",
+    ]);
     let report = decode(&output);
     assert_eq!(report.end_reason, "timeout");
     assert_eq!(report.options.duration, 300_000_000);

@@ -109,6 +109,8 @@ fn bystander_outcome(server: &Server) -> Result<(), String> {
         .args([
             "load",
             &server.target(),
+            "--scenario",
+            "complex_proto",
             "-n",
             "20",
             "-c",
@@ -335,7 +337,18 @@ fn connections_beyond_the_cap_are_closed_with_a_log_line() {
         let give_up = Instant::now() + Duration::from_secs(20);
         loop {
             let output = grpclab()
-                .args(["load", &server.target(), "-n", "5", "-c", "1", "-O", "json"])
+                .args([
+                    "load",
+                    &server.target(),
+                    "--scenario",
+                    "complex_proto",
+                    "-n",
+                    "5",
+                    "-c",
+                    "1",
+                    "-O",
+                    "json",
+                ])
                 .output()
                 .unwrap();
             let report: serde_json::Value =

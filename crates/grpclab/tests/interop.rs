@@ -120,3 +120,60 @@ fn h2load_interoperates() {
         );
     }
 }
+
+/// Reflection against a server we did not write (issue 14/15): grpcio's Greeter with
+/// grpcio-reflection, which offers only v1alpha, so the fallback from v1 is what is tested.
+/// `grpclab load` with --call and no schema flag gets the descriptors from it, encodes the
+/// payload with them and validates every reply.
+#[test]
+fn our_reflection_client_reads_a_grpcio_server() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_tools, grpc_reflection"]),
+        "python3 grpcio-tools and grpcio-reflection",
+    ) {
+        return;
+    }
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/grpcio_reflection_server.py"
+        ))
+        .arg(format!("{repo}/scenarios/complex_proto"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let target = format!("127.0.0.1:{}", port.trim());
+    let output = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+        .args([
+            "load",
+            &target,
+            "--call",
+            "helloworld.Greeter.SayHello",
+            "-D",
+        ])
+        .arg(format!("{repo}/scenarios/complex_proto/payload"))
+        .args(["--validate", "-n", "200", "-c", "4", "-O", "json"])
+        .output()
+        .unwrap();
+    drop(server.stdin.take());
+    let _ = server.wait();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["statusCodeDistribution"]["OK"], 200, "{report}");
+    assert_eq!(
+        report["options"]["scenario"], "reflection (grpc.reflection.v1alpha)",
+        "v1 is UNIMPLEMENTED there: the client fell back"
+    );
+}

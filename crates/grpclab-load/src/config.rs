@@ -56,6 +56,8 @@ pub struct LoadConfig {
     pub timeout: Option<Duration>,
     /// Client threads, each with its own single-threaded runtime and connections.
     pub threads: usize,
+    /// How long opening a connection may take (`--connect-timeout`, ghz's default 10 s).
+    pub connect_timeout: Duration,
     /// `--validate`: checks each reply; a failing reply counts as an error.
     pub validator: Option<ReplyValidator>,
     /// The HTTP/2 implementation.
@@ -112,6 +114,7 @@ impl LoadConfig {
             warmup: Duration::ZERO,
             timeout: Some(Duration::from_secs(20)),
             threads: 1,
+            connect_timeout: crate::lab_transport::CONNECT_TIMEOUT,
             validator: None,
             transport: Transport::Lab,
             details: None,
@@ -140,6 +143,9 @@ impl LoadConfig {
         }
         if self.threads == 0 {
             return fail("--cpus must be at least 1");
+        }
+        if self.connect_timeout.is_zero() {
+            return fail("--connect-timeout must be longer than zero");
         }
         if let Pacing::OpenLoop { rate } = self.pacing {
             if !(rate.is_finite() && rate > 0.0) {

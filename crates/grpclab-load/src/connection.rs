@@ -39,8 +39,9 @@ pub(crate) struct ConnectionState {
 /// Opens a TCP connection (TCP_NODELAY) and performs the HTTP/2 handshake.
 pub(crate) async fn connect(
     target: SocketAddr,
+    timeout: Duration,
 ) -> Result<(SendRequest<Bytes>, Connection<TcpStream, Bytes>), String> {
-    let tcp = crate::lab_transport::connect(target).await?;
+    let tcp = crate::lab_transport::connect(target, timeout).await?;
     h2::client::Builder::new()
         // Until the server's SETTINGS arrives, one stream at a time (h2 assumes 100): the
         // first batch then never exceeds a lower SETTINGS_MAX_CONCURRENT_STREAMS, as on our
@@ -57,6 +58,7 @@ pub(crate) async fn connect(
 /// using it has finished. Counts successful reconnections in `reconnects`.
 pub(crate) async fn drive(
     target: SocketAddr,
+    connect_timeout: Duration,
     first: Connection<TcpStream, Bytes>,
     state: watch::Sender<ConnectionState>,
     stop: CancellationToken,
@@ -93,7 +95,7 @@ pub(crate) async fn drive(
         } else if stop.is_cancelled() {
             return;
         }
-        match connect(target).await {
+        match connect(target, connect_timeout).await {
             Ok((sender, live)) => {
                 reconnects.set(reconnects.get() + 1);
                 state.send_modify(|s| {

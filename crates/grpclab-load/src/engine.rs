@@ -314,10 +314,10 @@ fn client_thread(
         let mut lab_connections = Vec::new();
         for connection_index in (index..config.connections).step_by(config.threads) {
             let connected = match config.transport {
-                Transport::H2 => connection::connect(config.target)
+                Transport::H2 => connection::connect(config.target, config.connect_timeout)
                     .await
                     .map(|(sender, driver)| connections.push((connection_index, sender, driver))),
-                Transport::Lab => lab_transport::connect(config.target)
+                Transport::Lab => lab_transport::connect(config.target, config.connect_timeout)
                     .await
                     .map(|tcp| lab_connections.push((connection_index, tcp))),
             };
@@ -366,6 +366,7 @@ fn client_thread(
             });
             tokio::task::spawn_local(connection::drive(
                 config.target,
+                config.connect_timeout,
                 driver,
                 state_tx,
                 drivers_stop.clone(),

@@ -24,15 +24,21 @@ use crate::schedule::Ticket;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// How long a connection may take to open before the run reports it unreachable.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may take to open before the run reports it unreachable, unless
+/// `LoadConfig::connect_timeout` says otherwise: ghz's default for `--connect-timeout`.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Opens a TCP connection with TCP_NODELAY (both transports use it): without it, Nagle's
 /// algorithm holds small frames back, which a latency benchmark must not allow.
-pub(crate) async fn connect(target: std::net::SocketAddr) -> Result<TcpStream, String> {
-    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(target))
+pub(crate) async fn connect(
+    target: std::net::SocketAddr,
+    timeout: Duration,
+) -> Result<TcpStream, String> {
+    let tcp = tokio::time::timeout(timeout, TcpStream::connect(target))
         .await
-        .map_err(|_| format!("connecting to {target} timed out after {CONNECT_TIMEOUT:?}"))?
+        .map_err(|_| {
+            format!("connecting to {target} timed out after {timeout:?} (--connect-timeout)")
+        })?
         .map_err(|err| format!("cannot connect to {target}: {err}"))?;
     tcp.set_nodelay(true)
         .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
@@ -315,7 +321,7 @@ pub(crate) async fn connection_loop(
                 }
             }
         }
-        match connect(target).await {
+        match connect(target, thread.shared.config.connect_timeout).await {
             Ok(live) => {
                 let counter = if planned {
                     &reconnects.planned

@@ -320,3 +320,38 @@ fn connection_rule_breakers_get_the_rfcs_error() {
         }
     }
 }
+
+/// A server that listens but never accepts, its accept queue full: connecting cannot complete.
+/// The run gives up after `connect_timeout` (ghz's --connect-timeout) with a message saying so,
+/// on both transports, instead of hanging.
+#[test]
+fn a_server_that_never_accepts_fails_the_run_after_the_connect_timeout() {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket
+        .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    socket.listen(0).unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    // Fill the accept queue (a backlog of 0 still queues one or two): later SYNs are dropped.
+    let fillers: Vec<std::net::TcpStream> = (0..8)
+        .map_while(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok())
+        .collect();
+    assert!(fillers.len() < 8, "the queue never filled");
+    for transport in BOTH {
+        let mut config = config_for(addr, transport);
+        config.connect_timeout = Duration::from_millis(300);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(run(config, &CancellationToken::new(), &mut |_| {}));
+        });
+        let outcome = done_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the run ends");
+        let err = outcome.expect_err("no connection, no run").to_string();
+        assert!(
+            err.contains("timed out after 300ms") && err.contains("--connect-timeout"),
+            "{transport:?}: {err}"
+        );
+    }
+    drop(fillers);
+}

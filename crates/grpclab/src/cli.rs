@@ -105,6 +105,11 @@ pub struct LoadArgs {
     #[arg(short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
     pub timeout: std::time::Duration,
 
+    /// How long opening a connection may take before the run reports the server unreachable
+    /// (ghz's --connect-timeout).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub connect_timeout: std::time::Duration,
+
     /// Use plaintext HTTP/2 (h2c). Accepted for ghz compatibility: grpclab speaks only h2c.
     #[arg(long)]
     pub insecure: bool,

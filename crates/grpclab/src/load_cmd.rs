@@ -48,6 +48,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         &args.scenario,
         Some(ReflectFrom {
             target,
+            connect_timeout: args.connect_timeout,
             metadata: &reflect_metadata,
         }),
     )?;
@@ -86,6 +87,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         None => (args.max_duration, Some(args.total.unwrap_or(200))),
     };
     config.warmup = args.warmup;
+    config.connect_timeout = args.connect_timeout;
     // ghz's CSV lists every call: -O csv keeps calls one by one even without --details.
     config.details = args.details.or(match args.format {
         OutputFormat::Csv => Some(DEFAULT_DETAILS),
@@ -141,7 +143,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         total: config.total,
         warmup: config.warmup,
         timeout: config.timeout,
-        dial_timeout: grpclab_load::CONNECT_TIMEOUT,
+        dial_timeout: config.connect_timeout,
         cpus: config.threads,
         validate: args.validate,
         transport: args.transport.clone(),
@@ -209,6 +211,8 @@ fn resolve(target: &str) -> Result<SocketAddr, InputError> {
 pub struct ReflectFrom<'a> {
     /// The server.
     pub target: SocketAddr,
+    /// How long connecting may take.
+    pub connect_timeout: std::time::Duration,
     /// Headers for the reflection requests.
     pub metadata: &'a [(HeaderName, HeaderValue)],
 }
@@ -257,9 +261,8 @@ pub fn load_scenario(
         return from_schema(schema, label);
     }
     if let (None, Some(reflect)) = (&args.scenario, reflect) {
-        let reflected =
-            crate::reflection::fetch(reflect.target, args.call.as_deref(), reflect.metadata)
-                .map_err(|err| InputError(err.to_string()))?;
+        let reflected = crate::reflection::fetch(&reflect, args.call.as_deref())
+            .map_err(|err| InputError(err.to_string()))?;
         let label = format!("reflection ({})", reflected.version);
         let schema = Schema::from_descriptor_set(
             &format!("reflection from {}", reflect.target),

@@ -17,6 +17,8 @@ use prost_types::{FileDescriptorProto, FileDescriptorSet};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
+
+use crate::load_cmd::ReflectFrom;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
@@ -93,14 +95,11 @@ pub enum ReflectionError {
     },
 }
 
-/// Asks the server at `target` for the descriptors of `call`'s service (`package.Service.Method`
-/// or `package.Service/Method`; `None` lists the services in the error). `metadata` goes on
-/// every reflection request (ghz's `--reflect-metadata`).
-pub fn fetch(
-    target: SocketAddr,
-    call: Option<&str>,
-    metadata: &[(HeaderName, HeaderValue)],
-) -> Result<Reflected, ReflectionError> {
+/// Asks the server `from` names for the descriptors of `call`'s service
+/// (`package.Service.Method` or `package.Service/Method`; `None` lists the services in the
+/// error). `from.metadata` goes on every reflection request (ghz's `--reflect-metadata`).
+pub fn fetch(from: &ReflectFrom<'_>, call: Option<&str>) -> Result<Reflected, ReflectionError> {
+    let target = from.target;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -108,7 +107,11 @@ pub fn fetch(
             target: target.to_string(),
             reason: format!("cannot start a runtime: {err}"),
         })?;
-    let asking = Asker::new(target, metadata);
+    let asking = Asker {
+        target,
+        connect_timeout: from.connect_timeout,
+        metadata: from.metadata,
+    };
     runtime.block_on(async {
         match tokio::time::timeout(REFLECTION_TIMEOUT, asking.fetch(call)).await {
             Ok(outcome) => outcome,
@@ -123,14 +126,11 @@ pub fn fetch(
 /// One server's reflection service, asked one question per stream.
 struct Asker<'a> {
     target: SocketAddr,
+    connect_timeout: Duration,
     metadata: &'a [(HeaderName, HeaderValue)],
 }
 
-impl<'a> Asker<'a> {
-    fn new(target: SocketAddr, metadata: &'a [(HeaderName, HeaderValue)]) -> Asker<'a> {
-        Asker { target, metadata }
-    }
-
+impl Asker<'_> {
     fn unreachable(&self, reason: impl std::fmt::Display) -> ReflectionError {
         ReflectionError::Unreachable {
             target: self.target.to_string(),
@@ -148,7 +148,7 @@ impl<'a> Asker<'a> {
     async fn fetch(&self, call: Option<&str>) -> Result<Reflected, ReflectionError> {
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", self.target))
             .map_err(|err| self.unreachable(err))?
-            .connect_timeout(grpclab_load::CONNECT_TIMEOUT)
+            .connect_timeout(self.connect_timeout)
             .connect()
             .await
             .map_err(|err| self.unreachable(describe_transport_error(&err)))?;

@@ -425,6 +425,17 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
             t,
             "--scenario",
             "complex_proto",
+            "--connect-timeout",
+            "0s",
+        ],
+        &["--connect-timeout"],
+    );
+    assert_input_error(
+        &[
+            "load",
+            t,
+            "--scenario",
+            "complex_proto",
             "--call",
             "helloworld.Greeter.SayBye",
         ],

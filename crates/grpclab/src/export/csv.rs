@@ -43,7 +43,41 @@ fn quoted(field: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::quoted;
+    use super::{quoted, CsvExporter};
+    use crate::export::{Exporter, Report, RunOptions};
+    use grpclab_core::Code;
+    use grpclab_load::{EndReason, LoadResult, Recorder};
+    use std::time::Duration;
+
+    /// ghz's `csvTmpl` by hand: a newline, the header, then per call `%4.2f` milliseconds, the
+    /// status name and the error text, and a closing newline.
+    #[test]
+    fn rows_are_ghz_csv_per_call() {
+        let mut recorder = Recorder::new(false, Some(3));
+        let ms = Duration::from_millis;
+        recorder.record_ok(Duration::from_micros(1_434), ms(1), ms(1));
+        recorder.record_error(Code::Unavailable, "refused, twice", ms(12), ms(2));
+        recorder.record_ok(Duration::from_micros(390), ms(1), ms(3));
+        recorder.record_ok(ms(1), ms(1), ms(4));
+        let report = Report {
+            options: RunOptions::default(),
+            result: LoadResult {
+                started_at: std::time::SystemTime::UNIX_EPOCH,
+                elapsed: ms(10),
+                whole_run: ms(10),
+                end_reason: EndReason::Total,
+                recorder,
+                reconnects: 0,
+                planned_reconnects: 0,
+                abandoned: 0,
+            },
+        };
+        let text = String::from_utf8(CsvExporter.render(&report).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "\nduration (ms),status,error\n1.43,OK,\n12.00,Unavailable,\"rpc error: code = Unavailable desc = refused, twice\"\n0.39,OK,\n"
+        );
+    }
 
     #[test]
     fn only_fields_that_need_it_are_quoted() {

@@ -67,8 +67,17 @@ pub struct LoadArgs {
     pub scenario: ScenarioArgs,
 
     /// Request metadata as a JSON object of strings, e.g. '{"authorization":"Bearer x"}'.
-    #[arg(short = 'm', long, value_name = "JSON")]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "JSON",
+        conflicts_with = "metadata_file"
+    )]
     pub metadata: Option<String>,
+
+    /// A file holding the request metadata as a JSON object of strings (ghz's -M).
+    #[arg(short = 'M', long = "metadata-file", value_name = "FILE")]
+    pub metadata_file: Option<PathBuf>,
 
     /// Metadata for the reflection requests only, as a JSON object of strings (ghz's
     /// --reflect-metadata), e.g. when reflection needs its own credentials.

@@ -39,7 +39,17 @@ pub struct PreparedLoad {
 /// Validates the flags and builds the run. Every error is an [`InputError`].
 pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     let target = resolve(&args.target)?;
-    let metadata = parse_metadata("-m/--metadata", args.metadata.as_deref())?;
+    let metadata_json = match (&args.metadata, &args.metadata_file) {
+        (Some(json), _) => Some(json.clone()),
+        (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|err| {
+            InputError(format!(
+                "-M/--metadata-file: cannot read {}: {err}",
+                path.display()
+            ))
+        })?),
+        (None, None) => None,
+    };
+    let metadata = parse_metadata("-m/--metadata", metadata_json.as_deref())?;
     let reflect_metadata = match &args.reflect_metadata {
         Some(json) => parse_metadata("--reflect-metadata", Some(json))?,
         None => metadata.clone(),
@@ -134,7 +144,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .map(|p| p.display().to_string())
             .collect(),
         data: payload_as_given(&args.scenario),
-        metadata: parse_string_map("-m/--metadata", args.metadata.as_deref())?,
+        metadata: parse_string_map("-m/--metadata", metadata_json.as_deref())?,
         distinct_requests: config.requests.len(),
         concurrency: config.concurrency,
         connections: config.connections,

@@ -224,6 +224,36 @@ fn round_robin_data_file_and_metadata_are_sent() {
     let report = json(&output);
     assert_eq!(report["statusCodeDistribution"]["OK"], 100);
     assert_eq!(report["options"]["distinctRequests"], 2);
+    assert_eq!(report["options"]["metadata"]["x-run"], "test");
+
+    // ghz's -M: the metadata from a file.
+    let metadata = dir.path().join("metadata.json");
+    std::fs::write(&metadata, r#"{"x-run":"from-file"}"#).unwrap();
+    let output = run(&[
+        "load",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "10",
+        "-M",
+        metadata.to_str().unwrap(),
+        "-O",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json(&output)["options"]["metadata"]["x-run"], "from-file");
+    assert_input_error(
+        &[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-M",
+            "/nonexistent.json",
+        ],
+        &["-M/--metadata-file", "cannot read"],
+    );
 }
 
 #[test]

@@ -407,6 +407,59 @@ impl Scenario {
     pub fn requests(&self) -> &[Bytes] {
         &self.requests
     }
+
+    /// Checks a reply to the scenario's first request: it must decode as the output message
+    /// with no unknown field ([`validate_reply`]), and where the method is the grpc_bench
+    /// Greeter shape (a `request` field in, a `response` field of the same type out) it must
+    /// echo the request's `request` exactly. What the readiness call checks of any server,
+    /// ours or a peer's.
+    pub fn check_first_reply(&self, reply: &[u8]) -> Result<(), String> {
+        let output = self.method.output();
+        validate_reply(&output, reply)?;
+        let input = self.method.input();
+        let (Some(sent_field), Some(echo_field)) = (
+            input.get_field_by_name("request"),
+            output.get_field_by_name("response"),
+        ) else {
+            return Ok(());
+        };
+        if sent_field.kind() != echo_field.kind() {
+            return Ok(());
+        }
+        let Some(first) = self.requests.first() else {
+            return Ok(());
+        };
+        let sent = crate::framing::unframe_single(first)
+            .ok()
+            .and_then(|bytes| DynamicMessage::decode(input, bytes).ok())
+            .ok_or("the scenario's own request does not decode")?;
+        let echoed = DynamicMessage::decode(output, reply)
+            .map_err(|err| format!("reply does not decode: {err}"))?;
+        if sent.get_field(&sent_field) != echoed.get_field(&echo_field) {
+            return Err(format!(
+                "the reply's `response` is not the request's `request` echoed back (sent {}, got {})",
+                summarize(&sent.get_field(&sent_field)),
+                summarize(&echoed.get_field(&echo_field))
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A value, shortened for an error message.
+fn summarize(value: &prost_reflect::Value) -> String {
+    let text = format!("{value:?}");
+    if text.len() > 120 {
+        let cut = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .take_while(|i| *i <= 120)
+            .last()
+            .unwrap_or(0);
+        format!("{}…", &text[..cut])
+    } else {
+        text
+    }
 }
 
 /// Checks a reply as `--validate` does: it must decode as the method's output message with no
@@ -520,6 +573,30 @@ impl FileResolver for OwnedFileResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_reply_must_echo_the_request() {
+        let scenario = Scenario::builtin("complex_proto").unwrap();
+        // A Greeter echo: HelloReply.response (field 1) = HelloRequest.request (field 1), so
+        // the encoded reply is the encoded request.
+        let request = crate::framing::unframe_single(&scenario.requests()[0]).unwrap();
+        assert_eq!(scenario.check_first_reply(request), Ok(()));
+        let other = Scenario::builtin("complex_proto")
+            .unwrap()
+            .with_payload(r#"{"request":{"name":"someone else"}}"#)
+            .unwrap();
+        let wrong = crate::framing::unframe_single(&other.requests()[0]).unwrap();
+        let err = scenario.check_first_reply(wrong).unwrap_err();
+        assert!(
+            err.contains("not the request's `request` echoed back"),
+            "{err}"
+        );
+        assert!(
+            scenario.check_first_reply(b"").is_err(),
+            "an empty reply echoes nothing"
+        );
+        assert!(scenario.check_first_reply(b"\xff\xff").is_err());
+    }
 
     #[test]
     fn complex_proto_encodes_to_grpc_bench_size() {

@@ -138,7 +138,101 @@ fn a_two_entry_suite_writes_results_and_a_table_that_matches_them() {
             "built-in servers report allocations"
         );
         assert!(stdout.contains(name), "the table is printed");
+        // grpc_bench's layout on stdout: its widths, req/s as in the record.
+        let printed = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name:<18} |")))
+            .unwrap_or_else(|| panic!("no grpc_bench row for {name} in\n{stdout}"));
+        let cells: Vec<&str> = printed.split('|').map(str::trim).collect();
+        assert_eq!(cells[2], rps, "{name}: printed req/s vs JSON");
+        assert_eq!(
+            printed.len(),
+            127,
+            "as wide as grpc_bench's header: {printed}"
+        );
     }
+    // The rules and header exactly as grpc_bench's analyze step prints them.
+    assert!(stdout.lines().any(|l| l == "-".repeat(128)), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l
+            == "| name               |   req/s |   avg. latency |        90 % in |        95 % in |        99 % in | avg. cpu |   avg. memory |"),
+        "{stdout}"
+    );
+}
+
+/// A suite entry with a build: placeholders filled in build, command and env; the build runs
+/// once for the same inputs; an entry whose toolchain is missing is one SKIPPED row, not a
+/// failure (issue 13).
+#[test]
+fn builds_are_cached_and_a_missing_toolchain_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = dir.path().join("peer");
+    std::fs::create_dir_all(&peer).unwrap();
+    std::fs::write(peer.join("source.txt"), "v1").unwrap();
+    let log = dir.path().join("builds.log");
+    // The build copies a launcher into {build_dir}; the launcher refuses to start unless the
+    // scenario's .proto is where {scenario_dir} says.
+    std::fs::write(
+        peer.join("launcher.sh"),
+        format!(
+            "#!/bin/sh\ntest -f \"$PEER_SCENARIO/helloworld.proto\" || exit 9\nexec '{BIN}' serve --impl lab --port \"$1\" --threads \"$2\"\n"
+        ),
+    )
+    .unwrap();
+    let build = format!(
+        "echo built >> {} && cp launcher.sh {{build_dir}}/server && chmod +x {{build_dir}}/server",
+        log.display()
+    );
+    let suite = dir.path().join("suite.toml");
+    let mut text = String::new();
+    text.push_str("[[implementation]]\nname = \"built\"\nworkdir = \"peer\"\n");
+    text.push_str("requires = \"command -v sh\"\n");
+    text.push_str(&format!("build = {}\n", toml_string(&build)));
+    text.push_str("command = \"exec {build_dir}/server {port} {threads}\"\n");
+    text.push_str("env = { PEER_SCENARIO = \"{scenario_dir}\" }\n\n");
+    text.push_str("[[implementation]]\nname = \"missing\"\n");
+    text.push_str("requires = \"command -v no-such-toolchain-xyz\"\n");
+    text.push_str("install = \"apt-get install xyz\"\ncommand = \"exit 1\"\n");
+    std::fs::write(&suite, text).unwrap();
+    for run in 1..=2 {
+        let output = bench(dir.path(), &["--suite", suite.to_str().unwrap()], SHORT);
+        assert!(output.status.success(), "run {run}: {}", stderr(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("| missing            | SKIPPED |"),
+            "run {run}: {stdout}"
+        );
+        assert!(
+            stdout.contains("missing SKIPPED: toolchain missing (`command -v no-such-toolchain-xyz` failed); install it with: apt-get install xyz"),
+            "run {run}: {stdout}"
+        );
+    }
+    let builds = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(builds.lines().count(), 1, "built once: {builds}");
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir.path().join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    folders.sort();
+    assert_eq!(folders.len(), 2);
+    for folder in folders {
+        assert_eq!(record(&folder, "built")["status"], "ok");
+        assert_eq!(record(&folder, "missing")["status"], "skipped");
+    }
+    // A changed source builds again.
+    std::fs::write(peer.join("source.txt"), "v2").unwrap();
+    let output = bench(
+        dir.path(),
+        &["--suite", suite.to_str().unwrap(), "built"],
+        SHORT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 #[test]

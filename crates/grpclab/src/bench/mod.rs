@@ -14,7 +14,19 @@
 //!
 //! The runner measures and reports progress through a callback; `execute` prints.
 
+use runner::RowStatus as Status;
+
+/// How a row that did not measure is named in tables and progress lines.
+pub fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Ok => "OK",
+        Status::Failed => "FAILED",
+        Status::Skipped => "SKIPPED",
+    }
+}
+
 pub mod alloc_profile;
+pub mod build;
 pub mod config;
 pub mod limits;
 pub mod process;
@@ -197,9 +209,17 @@ pub fn execute(
             run.config.server_threads(),
             run.config.client_cpus,
         );
+        let scenario_dir = match build::scenario_dir(&run.config.scenario, dir.path()) {
+            Ok(path) => path,
+            Err(err) => anyhow::bail!(
+                "cannot write the scenario's files into {}: {err}",
+                dir.path().display()
+            ),
+        };
         let mut context = RunContext {
             config: &run.config,
             scenario: &run.scenario,
+            scenario_dir,
             cores: &run_cores,
             cancel,
             progress: &mut prefixed,
@@ -212,9 +232,10 @@ pub fn execute(
                 "{}: {:.0} req/s, {} errors",
                 result.name, load.measured_rps, load.errors
             ),
-            _ => format!(
-                "{}: FAILED: {}",
+            (status, _) => format!(
+                "{}: {}: {}",
                 result.name,
+                status_word(*status),
                 result.reason.as_deref().unwrap_or("")
             ),
         };

@@ -84,7 +84,10 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         .as_ref()
         .filter(|_| result.status == RowStatus::Ok)
     else {
-        let mut cells = vec![result.name.clone(), "FAILED".to_owned()];
+        let mut cells = vec![
+            result.name.clone(),
+            super::status_word(result.status).to_owned(),
+        ];
         cells.extend(std::iter::repeat_n(String::new(), COLUMNS.len() - 2));
         return cells;
     };
@@ -97,15 +100,22 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         millis(at(95.0)),
         millis(at(99.0)),
         format!("{:.2}%", result.usage.cpu_percent),
+        // As grpc_bench prints it: two decimals, trailing zeros dropped ("204.7 MiB").
         format!(
-            "{:.2} MiB",
-            result.usage.memory_average_bytes as f64 / (1 << 20) as f64
+            "{} MiB",
+            trimmed(result.usage.memory_average_bytes as f64 / (1 << 20) as f64)
         ),
         load.errors.to_string(),
         result
             .allocations_per_call
             .map_or_else(|| "-".to_owned(), |a| format!("{a:.1}")),
     ]
+}
+
+/// Two decimals without trailing zeros: 204.70 → "204.7", 12.00 → "12".
+fn trimmed(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn millis(nanos: u64) -> String {
@@ -126,11 +136,12 @@ fn sorted(results: &[ImplResult]) -> Vec<&ImplResult> {
 fn failures(results: &[ImplResult]) -> Vec<String> {
     sorted(results)
         .into_iter()
-        .filter(|r| r.status == RowStatus::Failed)
+        .filter(|r| r.status != RowStatus::Ok)
         .map(|r| {
             let mut line = format!(
-                "{} FAILED: {}",
+                "{} {}: {}",
                 r.name,
+                super::status_word(r.status),
                 r.reason.as_deref().unwrap_or("unknown")
             );
             if !r.stderr_tail.is_empty() {
@@ -141,38 +152,50 @@ fn failures(results: &[ImplResult]) -> Vec<String> {
         .collect()
 }
 
-/// The table as aligned text.
+/// The table as grpc_bench's analyze step prints it: its eight columns at its widths
+/// (`printf "| %-18s | %7s | %14s | ..."`: a longer name widens its own row, as there) between
+/// rules of 128 dashes, so scripts written for grpc_bench's output read ours. A row that did
+/// not measure says FAILED or SKIPPED in the req/s column. grpclab's own columns (errors,
+/// allocations per request) follow in a second table of the same style, then the notes.
 pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
-    let mut rows = vec![COLUMNS.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>()];
-    rows.extend(sorted(results).into_iter().map(row_cells));
-    let widths: Vec<usize> = (0..COLUMNS.len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for (index, row) in rows.iter().enumerate() {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, cell)| {
-                if i == 0 {
-                    format!("{cell:<width$}", width = widths[i])
-                } else {
-                    format!("{cell:>width$}", width = widths[i])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-        if index == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-            out.push('\n');
-        }
+    let rule = "-".repeat(128);
+    let mut out = format!("{rule}\n");
+    out.push_str(&grpc_bench_row(&COLUMNS[..8]));
+    out.push_str(&format!("{rule}\n"));
+    let rows: Vec<Vec<String>> = sorted(results).into_iter().map(row_cells).collect();
+    for cells in &rows {
+        out.push_str(&grpc_bench_row(&cells[..8]));
+    }
+    out.push_str(&format!("{rule}\n"));
+    let name_width = rows
+        .iter()
+        .map(|cells| cells[0].chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(18);
+    out.push_str(&format!(
+        "| {:<name_width$} | {:>6} | {:>10} |\n",
+        COLUMNS[0], COLUMNS[8], COLUMNS[9]
+    ));
+    for cells in &rows {
+        out.push_str(&format!(
+            "| {:<name_width$} | {:>6} | {:>10} |\n",
+            cells[0], cells[8], cells[9]
+        ));
     }
     for line in failures(results).iter().chain(footer) {
         out.push_str(line);
         out.push('\n');
     }
     out
+}
+
+/// One row at grpc_bench's column widths.
+fn grpc_bench_row<S: std::fmt::Display>(cells: &[S]) -> String {
+    format!(
+        "| {:<18} | {:>7} | {:>14} | {:>14} | {:>14} | {:>14} | {:>8} | {:>13} |\n",
+        cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
+    )
 }
 
 /// The table in Markdown, as grpc_bench publishes it.

@@ -23,6 +23,8 @@ pub enum RowStatus {
     Ok,
     /// Not measured, or not to be trusted; see the reason.
     Failed,
+    /// Not run: its toolchain is missing (the reason says what to install).
+    Skipped,
 }
 
 /// Everything about one implementation's run, as written to `<name>.json`.
@@ -58,6 +60,13 @@ pub struct ImplResult {
 }
 
 impl ImplResult {
+    fn skipped(name: &str, command: &str, reason: String) -> ImplResult {
+        ImplResult {
+            status: RowStatus::Skipped,
+            ..ImplResult::failed(name, command, reason, Vec::new(), AppliedLimits::default())
+        }
+    }
+
     fn failed(
         name: &str,
         command: &str,
@@ -89,6 +98,8 @@ pub struct RunContext<'a> {
     pub config: &'a BenchConfig,
     /// The scenario to send.
     pub scenario: &'a Scenario,
+    /// A folder with the scenario's `.proto` files and payload (`{scenario_dir}`).
+    pub scenario_dir: std::path::PathBuf,
     /// Cores for server and client.
     pub cores: &'a CorePlan,
     /// Ctrl-C.
@@ -105,29 +116,6 @@ fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
-}
-
-/// Runs a build command; the error carries the reason and its output's tail.
-fn build(spec: &ImplementationSpec, command: &str) -> Result<(), (String, Vec<String>)> {
-    let mut build = std::process::Command::new("sh");
-    build.arg("-c").arg(command).envs(&spec.env);
-    if let Some(dir) = &spec.workdir {
-        build.current_dir(dir);
-    }
-    let output = build
-        .output()
-        .map_err(|err| (format!("cannot run the build command: {err}"), Vec::new()))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let text = String::from_utf8_lossy(&output.stderr).into_owned()
-        + &String::from_utf8_lossy(&output.stdout);
-    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let tail = lines[lines.len().saturating_sub(20)..].to_vec();
-    Err((
-        format!("build failed ({})", describe_exit(output.status)),
-        tail,
-    ))
 }
 
 /// Waits until the server is ready: the port accepts and (by default) one real call succeeds.
@@ -157,6 +145,12 @@ fn wait_until_ready(
             Ok(_) => {
                 let mut probe =
                     LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec());
+                // The reply must be the scenario's echo, whoever wrote the server: a peer
+                // that answers OK with the wrong message is not ready, it is wrong.
+                let checker = scenario.clone();
+                probe.validator = Some(std::sync::Arc::new(move |reply: &[u8]| {
+                    checker.check_first_reply(reply)
+                }));
                 probe.total = Some(1);
                 probe.concurrency = 1;
                 probe.timeout = Some(Duration::from_secs(2));
@@ -227,12 +221,26 @@ fn process_alive(pid: u32) -> bool {
 pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplResult {
     let config = context.config;
     let name = spec.name.as_str();
-    if let Some(command) = &spec.build {
-        (context.progress)(&format!("{name}: building"));
-        if let Err((reason, tail)) = build(spec, command) {
-            return ImplResult::failed(name, &spec.command, reason, tail, AppliedLimits::default());
+    let mut placeholders = match super::build::prepare(
+        spec,
+        context.scenario.name(),
+        &context.scenario_dir,
+        config.server_threads(),
+        context.progress,
+    ) {
+        super::build::Prepared::Ready { placeholders, note } => {
+            if let Some(note) = note {
+                (context.progress)(&format!("{name}: {note}"));
+            }
+            placeholders
         }
-    }
+        super::build::Prepared::Skipped(reason) => {
+            return ImplResult::skipped(name, &spec.command, reason);
+        }
+        super::build::Prepared::Failed(reason, tail) => {
+            return ImplResult::failed(name, &spec.command, reason, tail, AppliedLimits::default())
+        }
+    };
     let port = match free_port() {
         Ok(port) => port,
         Err(err) => {
@@ -246,10 +254,8 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
         }
     };
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let command = spec
-        .command
-        .replace("{port}", &port.to_string())
-        .replace("{threads}", &config.server_threads().to_string());
+    placeholders.port = Some(port);
+    let command = placeholders.fill(&spec.command);
 
     let cgroup_name = format!("grpclab-{}-{}", std::process::id(), sanitize(name));
     let (cgroup, cgroup_note) =
@@ -272,7 +278,7 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
     limits.note = cgroup_note;
     limits.client_cores = context.cores.client.clone();
 
-    let mut env: Vec<(String, String)> = spec.env.clone().into_iter().collect();
+    let mut env: Vec<(String, String)> = placeholders.env(spec).into_iter().collect();
     env.push((
         "GRPC_SERVER_CPUS".to_owned(),
         config.server_cpus.to_string(),

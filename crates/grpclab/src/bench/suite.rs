@@ -5,12 +5,23 @@
 //! ```toml
 //! [[implementation]]
 //! name = "go_grpc"                       # the table's row name
-//! command = "./server -port {port}"      # run with sh -c; {port} and {threads} are filled in
-//! build = "go build -o server ."         # optional, run once before starting
-//! workdir = "servers/go_grpc"            # optional, relative to the suite file
+//! workdir = "go_grpc"                    # optional, relative to the suite file
+//! requires = "command -v go"             # optional: a shell check; failing, the row is SKIPPED
+//! install = "bash peers/install.sh go"   # optional: how to get what `requires` checks
+//! build = "./build.sh {scenario_dir} {build_dir}"   # optional, cached (below)
+//! command = "exec {build_dir}/server {port}"        # run with sh -c
 //! ready = "rpc"                          # optional: "rpc" (default, one real call) or "port"
-//! env = { GOMAXPROCS = "1" }             # optional, added to the server's environment
+//! env = { GOMAXPROCS = "{threads}" }     # optional, added to the server's environment
 //! ```
+//!
+//! Placeholders, filled in `build`, `command` and `env` values: `{port}` (not in `build`),
+//! `{threads}`, `{scenario_dir}` (a folder holding the scenario's `.proto` files and
+//! `payload`: grpc_bench rebuilds each server for its scenario's proto), `{build_dir}`
+//! (where the build puts its output) and `{grpclab}` (this binary: `{grpclab} serve --impl
+//! lab ...` lists a built-in server in a suite). A build runs once per distinct input: `{build_dir}` is
+//! `<workdir>/.build/<scenario>-<hash>`, the hash covering the workdir's files (but `.build`,
+//! `node_modules`, `target` and `.git`), the scenario's files, the build command and the env;
+//! a finished build leaves a stamp there and is not run again.
 //!
 //! The server's environment also holds GRPC_SERVER_CPUS and GRPC_SERVER_RAM. The built-in
 //! suite (tonic-mt, tonic-st, lab) runs this very binary's `serve` command.
@@ -38,11 +49,18 @@ pub enum Readiness {
 pub struct ImplementationSpec {
     /// The row's name.
     pub name: String,
-    /// The start command, for `sh -c`, with `{port}` and `{threads}` placeholders.
+    /// The start command, for `sh -c`, with placeholders (see the module docs).
     pub command: String,
-    /// An optional build command, run once before starting.
+    /// An optional build command, run once per distinct input before starting.
     #[serde(default)]
     pub build: Option<String>,
+    /// A shell check that the toolchain is there (e.g. `command -v go`); when it fails the
+    /// row is SKIPPED, not FAILED.
+    #[serde(default)]
+    pub requires: Option<String>,
+    /// How to install what `requires` checks, shown in the SKIPPED row.
+    #[serde(default)]
+    pub install: Option<String>,
     /// The working directory for build and start.
     #[serde(default)]
     pub workdir: Option<PathBuf>,
@@ -137,6 +155,8 @@ pub fn builtin_suite(exe: &Path) -> Vec<ImplementationSpec> {
                 "exec {exe} serve --impl {name} --port {{port}} --threads {{threads}}"
             ),
             build: None,
+            requires: None,
+            install: None,
             workdir: None,
             ready: Readiness::Rpc,
             env: BTreeMap::new(),

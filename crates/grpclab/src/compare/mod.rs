@@ -153,9 +153,17 @@ pub fn execute(
             }
             let mut prefixed =
                 |line: &str| progress(&format!("[round {round}/{}] {line}", prepared.rounds));
+            let scenario_dir = crate::bench::build::scenario_dir(&config.scenario, dir.path())
+                .map_err(|err| {
+                    anyhow::anyhow!(
+                        "cannot write the scenario's files into {}: {err}",
+                        dir.path().display()
+                    )
+                })?;
             let mut context = RunContext {
                 config,
                 scenario: &prepared.scenario,
+                scenario_dir,
                 cores: &cores,
                 cancel,
                 progress: &mut prefixed,
@@ -166,9 +174,9 @@ pub fn execute(
             spec.name = format!("{}-{round}", label(index).to_lowercase());
             let result = run_one(&spec, &mut context);
             dir.write_result(&result)?;
-            if result.status == RowStatus::Failed {
+            if result.status != RowStatus::Ok {
                 anyhow::bail!(
-                    "{} ({text}) failed in round {round}: {}; the runs so far are in {}",
+                    "{} ({text}) did not run in round {round}: {}; the runs so far are in {}",
                     label(index),
                     result.reason.as_deref().unwrap_or("unknown"),
                     dir.path().display()

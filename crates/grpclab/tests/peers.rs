@@ -1,0 +1,126 @@
+//! grpc_bench's table, reproduced (issue 13): `grpclab bench --suite peers/suite.toml` builds
+//! every peer for the scenario, checks its first reply is the echo, and measures it beside the
+//! built-ins. CI installs the toolchains (`bash peers/install.sh`); on a machine without one, its
+//! rows are SKIPPED — which is what the second test checks on purpose, by hiding a toolchain.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
+const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/suite.toml");
+
+/// The peers in the suite, as grpc_bench names them.
+const PEERS: [&str; 7] = [
+    "go_grpc",
+    "cpp_grpc_mt",
+    "java_hotspot_grpc_pgc",
+    "java_hotspot_grpc_pgc_direct",
+    "python_async_grpc",
+    "node_grpcjs",
+    "rust_lab",
+];
+
+fn bench(results: &Path, args: &[&str], path_env: Option<&Path>) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .arg("bench")
+        .args(["--suite", SUITE])
+        .args(["--results-dir", results.to_str().unwrap()])
+        .args(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GRPC_") {
+            command.env_remove(key);
+        }
+    }
+    // A few seconds each: this checks that every peer builds, answers right and holds up
+    // under load without errors, not how fast it is (BENCHMARKS.md has the full runs).
+    command.envs([
+        ("GRPC_BENCHMARK_DURATION", "2s"),
+        ("GRPC_BENCHMARK_WARMUP", "2s"),
+        ("GRPC_CLIENT_CONNECTIONS", "5"),
+        ("GRPC_CLIENT_CONCURRENCY", "50"),
+    ]);
+    if let Some(path) = path_env {
+        command.env("PATH", path);
+    }
+    command.output().expect("run grpclab bench")
+}
+
+fn record(results: &Path, name: &str) -> serde_json::Value {
+    let folder = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .expect("a results folder");
+    serde_json::from_slice(&std::fs::read(folder.join(format!("{name}.json"))).unwrap())
+        .unwrap_or_else(|err| panic!("{name}.json: {err}"))
+}
+
+#[test]
+fn every_peer_builds_answers_and_runs_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), &PEERS, None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let in_ci = std::env::var_os("CI").is_some();
+    for name in PEERS {
+        let record = record(dir.path(), name);
+        match record["status"].as_str() {
+            Some("ok") => {
+                assert_eq!(record["load"]["errors"], 0, "{name}: {record}");
+                assert!(record["load"]["count"].as_u64().unwrap() > 0, "{name}");
+            }
+            Some("skipped") if !in_ci => {
+                eprintln!(
+                    "SKIPPED: {name}: {} (bash peers/install.sh installs it)",
+                    record["reason"]
+                );
+            }
+            other => panic!(
+                "{name}: {other:?} ({}): CI installs every toolchain\n{stdout}\n{stderr}",
+                record["reason"]
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_peer_whose_toolchain_is_missing_is_one_skipped_row() {
+    // A PATH holding only what the harness itself runs (sh, and taskset to pin a server):
+    // node and npm are not found.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["sh", "taskset"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+        assert!(!path.is_empty(), "{tool} is not installed");
+        std::os::unix::fs::symlink(path, bin.join(tool)).unwrap();
+    }
+    let results = dir.path().join("results");
+    let output = bench(&results, &["node_grpcjs", "rust_lab"], Some(&bin));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "a skipped row is not a failure: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("| node_grpcjs        | SKIPPED |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("node_grpcjs SKIPPED: toolchain missing (`command -v node && command -v npm` failed); install it with: bash peers/install.sh node"),
+        "{stdout}"
+    );
+    assert_eq!(record(&results, "node_grpcjs")["status"], "skipped");
+    assert_eq!(
+        record(&results, "rust_lab")["status"],
+        "ok",
+        "the rest still runs"
+    );
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs every peer's toolchain on a fresh Debian machine, from Debian's packages, PyPI and
+# npm (the registries this machine reaches). Idempotent: what is there is left alone.
+#
+#   bash peers/install.sh            # everything
+#   bash peers/install.sh go cpp     # some: go, cpp, java, python, node
+#
+# A peer whose toolchain is missing is not fatal: `grpclab bench --suite peers/suite.toml`
+# shows it as one SKIPPED row naming what to install.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(go cpp java python node)
+
+apt_install() {
+  local missing=()
+  for package in "$@"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+for toolchain in "${want[@]}"; do
+  case "$toolchain" in
+    go)
+      # grpc-go and protobuf-go as Debian ships them (sources under /usr/share/gocode), the
+      # protoc plugins for both.
+      apt_install golang-go golang-google-grpc-dev golang-google-protobuf-dev \
+        golang-github-golang-protobuf-1-5-dev protoc-gen-go \
+        protoc-gen-go-grpc protobuf-compiler
+      ;;
+    cpp)
+      apt_install g++ make pkg-config libgrpc++-dev protobuf-compiler-grpc protobuf-compiler \
+        libprotobuf-dev
+      ;;
+    java)
+      # grpc-java with its netty transport and protobuf-java, as jars under /usr/share/java,
+      # and the protoc plugin that generates the service stubs.
+      apt_install default-jdk-headless libgrpc-java libprotobuf-java libnetty-java libperfmark-java \
+        protobuf-compiler protobuf-compiler-grpc-java-plugin
+      ;;
+    python)
+      if ! python3 -c "import grpc, grpc_tools" 2>/dev/null; then
+        python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+          grpcio grpcio-tools
+      fi
+      ;;
+    node)
+      command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
+      (cd node_grpcjs && { [ -d node_modules/@grpc/grpc-js ] || npm install --silent --no-audit --no-fund; })
+      ;;
+    *)
+      echo "unknown toolchain '$toolchain': choose go, cpp, java, python or node" >&2
+      exit 2
+      ;;
+  esac
+  echo "peers/install.sh: $toolchain ready"
+done

@@ -1,0 +1,40 @@
+// java_hotspot_grpc_pgc(_direct): the Greeter on grpc-java with its netty transport, written
+// the plain way. The executor is the one setting grpc_bench varies: JVM_EXECUTOR_TYPE =
+// workStealing (the default: a work-stealing pool, one thread per available CPU) or direct
+// (calls run on netty's event loop).
+// Usage: java GreeterServer PORT
+
+import helloworld.GreeterGrpc;
+import helloworld.Helloworld.HelloReply;
+import helloworld.Helloworld.HelloRequest;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Executors;
+
+public final class GreeterServer {
+  static final class Greeter extends GreeterGrpc.GreeterImplBase {
+    @Override
+    public void sayHello(HelloRequest request, StreamObserver<HelloReply> replies) {
+      replies.onNext(HelloReply.newBuilder().setResponse(request.getRequest()).build());
+      replies.onCompleted();
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    int port = Integer.parseInt(args[0]);
+    NettyServerBuilder builder =
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port));
+    String executor = System.getenv().getOrDefault("JVM_EXECUTOR_TYPE", "workStealing");
+    switch (executor) {
+      case "direct" -> builder.directExecutor();
+      case "workStealing" -> builder.executor(
+          Executors.newWorkStealingPool(Runtime.getRuntime().availableProcessors()));
+      default -> throw new IllegalArgumentException(
+          "JVM_EXECUTOR_TYPE must be direct or workStealing, not " + executor);
+    }
+    Server server = builder.addService(new Greeter()).build().start();
+    server.awaitTermination();
+  }
+}

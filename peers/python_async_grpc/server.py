@@ -1,0 +1,27 @@
+"""python_async_grpc: the Greeter on grpcio's asyncio server, written the plain way.
+
+Usage: server.py PORT STUBS_DIR   (STUBS_DIR holds helloworld_pb2*.py from build.sh)
+"""
+import asyncio
+import sys
+
+
+async def serve(port, stubs):
+    sys.path.insert(0, stubs)
+    import grpc
+    import helloworld_pb2
+    import helloworld_pb2_grpc
+
+    class Greeter(helloworld_pb2_grpc.GreeterServicer):
+        async def SayHello(self, request, context):
+            return helloworld_pb2.HelloReply(response=request.request)
+
+    server = grpc.aio.server()
+    helloworld_pb2_grpc.add_GreeterServicer_to_server(Greeter(), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    await server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    asyncio.run(serve(sys.argv[1], sys.argv[2]))

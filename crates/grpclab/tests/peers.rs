@@ -21,6 +21,15 @@ const PEERS: [&str; 7] = [
 ];
 
 fn bench(results: &Path, args: &[&str], path_env: Option<&Path>) -> Output {
+    bench_with(results, args, path_env, &[])
+}
+
+fn bench_with(
+    results: &Path,
+    args: &[&str],
+    path_env: Option<&Path>,
+    extra_env: &[(&str, &str)],
+) -> Output {
     let mut command = Command::new(BIN);
     command
         .arg("bench")
@@ -40,6 +49,7 @@ fn bench(results: &Path, args: &[&str], path_env: Option<&Path>) -> Output {
         ("GRPC_CLIENT_CONNECTIONS", "5"),
         ("GRPC_CLIENT_CONCURRENCY", "50"),
     ]);
+    command.envs(extra_env.iter().copied());
     if let Some(path) = path_env {
         command.env("PATH", path);
     }
@@ -122,5 +132,94 @@ fn a_peer_whose_toolchain_is_missing_is_one_skipped_row() {
         record(&results, "rust_lab")["status"],
         "ok",
         "the rest still runs"
+    );
+}
+
+/// The Java peer under `--profile cpu --profile alloc`: Java Flight Recorder, not perf, so the
+/// flamegraph has Java method names, and the allocation sites name grpc-java, netty or
+/// protobuf frames (the seed investigation's question: where does grpc-java allocate per call).
+#[test]
+fn a_jvm_peer_is_profiled_with_flight_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    // Long enough for the recorder to take a few hundred samples of each kind.
+    let output = bench_with(
+        dir.path(),
+        &[
+            "java_hotspot_grpc_pgc",
+            "--profile",
+            "cpu",
+            "--profile",
+            "alloc",
+        ],
+        None,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "8s"),
+            ("GRPC_BENCHMARK_WARMUP", "4s"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let record = record(dir.path(), "java_hotspot_grpc_pgc");
+    if record["status"] == "skipped" && std::env::var_os("CI").is_none() {
+        eprintln!("SKIPPED: no Java toolchain (bash peers/install.sh java)");
+        return;
+    }
+    assert_eq!(record["status"], "ok", "{record}");
+    assert!(
+        record["profile_note"].is_null(),
+        "{}",
+        record["profile_note"]
+    );
+    let folder = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    assert!(folder.join("java_hotspot_grpc_pgc.jfr").is_file());
+
+    let java_frame = |name: &str| {
+        [
+            "io.grpc.",
+            "io.netty.",
+            "com.google.protobuf.",
+            "helloworld.",
+        ]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+    };
+    let top = record["cpu_profile"]["top"].as_array().unwrap();
+    assert!(
+        top.iter()
+            .any(|f| java_frame(f["function"].as_str().unwrap())),
+        "Java methods by name: {top:?}"
+    );
+    let svg = std::fs::read_to_string(folder.join("java_hotspot_grpc_pgc.flamegraph.svg")).unwrap();
+    assert!(svg.contains("io.grpc.") || svg.contains("io.netty."));
+
+    let alloc = &record["alloc_profile"];
+    assert!(
+        alloc["source"]
+            .as_str()
+            .unwrap()
+            .contains("Flight Recorder"),
+        "{alloc}"
+    );
+    assert!(alloc["allocations"].as_u64().unwrap() > 0, "{alloc}");
+    let sites = alloc["by_bytes"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|site| {
+            java_frame(site["site"].as_str().unwrap())
+                || site["called_from"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| java_frame(f.as_str().unwrap()))
+        }),
+        "sites in grpc-java, netty or protobuf: {sites:?}"
+    );
+    assert!(
+        sites[0]["bytes_per_call"].as_f64().unwrap() > 0.0,
+        "per call over the measured calls"
     );
 }

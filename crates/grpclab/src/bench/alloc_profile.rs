@@ -40,7 +40,14 @@ pub struct AllocationSite {
 /// What an allocation profile produced.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AllocProfile {
-    /// dhat's JSON (open it in DHAT's viewer, dh_view.html), in the results folder.
+    /// How the allocations were seen: dhat (every allocation, exact) or Java Flight Recorder
+    /// (allocation samples: counts are samples, bytes are JFR's estimates).
+    pub source: String,
+    /// Whether `allocations` counts samples (JFR) rather than allocations (dhat): then there is
+    /// no count per call, only bytes.
+    pub sampled: bool,
+    /// The full profile (dhat's JSON for DHAT's viewer, or the `.jfr` recording for JDK
+    /// Mission Control), in the results folder.
     pub dhat_file: String,
     /// The sites as text, in the results folder.
     pub sites_file: String,
@@ -216,57 +223,96 @@ fn is_machinery(frame: &str) -> bool {
         .any(|prefix| function.starts_with(prefix))
 }
 
+/// Where memory was allocated: the frames (the allocating one first) and what was allocated
+/// there (exact counts from dhat; one sample and its estimated bytes from JFR).
+#[derive(Debug, Clone)]
+pub struct AllocationPoint {
+    /// Frames, innermost first.
+    pub frames: Vec<String>,
+    /// Allocations (or samples).
+    pub allocations: u64,
+    /// Bytes (or estimated bytes).
+    pub bytes: u64,
+}
+
 /// Sums dhat's program points per site and keeps the top ones.
 pub fn summarize(dhat_json: &str, calls: Option<u64>) -> Result<AllocProfile, String> {
     let file: DhatFile = serde_json::from_str(dhat_json)
         .map_err(|err| format!("allocation profile failed: not dhat's JSON: {err}"))?;
-    struct Totals {
-        allocations: u64,
-        bytes: u64,
-        /// The callers of the program point that allocated the most here.
-        context: Vec<String>,
-        context_allocations: u64,
-    }
-    let mut sites: HashMap<String, Totals> = HashMap::new();
-    let (mut allocations, mut bytes) = (0u64, 0u64);
-    for point in &file.pps {
-        allocations += point.tbk;
-        bytes += point.tb;
-        let frames: Vec<String> = point
+    let points = file.pps.iter().map(|point| AllocationPoint {
+        frames: point
             .fs
             .iter()
             .filter_map(|&index| file.ftbl.get(index))
             .map(|frame| display_frame(frame))
-            .collect();
-        let mut outside = frames.iter().skip_while(|f| is_machinery(f));
+            .collect(),
+        allocations: point.tbk,
+        bytes: point.tb,
+    });
+    Ok(sites(
+        points,
+        calls,
+        is_machinery,
+        "dhat: every heap allocation in the window, exact",
+        false,
+    ))
+}
+
+/// Sums allocation points per site — the first frame for which `machinery` is false (the
+/// allocator, collections, a runtime's own classes), with its callers for context — and keeps
+/// the top sites by count and by bytes.
+pub fn sites(
+    points: impl IntoIterator<Item = AllocationPoint>,
+    calls: Option<u64>,
+    machinery: fn(&str) -> bool,
+    source: &str,
+    sampled: bool,
+) -> AllocProfile {
+    struct Totals {
+        allocations: u64,
+        bytes: u64,
+        /// The callers of the point that allocated the most here.
+        context: Vec<String>,
+        context_allocations: u64,
+    }
+    let mut by_site: HashMap<String, Totals> = HashMap::new();
+    let (mut allocations, mut bytes) = (0u64, 0u64);
+    for point in points {
+        allocations += point.allocations;
+        bytes += point.bytes;
+        let mut outside = point.frames.iter().skip_while(|f| machinery(f));
         let site = outside
             .next()
-            .or(frames.last())
+            .or(point.frames.last())
             .cloned()
             .unwrap_or_else(|| "[unknown]".to_owned());
         let context: Vec<String> = outside.take(CONTEXT_FRAMES).cloned().collect();
-        let totals = sites.entry(site).or_insert(Totals {
+        let totals = by_site.entry(site).or_insert(Totals {
             allocations: 0,
             bytes: 0,
             context: Vec::new(),
             context_allocations: 0,
         });
-        totals.allocations += point.tbk;
-        totals.bytes += point.tb;
-        if point.tbk > totals.context_allocations {
-            totals.context_allocations = point.tbk;
+        totals.allocations += point.allocations;
+        totals.bytes += point.bytes;
+        if point.allocations > totals.context_allocations {
+            totals.context_allocations = point.allocations;
             totals.context = context;
         }
     }
     let per_call = |n: u64| calls.filter(|&c| c > 0).map(|c| n as f64 / c as f64);
-    let mut all: Vec<AllocationSite> = sites
+    let mut all: Vec<AllocationSite> = by_site
         .into_iter()
         .map(|(site, totals)| AllocationSite {
             site,
             called_from: totals.context,
             allocations: totals.allocations,
             bytes: totals.bytes,
-            allocations_per_call: per_call(totals.allocations),
+            allocations_per_call: if sampled {
+                None
+            } else {
+                per_call(totals.allocations)
+            },
             bytes_per_call: per_call(totals.bytes),
         })
         .collect();
@@ -274,7 +320,9 @@ pub fn summarize(dhat_json: &str, calls: Option<u64>) -> Result<AllocProfile, St
     let by_count: Vec<AllocationSite> = all.iter().take(TOP).cloned().collect();
     all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.site.cmp(&b.site)));
     let by_bytes: Vec<AllocationSite> = all.into_iter().take(TOP).collect();
-    Ok(AllocProfile {
+    AllocProfile {
+        source: source.to_owned(),
+        sampled,
         dhat_file: String::new(),
         sites_file: String::new(),
         allocations,
@@ -282,7 +330,7 @@ pub fn summarize(dhat_json: &str, calls: Option<u64>) -> Result<AllocProfile, St
         calls,
         by_count,
         by_bytes,
-    })
+    }
 }
 
 /// The sites file: totals, then the two top lists with each site's callers.
@@ -290,15 +338,27 @@ pub fn render(profile: &AllocProfile) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "allocation sites over the measured window (dhat; full profile: {})",
-        profile.dhat_file
+        "allocation sites over the measured window ({}; full profile: {})",
+        profile.source, profile.dhat_file
     );
+    let unit = if profile.sampled {
+        "samples"
+    } else {
+        "allocations"
+    };
     let _ = write!(
         text,
-        "total {} allocations, {} bytes",
+        "total {} {unit}, {} bytes",
         profile.allocations, profile.bytes
     );
     match profile.calls {
+        Some(calls) if calls > 0 && profile.sampled => {
+            let _ = writeln!(
+                text,
+                " over {calls} calls: {:.0} bytes per call",
+                profile.bytes as f64 / calls as f64
+            );
+        }
         Some(calls) if calls > 0 => {
             let _ = writeln!(
                 text,
@@ -317,14 +377,19 @@ pub fn render(profile: &AllocProfile) -> String {
         }
     };
     let per_call = |value: Option<f64>| value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    let (by_count, count_share) = if profile.sampled {
+        ("by samples", "samples%")
+    } else {
+        ("by allocations", "allocs%")
+    };
     for (title, list) in [
-        ("by allocations", &profile.by_count),
+        (by_count, &profile.by_count),
         ("by bytes", &profile.by_bytes),
     ] {
         let _ = writeln!(
             text,
             "\n{title}:\n{:>10} {:>12} {:>7} {:>7}  site",
-            "allocs/call", "bytes/call", "allocs%", "bytes%"
+            "allocs/call", "bytes/call", count_share, "bytes%"
         );
         for site in list {
             let _ = writeln!(

@@ -28,6 +28,7 @@ pub fn status_word(status: Status) -> &'static str {
 pub mod alloc_profile;
 pub mod build;
 pub mod config;
+pub mod jfr;
 pub mod limits;
 pub mod process;
 pub mod profile;

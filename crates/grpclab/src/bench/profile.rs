@@ -138,36 +138,46 @@ impl CpuRecording {
                 .map_err(|err| format!("CPU profile failed: collapsing stacks: {err}"))?;
         }
         let folded = String::from_utf8_lossy(&folded).into_owned();
-        let (weight, top) = top_functions(&folded);
-        if weight == 0 {
-            return Err("CPU profile: perf recorded no samples (was the server idle?)".to_owned());
-        }
-        let mut svg = Vec::new();
-        let mut options = inferno::flamegraph::Options::default();
-        options.title = "grpclab: server CPU during the measured window".to_owned();
-        inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut svg)
-            .map_err(|err| format!("CPU profile failed: flamegraph: {err}"))?;
-        std::fs::write(&self.svg, svg).map_err(|err| format!("CPU profile failed: {err}"))?;
-        let mut text = format!(
-            "total sample weight {weight}\n{:>8} {:>8}  function\n",
-            "self %", "total %"
-        );
-        for share in &top {
-            let _ = writeln!(
-                text,
-                "{:>8.2} {:>8.2}  {}",
-                share.self_percent, share.total_percent, share.function
-            );
-        }
-        std::fs::write(&self.top, text.as_bytes())
-            .map_err(|err| format!("CPU profile failed: {err}"))?;
-        Ok(CpuProfile {
-            flamegraph: file_name(&self.svg),
-            top_file: file_name(&self.top),
-            weight,
-            top,
-        })
+        render(
+            &folded,
+            &self.svg,
+            &self.top,
+            "grpclab: server CPU during the measured window",
+        )
     }
+}
+
+/// Renders folded stacks (`root;...;leaf COUNT` per line) as a flamegraph at `svg` and the top
+/// functions at `top`: the common end of perf's and Java Flight Recorder's profiles.
+pub fn render(folded: &str, svg: &Path, top: &Path, title: &str) -> Result<CpuProfile, String> {
+    let (weight, shares) = top_functions(folded);
+    if weight == 0 {
+        return Err("CPU profile: no samples were recorded (was the server idle?)".to_owned());
+    }
+    let mut image = Vec::new();
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = title.to_owned();
+    inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut image)
+        .map_err(|err| format!("CPU profile failed: flamegraph: {err}"))?;
+    std::fs::write(svg, image).map_err(|err| format!("CPU profile failed: {err}"))?;
+    let mut text = format!(
+        "total sample weight {weight}\n{:>8} {:>8}  function\n",
+        "self %", "total %"
+    );
+    for share in &shares {
+        let _ = writeln!(
+            text,
+            "{:>8.2} {:>8.2}  {}",
+            share.self_percent, share.total_percent, share.function
+        );
+    }
+    std::fs::write(top, text.as_bytes()).map_err(|err| format!("CPU profile failed: {err}"))?;
+    Ok(CpuProfile {
+        flamegraph: file_name(svg),
+        top_file: file_name(top),
+        weight,
+        top: shares,
+    })
 }
 
 /// Self and total shares per function from folded stacks (`a;b;c COUNT` per line).

@@ -287,6 +287,15 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
         "GRPC_SERVER_RAM".to_owned(),
         format!("{}m", config.server_ram >> 20),
     ));
+    if context.alloc_profile_dir.is_some() {
+        // Should the server be a JVM: Flight Recorder samples allocations when a thread takes
+        // a new TLAB, and grown TLABs (megabytes) leave a window with a handful of samples.
+        // Small fixed TLABs give it hundreds; only under --profile alloc, which perturbs
+        // anyway. Other runtimes ignore the variable.
+        let mut options = std::env::var("JAVA_TOOL_OPTIONS").unwrap_or_default();
+        options.push_str(" -XX:TLABSize=16k -XX:-ResizeTLAB");
+        env.push(("JAVA_TOOL_OPTIONS".to_owned(), options.trim().to_owned()));
+    }
     (context.progress)(&format!("{name}: starting on port {port}"));
     let launch = Launch {
         command: &command,
@@ -457,6 +466,7 @@ fn measure(
         let mut recording: Option<Result<super::profile::CpuRecording, String>> = None;
         let mut alloc_recording: Option<Result<super::alloc_profile::AllocRecording, String>> =
             None;
+        let mut jfr_recording: Option<Result<super::jfr::JfrRecording, String>> = None;
         loop {
             match done_rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
@@ -469,12 +479,23 @@ fn measure(
                     cpu_usage_file.clone(),
                     Duration::from_secs(1),
                 ));
-                if let Some(dir) = &profile_dir {
-                    recording = Some(super::profile::start(&group_pids(pid), dir, &profile_name));
-                }
-                if let Some(dir) = &alloc_dir {
-                    alloc_recording =
-                        Some(super::alloc_profile::start(&target, dir, &profile_name));
+                // A JVM is profiled by its own recorder (perf cannot name JIT-compiled
+                // frames), for CPU and allocations at once.
+                let jvm = profile_dir
+                    .as_ref()
+                    .or(alloc_dir.as_ref())
+                    .and_then(|dir| super::jfr::find_jvm(&group_pids(pid)).map(|jvm| (jvm, dir)));
+                if let Some((jvm, dir)) = jvm {
+                    jfr_recording = Some(super::jfr::start(jvm, dir, &profile_name));
+                } else {
+                    if let Some(dir) = &profile_dir {
+                        recording =
+                            Some(super::profile::start(&group_pids(pid), dir, &profile_name));
+                    }
+                    if let Some(dir) = &alloc_dir {
+                        alloc_recording =
+                            Some(super::alloc_profile::start(&target, dir, &profile_name));
+                    }
                 }
             }
             if !process_alive(pid) {
@@ -493,15 +514,20 @@ fn measure(
         };
         let profile =
             recording.map(|started| started.and_then(super::profile::CpuRecording::finish));
-        (usage, stats_before, died, profile, alloc_profile)
+        let jfr = if died {
+            jfr_recording.map(|_| Err("JVM profile lost: the server died".to_owned()))
+        } else {
+            jfr_recording.map(|started| started.and_then(super::jfr::JfrRecording::stop))
+        };
+        (usage, stats_before, died, profile, alloc_profile, jfr)
     });
     let outcome = grpclab_load::run(load, &load_cancel, &mut |_| {});
     let _ = done_tx.send(());
-    let (usage, stats_before, died, profile, alloc_stopped) = monitor
+    let (usage, stats_before, died, profile, alloc_stopped, jfr) = monitor
         .join()
-        .unwrap_or_else(|_| (Usage::default(), None, false, None, None));
+        .unwrap_or_else(|_| (Usage::default(), None, false, None, None, None));
     let mut notes = Vec::new();
-    let cpu_profile = keep_profile(profile, name, context.progress, &mut notes);
+    let mut cpu_profile = keep_profile(profile, name, context.progress, &mut notes);
     let stats_after = if died {
         None
     } else {
@@ -511,12 +537,40 @@ fn measure(
         (Some(before), Some(after)) => Some(after.calls.saturating_sub(before.calls)),
         _ => None,
     };
-    let alloc_profile = keep_profile(
+    let mut alloc_profile = keep_profile(
         alloc_stopped.map(|stopped| stopped.and_then(|s| s.report(window_calls))),
         name,
         context.progress,
         &mut notes,
     );
+    // The JVM's recording: per call over the calls the load measured (a JVM peer has no
+    // admin counters).
+    let measured_calls = outcome.as_ref().ok().map(|result| result.count());
+    if let Some(file) = keep_profile(jfr, name, context.progress, &mut notes) {
+        let dir = file.parent().unwrap_or(std::path::Path::new("."));
+        let profile_name = sanitize(name);
+        if context.cpu_profile_dir.is_some() {
+            cpu_profile = keep_profile(
+                Some(super::jfr::cpu_profile(&file, dir, &profile_name)),
+                name,
+                context.progress,
+                &mut notes,
+            );
+        }
+        if context.alloc_profile_dir.is_some() {
+            alloc_profile = keep_profile(
+                Some(super::jfr::alloc_profile(
+                    &file,
+                    dir,
+                    &profile_name,
+                    window_calls.or(measured_calls),
+                )),
+                name,
+                context.progress,
+                &mut notes,
+            );
+        }
+    }
     let profile_note = (!notes.is_empty()).then(|| notes.join("; "));
 
     let result = match outcome {

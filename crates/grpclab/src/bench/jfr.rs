@@ -1,0 +1,298 @@
+//! JVM servers: `--profile cpu` and `--profile alloc` through Java Flight Recorder, the JVM's
+//! own profiler (perf sees JIT-compiled Java as anonymous addresses).
+//!
+//! A server whose process group holds a JVM (its executable is `java`) is recorded with
+//! `jcmd PID JFR.start settings=profile` at the end of the warmup and `JFR.stop` after the
+//! window; `jfr print --json` then yields the execution samples (→ folded stacks → the same
+//! flamegraph and top-functions files as perf's) and the allocation samples (→ the same
+//! allocation-site lists as dhat's, with sampled counts and JFR's estimated bytes). The JSON is
+//! read as a stream into the few fields used: a recording's JSON runs to hundreds of MB.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::alloc_profile::{AllocProfile, AllocationPoint};
+use super::profile::CpuProfile;
+use super::runner::file_name;
+
+/// The recording's name inside the JVM.
+const RECORDING: &str = "grpclab";
+
+/// The pid of a JVM among `pids`, if one is there.
+pub fn find_jvm(pids: &[u32]) -> Option<u32> {
+    pids.iter().copied().find(|pid| {
+        std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .and_then(|exe| exe.file_name().map(|n| n == "java"))
+            .unwrap_or(false)
+    })
+}
+
+/// A Flight Recorder recording running in a JVM.
+#[derive(Debug)]
+pub struct JfrRecording {
+    pid: u32,
+    file: PathBuf,
+}
+
+fn run(tool: &str, args: &[String]) -> Result<String, String> {
+    let output = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| {
+            format!(
+                "cannot run {tool}: {err}; it comes with the JDK (Debian: default-jdk-headless)"
+            )
+        })?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    if output.status.success() && !text.contains("Could not") && !text.contains("Exception") {
+        Ok(text)
+    } else {
+        Err(format!(
+            "{tool} {}: {}",
+            args.first().cloned().unwrap_or_default(),
+            text.lines().last().unwrap_or("failed").trim()
+        ))
+    }
+}
+
+/// Starts recording the JVM `pid` into `dir/<name>.jfr` (the `profile` settings: execution
+/// samples every 10 ms per running Java thread, allocation samples).
+pub fn start(pid: u32, dir: &Path, name: &str) -> Result<JfrRecording, String> {
+    // The JVM resolves a relative path against its own working directory, not ours.
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|err| format!("JVM profile skipped: {}: {err}", dir.display()))?;
+    let file = dir.join(format!("{name}.jfr"));
+    run(
+        "jcmd",
+        &[
+            pid.to_string(),
+            "JFR.start".to_owned(),
+            format!("name={RECORDING}"),
+            "settings=profile".to_owned(),
+            format!("filename={}", file.display()),
+        ],
+    )
+    .map_err(|err| format!("JVM profile skipped: {err}"))?;
+    Ok(JfrRecording { pid, file })
+}
+
+impl JfrRecording {
+    /// Stops the recording; the JVM writes the file.
+    pub fn stop(self) -> Result<PathBuf, String> {
+        run(
+            "jcmd",
+            &[
+                self.pid.to_string(),
+                "JFR.stop".to_owned(),
+                format!("name={RECORDING}"),
+            ],
+        )
+        .map_err(|err| format!("JVM profile lost: {err}"))?;
+        if self.file.is_file() {
+            Ok(self.file)
+        } else {
+            Err(format!(
+                "JVM profile lost: the JVM wrote no {}",
+                self.file.display()
+            ))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct JfrFile {
+    recording: Recording,
+}
+
+#[derive(Deserialize)]
+struct Recording {
+    events: Vec<Event>,
+}
+
+#[derive(Deserialize)]
+struct Event {
+    values: Values,
+}
+
+#[derive(Deserialize)]
+struct Values {
+    #[serde(rename = "stackTrace")]
+    stack_trace: Option<StackTrace>,
+    /// Allocation samples: the bytes this sample stands for.
+    weight: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct StackTrace {
+    frames: Vec<Frame>,
+}
+
+#[derive(Deserialize)]
+struct Frame {
+    method: Method,
+}
+
+#[derive(Deserialize)]
+struct Method {
+    #[serde(rename = "type")]
+    class: Class,
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct Class {
+    name: String,
+}
+
+impl Frame {
+    /// `package.Class.method`, as Java names it.
+    fn display(&self) -> String {
+        format!(
+            "{}.{}",
+            self.method.class.name.replace('/', "."),
+            self.method.name
+        )
+    }
+}
+
+/// The events of type `event` in `jfr`, each its frames (innermost first) and weight.
+fn events(jfr: &Path, event: &str) -> Result<Vec<(Vec<String>, u64)>, String> {
+    let mut child = Command::new("jfr")
+        .args(["print", "--json", "--stack-depth", "64", "--events", event])
+        .arg(jfr)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|err| {
+            format!("cannot run jfr: {err}; it comes with the JDK (Debian: default-jdk-headless)")
+        })?;
+    let parsed: Result<JfrFile, _> = child
+        .stdout
+        .take()
+        .ok_or_else(|| "jfr gave no output".to_owned())
+        .and_then(|out| {
+            serde_json::from_reader(std::io::BufReader::new(out))
+                .map_err(|err| format!("jfr print's JSON does not read: {err}"))
+        });
+    let _ = child.wait();
+    Ok(parsed?
+        .recording
+        .events
+        .into_iter()
+        .filter_map(|event| {
+            let frames: Vec<String> = event
+                .values
+                .stack_trace?
+                .frames
+                .iter()
+                .map(Frame::display)
+                .collect();
+            Some((frames, event.values.weight.unwrap_or(1)))
+        })
+        .collect())
+}
+
+/// The execution samples as a flamegraph and top functions, like perf's.
+pub fn cpu_profile(jfr: &Path, dir: &Path, name: &str) -> Result<CpuProfile, String> {
+    let samples = events(jfr, "jdk.ExecutionSample").map_err(|e| format!("JVM profile: {e}"))?;
+    let mut folded: std::collections::BTreeMap<String, u64> = Default::default();
+    for (frames, _) in samples {
+        let stack: Vec<&str> = frames.iter().rev().map(String::as_str).collect();
+        *folded.entry(stack.join(";")).or_default() += 1;
+    }
+    let lines: String = folded
+        .iter()
+        .map(|(stack, count)| format!("{stack} {count}\n"))
+        .collect();
+    super::profile::render(
+        &lines,
+        &dir.join(format!("{name}.flamegraph.svg")),
+        &dir.join(format!("{name}.top.txt")),
+        "grpclab: JVM execution samples (Java Flight Recorder) during the measured window",
+    )
+}
+
+/// Frames that are the JVM's own classes: an allocation site is the first frame past them.
+pub fn is_jvm_machinery(frame: &str) -> bool {
+    ["java.", "jdk.", "sun.", "javax."]
+        .iter()
+        .any(|prefix| frame.starts_with(prefix))
+}
+
+/// The allocation samples as allocation sites; `calls` (the window's calls) makes them per
+/// call.
+pub fn alloc_profile(
+    jfr: &Path,
+    dir: &Path,
+    name: &str,
+    calls: Option<u64>,
+) -> Result<AllocProfile, String> {
+    let samples =
+        events(jfr, "jdk.ObjectAllocationSample").map_err(|e| format!("JVM profile: {e}"))?;
+    if samples.is_empty() {
+        return Err("JVM allocation profile: JFR took no allocation samples in the window (a longer window takes more)".to_owned());
+    }
+    let points = samples.into_iter().map(|(frames, weight)| AllocationPoint {
+        frames,
+        allocations: 1,
+        bytes: weight,
+    });
+    let mut profile = super::alloc_profile::sites(
+        points,
+        calls,
+        is_jvm_machinery,
+        "Java Flight Recorder allocation samples: counts are samples, bytes are JFR's estimates",
+        true,
+    );
+    profile.dhat_file = file_name(jfr);
+    let sites_file = dir.join(format!("{name}.alloc-sites.txt"));
+    std::fs::write(&sites_file, super::alloc_profile::render(&profile))
+        .map_err(|err| format!("JVM allocation profile: {err}"))?;
+    profile.sites_file = file_name(&sites_file);
+    Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_read_as_java_names_them_and_runtime_frames_are_machinery() {
+        let json = r#"{"recording":{"events":[{"type":"jdk.ObjectAllocationSample","values":{
+            "weight": 4096, "objectClass": {"name": "byte[]"},
+            "stackTrace": {"truncated": false, "frames": [
+              {"method": {"type": {"name": "java/util/Arrays"}, "name": "copyOf"}, "lineNumber": 1},
+              {"method": {"type": {"name": "com/google/protobuf/CodedInputStream"}, "name": "readBytes"}, "lineNumber": 2}
+            ]}}}]}}"#;
+        let file: JfrFile = serde_json::from_str(json).unwrap();
+        let frames: Vec<String> = file.recording.events[0]
+            .values
+            .stack_trace
+            .as_ref()
+            .unwrap()
+            .frames
+            .iter()
+            .map(Frame::display)
+            .collect();
+        assert_eq!(
+            frames,
+            [
+                "java.util.Arrays.copyOf",
+                "com.google.protobuf.CodedInputStream.readBytes"
+            ]
+        );
+        assert_eq!(file.recording.events[0].values.weight, Some(4096));
+        assert!(is_jvm_machinery(&frames[0]));
+        assert!(!is_jvm_machinery(&frames[1]));
+        assert_eq!(
+            find_jvm(&[std::process::id()]),
+            None,
+            "this test is not a JVM"
+        );
+    }
+}

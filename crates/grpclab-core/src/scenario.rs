@@ -241,6 +241,46 @@ impl Schema {
     }
 }
 
+/// Frames a binary payload (ghz's `-b`/`-B`): several count-prefixed messages (each preceded
+/// by its length as a varint, protobuf's `writeDelimitedTo`) sent round-robin, or else one
+/// serialized message. Every message must decode as `input`; the bytes are sent as given.
+pub fn binary_payload(
+    input: &MessageDescriptor,
+    bytes: &[u8],
+) -> Result<Vec<Bytes>, ScenarioError> {
+    let payload_error = |reason: String| ScenarioError::Payload {
+        message: input.full_name().to_owned(),
+        reason,
+    };
+    if bytes.is_empty() {
+        return Err(payload_error(
+            "the binary payload is empty: give one serialized message or count-prefixed messages"
+                .to_owned(),
+        ));
+    }
+    let delimited = || -> Option<Vec<Bytes>> {
+        let mut rest = bytes;
+        let mut messages = Vec::new();
+        while !rest.is_empty() {
+            let length = usize::try_from(prost::encoding::decode_varint(&mut rest).ok()?).ok()?;
+            let message = rest.get(..length)?;
+            DynamicMessage::decode(input.clone(), message).ok()?;
+            messages.push(frame_message(message));
+            rest = &rest[length..];
+        }
+        Some(messages)
+    };
+    if let Some(messages) = delimited().filter(|m| !m.is_empty()) {
+        return Ok(messages);
+    }
+    DynamicMessage::decode(input.clone(), bytes).map_err(|err| {
+        payload_error(format!(
+            "the binary payload is neither one serialized message nor count-prefixed messages: {err}"
+        ))
+    })?;
+    Ok(vec![frame_message(bytes)])
+}
+
 /// Encodes a JSON payload — one object, or an array of objects to send round-robin — as framed
 /// gRPC request messages of type `input`.
 pub fn encode_payload(input: &MessageDescriptor, json: &str) -> Result<Vec<Bytes>, ScenarioError> {
@@ -377,6 +417,25 @@ impl Scenario {
             method,
             requests,
         })
+    }
+
+    /// A scenario from a method and a binary payload ([`binary_payload`]).
+    pub fn from_method_binary(
+        name: &str,
+        method: MethodDescriptor,
+        payload: &[u8],
+    ) -> Result<Scenario, ScenarioError> {
+        let requests = binary_payload(&method.input(), payload)?;
+        Ok(Scenario {
+            name: name.to_owned(),
+            method,
+            requests,
+        })
+    }
+
+    /// This scenario with a binary payload instead of its own (`-b`/`-B`).
+    pub fn with_binary_payload(self, payload: &[u8]) -> Result<Scenario, ScenarioError> {
+        Scenario::from_method_binary(&self.name, self.method, payload)
     }
 
     /// This scenario with its payload replaced (`-d`/`-D` on top of `--scenario`).
@@ -573,6 +632,33 @@ impl FileResolver for OwnedFileResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_payloads_are_one_message_or_count_prefixed_messages() {
+        let scenario = Scenario::builtin("complex_proto").unwrap();
+        let input = scenario.method().input();
+        let one = crate::framing::unframe_single(&scenario.requests()[0]).unwrap();
+        let single = binary_payload(&input, one).unwrap();
+        assert_eq!(single, scenario.requests());
+        let other = Scenario::builtin("complex_proto")
+            .unwrap()
+            .with_payload(r#"{"request":{"name":"b"}}"#)
+            .unwrap();
+        let two = crate::framing::unframe_single(&other.requests()[0]).unwrap();
+        let mut delimited = Vec::new();
+        for message in [one, two] {
+            prost::encoding::encode_varint(message.len() as u64, &mut delimited);
+            delimited.extend_from_slice(message);
+        }
+        let both = binary_payload(&input, &delimited).unwrap();
+        assert_eq!(both.len(), 2);
+        assert_eq!(both[1], other.requests()[0]);
+        let err = binary_payload(&input, b"\xff\xff\xff")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("neither one serialized message"), "{err}");
+        assert!(binary_payload(&input, b"").is_err());
+    }
 
     #[test]
     fn the_first_reply_must_echo_the_request() {

@@ -207,8 +207,23 @@ pub struct ScenarioArgs {
     pub data: Option<String>,
 
     /// A file holding the request as JSON (an object, or an array sent round-robin).
-    #[arg(short = 'D', long = "data-file", value_name = "FILE")]
+    #[arg(short = 'D', long = "data-file", value_name = "FILE", conflicts_with_all = ["binary", "binary_file"])]
     pub data_file: Option<PathBuf>,
+
+    /// The request comes on standard input as a serialized protobuf message, or as several
+    /// count-prefixed (varint length) messages sent round-robin (ghz's -b).
+    #[arg(short = 'b', long, conflicts_with_all = ["data", "binary_file"])]
+    pub binary: bool,
+
+    /// A file holding the request as a serialized protobuf message, or several count-prefixed
+    /// messages sent round-robin (ghz's -B).
+    #[arg(
+        short = 'B',
+        long = "binary-file",
+        value_name = "FILE",
+        conflicts_with = "data"
+    )]
+    pub binary_file: Option<PathBuf>,
 }
 
 /// `grpclab encode [--scenario NAME | --proto FILE ...] -o FILE`

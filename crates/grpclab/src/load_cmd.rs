@@ -144,6 +144,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .map(|p| p.display().to_string())
             .collect(),
         data: payload_as_given(&args.scenario),
+        binary: args.scenario.binary || args.scenario.binary_file.is_some(),
         metadata: parse_string_map("-m/--metadata", metadata_json.as_deref())?,
         distinct_requests: config.requests.len(),
         concurrency: config.concurrency,
@@ -244,10 +245,31 @@ pub fn load_scenario(
         })?),
         (None, None) => None,
     };
+    let binary = match (&args.binary_file, args.binary) {
+        (Some(path), _) => Some(std::fs::read(path).map_err(|err| {
+            InputError(format!(
+                "-B/--binary-file: cannot read {}: {err}",
+                path.display()
+            ))
+        })?),
+        (None, true) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(|err| {
+                InputError(format!("-b/--binary: cannot read standard input: {err}"))
+            })?;
+            Some(bytes)
+        }
+        (None, false) => None,
+    };
     let input_error = |err: grpclab_core::ScenarioError| InputError(err.to_string());
     // A schema from a .proto, a protoset or the server: the call and payload come from flags.
     let from_schema = |schema: Schema, label: String| {
         let method = schema.method(args.call.as_deref()).map_err(input_error)?;
+        if let Some(bytes) = &binary {
+            let scenario =
+                Scenario::from_method_binary(&label, method, bytes).map_err(input_error)?;
+            return Ok((scenario, label));
+        }
         let payload = payload.clone().unwrap_or_else(|| "{}".to_owned());
         // Validate the payload against the input type first, for a clear message.
         encode_payload(&method.input(), &payload).map_err(input_error)?;
@@ -283,9 +305,10 @@ pub fn load_scenario(
     }
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = Scenario::load(name, args.call.as_deref()).map_err(input_error)?;
-    let scenario = match payload {
-        Some(payload) => scenario.with_payload(&payload).map_err(input_error)?,
-        None => scenario,
+    let scenario = match (payload, &binary) {
+        (_, Some(bytes)) => scenario.with_binary_payload(bytes).map_err(input_error)?,
+        (Some(payload), None) => scenario.with_payload(&payload).map_err(input_error)?,
+        (None, None) => scenario,
     };
     Ok((scenario, name.to_owned()))
 }

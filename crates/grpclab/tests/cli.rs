@@ -757,3 +757,87 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
         );
     }
 }
+
+/// ghz's -B and -b: the request as a serialized protobuf message, or count-prefixed messages
+/// sent round-robin; from a file or standard input; validated against the input type.
+#[test]
+fn binary_payloads_from_a_file_or_standard_input() {
+    let server = Server::start("tonic-st");
+    let dir = tempfile::tempdir().unwrap();
+    let framed = dir.path().join("framed.bin");
+    let encoded = run(&[
+        "encode",
+        "--scenario",
+        "complex_proto",
+        "-o",
+        framed.to_str().unwrap(),
+    ]);
+    assert!(encoded.status.success(), "{}", stderr(&encoded));
+    // `encode` writes gRPC's 5-byte prefix; the message itself follows it.
+    let message = std::fs::read(&framed).unwrap()[5..].to_vec();
+    let single = dir.path().join("single.bin");
+    std::fs::write(&single, &message).unwrap();
+    let mut two = Vec::new();
+    for _ in 0..2 {
+        two.push(message.len() as u8); // < 128: a one-byte varint
+        two.extend_from_slice(&message);
+    }
+    assert!(message.len() < 128);
+    let delimited = dir.path().join("delimited.bin");
+    std::fs::write(&delimited, &two).unwrap();
+    for (file, distinct) in [(&single, 1), (&delimited, 2)] {
+        let output = run(&[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-B",
+            file.to_str().unwrap(),
+            "--validate",
+            "-n",
+            "20",
+            "-O",
+            "json",
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report = json(&output);
+        assert_eq!(report["statusCodeDistribution"]["OK"], 20, "{report}");
+        assert_eq!(report["options"]["distinctRequests"], distinct);
+        assert_eq!(report["options"]["binary"], true);
+    }
+    let mut child = grpclab()
+        .args([
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-b",
+            "-n",
+            "10",
+            "-O",
+            "json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &message).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json(&output)["statusCodeDistribution"]["OK"], 10);
+
+    let garbage = dir.path().join("garbage.bin");
+    std::fs::write(&garbage, b"\xff\xff\xff\xff").unwrap();
+    assert_input_error(
+        &[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-B",
+            garbage.to_str().unwrap(),
+        ],
+        &["helloworld.HelloRequest", "neither one serialized message"],
+    );
+}

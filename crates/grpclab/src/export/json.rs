@@ -247,7 +247,7 @@ pub struct JsonOptions {
     pub keepalive: u64,
     /// The request payload as given (`-d`/`-D`), or null for a scenario's own.
     pub data: serde_json::Value,
-    /// Binary payload (not supported yet): false.
+    /// Whether the payload came as serialized protobuf (`-b`/`-B`).
     pub binary: bool,
     /// Request metadata (`-m`), or null.
     pub metadata: Option<BTreeMap<String, String>>,
@@ -317,7 +317,7 @@ impl JsonOptions {
             dial_timeout: saturating_ns(options.dial_timeout),
             keepalive: 0,
             data: options.data.clone().unwrap_or(serde_json::Value::Null),
-            binary: false,
+            binary: options.binary,
             metadata: options.metadata.clone(),
             cpus: options.cpus as u64,
             name: options.name.clone().unwrap_or_default(),

@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub import_paths: Vec<String>,
     /// The payload as given (`-d`/`-D`), parsed.
     pub data: Option<serde_json::Value>,
+    /// Whether the payload came as binary protobuf (`-b`/`-B`).
+    pub binary: bool,
     /// Request metadata (`-m`).
     pub metadata: Option<BTreeMap<String, String>>,
     /// Distinct requests sent round-robin.

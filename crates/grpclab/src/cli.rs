@@ -119,6 +119,11 @@ pub struct LoadArgs {
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub connect_timeout: std::time::Duration,
 
+    /// The `:authority` pseudo-header to send (default: HOST:PORT as given), as ghz's
+    /// --authority.
+    #[arg(long, value_name = "AUTHORITY")]
+    pub authority: Option<String>,
+
     /// Use plaintext HTTP/2 (h2c). Accepted for ghz compatibility: grpclab speaks only h2c.
     #[arg(long)]
     pub insecure: bool,
@@ -202,7 +207,8 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "CALL")]
     pub call: Option<String>,
 
-    /// The request as JSON: an object, or an array of objects sent round-robin.
+    /// The request as JSON: an object, or an array of objects sent round-robin; `@` reads it
+    /// from standard input (as ghz).
     #[arg(short = 'd', long, value_name = "JSON", conflicts_with = "data_file")]
     pub data: Option<String>,
 

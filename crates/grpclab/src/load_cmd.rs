@@ -63,7 +63,18 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         }),
     )?;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
-    config.authority = args.target.clone();
+    config.authority = match &args.authority {
+        Some(authority) => {
+            // It goes on the wire as a header value: refuse what cannot.
+            http::uri::Authority::try_from(authority.as_str()).map_err(|err| {
+                InputError(format!(
+                    "--authority '{authority}' is not a valid authority ({err}); give HOST[:PORT]"
+                ))
+            })?;
+            authority.clone()
+        }
+        None => args.target.clone(),
+    };
     config.metadata = metadata;
     config.concurrency = args.concurrency;
     config.connections = args.connections;
@@ -130,6 +141,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         name: args.name.clone(),
         tags: parse_string_map("--tags", args.tags.as_deref())?.unwrap_or_default(),
         host: args.target.clone(),
+        authority: config.authority.clone(),
         call: scenario.method().full_name().to_owned(),
         scenario: scenario_label,
         proto: args
@@ -236,6 +248,12 @@ pub fn load_scenario(
     reflect: Option<ReflectFrom<'_>>,
 ) -> Result<(Scenario, String), InputError> {
     let payload = match (&args.data, &args.data_file) {
+        (Some(at), _) if at == "@" => {
+            let mut json = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut json)
+                .map_err(|err| InputError(format!("-d @: cannot read standard input: {err}")))?;
+            Some(json)
+        }
         (Some(json), _) => Some(json.clone()),
         (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|err| {
             InputError(format!(

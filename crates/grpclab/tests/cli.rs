@@ -243,6 +243,50 @@ fn round_robin_data_file_and_metadata_are_sent() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(json(&output)["options"]["metadata"]["x-run"], "from-file");
+
+    // ghz's -d @ (the JSON on standard input) and --authority.
+    let mut child = grpclab()
+        .args([
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-d",
+            "@",
+            "--authority",
+            "greeter.example:443",
+            "--validate",
+            "-n",
+            "10",
+            "-O",
+            "json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        br#"{"request":{"name":"from stdin"}}"#,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["statusCodeDistribution"]["OK"], 10);
+    assert_eq!(report["options"]["authority"], "greeter.example:443");
+    assert_input_error(
+        &[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "--authority",
+            "bad authority",
+        ],
+        &["--authority", "not a valid authority"],
+    );
     assert_input_error(
         &[
             "load",

@@ -294,7 +294,11 @@ impl JsonOptions {
             cname: String::new(),
             skip_tls: false,
             insecure: true,
-            authority: options.host.clone(),
+            authority: if options.authority.is_empty() {
+                options.host.clone()
+            } else {
+                options.authority.clone()
+            },
             rps: options.rps.round() as u64,
             load_schedule: "const".to_owned(),
             load_start: 0,

@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub tags: BTreeMap<String, String>,
     /// The server, as given.
     pub host: String,
+    /// The `:authority` sent (the host unless `--authority`).
+    pub authority: String,
     /// `package.Service.Method`.
     pub call: String,
     /// The scenario or .proto the call came from.

@@ -119,6 +119,9 @@ pub struct Recorder {
     pub latency: Histogram<u64>,
     /// Open loop only: the uncorrected service time, from the actual send.
     pub service_time: Option<Histogram<u64>>,
+    /// Latency of failed calls (for ghz's `--count-errors`, which counts them in the
+    /// latency figures too); recorded on the error path only.
+    pub error_latency: Histogram<u64>,
     /// Calls by final gRPC status, indexed by `Code as usize`.
     pub status: [u64; Code::COUNT],
     /// Calls by error message (`Code: message`).
@@ -145,6 +148,7 @@ impl Recorder {
         Recorder {
             latency: new_histogram(),
             service_time: open_loop.then(new_histogram),
+            error_latency: new_histogram(),
             status: [0; Code::COUNT],
             errors: BTreeMap::new(),
             per_second: Vec::new(),
@@ -197,6 +201,7 @@ impl Recorder {
     ) {
         self.status[code as usize] += 1;
         self.all_latency_sum_ns += u128::from(saturating_ns(latency));
+        self.error_latency.saturating_record(saturating_ns(latency));
         let second = self.second(since_start);
         second.count += 1;
         second.errors += 1;
@@ -240,6 +245,7 @@ impl Recorder {
     pub fn merge(&mut self, other: &Recorder) {
         // Both histograms share the same bounds, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
+        let _ = self.error_latency.add(&other.error_latency);
         if let (Some(mine), Some(theirs)) = (&mut self.service_time, &other.service_time) {
             let _ = mine.add(theirs);
         }

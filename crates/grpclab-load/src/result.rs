@@ -103,6 +103,14 @@ impl LoadResult {
         &self.recorder.latency
     }
 
+    /// Latency of every call, failed ones included (ghz's `--count-errors`), in nanoseconds.
+    pub fn latency_of_all_calls(&self) -> Histogram<u64> {
+        let mut all = self.recorder.latency.clone();
+        // Same bounds on both: adding cannot fail.
+        let _ = all.add(&self.recorder.error_latency);
+        all
+    }
+
     /// Open loop: the uncorrected service time of successful calls, in nanoseconds.
     pub fn service_time(&self) -> Option<&Histogram<u64>> {
         self.recorder.service_time.as_ref()

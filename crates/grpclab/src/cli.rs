@@ -148,6 +148,11 @@ pub struct LoadArgs {
     )]
     pub details: Option<usize>,
 
+    /// Count failed calls in fastest, slowest, the percentiles and the histogram too (ghz's
+    /// --count-errors); by default they describe successful calls only.
+    #[arg(long)]
+    pub count_errors: bool,
+
     /// A name for the run, reported as ghz's `name`.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,

@@ -171,6 +171,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         validate: args.validate,
         transport: args.transport.clone(),
         details: config.details,
+        count_errors: args.count_errors,
     };
     Ok(PreparedLoad {
         config,

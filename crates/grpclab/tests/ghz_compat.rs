@@ -296,6 +296,27 @@ fn failed_calls_read_as_ghz_writes_them() {
         "the output says the list is partial"
     );
 
+    // ghz's --count-errors: the failed calls count in the latency figures too.
+    let output = load(&[
+        &target,
+        "--call",
+        "helloworld.Greeter.SayHello",
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "-t",
+        "1us",
+        "--count-errors",
+        "-O",
+        "json",
+    ]);
+    let report = decode(&output);
+    assert_eq!(report.status_code_distribution["DeadlineExceeded"], 40);
+    assert_eq!(report.latency_distribution.len(), 7);
+    assert!(report.fastest > 0 && report.fastest <= report.slowest);
+    assert_eq!(report.histogram.iter().map(|b| b.count).sum::<i64>(), 40);
+
     // A timed run ends with ghz's `timeout`.
     let output = load(&[
         &target,

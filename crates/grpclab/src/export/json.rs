@@ -275,6 +275,9 @@ pub struct JsonOptions {
     /// grpclab: `--details` (calls listed one by one), or null.
     #[serde(rename = "detailsLimit")]
     pub details_limit: Option<usize>,
+    /// `--count-errors`: failed calls count in the latency figures.
+    #[serde(rename = "count-errors", default)]
+    pub count_errors: bool,
 }
 
 impl JsonOptions {
@@ -333,6 +336,7 @@ impl JsonOptions {
             validate: options.validate,
             transport: options.transport.clone(),
             details_limit: options.details,
+            count_errors: options.count_errors,
         }
     }
 }
@@ -366,7 +370,7 @@ pub struct JsonReport {
     pub error_distribution: BTreeMap<String, u64>,
     /// Calls per status name.
     pub status_code_distribution: BTreeMap<String, u64>,
-    /// ghz's seven percentiles of successful calls.
+    /// ghz's seven percentiles of successful calls (all calls with `--count-errors`).
     pub latency_distribution: Vec<GhzLatencyPoint>,
     /// ghz's response-time histogram of successful calls.
     pub histogram: Vec<HistogramBucket>,
@@ -414,7 +418,8 @@ impl JsonReport {
     /// Builds the document for a report.
     pub fn from_report(report: &Report) -> JsonReport {
         let result = &report.result;
-        let latency = result.latency();
+        let ghz_latency = report.ghz_latency();
+        let latency: &Histogram<u64> = &ghz_latency;
         let empty = latency.is_empty();
         let ended_at = result.started_at + result.elapsed;
         JsonReport {
@@ -440,7 +445,7 @@ impl JsonReport {
             tags: report.options.tags.clone(),
             measured_window: saturating_ns(result.elapsed),
             measured_rps: result.rps(),
-            latency_percentiles: LatencyStats::of(latency).latency_distribution,
+            latency_percentiles: LatencyStats::of(result.latency()).latency_distribution,
             ok: result.ok(),
             errors: result.errors(),
             service_time: result.service_time().map(LatencyStats::of),

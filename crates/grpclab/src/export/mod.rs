@@ -68,6 +68,20 @@ pub struct RunOptions {
     pub transport: String,
     /// `--details`: calls kept one by one.
     pub details: Option<usize>,
+    /// `--count-errors`: failed calls count in fastest, slowest, percentiles and histogram.
+    pub count_errors: bool,
+}
+
+impl Report {
+    /// The latency the ghz figures describe: successful calls, or every call with
+    /// `--count-errors` (as ghz).
+    pub fn ghz_latency(&self) -> std::borrow::Cow<'_, hdrhistogram::Histogram<u64>> {
+        if self.options.count_errors {
+            std::borrow::Cow::Owned(self.result.latency_of_all_calls())
+        } else {
+            std::borrow::Cow::Borrowed(self.result.latency())
+        }
+    }
 }
 
 /// A finished run with the settings it was made with.

@@ -24,7 +24,8 @@ impl Exporter for SummaryExporter {
 /// The part ghz prints, exactly as its template lays it out.
 fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
     let result = &report.result;
-    let latency = result.latency();
+    let ghz_latency = report.ghz_latency();
+    let latency: &hdrhistogram::Histogram<u64> = &ghz_latency;
     let empty = latency.is_empty();
     let mut out = String::from("\nSummary:\n");
     if let Some(name) = report.options.name.as_deref().filter(|n| !n.is_empty()) {

@@ -62,6 +62,9 @@ pub struct LoadConfig {
     pub validator: Option<ReplyValidator>,
     /// The HTTP/2 implementation.
     pub transport: Transport,
+    /// `--skipFirst`: leave the first this many measured calls to end out of the results (the
+    /// count excludes them; the run's `-n` budget includes them, as in ghz).
+    pub skip_first: u64,
     /// `--details`: keep the first this many measured calls one by one (ghz's per-call
     /// `details`); `None` keeps only the aggregates (bounded memory whatever the run's length).
     pub details: Option<usize>,
@@ -118,6 +121,7 @@ impl LoadConfig {
             validator: None,
             transport: Transport::Lab,
             details: None,
+            skip_first: 0,
             first_stream_id: 1,
         }
     }
@@ -160,6 +164,13 @@ impl LoadConfig {
         }
         if self.total == Some(0) {
             return fail("-n/--total must be at least 1");
+        }
+        if self.total.is_some_and(|total| self.skip_first >= total) {
+            return Err(ConfigError(format!(
+                "--skipFirst {} leaves none of the -n {} calls to report; give fewer",
+                self.skip_first,
+                self.total.unwrap_or(0)
+            )));
         }
         if self.timeout == Some(Duration::ZERO) {
             self.timeout = None;

@@ -77,6 +77,9 @@ pub(crate) const DEADLINE_MESSAGE: &str = "deadline exceeded (client side)";
 pub(crate) struct Shared {
     pub(crate) config: LoadConfig,
     progress: Vec<ThreadProgress>,
+    /// Measured calls ended so far while `config.skip_first` is not yet reached: the first
+    /// that many are left out of the results (ghz's `--skipFirst`). Untouched when it is 0.
+    skipped: std::sync::atomic::AtomicU64,
 }
 
 /// What one thread hands back.
@@ -106,6 +109,7 @@ pub fn run(
     };
     let shared = Arc::new(Shared {
         progress: (0..threads).map(|_| ThreadProgress::default()).collect(),
+        skipped: std::sync::atomic::AtomicU64::new(0),
         config,
     });
 
@@ -217,7 +221,13 @@ pub fn run(
     }
     let end_reason = if cancel.is_cancelled() {
         EndReason::Cancel
-    } else if config.total.is_some_and(|total| recorder.count() >= total) {
+    } else if config.total.is_some_and(|total| {
+        let skipped = shared
+            .skipped
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .min(config.skip_first);
+        recorder.count() + skipped >= total
+    }) {
         EndReason::Total
     } else {
         EndReason::Timeout
@@ -481,6 +491,19 @@ impl ThreadState {
     ) {
         self.outstanding
             .set(self.outstanding.get().saturating_sub(1));
+        let skip_first = self.shared.config.skip_first;
+        if skip_first > 0
+            && self
+                .shared
+                .skipped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                < skip_first
+        {
+            // One of the first `--skipFirst` calls of the run: it ran and ended, and is left
+            // out of the figures, as ghz leaves it out of its report.
+            self.shared.progress[self.progress_slot].add(outcome.is_err());
+            return;
+        }
         let since = done.saturating_duration_since(self.schedule.measure_from());
         // A reply that came after the deadline is late, whichever won the race between it and
         // the timer (whose granularity is a millisecond): a gRPC client gives up at its

@@ -148,6 +148,16 @@ pub struct LoadArgs {
     )]
     pub details: Option<usize>,
 
+    /// Leave the first N calls to end out of the results (ghz's --skipFirst); they still count
+    /// against -n. grpclab's --warmup skips by time instead.
+    #[arg(
+        long = "skipFirst",
+        alias = "skip-first",
+        default_value_t = 0,
+        value_name = "N"
+    )]
+    pub skip_first: u64,
+
     /// Count failed calls in fastest, slowest, the percentiles and the histogram too (ghz's
     /// --count-errors); by default they describe successful calls only.
     #[arg(long)]

@@ -109,6 +109,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     };
     config.warmup = args.warmup;
     config.connect_timeout = args.connect_timeout;
+    config.skip_first = args.skip_first;
     // ghz's CSV lists every call: -O csv keeps calls one by one even without --details.
     config.details = args.details.or(match args.format {
         OutputFormat::Csv => Some(DEFAULT_DETAILS),
@@ -172,6 +173,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         transport: args.transport.clone(),
         details: config.details,
         count_errors: args.count_errors,
+        skip_first: args.skip_first,
     };
     Ok(PreparedLoad {
         config,

@@ -885,3 +885,44 @@ fn binary_payloads_from_a_file_or_standard_input() {
         &["helloworld.HelloRequest", "neither one serialized message"],
     );
 }
+
+/// ghz's --skipFirst: the first N calls to end are left out of the report (count excludes
+/// them, -n includes them); skipping all of them is an input error.
+#[test]
+fn skip_first_leaves_the_first_calls_out() {
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    let output = run(&[
+        "load",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "100",
+        "-c",
+        "4",
+        "--skipFirst",
+        "30",
+        "-O",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["count"], 70, "{report}");
+    assert_eq!(report["statusCodeDistribution"]["OK"], 70);
+    assert_eq!(report["endReason"], "normal");
+    assert_eq!(report["options"]["skipFirst"], 30);
+    assert_eq!(report["options"]["total"], 100);
+    assert_input_error(
+        &[
+            "load",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "10",
+            "--skipFirst",
+            "10",
+        ],
+        &["--skipFirst", "-n"],
+    );
+}

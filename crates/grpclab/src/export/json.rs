@@ -256,7 +256,7 @@ pub struct JsonOptions {
     pub cpus: u64,
     /// `--name`.
     pub name: String,
-    /// Calls skipped at the start (grpclab skips by time: `warmup`): 0.
+    /// `--skipFirst`: calls left out at the start (grpclab's `warmup` skips by time).
     #[serde(rename = "skipFirst")]
     pub skip_first: u64,
     /// grpclab: the scenario or .proto the call came from.
@@ -328,7 +328,7 @@ impl JsonOptions {
             metadata: options.metadata.clone(),
             cpus: options.cpus as u64,
             name: options.name.clone().unwrap_or_default(),
-            skip_first: 0,
+            skip_first: options.skip_first,
             scenario: options.scenario.clone(),
             distinct_requests: options.distinct_requests,
             rate: options.rps,

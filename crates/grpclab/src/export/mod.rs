@@ -70,6 +70,8 @@ pub struct RunOptions {
     pub details: Option<usize>,
     /// `--count-errors`: failed calls count in fastest, slowest, percentiles and histogram.
     pub count_errors: bool,
+    /// `--skipFirst`: calls left out at the start.
+    pub skip_first: u64,
 }
 
 impl Report {

@@ -20,6 +20,28 @@ pub enum Pacing {
         /// requests per second, over all streams and threads
         rate: f64,
     },
+    /// Open loop with a rate that changes in steps (ghz's `step` and `line` load schedules):
+    /// `start` req/s, then `step` more (or fewer) every `step_duration`, until the rate
+    /// reaches `end` or `max_duration` has passed since the run began; then it holds.
+    Steps {
+        /// The first rate, req/s (> 0).
+        start: f64,
+        /// The change per step, req/s (negative steps down; then `end` is required).
+        step: f64,
+        /// How long each rate holds (1 s for ghz's `line`).
+        step_duration: Duration,
+        /// The rate to stop changing at.
+        end: Option<f64>,
+        /// How long to keep changing the rate, from the run's start.
+        max_duration: Option<Duration>,
+    },
+}
+
+impl Pacing {
+    /// Whether calls are sent on a schedule (latency counts from each call's intended time).
+    pub fn is_open_loop(&self) -> bool {
+        !matches!(self, Pacing::ClosedLoop)
+    }
 }
 
 /// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)
@@ -154,6 +176,33 @@ impl LoadConfig {
         if let Pacing::OpenLoop { rate } = self.pacing {
             if !(rate.is_finite() && rate > 0.0) {
                 return fail("--rps must be a positive number (0 means unlimited: a closed loop)");
+            }
+        }
+        if let Pacing::Steps {
+            start,
+            step,
+            step_duration,
+            end,
+            ..
+        } = self.pacing
+        {
+            if !(start.is_finite() && start > 0.0) {
+                return fail("--load-start must be a positive rate (req/s)");
+            }
+            if !step.is_finite() || step == 0.0 {
+                return fail("--load-step must be a non-zero rate change (req/s per step)");
+            }
+            if step_duration.is_zero() {
+                return fail("--load-step-duration must be longer than zero");
+            }
+            match end {
+                None if step < 0.0 => {
+                    return fail("a falling schedule (--load-step below 0) needs --load-end above 0, where it stops");
+                }
+                Some(end) if !(end.is_finite() && end > 0.0) => {
+                    return fail("--load-end must be a positive rate (req/s)");
+                }
+                _ => {}
             }
         }
         if self.duration.is_none() && self.total.is_none() {

@@ -25,7 +25,7 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{unary_call, CallTemplate};
-use crate::config::{LoadConfig, Pacing, Transport};
+use crate::config::{LoadConfig, Transport};
 use crate::connection::{self, ConnectionState};
 use crate::lab_transport;
 use crate::progress::{totals, ProgressSnapshot, ProgressTarget, ThreadProgress};
@@ -206,7 +206,7 @@ pub fn run(
         let _ = handle.join();
     }
 
-    let open_loop = matches!(config.pacing, Pacing::OpenLoop { .. });
+    let open_loop = config.pacing.is_open_loop();
     let mut recorder = Recorder::new(open_loop, config.details);
     let mut reconnects = 0;
     let mut planned_reconnects = 0;
@@ -344,10 +344,7 @@ fn client_thread(
             template,
             requests: config.requests.clone(),
             next_request: Cell::new(index),
-            recorder: RefCell::new(Recorder::new(
-                matches!(config.pacing, Pacing::OpenLoop { .. }),
-                config.details,
-            )),
+            recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             outstanding: Cell::new(0),
             last_completion: Cell::new(None),
             progress_slot: index,

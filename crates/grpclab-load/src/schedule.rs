@@ -33,8 +33,8 @@ pub(crate) struct Schedule {
     measure_from: Instant,
     end: Option<Instant>,
     total: Option<u64>,
-    /// Open loop: nanoseconds between intended send times.
-    interval_ns: Option<f64>,
+    /// When each call is intended (open loop) or none (closed loop).
+    rate: RateShape,
     /// Measured tickets handed out (the `-n` budget).
     taken: AtomicU64,
     /// Open loop: the next call's index in the schedule.
@@ -66,10 +66,7 @@ impl Schedule {
             measure_from,
             end: duration.map(|d| measure_from + d),
             total,
-            interval_ns: match pacing {
-                Pacing::ClosedLoop => None,
-                Pacing::OpenLoop { rate } => Some(1e9 / rate),
-            },
+            rate: RateShape::of(pacing),
             taken: AtomicU64::new(0),
             next_slot: AtomicU64::new(0),
             issued_all: stop.child_token(),
@@ -121,8 +118,17 @@ impl Schedule {
         if self.stop.is_cancelled() {
             return Ticket::Stop;
         }
-        let intended = match self.interval_ns {
-            None => {
+        let interval_ns = match &self.rate {
+            RateShape::Closed => None,
+            RateShape::Constant { interval_ns } => Some(*interval_ns),
+            RateShape::Steps(_) => None,
+        };
+        let intended = match (interval_ns, &self.rate) {
+            (None, RateShape::Steps(steps)) => {
+                let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+                self.start + Duration::from_nanos(steps.slot_time_ns(slot) as u64)
+            }
+            (None, _) => {
                 let now = Instant::now();
                 if self.end.is_some_and(|end| now >= end) {
                     self.run_out(now);
@@ -138,7 +144,7 @@ impl Schedule {
                     measured,
                 };
             }
-            Some(interval_ns) => {
+            (Some(interval_ns), _) => {
                 let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
                 self.start + Duration::from_nanos((slot as f64 * interval_ns) as u64)
             }
@@ -173,9 +179,140 @@ impl Schedule {
     }
 }
 
+/// How intended send times are spaced.
+#[derive(Debug)]
+enum RateShape {
+    /// Closed loop: no intended times.
+    Closed,
+    /// One rate: call `k` at `k * interval_ns`.
+    Constant { interval_ns: f64 },
+    /// A rate that changes in steps.
+    Steps(Steps),
+}
+
+impl RateShape {
+    fn of(pacing: Pacing) -> RateShape {
+        match pacing {
+            Pacing::ClosedLoop => RateShape::Closed,
+            Pacing::OpenLoop { rate } => RateShape::Constant {
+                interval_ns: 1e9 / rate,
+            },
+            Pacing::Steps {
+                start,
+                step,
+                step_duration,
+                end,
+                max_duration,
+            } => RateShape::Steps(Steps::new(start, step, step_duration, end, max_duration)),
+        }
+    }
+}
+
+/// A stepped rate as segments: from `start_ns` (after the schedule's start) on, calls go out
+/// at `rate` per second, the first of them being call number `first_slot`. The last segment
+/// holds for ever.
+#[derive(Debug)]
+struct Steps {
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start_ns: f64,
+    first_slot: f64,
+    rate: f64,
+}
+
+/// Steps at most: past this the last rate holds (10,000 one-second steps is 2.8 hours).
+const MAX_STEPS: usize = 10_000;
+
+impl Steps {
+    fn new(
+        start: f64,
+        step: f64,
+        step_duration: Duration,
+        end: Option<f64>,
+        max_duration: Option<Duration>,
+    ) -> Steps {
+        let step_ns = step_duration.as_nanos() as f64;
+        let limit_ns = max_duration.map(|d| d.as_nanos() as f64);
+        let reached = |rate: f64| match end {
+            Some(end) => (step > 0.0 && rate >= end) || (step < 0.0 && rate <= end),
+            None => false,
+        };
+        let mut segments = vec![Segment {
+            start_ns: 0.0,
+            first_slot: 0.0,
+            rate: start,
+        }];
+        while segments.len() < MAX_STEPS {
+            let last = segments[segments.len() - 1];
+            let next_ns = last.start_ns + step_ns;
+            if reached(last.rate) || limit_ns.is_some_and(|limit| next_ns >= limit) {
+                break;
+            }
+            let mut rate = last.rate + step;
+            if let Some(end) = end {
+                rate = if step > 0.0 {
+                    rate.min(end)
+                } else {
+                    rate.max(end)
+                };
+            }
+            segments.push(Segment {
+                start_ns: next_ns,
+                first_slot: last.first_slot + last.rate * step_ns / 1e9,
+                rate,
+            });
+        }
+        Steps { segments }
+    }
+
+    /// When call `slot` is intended, in nanoseconds after the schedule's start.
+    fn slot_time_ns(&self, slot: u64) -> f64 {
+        let slot = slot as f64;
+        let index = self
+            .segments
+            .partition_point(|segment| segment.first_slot <= slot)
+            .saturating_sub(1);
+        let segment = self.segments[index];
+        segment.start_ns + (slot - segment.first_slot) * 1e9 / segment.rate
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stepped_rates_space_calls_by_the_rate_of_their_step() {
+        // 10 req/s for 1 s, then 20 req/s for 1 s, then 30 req/s held (the end).
+        let steps = Steps::new(10.0, 10.0, Duration::from_secs(1), Some(30.0), None);
+        assert_eq!(steps.segments.len(), 3);
+        let ms = |slot| (steps.slot_time_ns(slot) / 1e6).round() as u64;
+        assert_eq!(ms(0), 0);
+        assert_eq!(ms(9), 900);
+        assert_eq!(ms(10), 1000, "the 11th call starts the second step");
+        assert_eq!(ms(11), 1050);
+        assert_eq!(ms(30), 2000);
+        assert_eq!(ms(33), 2100, "30 req/s holds");
+        assert_eq!(ms(330), 12000);
+        // Falling, stopped by the end rate; and a maximum duration that stops the steps.
+        let down = Steps::new(200.0, -50.0, Duration::from_secs(1), Some(100.0), None);
+        let rates: Vec<f64> = down.segments.iter().map(|s| s.rate).collect();
+        assert_eq!(rates, [200.0, 150.0, 100.0]);
+        let capped = Steps::new(
+            10.0,
+            10.0,
+            Duration::from_secs(1),
+            None,
+            Some(Duration::from_secs(3)),
+        );
+        let rates: Vec<f64> = capped.segments.iter().map(|s| s.rate).collect();
+        assert_eq!(rates, [10.0, 20.0, 30.0], "changes for 3 s, then holds");
+        let endless = Steps::new(1.0, 1.0, Duration::from_secs(1), None, None);
+        assert_eq!(endless.segments.len(), MAX_STEPS);
+    }
 
     #[test]
     fn budget_hands_out_exactly_total() {

@@ -97,6 +97,32 @@ pub struct LoadArgs {
     #[arg(short = 'r', long, default_value_t = 0.0, value_name = "R")]
     pub rps: f64,
 
+    /// The rate's shape (ghz's --load-schedule): const (--rps, or a closed loop), step
+    /// (--load-start, changed by --load-step every --load-step-duration) or line (the same,
+    /// every second).
+    #[arg(long, default_value = "const", value_name = "SCHEDULE", value_parser = ["const", "step", "line"])]
+    pub load_schedule: String,
+
+    /// step/line: the first rate, req/s.
+    #[arg(long, value_name = "R")]
+    pub load_start: Option<f64>,
+
+    /// step/line: the rate change per step, req/s (negative to step down).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub load_step: Option<f64>,
+
+    /// step/line: the rate at which to stop changing and hold.
+    #[arg(long, value_name = "R")]
+    pub load_end: Option<f64>,
+
+    /// step: how long each rate holds.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub load_step_duration: Option<std::time::Duration>,
+
+    /// step/line: how long to keep changing the rate, from the start; then it holds.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub load_max_duration: Option<std::time::Duration>,
+
     /// How long to measure, e.g. 20s (warmup excluded). As in ghz, -n is then ignored; to stop
     /// an -n run early, use -x.
     #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration)]

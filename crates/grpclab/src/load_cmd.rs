@@ -83,6 +83,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             "--rps {} is not a rate; give requests per second, or 0 for a closed loop",
             args.rps
         )));
+    } else if args.load_schedule != "const" {
+        load_steps(args)?
     } else if args.rps == 0.0 {
         Pacing::ClosedLoop
     } else {
@@ -174,6 +176,17 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         details: config.details,
         count_errors: args.count_errors,
         skip_first: args.skip_first,
+        load: crate::export::LoadShape {
+            schedule: args.load_schedule.clone(),
+            start: args.load_start.unwrap_or(0.0),
+            end: args.load_end.unwrap_or(0.0),
+            step: args.load_step.unwrap_or(0.0),
+            step_duration: match args.load_schedule.as_str() {
+                "line" => std::time::Duration::from_secs(1),
+                _ => args.load_step_duration.unwrap_or_default(),
+            },
+            max_duration: args.load_max_duration.unwrap_or_default(),
+        },
     };
     Ok(PreparedLoad {
         config,
@@ -230,6 +243,45 @@ fn resolve(target: &str) -> Result<SocketAddr, InputError> {
         .map_err(|err| InputError(format!("cannot resolve '{target}': {err}; {hint}")))?
         .next()
         .ok_or_else(|| InputError(format!("'{target}' resolves to no address; {hint}")))
+}
+
+/// ghz's step and line schedules as [`Pacing::Steps`]; each missing or misplaced flag named.
+fn load_steps(args: &LoadArgs) -> Result<Pacing, InputError> {
+    let schedule = args.load_schedule.as_str();
+    if args.rps != 0.0 {
+        return Err(InputError(format!(
+            "--rps is the const schedule's rate; with --load-schedule {schedule} give --load-start (and --load-step)"
+        )));
+    }
+    let start = args.load_start.ok_or_else(|| {
+        InputError(format!(
+            "--load-schedule {schedule} needs --load-start, the first rate in req/s"
+        ))
+    })?;
+    let step = args.load_step.ok_or_else(|| {
+        InputError(format!(
+            "--load-schedule {schedule} needs --load-step, the rate change per step in req/s"
+        ))
+    })?;
+    let step_duration = match (schedule, args.load_step_duration) {
+        ("line", None) => std::time::Duration::from_secs(1),
+        ("line", Some(_)) => return Err(InputError(
+            "--load-schedule line changes the rate every second; --load-step-duration is for step"
+                .to_owned(),
+        )),
+        (_, Some(duration)) => duration,
+        (_, None) => return Err(InputError(
+            "--load-schedule step needs --load-step-duration, how long each rate holds (e.g. 5s)"
+                .to_owned(),
+        )),
+    };
+    Ok(Pacing::Steps {
+        start,
+        step,
+        step_duration,
+        end: args.load_end,
+        max_duration: args.load_max_duration,
+    })
 }
 
 /// Where `grpclab load` asks for descriptors when no schema flag is given: the server, by

@@ -926,3 +926,109 @@ fn skip_first_leaves_the_first_calls_out() {
         &["--skipFirst", "-n"],
     );
 }
+
+/// ghz's step and line load schedules: calls are scheduled at each step's rate, so a timed run
+/// sends exactly the calls whose intended times fall in it (200 + 400 + 600 in 3 s), whatever
+/// the machine's speed; each misplaced flag is named.
+#[test]
+fn step_and_line_schedules_send_the_calls_of_each_step() {
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    let target = server.target();
+    let base = [
+        "load",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-c",
+        "20",
+        "-z",
+        "3s",
+    ];
+    let steps = [
+        "--load-schedule",
+        "step",
+        "--load-start",
+        "200",
+        "--load-step",
+        "200",
+        "--load-step-duration",
+        "1s",
+        "--load-end",
+        "600",
+        "-O",
+        "json",
+    ];
+    let output = run(&[&base[..], &steps[..]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["count"], 1200, "{report}");
+    assert_eq!(report["options"]["load-schedule"], "step");
+    assert_eq!(report["options"]["load-step-duration"], 1_000_000_000u64);
+    assert!(report["serviceTime"].is_object(), "an open loop");
+    let line = [
+        "--load-schedule",
+        "line",
+        "--load-start",
+        "300",
+        "--load-step",
+        "-100",
+        "--load-end",
+        "100",
+        "-O",
+        "json",
+    ];
+    let output = run(&[&base[..], &line[..]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json(&output)["count"], 600, "300 + 200 + 100");
+
+    let bad = |extra: &[&str], needles: &[&str]| {
+        assert_input_error(&[&base[..], extra].concat(), needles);
+    };
+    bad(
+        &[
+            "--load-schedule",
+            "step",
+            "--load-start",
+            "10",
+            "--load-step",
+            "5",
+        ],
+        &["--load-step-duration"],
+    );
+    bad(
+        &[
+            "--load-schedule",
+            "step",
+            "--rps",
+            "10",
+            "--load-start",
+            "10",
+        ],
+        &["--rps", "--load-start"],
+    );
+    bad(
+        &[
+            "--load-schedule",
+            "line",
+            "--load-start",
+            "10",
+            "--load-step",
+            "5",
+            "--load-step-duration",
+            "2s",
+        ],
+        &["--load-step-duration", "line"],
+    );
+    bad(
+        &[
+            "--load-schedule",
+            "line",
+            "--load-start",
+            "10",
+            "--load-step",
+            "-5",
+        ],
+        &["--load-end"],
+    );
+    bad(&["--load-schedule", "ramp"], &["ramp"]);
+}

@@ -303,12 +303,16 @@ impl JsonOptions {
                 options.authority.clone()
             },
             rps: options.rps.round() as u64,
-            load_schedule: "const".to_owned(),
-            load_start: 0,
-            load_end: 0,
-            load_step: 0,
-            load_step_duration: 0,
-            load_max_duration: 0,
+            load_schedule: if options.load.schedule.is_empty() {
+                "const".to_owned()
+            } else {
+                options.load.schedule.clone()
+            },
+            load_start: options.load.start.round() as u64,
+            load_end: options.load.end.round() as u64,
+            load_step: options.load.step.round() as i64,
+            load_step_duration: saturating_ns(options.load.step_duration),
+            load_max_duration: saturating_ns(options.load.max_duration),
             concurrency: options.concurrency as u64,
             concurrency_schedule: "const".to_owned(),
             concurrency_start: 0,

@@ -72,6 +72,25 @@ pub struct RunOptions {
     pub count_errors: bool,
     /// `--skipFirst`: calls left out at the start.
     pub skip_first: u64,
+    /// `--load-schedule` and its settings (rates in req/s).
+    pub load: LoadShape,
+}
+
+/// ghz's load-schedule settings as given (`const` with its zeros when not stepped).
+#[derive(Debug, Clone, Default)]
+pub struct LoadShape {
+    /// `const`, `step` or `line` (empty means `const`).
+    pub schedule: String,
+    /// `--load-start`.
+    pub start: f64,
+    /// `--load-end`.
+    pub end: f64,
+    /// `--load-step`.
+    pub step: f64,
+    /// `--load-step-duration`.
+    pub step_duration: Duration,
+    /// `--load-max-duration`.
+    pub max_duration: Duration,
 }
 
 impl Report {

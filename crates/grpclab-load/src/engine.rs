@@ -240,14 +240,10 @@ pub fn run(
             .unwrap_or_else(Instant::now),
         _ => last_completion.unwrap_or_else(Instant::now),
     };
-    let run_start = schedule
-        .measure_from()
-        .checked_sub(config.warmup)
-        .unwrap_or(run_start);
     Ok(LoadResult {
         started_at,
         elapsed: measured_end.saturating_duration_since(schedule.measure_from()),
-        whole_run: measured_end.saturating_duration_since(run_start),
+        whole_run: measured_end.saturating_duration_since(schedule.start()),
         end_reason,
         recorder,
         reconnects,

@@ -98,6 +98,11 @@ impl Schedule {
         self.issued_all.cancel();
     }
 
+    /// When the schedule began: the first call's time, warmup included.
+    pub(crate) fn start(&self) -> Instant {
+        self.start
+    }
+
     /// The start of the measured window.
     pub(crate) fn measure_from(&self) -> Instant {
         self.measure_from
@@ -118,17 +123,8 @@ impl Schedule {
         if self.stop.is_cancelled() {
             return Ticket::Stop;
         }
-        let interval_ns = match &self.rate {
-            RateShape::Closed => None,
-            RateShape::Constant { interval_ns } => Some(*interval_ns),
-            RateShape::Steps(_) => None,
-        };
-        let intended = match (interval_ns, &self.rate) {
-            (None, RateShape::Steps(steps)) => {
-                let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
-                self.start + Duration::from_nanos(steps.slot_time_ns(slot) as u64)
-            }
-            (None, _) => {
+        let intended = match &self.rate {
+            RateShape::Closed => {
                 let now = Instant::now();
                 if self.end.is_some_and(|end| now >= end) {
                     self.run_out(now);
@@ -144,9 +140,13 @@ impl Schedule {
                     measured,
                 };
             }
-            (Some(interval_ns), _) => {
+            RateShape::Constant { interval_ns } => {
                 let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
                 self.start + Duration::from_nanos((slot as f64 * interval_ns) as u64)
+            }
+            RateShape::Steps(steps) => {
+                let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+                self.start + Duration::from_nanos(steps.slot_time_ns(slot) as u64)
             }
         };
         if let Some(end) = self.end.filter(|end| intended >= *end) {

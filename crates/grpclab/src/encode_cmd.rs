@@ -8,7 +8,7 @@ use crate::InputError;
 /// Encodes and writes the request; returns how many bytes were written.
 pub fn execute(args: &EncodeArgs) -> Result<usize, InputError> {
     // No server to ask by reflection: with no schema flag, the default scenario.
-    let (scenario, _) = load_scenario(&args.scenario, None)?;
+    let scenario = load_scenario(&args.scenario, None)?.scenario;
     let requests = scenario.requests();
     let request = requests.get(args.index).ok_or_else(|| {
         InputError(format!(

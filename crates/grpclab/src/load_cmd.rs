@@ -4,7 +4,7 @@
 //! or file), [`execute`] runs and writes. Results are always written, Ctrl-C included.
 
 use anyhow::Context as _;
-use grpclab_core::scenario::{encode_payload, validate_reply, Schema};
+use grpclab_core::scenario::{validate_reply, Schema};
 use grpclab_core::Scenario;
 use grpclab_load::{CancellationToken, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget};
 use http::{HeaderName, HeaderValue};
@@ -49,12 +49,13 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         })?),
         (None, None) => None,
     };
-    let metadata = parse_metadata("-m/--metadata", metadata_json.as_deref())?;
+    let metadata_map = parse_string_map("-m/--metadata", metadata_json.as_deref())?;
+    let metadata = headers("-m/--metadata", metadata_map.as_ref())?;
     let reflect_metadata = match &args.reflect_metadata {
         Some(json) => parse_metadata("--reflect-metadata", Some(json))?,
         None => metadata.clone(),
     };
-    let (scenario, scenario_label) = load_scenario(
+    let loaded = load_scenario(
         &args.scenario,
         Some(ReflectFrom {
             target,
@@ -62,6 +63,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             metadata: &reflect_metadata,
         }),
     )?;
+    let scenario = &loaded.scenario;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
     config.authority = match &args.authority {
         Some(authority) => {
@@ -146,7 +148,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         host: args.target.clone(),
         authority: config.authority.clone(),
         call: scenario.method().full_name().to_owned(),
-        scenario: scenario_label,
+        scenario: loaded.label.clone(),
         proto: args
             .scenario
             .proto
@@ -158,9 +160,14 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .iter()
             .map(|p| p.display().to_string())
             .collect(),
-        data: payload_as_given(&args.scenario),
+        // The payload as the user gave it; `None` for a scenario's own, or text that is not
+        // JSON (the run itself reports that).
+        data: loaded
+            .payload
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok()),
         binary: args.scenario.binary || args.scenario.binary_file.is_some(),
-        metadata: parse_string_map("-m/--metadata", metadata_json.as_deref())?,
+        metadata: metadata_map,
         distinct_requests: config.requests.len(),
         concurrency: config.concurrency,
         connections: config.connections,
@@ -176,17 +183,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         details: config.details,
         count_errors: args.count_errors,
         skip_first: args.skip_first,
-        load: crate::export::LoadShape {
-            schedule: args.load_schedule.clone(),
-            start: args.load_start.unwrap_or(0.0),
-            end: args.load_end.unwrap_or(0.0),
-            step: args.load_step.unwrap_or(0.0),
-            step_duration: match args.load_schedule.as_str() {
-                "line" => std::time::Duration::from_secs(1),
-                _ => args.load_step_duration.unwrap_or_default(),
-            },
-            max_duration: args.load_max_duration.unwrap_or_default(),
-        },
+        load: load_shape(&args.load_schedule, config.pacing),
     };
     Ok(PreparedLoad {
         config,
@@ -295,13 +292,23 @@ pub struct ReflectFrom<'a> {
     pub metadata: &'a [(HeaderName, HeaderValue)],
 }
 
+/// What the scenario flags resolved to.
+pub struct LoadedScenario {
+    /// The method and its framed requests.
+    pub scenario: Scenario,
+    /// How reports name where it came from.
+    pub label: String,
+    /// The JSON payload text as the user gave it (`-d`, `-d @`, `-D`), if any.
+    pub payload: Option<String>,
+}
+
 /// Resolves the scenario flags into a scenario and a label for reports: `--proto`,
 /// `--protoset`, `--scenario`, else the server's reflection (`reflect`), else (no server to
 /// ask: `encode`) the default scenario.
 pub fn load_scenario(
     args: &ScenarioArgs,
     reflect: Option<ReflectFrom<'_>>,
-) -> Result<(Scenario, String), InputError> {
+) -> Result<LoadedScenario, InputError> {
     let payload = match (&args.data, &args.data_file) {
         (Some(at), _) if at == "@" => {
             let mut json = String::new();
@@ -338,16 +345,16 @@ pub fn load_scenario(
     // A schema from a .proto, a protoset or the server: the call and payload come from flags.
     let from_schema = |schema: Schema, label: String| {
         let method = schema.method(args.call.as_deref()).map_err(input_error)?;
-        if let Some(bytes) = &binary {
-            let scenario =
-                Scenario::from_method_binary(&label, method, bytes).map_err(input_error)?;
-            return Ok((scenario, label));
+        let scenario = match &binary {
+            Some(bytes) => Scenario::from_method_binary(&label, method, bytes),
+            None => Scenario::from_method(&label, method, payload.as_deref().unwrap_or("{}")),
         }
-        let payload = payload.clone().unwrap_or_else(|| "{}".to_owned());
-        // Validate the payload against the input type first, for a clear message.
-        encode_payload(&method.input(), &payload).map_err(input_error)?;
-        let scenario = Scenario::from_method(&label, method, &payload).map_err(input_error)?;
-        Ok((scenario, label))
+        .map_err(input_error)?;
+        Ok(LoadedScenario {
+            scenario,
+            label,
+            payload: payload.clone(),
+        })
     };
     if let Some(proto) = &args.proto {
         let schema = Schema::compile(std::slice::from_ref(proto), &args.import_paths)
@@ -378,23 +385,37 @@ pub fn load_scenario(
     }
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = Scenario::load(name, args.call.as_deref()).map_err(input_error)?;
-    let scenario = match (payload, &binary) {
+    let scenario = match (&payload, &binary) {
         (_, Some(bytes)) => scenario.with_binary_payload(bytes).map_err(input_error)?,
-        (Some(payload), None) => scenario.with_payload(&payload).map_err(input_error)?,
+        (Some(payload), None) => scenario.with_payload(payload).map_err(input_error)?,
         (None, None) => scenario,
     };
-    Ok((scenario, name.to_owned()))
+    Ok(LoadedScenario {
+        scenario,
+        label: name.to_owned(),
+        payload,
+    })
 }
 
-/// The payload as the user gave it (`-d` or `-D`), for the report's `options.data`; `None`
-/// for a scenario's own payload or a file that is not JSON (the run itself reports that).
-fn payload_as_given(args: &ScenarioArgs) -> Option<serde_json::Value> {
-    let text = match (&args.data, &args.data_file) {
-        (Some(json), _) => json.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path).ok()?,
-        (None, None) => return None,
-    };
-    serde_json::from_str(&text).ok()
+/// ghz's load-schedule settings for the report, read back from the pacing they became.
+fn load_shape(schedule: &str, pacing: Pacing) -> crate::export::LoadShape {
+    match pacing {
+        Pacing::Steps {
+            start,
+            step,
+            step_duration,
+            end,
+            max_duration,
+        } => crate::export::LoadShape {
+            schedule: schedule.to_owned(),
+            start,
+            end: end.unwrap_or(0.0),
+            step,
+            step_duration,
+            max_duration: max_duration.unwrap_or_default(),
+        },
+        Pacing::ClosedLoop | Pacing::OpenLoop { .. } => crate::export::LoadShape::default(),
+    }
 }
 
 /// A JSON object of strings (`--tags`, `-m`), or `None` when the flag is absent.
@@ -405,7 +426,7 @@ fn parse_string_map(
     let Some(json) = json else {
         return Ok(None);
     };
-    let hint = r#"give a JSON object of strings, e.g. '{"env":"staging"}'"#;
+    let hint = r#"give a JSON object of strings, e.g. '{"authorization":"Bearer x"}'"#;
     let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)
         .map_err(|err| InputError(format!("{flag} is not a JSON object ({err}); {hint}")))?;
     object
@@ -427,20 +448,18 @@ fn parse_metadata(
     flag: &str,
     json: Option<&str>,
 ) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
-    let Some(json) = json else {
-        return Ok(Vec::new());
-    };
-    let hint = r#"give a JSON object of strings, e.g. '{"authorization":"Bearer x"}'"#;
-    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)
-        .map_err(|err| InputError(format!("{flag} is not a JSON object ({err}); {hint}")))?;
-    object
-        .into_iter()
+    headers(flag, parse_string_map(flag, json)?.as_ref())
+}
+
+/// Metadata as request headers: lower-cased names, none that grpclab sets itself, and only
+/// what a header can carry.
+fn headers(
+    flag: &str,
+    map: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
+    map.into_iter()
+        .flatten()
         .map(|(key, value)| {
-            let serde_json::Value::String(value) = value else {
-                return Err(InputError(format!(
-                    "{flag}: the value of '{key}' is not a string; {hint}"
-                )));
-            };
             let lower = key.to_ascii_lowercase();
             if lower.starts_with(':') || RESERVED_HEADERS.contains(&lower.as_str()) {
                 return Err(InputError(format!(
@@ -449,7 +468,7 @@ fn parse_metadata(
             }
             let name = HeaderName::from_bytes(lower.as_bytes())
                 .map_err(|_| InputError(format!("{flag}: '{key}' is not a valid header name")))?;
-            let value = HeaderValue::from_str(&value).map_err(|_| {
+            let value = HeaderValue::from_str(value).map_err(|_| {
                 InputError(format!(
                     "{flag}: the value of '{key}' has characters a header cannot carry"
                 ))

@@ -115,6 +115,8 @@ struct Recording {
 
 #[derive(Deserialize)]
 struct Event {
+    #[serde(rename = "type")]
+    kind: String,
     values: Values,
 }
 
@@ -159,49 +161,63 @@ impl Frame {
     }
 }
 
-/// The events of type `event` in `jfr`, each its frames (innermost first) and weight.
-fn events(jfr: &Path, event: &str) -> Result<Vec<(Vec<String>, u64)>, String> {
+/// The samples of a recording: frames innermost first.
+pub struct Samples {
+    /// Execution samples (`jdk.ExecutionSample`).
+    execution: Vec<Vec<String>>,
+    /// Allocation samples (`jdk.ObjectAllocationSample`) with the bytes each stands for.
+    allocation: Vec<(Vec<String>, u64)>,
+}
+
+const EXECUTION: &str = "jdk.ExecutionSample";
+const ALLOCATION: &str = "jdk.ObjectAllocationSample";
+
+/// Reads both kinds of sample from `jfr` in one pass of `jfr print`.
+pub fn read(jfr: &Path) -> Result<Samples, String> {
     let mut child = Command::new("jfr")
-        .args(["print", "--json", "--stack-depth", "64", "--events", event])
+        .args(["print", "--json", "--stack-depth", "64", "--events"])
+        .arg(format!("{EXECUTION},{ALLOCATION}"))
         .arg(jfr)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|err| {
-            format!("cannot run jfr: {err}; it comes with the JDK (Debian: default-jdk-headless)")
+            format!("JVM profile: cannot run jfr: {err}; it comes with the JDK (Debian: default-jdk-headless)")
         })?;
     let parsed: Result<JfrFile, _> = child
         .stdout
         .take()
-        .ok_or_else(|| "jfr gave no output".to_owned())
+        .ok_or_else(|| "JVM profile: jfr gave no output".to_owned())
         .and_then(|out| {
             serde_json::from_reader(std::io::BufReader::new(out))
-                .map_err(|err| format!("jfr print's JSON does not read: {err}"))
+                .map_err(|err| format!("JVM profile: jfr print's JSON does not read: {err}"))
         });
     let _ = child.wait();
-    Ok(parsed?
-        .recording
-        .events
-        .into_iter()
-        .filter_map(|event| {
-            let frames: Vec<String> = event
-                .values
-                .stack_trace?
-                .frames
-                .iter()
-                .map(Frame::display)
-                .collect();
-            Some((frames, event.values.weight.unwrap_or(1)))
-        })
-        .collect())
+    let mut samples = Samples {
+        execution: Vec::new(),
+        allocation: Vec::new(),
+    };
+    for event in parsed?.recording.events {
+        let Some(trace) = event.values.stack_trace else {
+            continue;
+        };
+        let frames: Vec<String> = trace.frames.iter().map(Frame::display).collect();
+        if event.kind == ALLOCATION {
+            samples
+                .allocation
+                .push((frames, event.values.weight.unwrap_or(1)));
+        } else if event.kind == EXECUTION {
+            samples.execution.push(frames);
+        }
+    }
+    Ok(samples)
 }
 
 /// The execution samples as a flamegraph and top functions, like perf's.
-pub fn cpu_profile(jfr: &Path, dir: &Path, name: &str) -> Result<CpuProfile, String> {
-    let samples = events(jfr, "jdk.ExecutionSample").map_err(|e| format!("JVM profile: {e}"))?;
+pub fn cpu_profile(samples: &Samples, dir: &Path, name: &str) -> Result<CpuProfile, String> {
     let mut folded: std::collections::BTreeMap<String, u64> = Default::default();
-    for (frames, _) in samples {
+    for frames in &samples.execution {
         let stack: Vec<&str> = frames.iter().rev().map(String::as_str).collect();
         *folded.entry(stack.join(";")).or_default() += 1;
     }
@@ -224,24 +240,25 @@ pub fn is_jvm_machinery(frame: &str) -> bool {
         .any(|prefix| frame.starts_with(prefix))
 }
 
-/// The allocation samples as allocation sites; `calls` (the window's calls) makes them per
-/// call.
+/// The allocation samples as allocation sites beside the recording `jfr`; `calls` (the
+/// window's calls) makes them per call.
 pub fn alloc_profile(
+    samples: &Samples,
     jfr: &Path,
-    dir: &Path,
     name: &str,
     calls: Option<u64>,
 ) -> Result<AllocProfile, String> {
-    let samples =
-        events(jfr, "jdk.ObjectAllocationSample").map_err(|e| format!("JVM profile: {e}"))?;
-    if samples.is_empty() {
+    if samples.allocation.is_empty() {
         return Err("JVM allocation profile: JFR took no allocation samples in the window (a longer window takes more)".to_owned());
     }
-    let points = samples.into_iter().map(|(frames, weight)| AllocationPoint {
-        frames,
-        allocations: 1,
-        bytes: weight,
-    });
+    let points = samples
+        .allocation
+        .iter()
+        .map(|(frames, weight)| AllocationPoint {
+            frames: frames.clone(),
+            allocations: 1,
+            bytes: *weight,
+        });
     let mut profile = super::alloc_profile::sites(
         points,
         calls,
@@ -250,6 +267,7 @@ pub fn alloc_profile(
         true,
     );
     profile.dhat_file = file_name(jfr);
+    let dir = jfr.parent().unwrap_or(Path::new("."));
     let sites_file = dir.join(format!("{name}.alloc-sites.txt"));
     std::fs::write(&sites_file, super::alloc_profile::render(&profile))
         .map_err(|err| format!("JVM allocation profile: {err}"))?;

@@ -481,16 +481,16 @@ fn measure(
                 ));
                 // A JVM is profiled by its own recorder (perf cannot name JIT-compiled
                 // frames), for CPU and allocations at once.
+                let pids = group_pids(pid);
                 let jvm = profile_dir
                     .as_ref()
                     .or(alloc_dir.as_ref())
-                    .and_then(|dir| super::jfr::find_jvm(&group_pids(pid)).map(|jvm| (jvm, dir)));
+                    .and_then(|dir| super::jfr::find_jvm(&pids).map(|jvm| (jvm, dir)));
                 if let Some((jvm, dir)) = jvm {
                     jfr_recording = Some(super::jfr::start(jvm, dir, &profile_name));
                 } else {
                     if let Some(dir) = &profile_dir {
-                        recording =
-                            Some(super::profile::start(&group_pids(pid), dir, &profile_name));
+                        recording = Some(super::profile::start(&pids, dir, &profile_name));
                     }
                     if let Some(dir) = &alloc_dir {
                         alloc_recording =
@@ -546,12 +546,20 @@ fn measure(
     // The JVM's recording: per call over the calls the load measured (a JVM peer has no
     // admin counters).
     let measured_calls = outcome.as_ref().ok().map(|result| result.count());
-    if let Some(file) = keep_profile(jfr, name, context.progress, &mut notes) {
+    let samples = keep_profile(jfr, name, context.progress, &mut notes).and_then(|file| {
+        keep_profile(
+            Some(super::jfr::read(&file).map(|samples| (file, samples))),
+            name,
+            context.progress,
+            &mut notes,
+        )
+    });
+    if let Some((file, samples)) = samples {
         let dir = file.parent().unwrap_or(std::path::Path::new("."));
         let profile_name = sanitize(name);
         if context.cpu_profile_dir.is_some() {
             cpu_profile = keep_profile(
-                Some(super::jfr::cpu_profile(&file, dir, &profile_name)),
+                Some(super::jfr::cpu_profile(&samples, dir, &profile_name)),
                 name,
                 context.progress,
                 &mut notes,
@@ -560,8 +568,8 @@ fn measure(
         if context.alloc_profile_dir.is_some() {
             alloc_profile = keep_profile(
                 Some(super::jfr::alloc_profile(
+                    &samples,
                     &file,
-                    dir,
                     &profile_name,
                     window_calls.or(measured_calls),
                 )),

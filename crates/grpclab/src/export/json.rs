@@ -577,7 +577,8 @@ pub fn rfc3339_nanos(at: SystemTime) -> String {
     humantime::format_rfc3339_nanos(at).to_string()
 }
 
-fn saturating_ns(duration: Duration) -> u64 {
+/// A duration in whole nanoseconds, saturating (Go's `time.Duration` unit).
+pub(super) fn saturating_ns(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 

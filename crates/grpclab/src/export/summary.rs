@@ -5,9 +5,8 @@
 //! user's eye finds everything where it was.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
-use super::json::{ghz_histogram, ghz_percentiles, HistogramBucket, LatencyStats};
+use super::json::{ghz_histogram, ghz_percentiles, saturating_ns, HistogramBucket, LatencyStats};
 use super::{Exporter, Report};
 
 /// Renders the ghz-style summary.
@@ -32,7 +31,11 @@ fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
         writeln!(out, "  Name:\t\t{name}")?;
     }
     writeln!(out, "  Count:\t{}", result.count())?;
-    writeln!(out, "  Total:\t{}", nano_unit(nanos(result.whole_run)))?;
+    writeln!(
+        out,
+        "  Total:\t{}",
+        nano_unit(saturating_ns(result.whole_run))
+    )?;
     let (fastest, slowest) = if empty {
         (0, 0)
     } else {
@@ -87,8 +90,10 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
         writeln!(
             out,
             "  Measured window:\t{} after {} of warmup",
-            nano_unit(nanos(result.elapsed)),
-            nano_unit(nanos(result.whole_run.saturating_sub(result.elapsed)))
+            nano_unit(saturating_ns(result.elapsed)),
+            nano_unit(saturating_ns(
+                result.whole_run.saturating_sub(result.elapsed)
+            ))
         )?;
         writeln!(
             out,
@@ -206,10 +211,6 @@ fn aligned(rows: impl Iterator<Item = [String; 2]>) -> String {
         out.push('\n');
     }
     out
-}
-
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// When calls sent during the warmup outlasted every measured call, says so: the percentiles

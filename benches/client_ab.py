@@ -22,7 +22,7 @@ from common import BIN, build, run_client, start_server, stop_server
 
 
 def round_of(binary, target, args, extra=()):
-    argv = ["taskset", "-c", "1", binary, "load", target, "--scenario", "complex_proto", "-c", "1000", "--connections", "50",
+    argv = ["taskset", "-c", "1", binary, "load", target, "--insecure", "--scenario", "complex_proto", "-c", "1000", "--connections", "50",
             "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json",
             *extra]
     if args.rps:

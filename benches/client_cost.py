@@ -37,7 +37,7 @@ def start_server(server_args):
 
 
 def grpclab_round(target, args, transport="lab"):
-    argv = ["taskset", "-c", "1", BIN, "load", target, "--scenario", "complex_proto", "-c", "1000", "--connections", "50",
+    argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "--scenario", "complex_proto", "-c", "1000", "--connections", "50",
             "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json",
             "--transport", transport]
     stdout, cpu, rss = run_client(argv, args.warmup)
@@ -84,7 +84,7 @@ def main():
     growth = []
     try:
         for seconds in [int(s) for s in args.rss_durations.split(",") if s]:
-            argv = ["taskset", "-c", "1", BIN, "load", target, "--scenario", "complex_proto", "-c", "1000", "--connections", "50",
+            argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "--scenario", "complex_proto", "-c", "1000", "--connections", "50",
                     "-z", f"{seconds}s", "--cpus", "1", "-O", "json"]
             stdout, _, rss = run_client(argv, 0)
             growth.append((seconds, json.loads(stdout)["count"], rss))

@@ -63,7 +63,7 @@ def perf_stat(client_argv, warmup):
 
 
 def grpclab_argv(target, args):
-    return [BIN, "load", target, "--scenario", "complex_proto", "-c", "1000", "--connections", "50", "-z", f"{args.duration}s",
+    return [BIN, "load", target, "--insecure", "--scenario", "complex_proto", "-c", "1000", "--connections", "50", "-z", f"{args.duration}s",
             "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json"]
 
 

@@ -101,7 +101,7 @@ def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, con
             marks["cpu"] = cpu_seconds(server.pid)
             marks["stats"] = server_stats(target)
 
-        argv = ["taskset", "-c", "1", BIN, "load", target, "-c", str(concurrency),
+        argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "-c", str(concurrency),
                 "--connections", str(connections), "-z", f"{duration}s", "--warmup", f"{warmup}s", "--cpus", "1",
                 "-O", "json"] + load_args
         if not any(flag in load_args for flag in ("--scenario", "--proto", "--protoset")):

@@ -132,7 +132,7 @@ def one(server_name, attack, duration):
             time.sleep(0.5)
         cpu0 = cpu_seconds(server.pid)
         out = subprocess.run(
-            ["taskset", "-c", "1", BIN, "load", target, "--scenario", "complex_proto", "--rps", "1000", "-c", "4", "-z", f"{duration}s",
+            ["taskset", "-c", "1", BIN, "load", target, "--insecure", "--scenario", "complex_proto", "--rps", "1000", "-c", "4", "-z", f"{duration}s",
              "-O", "json"], capture_output=True, text=True)
         cpu = cpu_seconds(server.pid) - cpu0
         _, hwm = memory_kib(server.pid)

@@ -10,9 +10,9 @@
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 
+use crate::io::Socket;
 use crate::stream_map::StreamMap;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
@@ -200,11 +200,11 @@ struct Connection<'s, S: CallSource> {
     scratch_malformed: bool,
 }
 
-/// Runs calls on `tcp` until the source says stop and every call has ended (`Ok`), or the
+/// Runs calls on `socket` until the source says stop and every call has ended (`Ok`), or the
 /// connection fails (the calls in flight are reported as lost by the caller). `stop` ends the
 /// run early: no new calls; calls in flight still finish.
 pub async fn run_connection<S: CallSource>(
-    tcp: TcpStream,
+    mut socket: Socket,
     template: RequestTemplate,
     slots: usize,
     source: &mut S,
@@ -265,8 +265,13 @@ pub async fn run_connection<S: CallSource>(
         }
         let pending_out = connection.out.len() - written;
         connection.start_calls(connection.released_until, pending_out);
+        if socket.wants_flush() {
+            if let Err(err) = socket.flush() {
+                return Err(connection.lost(ConnectionEnd::Lost(err.to_string())));
+            }
+        }
         while written < connection.out.len() {
-            match tcp.try_write(&connection.out[written..]) {
+            match socket.try_write(&connection.out[written..]) {
                 Ok(n) => written += n,
                 Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(err) => return Err(connection.lost(ConnectionEnd::Lost(err.to_string()))),
@@ -296,7 +301,8 @@ pub async fn run_connection<S: CallSource>(
                     code::NO_ERROR,
                     b"stream ids exhausted",
                 );
-                let _ = tcp.try_write(&connection.out[written..]);
+                let _ = socket.try_write(&connection.out[written..]);
+                let _ = socket.flush();
                 return Err(connection.lost(ConnectionEnd::StreamIdsExhausted));
             }
         }
@@ -317,24 +323,25 @@ pub async fn run_connection<S: CallSource>(
             timer.as_mut().reset(at.into());
         }
         let pending_out = connection.out.len() - written;
-        let want_write = pending_out > 0;
+        let want_write = pending_out > 0 || socket.wants_flush();
         // A server that does not read cannot make us buffer without limit: past the hard
         // limit we stop reading until our writes drain (deadlines still fire).
         let want_read = pending_out < OUT_HARD_LIMIT;
         tokio::select! {
-            ready = tcp.readable(), if want_read => {
+            ready = socket.readable(), if want_read => {
                 if let Err(err) = ready {
                     return Err(connection.lost(ConnectionEnd::Lost(err.to_string())));
                 }
                 if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
                     read_buf.reserve(READ_CHUNK);
                 }
-                match crate::io::read_available(&tcp, &mut read_buf) {
+                match socket.read_available(&mut read_buf) {
                     Ok(0) => return Err(connection.lost(ConnectionEnd::Lost("the server closed the connection".to_owned()))),
                     Ok(_) => {
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
                             frame::write_goaway(&mut connection.out, 0, error.code, error.reason.as_bytes());
-                            let _ = tcp.try_write(&connection.out[written..]);
+                            let _ = socket.try_write(&connection.out[written..]);
+                            let _ = socket.flush();
                             return Err(connection.lost(ConnectionEnd::Protocol(error)));
                         }
                     }
@@ -342,7 +349,7 @@ pub async fn run_connection<S: CallSource>(
                     Err(err) => return Err(connection.lost(ConnectionEnd::Lost(err.to_string()))),
                 }
             }
-            _ = tcp.writable(), if want_write => {}
+            _ = socket.writable(), if want_write => {}
             _ = &mut timer, if wake.is_some() => {
                 let now = Instant::now();
                 connection.released_until = now;

@@ -1,9 +1,142 @@
-//! Socket reads for the connection loops.
+//! The byte pipe under a connection loop: a TCP socket, plaintext (h2c) or TLS.
+//!
+//! The loops are readiness-driven (wait until readable, read everything available; write as
+//! far as the socket takes it), so TLS is driven the same way rather than through
+//! `AsyncRead`/`AsyncWrite`: the handshake runs first (tokio-rustls, before the loop), then
+//! the established rustls session is fed the socket's bytes and asked for plaintext, and our
+//! frames are encrypted into it and written out. The plaintext path is the socket calls it was
+//! before TLS existed, behind one `Option` check.
 
 use bytes::BytesMut;
-use std::io;
+use std::io::{self, Read, Write};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
+
+/// Ciphertext rustls may hold before a write is refused (`WouldBlock`), so a peer that does
+/// not read cannot make a TLS connection buffer without limit.
+const TLS_BUFFER_LIMIT: usize = 256 * 1024;
+
+/// A connection's socket: TCP, with an established TLS session on it or not.
+pub struct Socket {
+    tcp: TcpStream,
+    /// Boxed: the session is large, and plaintext connections should not carry its space.
+    tls: Option<Box<TlsSession>>,
+}
+
+struct TlsSession {
+    session: rustls::Connection,
+    /// Plaintext was decrypted during the handshake and not read yet: readable at once.
+    buffered: bool,
+}
+
+impl From<TcpStream> for Socket {
+    fn from(tcp: TcpStream) -> Socket {
+        Socket { tcp, tls: None }
+    }
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket")
+            .field("tcp", &self.tcp)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+impl Socket {
+    /// A socket whose TLS handshake is done (tokio-rustls's `into_inner()`).
+    pub fn with_tls(tcp: TcpStream, session: impl Into<rustls::Connection>) -> Socket {
+        let mut session = session.into();
+        // The handshake may have read application data behind its last message (a server's
+        // SETTINGS right after its Finished): it sits decrypted in the session, and no
+        // readiness event will announce it again.
+        let buffered = session
+            .process_new_packets()
+            .map(|state| state.plaintext_bytes_to_read() > 0)
+            .unwrap_or(true);
+        session.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
+        Socket {
+            tcp,
+            tls: Some(Box::new(TlsSession { session, buffered })),
+        }
+    }
+
+    /// Whether this socket runs TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The TCP socket under the session.
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// Waits until a read may make progress.
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        if self.tls.as_ref().is_some_and(|tls| tls.buffered) {
+            return Ok(());
+        }
+        self.tcp.readable().await
+    }
+
+    /// Waits until the socket takes writes.
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        self.tcp.writable().await
+    }
+
+    /// Whether encrypted bytes wait to be written ([`Socket::flush`]); never on plaintext.
+    #[inline]
+    pub(crate) fn wants_flush(&self) -> bool {
+        match &self.tls {
+            None => false,
+            Some(tls) => tls.session.wants_write(),
+        }
+    }
+
+    /// Writes the encrypted bytes waiting in the session, as far as the socket takes them.
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        match &mut self.tls {
+            None => Ok(()),
+            Some(tls) => flush_session(&self.tcp, &mut tls.session),
+        }
+    }
+
+    /// Writes as much of `bytes` as the socket (or the TLS session's buffer) takes;
+    /// `WouldBlock` when it takes nothing.
+    #[inline]
+    pub(crate) fn try_write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let Some(tls) = &mut self.tls else {
+            return self.tcp.try_write(bytes);
+        };
+        let session = &mut tls.session;
+        flush_session(&self.tcp, session)?;
+        if session.wants_write() {
+            // The socket is full: take no more plaintext until it drains.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let taken = session.writer().write(bytes)?;
+        flush_session(&self.tcp, session)?;
+        if taken == 0 && !bytes.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(taken)
+    }
+
+    /// Reads what the socket has into `buf` (decrypted, on TLS); `Ok(0)` is end of stream.
+    pub(crate) fn read_available(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        match &mut self.tls {
+            None => read_available(&self.tcp, buf),
+            Some(tls) => read_tls_available(&self.tcp, tls, buf),
+        }
+    }
+
+    /// Gives the TCP socket back (to close it after an error: the TLS session has nothing
+    /// more to say that the peer would still read).
+    pub(crate) fn into_tcp(self) -> TcpStream {
+        self.tcp
+    }
+}
 
 /// Reads what the socket has into `buf`'s spare capacity; `Ok(0)` is end of stream.
 ///
@@ -12,7 +145,7 @@ use tokio::net::TcpStream;
 /// extra read that would only return EAGAIN before the loop waits again — one syscall per turn
 /// of every connection. tokio clears readiness only if no new readiness event arrived since
 /// it was observed, so data that arrives right after the read still wakes the loop.
-pub(crate) fn read_available(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+fn read_available(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
     let spare = buf.spare_capacity_mut();
     let offered = spare.len();
     let mut got = 0usize;
@@ -34,4 +167,121 @@ pub(crate) fn read_available(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<
     // many bytes it wrote, at most `offered`), so they may become part of the buffer.
     unsafe { buf.set_len(buf.len() + n) };
     Ok(n)
+}
+
+/// Feeds the session what the socket has and moves the plaintext into `buf`, until the socket
+/// is drained or about `buf`'s spare capacity has arrived. All decrypted plaintext is moved
+/// out every time (growing `buf` if needed), so none is left in the session for a readiness
+/// event that will not come.
+fn read_tls_available(
+    tcp: &TcpStream,
+    tls: &mut TlsSession,
+    buf: &mut BytesMut,
+) -> io::Result<usize> {
+    tls.buffered = false;
+    let offered = buf.capacity() - buf.len();
+    let mut got = 0usize;
+    let mut eof = false;
+    loop {
+        got += drain_plaintext(&mut tls.session, buf, &mut eof)?;
+        if eof || got >= offered {
+            break;
+        }
+        let read = tcp.try_io(Interest::READABLE, || {
+            tls.session.read_tls(&mut SocketIo(tcp))
+        });
+        match read {
+            Ok(0) => eof = true,
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+            Err(err) => return Err(err),
+        }
+        if let Err(error) = tls.session.process_new_packets() {
+            // Tell the peer why (an alert), as far as the socket takes it.
+            let _ = flush_session(tcp, &mut tls.session);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, error));
+        }
+    }
+    got += drain_plaintext(&mut tls.session, buf, &mut eof)?;
+    if got > 0 {
+        Ok(got)
+    } else if eof {
+        Ok(0)
+    } else {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+}
+
+/// Moves every decrypted byte from the session into `buf`; sets `eof` when the peer closed
+/// the session (close_notify) or the socket.
+fn drain_plaintext(
+    session: &mut rustls::Connection,
+    buf: &mut BytesMut,
+    eof: &mut bool,
+) -> io::Result<usize> {
+    let mut got = 0;
+    loop {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: rustls's reader only writes into the slice (it copies plaintext in and
+        // returns how much); the bytes it reports written are initialized before `set_len`.
+        let spare: &mut [u8] =
+            unsafe { &mut *(spare as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) };
+        match session.reader().read(spare) {
+            Ok(0) => {
+                *eof = true;
+                return Ok(got);
+            }
+            Ok(n) => {
+                // SAFETY: the reader wrote `n` bytes at the start of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+                got += n;
+            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(got),
+            // The socket closed without close_notify: the end, as for plaintext.
+            Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => {
+                *eof = true;
+                return Ok(got);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Writes the session's pending ciphertext until the socket would block.
+fn flush_session(tcp: &TcpStream, session: &mut rustls::Connection) -> io::Result<()> {
+    while session.wants_write() {
+        match tcp.try_io(Interest::WRITABLE, || session.write_tls(&mut SocketIo(tcp))) {
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Blocking-style `Read`/`Write` over the non-blocking socket, for rustls's `read_tls` and
+/// `write_tls`, always called inside `try_io` so a `WouldBlock` clears tokio's readiness.
+struct SocketIo<'a>(&'a TcpStream);
+
+impl Read for SocketIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*socket2::SockRef::from(self.0)).read(buf)
+    }
+}
+
+impl Write for SocketIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*socket2::SockRef::from(self.0)).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (&*socket2::SockRef::from(self.0)).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }

@@ -5,6 +5,7 @@
 //! - [`frame`]: the frame codec (RFC 9113 §4, §6): frame headers, every frame type's payload,
 //!   and the validation that turns a malformed frame into the right connection or stream error.
 //! - [`client`]: a client connection that runs the calls itself: the load engine's fast path.
+//! - [`Socket`]: the byte pipe under a connection, plaintext TCP or TLS (rustls).
 //! - [`server`]: a server connection for unary calls that reads everything available, runs
 //!   the calls, and writes all their responses in one go.
 #![deny(missing_docs)]
@@ -15,6 +16,8 @@ pub mod hpack;
 mod io;
 pub mod server;
 mod stream_map;
+
+pub use io::Socket;
 
 /// Which HTTP/2 implementation a grpclab client or server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,9 +17,9 @@ use bytes::{Bytes, BytesMut};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
+use crate::io::Socket;
 use crate::stream_map::StreamMap;
 use std::time::Instant;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -462,7 +462,7 @@ fn dependency(priority: &[u8]) -> u32 {
 /// Serves one connection until it closes, fails, or `shutdown` asks for a graceful close
 /// (GOAWAY, then in-flight calls finish).
 pub async fn serve_connection<S: Service>(
-    tcp: TcpStream,
+    mut socket: Socket,
     settings: ServerSettings,
     service: S,
     shutdown: CancellationToken,
@@ -509,8 +509,11 @@ pub async fn serve_connection<S: Service>(
         // goes back before the write: a client out of window sends nothing that would wake us.
         connection.flush_window_updates();
         // Write what is queued, as far as the socket takes it.
+        if socket.wants_flush() && socket.flush().is_err() {
+            return;
+        }
         while written < connection.out.len() {
-            match tcp.try_write(&connection.out[written..]) {
+            match socket.try_write(&connection.out[written..]) {
                 Ok(n) => written += n,
                 Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(_) => return,
@@ -539,7 +542,7 @@ pub async fn serve_connection<S: Service>(
             && connection.out.is_empty()
         {
             if failed {
-                close_after_error(tcp).await;
+                close_after_error(socket).await;
             }
             return;
         }
@@ -590,11 +593,11 @@ pub async fn serve_connection<S: Service>(
             arm_no_later_than(keepalive_timer.as_mut(), &mut keepalive_timer_at, deadline);
         }
         let backlog = connection.out.len() - written;
-        let want_write = backlog > 0;
+        let want_write = backlog > 0 || socket.wants_flush();
         let want_read = !read_closed && backlog < WRITE_BACKLOG_LIMIT;
         let busy = !connection.busy.is_empty();
         tokio::select! {
-            ready = tcp.readable(), if want_read => {
+            ready = socket.readable(), if want_read => {
                 if ready.is_err() {
                     return;
                 }
@@ -602,7 +605,7 @@ pub async fn serve_connection<S: Service>(
                     read_buf.reserve(read_offer);
                 }
                 let offered = read_buf.capacity() - read_buf.len();
-                match crate::io::read_available(&tcp, &mut read_buf) {
+                match socket.read_available(&mut read_buf) {
                     Ok(0) => read_closed = true,
                     Ok(n) => {
                         if n * 2 >= offered && read_offer < READ_CHUNK {
@@ -621,7 +624,7 @@ pub async fn serve_connection<S: Service>(
                     Err(_) => return,
                 }
             }
-            _ = tcp.writable(), if want_write => {}
+            _ = socket.writable(), if want_write => {}
             Some((stream, response)) = replies_rx.recv() => {
                 connection.respond(stream, response);
                 // Take every reply already waiting, so they go out in one write.
@@ -682,8 +685,10 @@ const ERROR_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 /// buffer — a flooding client would see "connection reset" instead of ENHANCE_YOUR_CALM. So:
 /// half-close our side (FIN after the GOAWAY), then discard what arrives until the peer
 /// closes too, for at most [`ERROR_LINGER`].
-async fn close_after_error(mut tcp: TcpStream) {
+async fn close_after_error(mut socket: Socket) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = socket.flush();
+    let mut tcp = socket.into_tcp();
     let _ = tcp.shutdown().await;
     // On the heap, and only here: an array would sit in every connection's future.
     let mut scratch = vec![0u8; 16 * 1024];

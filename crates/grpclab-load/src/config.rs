@@ -93,6 +93,10 @@ pub struct LoadConfig {
     /// Our engine only: the first stream id of every connection (1). Tests set it near 2^31
     /// to reach stream-id exhaustion (and the planned reconnect) without 2^30 calls.
     pub first_stream_id: u32,
+    /// TLS (ALPN h2) on every connection; `None` is plaintext h2c. The library's default is
+    /// plaintext (the harness runs it against its own servers); `grpclab load`'s is TLS, as
+    /// ghz's (see `load_cmd`).
+    pub tls: Option<grpclab_core::tls::TlsClient>,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -112,6 +116,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("validate", &self.validator.is_some())
             .field("transport", &self.transport)
             .field("details", &self.details)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -145,6 +150,7 @@ impl LoadConfig {
             details: None,
             skip_first: 0,
             first_stream_id: 1,
+            tls: None,
         }
     }
 

@@ -7,10 +7,15 @@
 //! steady state costs the streams nothing.
 
 use bytes::Bytes;
+use grpclab_core::tls::TlsClient;
 use h2::client::{Connection, SendRequest};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpStream;
+
+/// The socket under an h2 connection: plaintext TCP or TLS over it.
+pub(crate) type Io =
+    tokio_util::either::Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -40,8 +45,13 @@ pub(crate) struct ConnectionState {
 pub(crate) async fn connect(
     target: SocketAddr,
     timeout: Duration,
-) -> Result<(SendRequest<Bytes>, Connection<TcpStream, Bytes>), String> {
-    let tcp = crate::lab_transport::connect(target, timeout).await?;
+    tls: Option<&TlsClient>,
+) -> Result<(SendRequest<Bytes>, Connection<Io, Bytes>), String> {
+    let tcp = crate::lab_transport::connect_tcp(target, timeout).await?;
+    let io = match tls {
+        None => Io::Left(tcp),
+        Some(tls) => Io::Right(crate::lab_transport::tls_handshake(tcp, tls, timeout).await?),
+    };
     h2::client::Builder::new()
         // Until the server's SETTINGS arrives, one stream at a time (h2 assumes 100): the
         // first batch then never exceeds a lower SETTINGS_MAX_CONCURRENT_STREAMS, as on our
@@ -49,7 +59,7 @@ pub(crate) async fn connect(
         .initial_max_send_streams(1)
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
-        .handshake(tcp)
+        .handshake(io)
         .await
         .map_err(|err| format!("HTTP/2 handshake with {target} failed: {err}"))
 }
@@ -59,7 +69,8 @@ pub(crate) async fn connect(
 pub(crate) async fn drive(
     target: SocketAddr,
     connect_timeout: Duration,
-    first: Connection<TcpStream, Bytes>,
+    tls: Option<TlsClient>,
+    first: Connection<Io, Bytes>,
     state: watch::Sender<ConnectionState>,
     stop: CancellationToken,
     reconnects: std::rc::Rc<std::cell::Cell<u64>>,
@@ -95,7 +106,7 @@ pub(crate) async fn drive(
         } else if stop.is_cancelled() {
             return;
         }
-        match connect(target, connect_timeout).await {
+        match connect(target, connect_timeout, tls.as_ref()).await {
             Ok((sender, live)) => {
                 reconnects.set(reconnects.get() + 1);
                 state.send_modify(|s| {

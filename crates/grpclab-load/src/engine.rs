@@ -50,8 +50,9 @@ pub enum LoadError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// The target could not be reached before the run started.
-    #[error("{0}; is the server running and listening there?")]
+    /// The target could not be reached (or its TLS handshake failed) before the run started;
+    /// the message says what to check.
+    #[error("{0}")]
     Connect(String),
     /// A client thread could not be started.
     #[error("cannot start a client thread: {0}")]
@@ -320,12 +321,20 @@ fn client_thread(
         let mut lab_connections = Vec::new();
         for connection_index in (index..config.connections).step_by(config.threads) {
             let connected = match config.transport {
-                Transport::H2 => connection::connect(config.target, config.connect_timeout)
-                    .await
-                    .map(|(sender, driver)| connections.push((connection_index, sender, driver))),
-                Transport::Lab => lab_transport::connect(config.target, config.connect_timeout)
-                    .await
-                    .map(|tcp| lab_connections.push((connection_index, tcp))),
+                Transport::H2 => {
+                    connection::connect(config.target, config.connect_timeout, config.tls.as_ref())
+                        .await
+                        .map(|(sender, driver)| {
+                            connections.push((connection_index, sender, driver))
+                        })
+                }
+                Transport::Lab => lab_transport::connect(
+                    config.target,
+                    config.connect_timeout,
+                    config.tls.as_ref(),
+                )
+                .await
+                .map(|tcp| lab_connections.push((connection_index, tcp))),
             };
             if let Err(message) = connected {
                 let _ = ready.send(Err(message));
@@ -370,6 +379,7 @@ fn client_thread(
             tokio::task::spawn_local(connection::drive(
                 config.target,
                 config.connect_timeout,
+                config.tls.clone(),
                 driver,
                 state_tx,
                 drivers_stop.clone(),

@@ -7,11 +7,13 @@
 //! same [`Schedule`](crate::schedule) tickets, the same latency rule, the same recorder.
 
 use grpclab_core::framing::unframe_single;
+use grpclab_core::tls::TlsClient;
 use grpclab_core::Code;
 use grpclab_h2::client::{
     run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, NextCall, RequestTemplate,
 };
 use grpclab_h2::frame::code as h2_code;
+use grpclab_h2::Socket;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -30,19 +32,72 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Opens a TCP connection with TCP_NODELAY (both transports use it): without it, Nagle's
 /// algorithm holds small frames back, which a latency benchmark must not allow.
-pub(crate) async fn connect(
+pub(crate) async fn connect_tcp(
     target: std::net::SocketAddr,
     timeout: Duration,
 ) -> Result<TcpStream, String> {
     let tcp = tokio::time::timeout(timeout, TcpStream::connect(target))
         .await
         .map_err(|_| {
-            format!("connecting to {target} timed out after {timeout:?} (--connect-timeout)")
+            format!("connecting to {target} timed out after {timeout:?} (--connect-timeout); is the server running and listening there?")
         })?
-        .map_err(|err| format!("cannot connect to {target}: {err}"))?;
+        .map_err(|err| format!("cannot connect to {target}: {err}; is the server running and listening there?"))?;
     tcp.set_nodelay(true)
         .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
     Ok(tcp)
+}
+
+/// Runs the client side of a TLS handshake on `tcp` (within `timeout`); the error says in one
+/// line what went wrong and which flag fixes it.
+pub(crate) async fn tls_handshake(
+    tcp: TcpStream,
+    tls: &TlsClient,
+    timeout: Duration,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+    let target = tcp
+        .peer_addr()
+        .map_or_else(|_| "the server".to_owned(), |addr| addr.to_string());
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(&tls.config));
+    let stream = tokio::time::timeout(timeout, connector.connect(tls.server_name.clone(), tcp))
+        .await
+        .map_err(|_| {
+            format!(
+                "the TLS handshake with {target} timed out after {timeout:?} (--connect-timeout): \
+                 does the server speak TLS on that port? (--insecure for plaintext)"
+            )
+        })?
+        .map_err(|err| {
+            format!(
+                "{target}: {}",
+                grpclab_core::tls::explain_handshake_error(&err)
+            )
+        })?;
+    let (_, session) = stream.get_ref();
+    if let Some(protocol) = session.alpn_protocol() {
+        if protocol != grpclab_core::tls::ALPN_H2 {
+            return Err(format!(
+                "{target} chose the application protocol '{}' over TLS, not HTTP/2 (ALPN h2) as gRPC requires",
+                String::from_utf8_lossy(protocol)
+            ));
+        }
+    }
+    Ok(stream)
+}
+
+/// Opens a connection for our engine: TCP, then TLS when configured.
+pub(crate) async fn connect(
+    target: std::net::SocketAddr,
+    timeout: Duration,
+    tls: Option<&TlsClient>,
+) -> Result<Socket, String> {
+    let tcp = connect_tcp(target, timeout).await?;
+    match tls {
+        None => Ok(Socket::from(tcp)),
+        Some(tls) => {
+            let (tcp, session) = tls_handshake(tcp, tls, timeout).await?.into_inner();
+            Ok(Socket::with_tls(tcp, session))
+        }
+    }
 }
 
 /// The request template for the engine: path, authority, and the constant headers.
@@ -277,7 +332,7 @@ pub(crate) struct Reconnects {
 /// stream ids run out, open a new one (a planned reconnect: nothing fails).
 pub(crate) async fn connection_loop(
     thread: Rc<ThreadState>,
-    first: TcpStream,
+    first: Socket,
     slots: usize,
     reconnects: Reconnects,
 ) {
@@ -321,7 +376,13 @@ pub(crate) async fn connection_loop(
                 }
             }
         }
-        match connect(target, thread.shared.config.connect_timeout).await {
+        match connect(
+            target,
+            thread.shared.config.connect_timeout,
+            thread.shared.config.tls.as_ref(),
+        )
+        .await
+        {
             Ok(live) => {
                 let counter = if planned {
                     &reconnects.planned

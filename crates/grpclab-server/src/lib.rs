@@ -4,6 +4,7 @@
 //! - [`tonic_baseline`]: idiomatic tonic, as grpc_bench's `rust_tonic_mt` and `rust_tonic_st`
 //!   write it. Every claim about a faster server is measured against it.
 //! - [`lab`]: our own server, with its decode placement a setting.
+//! - [`channel`]: tonic channels (plaintext or TLS) for the admin RPCs and reflection.
 //! - [`alloc_count`] and [`stats`]: a counting global allocator and the admin RPC
 //!   (`grpclab.admin.v1.Stats/Get`) both servers expose on their own port.
 //! - [`heap_profile`]: allocation sites over a window (dhat), driven through the admin service
@@ -15,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc_count;
+pub mod channel;
 pub mod heap_profile;
 pub mod lab;
 pub mod stats;
@@ -90,6 +92,10 @@ pub struct ServeConfig {
     pub threads: usize,
     /// The lab server's settings (ignored by the tonic servers).
     pub lab: lab::LabConfig,
+    /// Serve TLS with these files instead of plaintext h2c. The tonic servers read them with
+    /// tonic's own `ServerTlsConfig` (as tonic users do); lab takes the rustls configuration
+    /// built from them in `lab.tls`.
+    pub tls: Option<grpclab_core::tls::ServerTls>,
 }
 
 /// Errors that end a server.
@@ -106,6 +112,9 @@ pub enum ServeError {
     /// The runtime could not be built.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
+    /// The TLS files could not be used.
+    #[error("{0}")]
+    Tls(String),
     /// The server failed while serving.
     #[error("server failed: {0}")]
     Serve(String),
@@ -147,7 +156,13 @@ pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<
             source,
         })?;
         on_ready(local);
-        tonic_baseline::run(listener, config.implementation.name(), shutdown_signal()).await
+        tonic_baseline::run(
+            listener,
+            config.implementation.name(),
+            config.tls.as_ref(),
+            shutdown_signal(),
+        )
+        .await
     })
 }
 

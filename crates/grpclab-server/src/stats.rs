@@ -3,6 +3,7 @@
 
 use crate::alloc_count::{allocation_totals, ThreadCounters};
 use crate::pb_admin::StatsReply;
+use grpclab_core::tls::TlsClient;
 
 /// The `:path` of the admin RPC.
 pub const STATS_PATH: &str = "/grpclab.admin.v1.Stats/Get";
@@ -28,10 +29,11 @@ pub fn snapshot(implementation: &str) -> StatsReply {
     }
 }
 
-/// Calls `grpclab.admin.v1.Stats/Get` on `target` (HOST:PORT, plaintext). The error says
-/// what went wrong, ready to print.
-pub async fn fetch(target: &str) -> Result<StatsReply, String> {
-    let mut client = crate::pb_admin::stats_client::StatsClient::new(admin_channel(target).await?);
+/// Calls `grpclab.admin.v1.Stats/Get` on `target` (HOST:PORT; over TLS when `tls` is given).
+/// The error says what went wrong, ready to print.
+pub async fn fetch(target: &str, tls: Option<&TlsClient>) -> Result<StatsReply, String> {
+    let mut client =
+        crate::pb_admin::stats_client::StatsClient::new(admin_channel(target, tls).await?);
     let reply = client
         .get(crate::pb_admin::StatsRequest {})
         .await
@@ -47,8 +49,12 @@ pub async fn fetch(target: &str) -> Result<StatsReply, String> {
 
 /// Starts a heap profile on `target`'s server (`grpclab.admin.v1.HeapProfile/Start`); it will
 /// be written to `path` (absolute, writable by the server) when stopped.
-pub async fn start_heap_profile(target: &str, path: &str) -> Result<(), String> {
-    let mut client = heap_profile_client(target).await?;
+pub async fn start_heap_profile(
+    target: &str,
+    path: &str,
+    tls: Option<&TlsClient>,
+) -> Result<(), String> {
+    let mut client = heap_profile_client(target, tls).await?;
     client
         .start(crate::pb_admin::HeapProfileStartRequest {
             path: path.to_owned(),
@@ -59,8 +65,8 @@ pub async fn start_heap_profile(target: &str, path: &str) -> Result<(), String> 
 }
 
 /// Stops the heap profile on `target`'s server; returns the path it wrote.
-pub async fn stop_heap_profile(target: &str) -> Result<String, String> {
-    let mut client = heap_profile_client(target).await?;
+pub async fn stop_heap_profile(target: &str, tls: Option<&TlsClient>) -> Result<String, String> {
+    let mut client = heap_profile_client(target, tls).await?;
     client
         .stop(crate::pb_admin::HeapProfileStopRequest {})
         .await
@@ -70,22 +76,33 @@ pub async fn stop_heap_profile(target: &str) -> Result<String, String> {
 
 async fn heap_profile_client(
     target: &str,
+    tls: Option<&TlsClient>,
 ) -> Result<
     crate::pb_admin::heap_profile_client::HeapProfileClient<tonic::transport::Channel>,
     String,
 > {
-    Ok(crate::pb_admin::heap_profile_client::HeapProfileClient::new(admin_channel(target).await?))
+    Ok(
+        crate::pb_admin::heap_profile_client::HeapProfileClient::new(
+            admin_channel(target, tls).await?,
+        ),
+    )
 }
 
-/// A plaintext channel to `target`'s admin services; the error says what to check.
-async fn admin_channel(target: &str) -> Result<tonic::transport::Channel, String> {
-    tonic::transport::Endpoint::from_shared(format!("http://{target}"))
-        .map_err(|err| format!("'{target}' is not HOST:PORT: {err}"))?
-        .connect()
+/// A channel to `target`'s admin services (the server's own port, so TLS when it serves
+/// TLS); the error says what to check.
+async fn admin_channel(
+    target: &str,
+    tls: Option<&TlsClient>,
+) -> Result<tonic::transport::Channel, String> {
+    use std::net::ToSocketAddrs;
+    let addr = target
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| format!("'{target}' is not HOST:PORT"))?;
+    crate::channel::connect(addr, std::time::Duration::from_secs(10), tls)
         .await
-        .map_err(|err| {
-            format!("cannot connect to {target}: {err}; is the server running and listening there?")
-        })
+        .map_err(|err| format!("{err}; is the server running and listening there?"))
 }
 
 fn heap_profile_refusal(target: &str, status: &tonic::Status) -> String {

@@ -79,6 +79,7 @@ impl HeapProfile for AdminHeapProfile {
 pub async fn run(
     listener: TcpListener,
     implementation: &'static str,
+    tls: Option<&grpclab_core::tls::ServerTls>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -96,7 +97,13 @@ pub async fn run(
     let reflection_v1alpha = reflection()
         .build_v1alpha()
         .map_err(|err| ServeError::Serve(format!("reflection: {err}")))?;
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_config(tonic_tls_config(tls)?)
+            .map_err(|err| ServeError::Tls(format!("TLS: {err}")))?;
+    }
+    builder
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(GreeterServer::new(EchoGreeter))
@@ -105,4 +112,27 @@ pub async fn run(
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|err| ServeError::Serve(err.to_string()))
+}
+
+/// tonic's own TLS configuration from the PEM files, as tonic users write it.
+fn tonic_tls_config(
+    tls: &grpclab_core::tls::ServerTls,
+) -> Result<tonic::transport::ServerTlsConfig, ServeError> {
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|err| {
+            ServeError::Tls(format!("{flag} {}: cannot read it: {err}", path.display()))
+        })
+    };
+    let identity = tonic::transport::Identity::from_pem(
+        read("--tls-cert", &tls.cert)?,
+        read("--tls-key", &tls.key)?,
+    );
+    let mut config = tonic::transport::ServerTlsConfig::new().identity(identity);
+    if let Some(ca) = &tls.client_ca {
+        config = config.client_ca_root(tonic::transport::Certificate::from_pem(read(
+            "--tls-client-ca",
+            ca,
+        )?));
+    }
+    Ok(config)
 }

@@ -150,9 +150,31 @@ pub struct LoadArgs {
     #[arg(long, value_name = "AUTHORITY")]
     pub authority: Option<String>,
 
-    /// Use plaintext HTTP/2 (h2c). Accepted for ghz compatibility: grpclab speaks only h2c.
-    #[arg(long)]
+    /// Plaintext HTTP/2 (h2c), no TLS. Without it, as in ghz, grpclab speaks TLS and verifies
+    /// the server against the system's roots (or --cacert).
+    #[arg(long, conflicts_with_all = ["cacert", "cert", "key", "cname", "skip_tls"])]
     pub insecure: bool,
+
+    /// TLS: trust this CA (PEM) instead of the system's roots.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// TLS: our client certificate (PEM), for servers that require one (mutual TLS).
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// TLS: the private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+
+    /// TLS: the server name to send (SNI) and to verify in its certificate, instead of the
+    /// target's host.
+    #[arg(long, value_name = "NAME")]
+    pub cname: Option<String>,
+
+    /// TLS without verifying the server's certificate (any server is trusted: for tests only).
+    #[arg(long = "skipTLS", alias = "skip-tls")]
+    pub skip_tls: bool,
 
     /// Output format.
     #[arg(short = 'O', long, value_enum, default_value_t = OutputFormat::Summary)]
@@ -431,6 +453,19 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one; the address is printed once ready).
     #[arg(long, default_value_t = 50051)]
     pub port: u16,
+
+    /// Serve TLS (ALPN h2) with this certificate chain (PEM) instead of plaintext h2c; needs
+    /// --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Mutual TLS: require client certificates signed by this CA (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
 
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]

@@ -5,6 +5,7 @@
 
 use anyhow::Context as _;
 use grpclab_core::scenario::{validate_reply, Schema};
+use grpclab_core::tls::{ClientTls, TlsClient};
 use grpclab_core::Scenario;
 use grpclab_load::{CancellationToken, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget};
 use http::{HeaderName, HeaderValue};
@@ -15,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::cli::{LoadArgs, OutputFormat, ScenarioArgs};
-use crate::export::{exporter_for, Report, RunOptions};
+use crate::export::{exporter_for, Report, RunOptions, TlsOptions};
 use crate::InputError;
 
 /// The scenario used when neither --scenario nor --proto is given.
@@ -55,12 +56,17 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         Some(json) => parse_metadata("--reflect-metadata", Some(json))?,
         None => metadata.clone(),
     };
+    let tls = client_tls(args)?;
+    if tls.is_none() {
+        check_plaintext_peer(target, &args.target, args.connect_timeout)?;
+    }
     let loaded = load_scenario(
         &args.scenario,
         Some(ReflectFrom {
             target,
             connect_timeout: args.connect_timeout,
             metadata: &reflect_metadata,
+            tls: tls.as_ref(),
         }),
     )?;
     let scenario = &loaded.scenario;
@@ -78,6 +84,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         None => args.target.clone(),
     };
     config.metadata = metadata;
+    config.tls = tls;
     config.concurrency = args.concurrency;
     config.connections = args.connections;
     config.pacing = if args.rps < 0.0 || !args.rps.is_finite() {
@@ -184,6 +191,14 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         count_errors: args.count_errors,
         skip_first: args.skip_first,
         load: load_shape(&args.load_schedule, config.pacing),
+        tls: TlsOptions {
+            insecure: args.insecure,
+            cacert: path_text(args.cacert.as_deref()),
+            cert: path_text(args.cert.as_deref()),
+            key: path_text(args.key.as_deref()),
+            cname: args.cname.clone().unwrap_or_default(),
+            skip_verify: args.skip_tls,
+        },
     };
     Ok(PreparedLoad {
         config,
@@ -228,6 +243,81 @@ fn write_output(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The TLS client `--insecure`, `--cacert`, `--cert`, `--key`, `--cname` and `--skipTLS`
+/// describe: `None` (plaintext h2c) with `--insecure`, else TLS, as ghz decides.
+fn client_tls(args: &LoadArgs) -> Result<Option<TlsClient>, InputError> {
+    if args.insecure {
+        return Ok(None);
+    }
+    let settings = ClientTls {
+        ca_cert: args.cacert.clone(),
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        server_name: args.cname.clone(),
+        skip_verify: args.skip_tls,
+    };
+    let host = args
+        .target
+        .rsplit_once(':')
+        .map_or(args.target.as_str(), |(host, _)| host);
+    let client = TlsClient::new(&settings, host).map_err(|err| InputError(err.to_string()))?;
+    if args.skip_tls {
+        // Said loudly: nothing checks who answers. Best effort on a closed stderr.
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab load: --skipTLS: the server's certificate is NOT verified; any server that answers is trusted"
+        );
+    }
+    Ok(Some(client))
+}
+
+/// How long the plaintext check waits for the server's first bytes.
+const PLAINTEXT_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// With `--insecure`, makes sure the server does not speak TLS, so that mistake is one line
+/// rather than a run of failed calls: a throwaway connection sends HTTP/2's client preface and
+/// reads the first bytes back. A TLS server answers that with a TLS alert (or hangs up); an
+/// HTTP/2 server answers with its SETTINGS. Anything but a TLS record lets the run go on
+/// (a server that is down or silent is the run's to report).
+fn check_plaintext_peer(
+    target: SocketAddr,
+    shown: &str,
+    connect_timeout: std::time::Duration,
+) -> Result<(), InputError> {
+    use std::io::Read;
+    let Ok(mut tcp) = std::net::TcpStream::connect_timeout(&target, connect_timeout) else {
+        return Ok(());
+    };
+    // The client preface and an empty SETTINGS frame (RFC 9113 §3.4).
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    if tcp.write_all(&hello).is_err()
+        || tcp
+            .set_read_timeout(Some(PLAINTEXT_CHECK_WAIT.min(connect_timeout)))
+            .is_err()
+    {
+        return Ok(());
+    }
+    let mut first = [0u8; 16];
+    let mut got = 0;
+    while got < 3 {
+        match tcp.read(&mut first[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    if grpclab_core::tls::looks_like_tls(&first[..got]) {
+        return Err(InputError(format!(
+            "{shown} speaks TLS, and --insecure asks for plaintext: drop --insecure (add --cacert FILE if its certificate is from a private CA, or --skipTLS to skip verification)"
+        )));
+    }
+    Ok(())
+}
+
+fn path_text(path: Option<&Path>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
 fn resolve(target: &str) -> Result<SocketAddr, InputError> {
@@ -290,6 +380,8 @@ pub struct ReflectFrom<'a> {
     pub connect_timeout: std::time::Duration,
     /// Headers for the reflection requests.
     pub metadata: &'a [(HeaderName, HeaderValue)],
+    /// TLS, as the load itself uses it; `None` is plaintext.
+    pub tls: Option<&'a TlsClient>,
 }
 
 /// What the scenario flags resolved to.

@@ -46,7 +46,7 @@ pub struct Reflected {
 #[derive(Debug, thiserror::Error)]
 pub enum ReflectionError {
     /// The server could not be reached (or reflection took too long).
-    #[error("cannot ask {target} for its services by reflection: {reason}; is the server up (and plaintext: grpclab speaks h2c)?")]
+    #[error("cannot ask {target} for its services by reflection: {reason}; is the server up (and TLS or plaintext as the flags say: --insecure for h2c)?")]
     Unreachable {
         /// the server
         target: String,
@@ -111,6 +111,7 @@ pub fn fetch(from: &ReflectFrom<'_>, call: Option<&str>) -> Result<Reflected, Re
         target,
         connect_timeout: from.connect_timeout,
         metadata: from.metadata,
+        tls: from.tls,
     };
     runtime.block_on(async {
         match tokio::time::timeout(REFLECTION_TIMEOUT, asking.fetch(call)).await {
@@ -128,6 +129,7 @@ struct Asker<'a> {
     target: SocketAddr,
     connect_timeout: Duration,
     metadata: &'a [(HeaderName, HeaderValue)],
+    tls: Option<&'a grpclab_core::tls::TlsClient>,
 }
 
 impl Asker<'_> {
@@ -146,12 +148,9 @@ impl Asker<'_> {
     }
 
     async fn fetch(&self, call: Option<&str>) -> Result<Reflected, ReflectionError> {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", self.target))
-            .map_err(|err| self.unreachable(err))?
-            .connect_timeout(self.connect_timeout)
-            .connect()
+        let channel = grpclab_server::channel::connect(self.target, self.connect_timeout, self.tls)
             .await
-            .map_err(|err| self.unreachable(describe_transport_error(&err)))?;
+            .map_err(|err| self.unreachable(err))?;
         let mut grpc = tonic::client::Grpc::new(channel);
 
         // Which version answers, and the services it lists.
@@ -357,33 +356,6 @@ fn unexpected(answer: &MessageResponse, wanted: &str) -> String {
 
 fn describe_status(status: &tonic::Status) -> String {
     format!("{:?}: {}", status.code(), status.message())
-}
-
-/// tonic's transport errors say "transport error" on top; the causes below are what helps
-/// (each said once: hyper's layers repeat one another).
-fn describe_transport_error(err: &tonic::transport::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !parts
-            .iter()
-            .any(|part| part.contains(&text) || text.contains(part.as_str()))
-        {
-            parts.push(text);
-        } else if let Some(last) = parts.last_mut() {
-            // Keep the more specific of two wordings of one cause.
-            if text.len() > last.len() && text.contains(last.as_str()) {
-                *last = text;
-            }
-        }
-        source = cause.source();
-    }
-    if parts.is_empty() {
-        err.to_string()
-    } else {
-        parts.join(": ")
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `grpclab serve`: run a built-in server until SIGTERM or Ctrl-C.
 
+use grpclab_core::tls::ServerTls;
 use grpclab_server::lab::{LabConfig, Placement, Transport};
 use grpclab_server::{Implementation, ServeConfig};
 use std::io::Write;
@@ -64,8 +65,22 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             u32::MAX
         )));
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(ServerTls {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.tls_client_ca.clone(),
+        }),
+        _ => None,
+    };
+    // Build the configuration now, so a bad file is a one-line error before anything starts.
+    let lab_tls = match &tls {
+        Some(tls) => Some(tls.config().map_err(|err| InputError(err.to_string()))?),
+        None => None,
+    };
     Ok(ServeConfig {
         implementation,
+        tls,
         addr: SocketAddr::new(args.host, args.port),
         threads,
         lab: LabConfig {
@@ -82,6 +97,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             keepalive_interval: Some(args.keepalive).filter(|t| !t.is_zero()),
             keepalive_timeout: args.keepalive_timeout,
             handler_delay: args.handler_delay,
+            tls: lab_tls,
         },
     })
 }
@@ -93,8 +109,9 @@ pub fn execute(config: &ServeConfig) -> anyhow::Result<()> {
         let mut stderr = std::io::stderr();
         let _ = writeln!(
             stderr,
-            "grpclab serve: {} listening on {addr}",
-            config.implementation.name()
+            "grpclab serve: {} listening on {addr}{}",
+            config.implementation.name(),
+            if config.tls.is_some() { " (TLS)" } else { "" }
         );
         let _ = stderr.flush();
     })?;

@@ -40,7 +40,7 @@ pub fn fetch(target: &str) -> Result<Stats, InputError> {
         .build()
         .map_err(|err| InputError(format!("cannot start a runtime: {err}")))?;
     runtime
-        .block_on(grpclab_server::stats::fetch(target))
+        .block_on(grpclab_server::stats::fetch(target, None))
         .map(Stats::from)
         .map_err(InputError)
 }

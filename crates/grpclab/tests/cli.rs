@@ -32,6 +32,7 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     let file = dir.path().join("second.json");
     let first = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -45,6 +46,7 @@ fn json_output_keeps_ghz_fields_and_histograms_merge() {
     assert!(first.status.success(), "{}", stderr(&first));
     let second = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -112,6 +114,7 @@ fn summary_and_csv_outputs() {
     let server = Server::start("tonic-st");
     let summary = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "-n",
         "150",
@@ -131,6 +134,7 @@ fn summary_and_csv_outputs() {
     // ghz's CSV: a row per call, on without --details.
     let csv = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -160,6 +164,7 @@ fn summary_and_csv_outputs() {
     // --details=N keeps the first N, and says so.
     let few = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -174,6 +179,7 @@ fn summary_and_csv_outputs() {
 
     let seconds = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -207,6 +213,7 @@ fn round_robin_data_file_and_metadata_are_sent() {
     .unwrap();
     let output = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -231,6 +238,7 @@ fn round_robin_data_file_and_metadata_are_sent() {
     std::fs::write(&metadata, r#"{"x-run":"from-file"}"#).unwrap();
     let output = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -248,6 +256,7 @@ fn round_robin_data_file_and_metadata_are_sent() {
     let mut child = grpclab()
         .args([
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -279,6 +288,7 @@ fn round_robin_data_file_and_metadata_are_sent() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -290,6 +300,7 @@ fn round_robin_data_file_and_metadata_are_sent() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -306,6 +317,7 @@ fn ctrl_c_stops_the_run_and_still_prints_results() {
     let child = grpclab()
         .args([
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -336,6 +348,7 @@ fn serve_drains_and_exits_zero_on_sigterm() {
         let mut server = Server::start(implementation);
         let output = run(&[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -363,6 +376,7 @@ fn allocation_and_call_counters_move_with_load() {
         assert_eq!(before["implementation"], implementation);
         let output = run(&[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -426,6 +440,7 @@ fn every_decode_placement_serves_load_correctly_with_back_pressure() {
         for scenario in ["complex_proto", "large_complex"] {
             let output = run(&[
                 "load",
+                "--insecure",
                 &server.target(),
                 "--scenario",
                 scenario,
@@ -485,17 +500,18 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
     let t = "127.0.0.1:1";
 
     assert_input_error(
-        &["load", t, "--scenario", "complex_proto", "-z", "fast"],
+        &["load", "--insecure", t, "--scenario", "complex_proto", "-z", "fast"],
         &["fast", "not a duration"],
     );
     assert_input_error(
-        &["load", t, "--scenario", "complex_proto", "-z", "20"],
+        &["load", "--insecure", t, "--scenario", "complex_proto", "-z", "20"],
         &["no unit"],
     );
-    assert_input_error(&["load", t, "--proto", bad_proto], &["bad.proto:4:1"]);
+    assert_input_error(&["load", "--insecure", t, "--proto", bad_proto], &["bad.proto:4:1"]);
     assert_input_error(
         &[
             "load",
+            "--insecure",
             t,
             "--scenario",
             "complex_proto",
@@ -507,6 +523,7 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             t,
             "--scenario",
             "complex_proto",
@@ -518,6 +535,7 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             t,
             "--scenario",
             "complex_proto",
@@ -527,16 +545,17 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["helloworld.HelloRequest", "nmae"],
     );
     assert_input_error(
-        &["load", t, "--scenario", "complex_proto", "-d", "not json"],
+        &["load", "--insecure", t, "--scenario", "complex_proto", "-d", "not json"],
         &["invalid JSON"],
     );
     assert_input_error(
-        &["load", t, "--scenario", "nope"],
+        &["load", "--insecure", t, "--scenario", "nope"],
         &["unknown scenario", "complex_proto"],
     );
     assert_input_error(
         &[
             "load",
+            "--insecure",
             t,
             "--scenario",
             "complex_proto",
@@ -546,12 +565,13 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["--data-file", "/no/such/file.json"],
     );
     assert_input_error(
-        &["load", t, "--scenario", "complex_proto", "-m", "[1]"],
+        &["load", "--insecure", t, "--scenario", "complex_proto", "-m", "[1]"],
         &["--metadata", "JSON object"],
     );
     assert_input_error(
         &[
             "load",
+            "--insecure",
             t,
             "--scenario",
             "complex_proto",
@@ -563,12 +583,12 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["--connections", "-c"],
     );
     assert_input_error(
-        &["load", t, "--scenario", "complex_proto", "--rps=-5"],
+        &["load", "--insecure", t, "--scenario", "complex_proto", "--rps=-5"],
         &["--rps"],
     );
-    assert_input_error(&["load", "localhost"], &["no port", "HOST:PORT"]);
+    assert_input_error(&["load", "--insecure", "localhost"], &["no port", "HOST:PORT"]);
     assert_input_error(
-        &["load", &closed, "--scenario", "complex_proto", "-n", "5"],
+        &["load", "--insecure", &closed, "--scenario", "complex_proto", "-n", "5"],
         &["cannot connect", "is the server running"],
     );
     assert_input_error(
@@ -576,7 +596,7 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["unknown server", "tonic-mt"],
     );
     assert_input_error(
-        &["load", t, "--scenario", "complex_proto", "--frobnicate"],
+        &["load", "--insecure", t, "--scenario", "complex_proto", "--frobnicate"],
         &["--frobnicate"],
     );
 }
@@ -619,7 +639,7 @@ fn slow_inline_calls_do_not_starve_other_connections() {
     let mut flood = grpclab()
         // Large requests keep the flooding connections readable: the client always has more
         // request bytes queued than one read takes.
-        .args(["load", &target, "--scenario", "large_complex"])
+        .args(["load", "--insecure", &target, "--scenario", "large_complex"])
         .args(["-c", "64", "--connections", "4", "-n", &FLOOD.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -631,6 +651,7 @@ fn slow_inline_calls_do_not_starve_other_connections() {
     }
     let probe = run(&[
         "load",
+        "--insecure",
         &target,
         "--scenario",
         "complex_proto",
@@ -683,6 +704,7 @@ fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
     let mut load = grpclab()
         .args([
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -728,6 +750,7 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     // -z wins over -n: far more than 5 calls in a second against lab.
     let output = run(&[
         "load",
+        "--insecure",
         &target,
         "--scenario",
         "complex_proto",
@@ -746,6 +769,7 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     // -n with -x: a count no run finishes in a second stops at the second.
     let output = run(&[
         "load",
+        "--insecure",
         &target,
         "--scenario",
         "complex_proto",
@@ -764,6 +788,7 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             &target,
             "--scenario",
             "complex_proto",
@@ -777,6 +802,7 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     // -r is --rps.
     let output = run(&[
         "load",
+        "--insecure",
         &target,
         "--scenario",
         "complex_proto",
@@ -791,7 +817,7 @@ fn duration_count_and_rate_flags_mean_what_they_mean_in_ghz() {
     assert_eq!(json(&output)["options"]["rps"], 200);
     assert_eq!(json(&output)["options"]["rate"], 200.0);
     // -v prints the version, at the top and after a subcommand.
-    for args in [&["-v"][..], &["load", "-v"][..]] {
+    for args in [&["-v"][..], &["load", "--insecure", "-v"][..]] {
         let output = run(args);
         assert!(output.status.success(), "{args:?}: {}", stderr(&output));
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -832,6 +858,7 @@ fn binary_payloads_from_a_file_or_standard_input() {
     for (file, distinct) in [(&single, 1), (&delimited, 2)] {
         let output = run(&[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -852,6 +879,7 @@ fn binary_payloads_from_a_file_or_standard_input() {
     let mut child = grpclab()
         .args([
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -876,6 +904,7 @@ fn binary_payloads_from_a_file_or_standard_input() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -893,6 +922,7 @@ fn skip_first_leaves_the_first_calls_out() {
     let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
     let output = run(&[
         "load",
+        "--insecure",
         &server.target(),
         "--scenario",
         "complex_proto",
@@ -915,6 +945,7 @@ fn skip_first_leaves_the_first_calls_out() {
     assert_input_error(
         &[
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -936,6 +967,7 @@ fn step_and_line_schedules_send_the_calls_of_each_step() {
     let target = server.target();
     let base = [
         "load",
+        "--insecure",
         &target,
         "--scenario",
         "complex_proto",

@@ -131,7 +131,7 @@ struct GhzDetail {
 
 fn load(args: &[&str]) -> Output {
     let output = grpclab()
-        .arg("load")
+        .arg("load").arg("--insecure")
         .args(args)
         .output()
         .expect("run grpclab");

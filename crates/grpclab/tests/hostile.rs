@@ -108,6 +108,7 @@ fn bystander_outcome(server: &Server) -> Result<(), String> {
     let output = grpclab()
         .args([
             "load",
+            "--insecure",
             &server.target(),
             "--scenario",
             "complex_proto",
@@ -339,6 +340,7 @@ fn connections_beyond_the_cap_are_closed_with_a_log_line() {
             let output = grpclab()
                 .args([
                     "load",
+                    "--insecure",
                     &server.target(),
                     "--scenario",
                     "complex_proto",
@@ -418,7 +420,7 @@ fn large_requests_in_flight_stay_within_the_budget() {
     for args in SERVERS {
         let server = Server::start_with(args);
         let output = grpclab()
-            .args(["load", &server.target(), "--scenario", "string_10B", "-D"])
+            .args(["load", "--insecure", &server.target(), "--scenario", "string_10B", "-D"])
             .arg(&data)
             .args(["-n", "300", "-c", "100", "--connections", "1", "-O", "json"])
             .output()

@@ -154,6 +154,7 @@ fn our_reflection_client_reads_a_grpcio_server() {
     let output = Command::new(env!("CARGO_BIN_EXE_grpclab"))
         .args([
             "load",
+            "--insecure",
             &target,
             "--call",
             "helloworld.Greeter.SayHello",

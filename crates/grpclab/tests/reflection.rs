@@ -13,7 +13,7 @@ use common::{grpclab, Server};
 
 fn load(args: &[&str]) -> Output {
     grpclab()
-        .arg("load")
+        .arg("load").arg("--insecure")
         .args(args)
         .output()
         .expect("run grpclab")

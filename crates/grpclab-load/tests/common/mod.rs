@@ -199,6 +199,7 @@ pub fn tonic_server(addr: SocketAddr) -> TestServer {
     runtime.spawn(grpclab_server::tonic_baseline::run(
         listener,
         "tonic-mt",
+        None,
         std::future::pending(),
     ));
     TestServer {

@@ -24,7 +24,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::{CancellationToken, PollSender};
 
 use super::grpc::{
@@ -197,8 +197,9 @@ impl PendingCall {
 }
 
 /// One connection: h2 plus the calls it carries.
-struct ConnectionTask {
-    h2: h2::server::Connection<TcpStream, Bytes>,
+/// `T`: the socket, plaintext TCP or a TLS stream over it.
+struct ConnectionTask<T> {
+    h2: h2::server::Connection<T, Bytes>,
     config: Arc<LabConfig>,
     calls: Vec<PendingCall>,
     /// Bytes of the bodies in `calls`: at most `config.connection_window` (the budget).
@@ -214,7 +215,7 @@ struct ConnectionTask {
     accept_done: bool,
 }
 
-impl ConnectionTask {
+impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
     fn accept(&mut self, request: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
         let (parts, body) = request.into_parts();
         let headers = RequestHeaders {
@@ -391,8 +392,8 @@ impl ConnectionTask {
 
 /// Serves one connection until it closes, fails, or `shutdown` asks for a graceful close
 /// (GOAWAY, then in-flight calls finish).
-pub async fn serve_connection(
-    tcp: TcpStream,
+pub async fn serve_connection<T: AsyncRead + AsyncWrite + Unpin>(
+    io: T,
     config: Arc<LabConfig>,
     pool: Option<PoolSender<H2Responder>>,
     shutdown: CancellationToken,
@@ -403,7 +404,7 @@ pub async fn serve_connection(
         .initial_window_size(1 << 20)
         .initial_connection_window_size(config.connection_window);
     let handshake = tokio::select! {
-        handshake = builder.handshake::<_, Bytes>(tcp) => handshake,
+        handshake = builder.handshake::<_, Bytes>(io) => handshake,
         _ = shutdown.cancelled() => return,
     };
     let Ok(h2) = handshake else {

@@ -99,6 +99,8 @@ pub struct LabConfig {
     /// For experiments (`--handler-delay`): sleep this long in every call's handler, making a
     /// deliberately slower server (e.g. to check that `grpclab compare` sees it).
     pub handler_delay: Option<std::time::Duration>,
+    /// Serve TLS (ALPN h2) with this configuration instead of plaintext h2c.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for LabConfig {
@@ -117,6 +119,7 @@ impl Default for LabConfig {
             keepalive_interval: Some(grpclab_h2::server::DEFAULT_KEEPALIVE_INTERVAL),
             keepalive_timeout: grpclab_h2::server::DEFAULT_KEEPALIVE_TIMEOUT,
             handler_delay: None,
+            tls: None,
         }
     }
 }
@@ -295,6 +298,7 @@ fn worker(
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
+    let tls = config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     runtime.block_on(async move {
         let tracker = TaskTracker::new();
         loop {
@@ -308,16 +312,21 @@ fn worker(
             let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) else {
                 continue;
             };
+            let tls = tls.clone();
             match config.transport {
                 Transport::H2 => {
-                    let connection = serve_connection(
-                        tcp,
-                        Arc::clone(&config),
-                        pools.h2.clone(),
-                        shutdown.clone(),
-                    );
+                    let config = Arc::clone(&config);
+                    let pool = pools.h2.clone();
+                    let shutdown = shutdown.clone();
                     tracker.spawn(async move {
-                        connection.await;
+                        match tls {
+                            None => serve_connection(tcp, config, pool, shutdown).await,
+                            Some(acceptor) => {
+                                if let Some(stream) = tls_handshake(&acceptor, tcp).await {
+                                    serve_connection(stream, config, pool, shutdown).await;
+                                }
+                            }
+                        }
                         drop(open);
                     });
                 }
@@ -331,14 +340,20 @@ fn worker(
                         ..grpclab_h2::server::ServerSettings::default()
                     };
                     let service = LabService::new(Arc::clone(&config), pools.own.clone());
-                    let connection = grpclab_h2::server::serve_connection(
-                        tcp,
-                        settings,
-                        service,
-                        shutdown.clone(),
-                    );
+                    let shutdown = shutdown.clone();
                     tracker.spawn(async move {
-                        connection.await;
+                        let socket = match tls {
+                            None => grpclab_h2::Socket::from(tcp),
+                            Some(acceptor) => match tls_handshake(&acceptor, tcp).await {
+                                Some(stream) => {
+                                    let (tcp, session) = stream.into_inner();
+                                    grpclab_h2::Socket::with_tls(tcp, session)
+                                }
+                                None => return drop(open),
+                            },
+                        };
+                        grpclab_h2::server::serve_connection(socket, settings, service, shutdown)
+                            .await;
                         drop(open);
                     });
                 }
@@ -350,6 +365,23 @@ fn worker(
         let _ = tokio::time::timeout(DRAIN_LIMIT, tracker.wait()).await;
         Ok(())
     })
+}
+
+/// How long a client may take to finish its TLS handshake: one that never does would hold a
+/// connection slot for ever.
+const TLS_HANDSHAKE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs the server side of a TLS handshake on a new connection. A client that fails it (a
+/// plaintext client, a certificate we refuse) was already answered with rustls's alert; it
+/// is dropped here and touches nothing else.
+async fn tls_handshake(
+    acceptor: &tokio_rustls::TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    match tokio::time::timeout(TLS_HANDSHAKE_LIMIT, acceptor.accept(tcp)).await {
+        Ok(Ok(stream)) => Some(stream),
+        _ => None,
+    }
 }
 
 /// Binds `addr` for the lab server.

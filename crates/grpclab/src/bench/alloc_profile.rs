@@ -79,7 +79,7 @@ pub fn start(target: &str, dir: &Path, name: &str) -> Result<AllocRecording, Str
         .map_err(|err| format!("allocation profile skipped: {}: {err}", dir.display()))?;
     let dhat_file = dir.join(format!("{name}.dhat.json"));
     let path = dhat_file.to_string_lossy().into_owned();
-    admin_call(ADMIN_LIMIT, grpclab_server::stats::start_heap_profile(target, &path)).map_err(|err| {
+    admin_call(ADMIN_LIMIT, grpclab_server::stats::start_heap_profile(target, &path, None)).map_err(|err| {
         format!(
             "allocation profile skipped: {err}; allocation sites come from grpclab's built-in servers (grpclab serve), for others see the allocs/req column or run them under a heap profiler of their own"
         )
@@ -97,7 +97,7 @@ impl AllocRecording {
     pub fn stop(self) -> Result<StoppedAllocRecording, String> {
         admin_call(
             ADMIN_LIMIT,
-            grpclab_server::stats::stop_heap_profile(&self.target),
+            grpclab_server::stats::stop_heap_profile(&self.target, None),
         )
         .map_err(|err| format!("allocation profile failed: {err}"))?;
         let dhat_json = std::fs::read_to_string(&self.dhat_file).map_err(|err| {

@@ -195,9 +195,12 @@ pub(crate) fn admin_call<T>(
 }
 
 fn fetch_stats(target: &str) -> Option<grpclab_server::pb_admin::StatsReply> {
-    admin_call(Duration::from_secs(2), grpclab_server::stats::fetch(target))
-        .ok()
-        .filter(|stats| stats.counting)
+    admin_call(
+        Duration::from_secs(2),
+        grpclab_server::stats::fetch(target, None),
+    )
+    .ok()
+    .filter(|stats| stats.counting)
 }
 
 /// A path's file name, as the records name the files beside them.

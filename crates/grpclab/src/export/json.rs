@@ -173,7 +173,7 @@ pub struct JsonOptions {
     /// Request compression (not supported yet: false).
     #[serde(rename = "enable-compression")]
     pub enable_compression: bool,
-    /// TLS settings (grpclab speaks plaintext h2c: empty).
+    /// `--cacert`.
     pub cacert: String,
     /// TLS client certificate.
     pub cert: String,
@@ -184,7 +184,7 @@ pub struct JsonOptions {
     /// TLS verification skipped.
     #[serde(rename = "skipTLS")]
     pub skip_tls: bool,
-    /// Plaintext: always true today.
+    /// `--insecure`: plaintext h2c.
     pub insecure: bool,
     /// The `:authority` sent.
     pub authority: String,
@@ -291,12 +291,12 @@ impl JsonOptions {
             protoset: String::new(),
             import_paths: options.import_paths.clone(),
             enable_compression: false,
-            cacert: String::new(),
-            cert: String::new(),
-            key: String::new(),
-            cname: String::new(),
-            skip_tls: false,
-            insecure: true,
+            cacert: options.tls.cacert.clone(),
+            cert: options.tls.cert.clone(),
+            key: options.tls.key.clone(),
+            cname: options.tls.cname.clone(),
+            skip_tls: options.tls.skip_verify,
+            insecure: options.tls.insecure,
             authority: if options.authority.is_empty() {
                 options.host.clone()
             } else {

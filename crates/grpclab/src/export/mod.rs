@@ -17,9 +17,28 @@ use std::time::Duration;
 
 use crate::cli::OutputFormat;
 
+/// The TLS flags of a run, as given (ghz's options report them by these names).
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// `--insecure`: plaintext h2c.
+    pub insecure: bool,
+    /// `--cacert`.
+    pub cacert: String,
+    /// `--cert`.
+    pub cert: String,
+    /// `--key`.
+    pub key: String,
+    /// `--cname`.
+    pub cname: String,
+    /// `--skipTLS`.
+    pub skip_verify: bool,
+}
+
 /// The settings a run was made with, as reported beside its results.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
+    /// `--insecure` and the TLS flags, as given.
+    pub tls: TlsOptions,
     /// `--name`.
     pub name: Option<String>,
     /// `--tags`.

@@ -308,12 +308,48 @@ fn check_plaintext_peer(
             Ok(n) => got += n,
         }
     }
-    if grpclab_core::tls::looks_like_tls(&first[..got]) {
+    // Some TLS servers (grpcio's) hang up on a plaintext preface without a word: then ask
+    // in TLS whether it answers in TLS.
+    let tls_answer = got == 0 && answers_tls_hello(target, connect_timeout);
+    if tls_answer || grpclab_core::tls::looks_like_tls(&first[..got]) {
         return Err(InputError(format!(
             "{shown} speaks TLS, and --insecure asks for plaintext: drop --insecure (add --cacert FILE if its certificate is from a private CA, or --skipTLS to skip verification)"
         )));
     }
     Ok(())
+}
+
+/// Whether the server answers a TLS ClientHello with a TLS record (a second, throwaway
+/// connection; nothing is verified, nothing is sent after the hello).
+fn answers_tls_hello(target: SocketAddr, connect_timeout: std::time::Duration) -> bool {
+    use std::io::Read;
+    let settings = ClientTls {
+        skip_verify: true,
+        ..ClientTls::default()
+    };
+    let Ok(config) = settings.config() else {
+        return false;
+    };
+    let Ok(name) = rustls::pki_types::ServerName::try_from("localhost") else {
+        return false;
+    };
+    let Ok(mut session) = rustls::ClientConnection::new(config, name) else {
+        return false;
+    };
+    let mut hello = Vec::new();
+    if session.write_tls(&mut hello).is_err() {
+        return false;
+    }
+    let Ok(mut tcp) = std::net::TcpStream::connect_timeout(&target, connect_timeout) else {
+        return false;
+    };
+    let mut first = [0u8; 3];
+    tcp.write_all(&hello).is_ok()
+        && tcp
+            .set_read_timeout(Some(PLAINTEXT_CHECK_WAIT.min(connect_timeout)))
+            .is_ok()
+        && tcp.read_exact(&mut first).is_ok()
+        && grpclab_core::tls::looks_like_tls(&first)
 }
 
 fn path_text(path: Option<&Path>) -> String {

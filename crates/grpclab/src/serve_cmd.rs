@@ -109,7 +109,7 @@ pub fn execute(config: &ServeConfig) -> anyhow::Result<()> {
         let mut stderr = std::io::stderr();
         let _ = writeln!(
             stderr,
-            "grpclab serve: {} listening on {addr}{}",
+            "grpclab serve: {}{} listening on {addr}",
             config.implementation.name(),
             if config.tls.is_some() { " (TLS)" } else { "" }
         );

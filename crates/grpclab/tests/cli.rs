@@ -500,14 +500,33 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
     let t = "127.0.0.1:1";
 
     assert_input_error(
-        &["load", "--insecure", t, "--scenario", "complex_proto", "-z", "fast"],
+        &[
+            "load",
+            "--insecure",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-z",
+            "fast",
+        ],
         &["fast", "not a duration"],
     );
     assert_input_error(
-        &["load", "--insecure", t, "--scenario", "complex_proto", "-z", "20"],
+        &[
+            "load",
+            "--insecure",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-z",
+            "20",
+        ],
         &["no unit"],
     );
-    assert_input_error(&["load", "--insecure", t, "--proto", bad_proto], &["bad.proto:4:1"]);
+    assert_input_error(
+        &["load", "--insecure", t, "--proto", bad_proto],
+        &["bad.proto:4:1"],
+    );
     assert_input_error(
         &[
             "load",
@@ -545,7 +564,15 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["helloworld.HelloRequest", "nmae"],
     );
     assert_input_error(
-        &["load", "--insecure", t, "--scenario", "complex_proto", "-d", "not json"],
+        &[
+            "load",
+            "--insecure",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-d",
+            "not json",
+        ],
         &["invalid JSON"],
     );
     assert_input_error(
@@ -565,7 +592,15 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["--data-file", "/no/such/file.json"],
     );
     assert_input_error(
-        &["load", "--insecure", t, "--scenario", "complex_proto", "-m", "[1]"],
+        &[
+            "load",
+            "--insecure",
+            t,
+            "--scenario",
+            "complex_proto",
+            "-m",
+            "[1]",
+        ],
         &["--metadata", "JSON object"],
     );
     assert_input_error(
@@ -583,12 +618,30 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["--connections", "-c"],
     );
     assert_input_error(
-        &["load", "--insecure", t, "--scenario", "complex_proto", "--rps=-5"],
+        &[
+            "load",
+            "--insecure",
+            t,
+            "--scenario",
+            "complex_proto",
+            "--rps=-5",
+        ],
         &["--rps"],
     );
-    assert_input_error(&["load", "--insecure", "localhost"], &["no port", "HOST:PORT"]);
     assert_input_error(
-        &["load", "--insecure", &closed, "--scenario", "complex_proto", "-n", "5"],
+        &["load", "--insecure", "localhost"],
+        &["no port", "HOST:PORT"],
+    );
+    assert_input_error(
+        &[
+            "load",
+            "--insecure",
+            &closed,
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "5",
+        ],
         &["cannot connect", "is the server running"],
     );
     assert_input_error(
@@ -596,7 +649,14 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["unknown server", "tonic-mt"],
     );
     assert_input_error(
-        &["load", "--insecure", t, "--scenario", "complex_proto", "--frobnicate"],
+        &[
+            "load",
+            "--insecure",
+            t,
+            "--scenario",
+            "complex_proto",
+            "--frobnicate",
+        ],
         &["--frobnicate"],
     );
 }

@@ -131,7 +131,8 @@ struct GhzDetail {
 
 fn load(args: &[&str]) -> Output {
     let output = grpclab()
-        .arg("load").arg("--insecure")
+        .arg("load")
+        .arg("--insecure")
         .args(args)
         .output()
         .expect("run grpclab");

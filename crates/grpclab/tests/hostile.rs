@@ -420,7 +420,14 @@ fn large_requests_in_flight_stay_within_the_budget() {
     for args in SERVERS {
         let server = Server::start_with(args);
         let output = grpclab()
-            .args(["load", "--insecure", &server.target(), "--scenario", "string_10B", "-D"])
+            .args([
+                "load",
+                "--insecure",
+                &server.target(),
+                "--scenario",
+                "string_10B",
+                "-D",
+            ])
             .arg(&data)
             .args(["-n", "300", "-c", "100", "--connections", "1", "-O", "json"])
             .output()

@@ -178,3 +178,189 @@ fn our_reflection_client_reads_a_grpcio_server() {
         "v1 is UNIMPLEMENTED there: the client fell back"
     );
 }
+
+/// TLS with stacks we did not write (issue 15): grpcio (BoringSSL) as a client of lab (both
+/// transports) and tonic-mt, plain and mutual TLS, with certificates made in the test.
+#[test]
+fn python_grpcio_client_interoperates_over_tls() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc"]),
+        "python3 grpcio",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let request = request_file(dir.path());
+    let ca = common::pki::TestCa::new(dir.path(), "main");
+    let leaf = ca.leaf(dir.path(), "server", false);
+    let client = ca.leaf(dir.path(), "client", false);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/grpcio_client.py"
+    );
+    let cert = leaf.cert.to_str().unwrap();
+    let key = leaf.key.to_str().unwrap();
+    let ca_file = ca.cert.to_str().unwrap();
+    for (args, mutual) in [
+        (&["--impl", "lab"][..], false),
+        (&["--impl", "lab", "--transport", "h2"], false),
+        (&["--impl", "tonic-mt"], false),
+        (&["--impl", "lab", "--tls-client-ca", ca_file], true),
+        (&["--impl", "tonic-mt", "--tls-client-ca", ca_file], true),
+    ] {
+        let mut server_args = args.to_vec();
+        server_args.extend(["--tls-cert", cert, "--tls-key", key]);
+        let server = Server::start_with(&server_args);
+        let mut command = Command::new("python3");
+        command
+            .arg(script)
+            .arg(server.addr.to_string())
+            .arg(&request)
+            .args(["--ca", ca_file]);
+        if mutual {
+            command
+                .arg("--client-cert")
+                .arg(&client.cert)
+                .arg("--client-key")
+                .arg(&client.key);
+        }
+        let output = command.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(String::from_utf8_lossy(&output.stdout).contains("ok 200 calls"));
+    }
+}
+
+/// h2load over TLS (OpenSSL, ALPN h2) against lab on both transports and tonic-mt.
+#[test]
+fn h2load_interoperates_over_tls() {
+    if !available(
+        Command::new("h2load").arg("--version"),
+        "h2load (nghttp2-client)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let request = request_file(dir.path());
+    let ca = common::pki::TestCa::new(dir.path(), "main");
+    let leaf = ca.leaf(dir.path(), "server", false);
+    for args in [
+        &["--impl", "lab"][..],
+        &["--impl", "lab", "--transport", "h2"],
+        &["--impl", "tonic-mt"],
+    ] {
+        let mut server_args = args.to_vec();
+        server_args.extend([
+            "--tls-cert",
+            leaf.cert.to_str().unwrap(),
+            "--tls-key",
+            leaf.key.to_str().unwrap(),
+        ]);
+        let server = Server::start_with(&server_args);
+        let output = Command::new("h2load")
+            .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
+            .arg(&request)
+            .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+            .arg(format!(
+                "https://{}/helloworld.Greeter/SayHello",
+                server.addr
+            ))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains("2000 succeeded, 0 failed, 0 errored"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            text.contains("Application protocol: h2"),
+            "{args:?}: {text}"
+        );
+    }
+}
+
+/// Our client over TLS against grpcio's TLS server, schema by reflection over the same TLS.
+#[test]
+fn our_tls_client_reads_a_grpcio_tls_server() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_tools, grpc_reflection"]),
+        "python3 grpcio-tools and grpcio-reflection",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ca = common::pki::TestCa::new(dir.path(), "main");
+    let leaf = ca.leaf(dir.path(), "server", false);
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/grpcio_reflection_server.py"
+        ))
+        .arg(format!("{repo}/scenarios/complex_proto"))
+        .arg(&leaf.cert)
+        .arg(&leaf.key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let target = format!("127.0.0.1:{}", port.trim());
+    let mut outputs = Vec::new();
+    for transport in ["lab", "h2"] {
+        outputs.push(
+            Command::new(env!("CARGO_BIN_EXE_grpclab"))
+                .args([
+                    "load",
+                    &target,
+                    "--call",
+                    "helloworld.Greeter.SayHello",
+                    "-D",
+                ])
+                .arg(format!("{repo}/scenarios/complex_proto/payload"))
+                .arg("--cacert")
+                .arg(&ca.cert)
+                .args(["--transport", transport, "--validate"])
+                .args(["-n", "200", "-c", "4", "-O", "json"])
+                .output()
+                .unwrap(),
+        );
+    }
+    // Plaintext to grpcio's TLS port: one line, exit 2.
+    let crossed = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+        .args([
+            "load",
+            &target,
+            "--insecure",
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    drop(server.stdin.take());
+    let _ = server.wait();
+    for output in outputs {
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["statusCodeDistribution"]["OK"], 200, "{report}");
+    }
+    let stderr = String::from_utf8_lossy(&crossed.stderr);
+    assert_eq!(crossed.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("speaks TLS"), "{stderr}");
+}

@@ -13,7 +13,8 @@ use common::{grpclab, Server};
 
 fn load(args: &[&str]) -> Output {
     grpclab()
-        .arg("load").arg("--insecure")
+        .arg("load")
+        .arg("--insecure")
         .args(args)
         .output()
         .expect("run grpclab")

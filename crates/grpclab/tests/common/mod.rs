@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod leftovers;
+pub mod pki;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

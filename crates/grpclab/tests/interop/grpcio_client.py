@@ -2,6 +2,10 @@
 """Python grpcio as a client of grpclab's servers (interop test, run by tests/interop.rs).
 
 Usage: grpcio_client.py HOST:PORT REQUEST_FILE [MAX_MESSAGE_BYTES]
+                         [--ca CA.pem [--client-cert CERT.pem --client-key KEY.pem]]
+
+With --ca the channel is TLS (grpcio's own TLS stack, BoringSSL), trusting CA.pem and
+verifying the name `localhost`; with --client-cert/--client-key it presents that certificate.
 
 REQUEST_FILE holds a framed helloworld.HelloRequest (`grpclab encode`). grpcio sends the raw
 message bytes (no generated code needed); the server decodes, re-encodes and replies, and since
@@ -10,18 +14,37 @@ Checks: echo, many calls on one channel, UNIMPLEMENTED for an unknown method, DE
 honoured when the deadline is already past, and RESOURCE_EXHAUSTED over MAX_MESSAGE_BYTES.
 Prints one line per check; exits non-zero on the first failure.
 """
-import sys
+import argparse
 
 import grpc
 
 
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def main():
-    target, request_file = sys.argv[1], sys.argv[2]
-    max_message = int(sys.argv[3]) if len(sys.argv) > 3 else None
-    with open(request_file, "rb") as f:
-        framed = f.read()
-    message = framed[5:]
-    channel = grpc.insecure_channel(target)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("target")
+    parser.add_argument("request_file")
+    parser.add_argument("max_message", nargs="?", type=int)
+    parser.add_argument("--ca")
+    parser.add_argument("--client-cert")
+    parser.add_argument("--client-key")
+    args = parser.parse_args()
+    target, max_message = args.target, args.max_message
+    message = read(args.request_file)[5:]
+    if args.ca:
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=read(args.ca),
+            private_key=read(args.client_key) if args.client_key else None,
+            certificate_chain=read(args.client_cert) if args.client_cert else None,
+        )
+        channel = grpc.secure_channel(target, credentials,
+                                      options=[("grpc.ssl_target_name_override", "localhost")])
+    else:
+        channel = grpc.insecure_channel(target)
     grpc.channel_ready_future(channel).result(timeout=10)
     say_hello = channel.unary_unary("/helloworld.Greeter/SayHello")
 

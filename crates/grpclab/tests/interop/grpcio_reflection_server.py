@@ -2,7 +2,8 @@
 reflection from grpcio-reflection, which speaks only grpc.reflection.v1alpha): the peer for
 grpclab's reflection client. Prints its port, serves until its standard input closes.
 
-Usage: grpcio_reflection_server.py PROTO_DIR   (the folder holding helloworld.proto)
+Usage: grpcio_reflection_server.py PROTO_DIR [CERT.pem KEY.pem]
+       (PROTO_DIR holds helloworld.proto; with CERT and KEY it serves TLS, grpcio's own stack)
 """
 import os
 import sys
@@ -35,7 +36,12 @@ def main():
     helloworld_pb2_grpc.add_GreeterServicer_to_server(Greeter(), server)
     services = (helloworld_pb2.DESCRIPTOR.services_by_name["Greeter"].full_name, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(services, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    if len(sys.argv) > 3:
+        with open(sys.argv[2], "rb") as cert, open(sys.argv[3], "rb") as key:
+            credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        port = server.add_secure_port("127.0.0.1:0", credentials)
+    else:
+        port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
     sys.stdin.read()

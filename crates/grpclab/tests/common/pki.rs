@@ -1,0 +1,56 @@
+//! Certificates made in the test (rcgen): a CA, leaves it signs (for `localhost` and
+//! 127.0.0.1), an expired leaf, a second CA nobody trusts. Written as PEM into a folder.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+use std::path::{Path, PathBuf};
+
+/// A CA able to sign leaves, with its certificate written to `ca.pem`.
+pub struct TestCa {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+    pub cert: PathBuf,
+}
+
+/// A certificate and key written as PEM files.
+pub struct Pair {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl TestCa {
+    pub fn new(dir: &Path, name: &str) -> TestCa {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("grpclab test CA {name}"));
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        let cert = dir.join(format!("{name}-ca.pem"));
+        std::fs::write(&cert, issuer.pem()).unwrap();
+        TestCa { issuer, cert }
+    }
+
+    /// A leaf for `localhost` and 127.0.0.1, valid now (or expired since 2020 when `expired`).
+    pub fn leaf(&self, dir: &Path, name: &str, expired: bool) -> Pair {
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, name.to_owned());
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 1, 1);
+        }
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let pair = Pair {
+            cert: dir.join(format!("{name}.pem")),
+            key: dir.join(format!("{name}.key")),
+        };
+        std::fs::write(&pair.cert, cert.pem()).unwrap();
+        std::fs::write(&pair.key, key.serialize_pem()).unwrap();
+        pair
+    }
+}

@@ -393,6 +393,21 @@ pub struct BenchSettings {
     /// Where result folders are created.
     #[arg(long, default_value = "results", value_name = "DIR")]
     pub results_dir: PathBuf,
+
+    /// Run everything over TLS: servers start with a certificate (their suite entry's `tls`
+    /// arguments; entries without them are SKIPPED), the load verifies it as `localhost`. A
+    /// self-signed pair is made in the results folder unless --tls-cert/--tls-key give one.
+    #[arg(long)]
+    pub tls: bool,
+
+    /// With --tls: the servers' certificate (PEM, valid for `localhost`; the load trusts it
+    /// as its root).
+    #[arg(long = "tls-cert", value_name = "FILE", requires_all = ["tls", "bench_tls_key"], id = "bench_tls_cert")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// With --tls: the key (PEM) of --tls-cert.
+    #[arg(long = "tls-key", value_name = "FILE", requires_all = ["tls", "bench_tls_cert"], id = "bench_tls_key")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `grpclab compare A B [C ...]`

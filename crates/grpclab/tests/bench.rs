@@ -798,3 +798,40 @@ fn a_closed_output_ends_the_run_cleanly_and_keeps_results() {
     assert!(folder.join("table.txt").is_file(), "results are written");
     assert!(!folder.join("tonic-st.json").exists(), "the run stopped");
 }
+
+/// `bench --tls`: the built-in servers run over TLS with a pair made in the results folder
+/// (the load verifies it, so a server that fell back to plaintext could not pass), their
+/// admin counters are read over TLS, and a suite entry without `tls` arguments is SKIPPED.
+#[test]
+fn a_whole_table_runs_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), &["lab", "tonic-st", "--tls"], SHORT);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    assert!(folder.join("tls/cert.pem").is_file());
+    let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();
+    assert!(params.contains("GRPCLAB_TLS=on"), "{params}");
+    for name in ["lab", "tonic-st"] {
+        let json = record(&folder, name);
+        assert_eq!(json["status"], "ok", "{name}: {json}");
+        assert_eq!(json["load"]["errors"], 0, "{name}: {json}");
+        assert!(json["command"].as_str().unwrap().contains("--tls-cert"));
+        // The admin RPC answered over TLS: allocations per call are there.
+        assert!(
+            json["allocations_per_call"].as_f64().is_some(),
+            "{name}: no allocation counters read over TLS: {json}"
+        );
+    }
+
+    let plain_only = tempfile::tempdir().unwrap();
+    let suite = write_suite(plain_only.path(), &[("plain", serve("lab"))]);
+    let output = bench(
+        plain_only.path(),
+        &["--suite", suite.to_str().unwrap(), "--tls"],
+        SHORT,
+    );
+    let folder = results_folder(plain_only.path());
+    let json = record(&folder, "plain");
+    assert_eq!(json["status"], "skipped", "{json} {}", stderr(&output));
+    assert!(json["reason"].as_str().unwrap().contains("tls ="), "{json}");
+}

@@ -66,6 +66,7 @@ pub struct AllocProfile {
 /// A heap profile running on a server.
 pub struct AllocRecording {
     target: String,
+    tls: Option<grpclab_core::tls::TlsClient>,
     dhat_file: PathBuf,
     sites_file: PathBuf,
 }
@@ -74,18 +75,24 @@ pub struct AllocRecording {
 const ADMIN_LIMIT: Duration = Duration::from_secs(60);
 
 /// Asks the server at `target` to start recording into `dir/<name>.dhat.json`.
-pub fn start(target: &str, dir: &Path, name: &str) -> Result<AllocRecording, String> {
+pub fn start(
+    target: &str,
+    dir: &Path,
+    name: &str,
+    tls: Option<grpclab_core::tls::TlsClient>,
+) -> Result<AllocRecording, String> {
     let dir = std::path::absolute(dir)
         .map_err(|err| format!("allocation profile skipped: {}: {err}", dir.display()))?;
     let dhat_file = dir.join(format!("{name}.dhat.json"));
     let path = dhat_file.to_string_lossy().into_owned();
-    admin_call(ADMIN_LIMIT, grpclab_server::stats::start_heap_profile(target, &path, None)).map_err(|err| {
+    admin_call(ADMIN_LIMIT, grpclab_server::stats::start_heap_profile(target, &path, tls.as_ref())).map_err(|err| {
         format!(
             "allocation profile skipped: {err}; allocation sites come from grpclab's built-in servers (grpclab serve), for others see the allocs/req column or run them under a heap profiler of their own"
         )
     })?;
     Ok(AllocRecording {
         target: target.to_owned(),
+        tls,
         dhat_file,
         sites_file: dir.join(format!("{name}.alloc-sites.txt")),
     })
@@ -97,7 +104,7 @@ impl AllocRecording {
     pub fn stop(self) -> Result<StoppedAllocRecording, String> {
         admin_call(
             ADMIN_LIMIT,
-            grpclab_server::stats::stop_heap_profile(&self.target, None),
+            grpclab_server::stats::stop_heap_profile(&self.target, self.tls.as_ref()),
         )
         .map_err(|err| format!("allocation profile failed: {err}"))?;
         let dhat_json = std::fs::read_to_string(&self.dhat_file).map_err(|err| {

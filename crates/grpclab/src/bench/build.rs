@@ -35,6 +35,8 @@ pub struct Placeholders {
     pub build_dir: PathBuf,
     /// `{grpclab}`: this very binary, so a suite can list the built-in servers beside peers.
     pub grpclab: PathBuf,
+    /// `{tls_cert}` and `{tls_key}`: under `bench --tls`.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl Placeholders {
@@ -47,6 +49,11 @@ impl Placeholders {
             .replace("{grpclab}", &self.grpclab.to_string_lossy());
         if let Some(port) = self.port {
             filled = filled.replace("{port}", &port.to_string());
+        }
+        if let Some((cert, key)) = &self.tls {
+            filled = filled
+                .replace("{tls_cert}", &cert.to_string_lossy())
+                .replace("{tls_key}", &key.to_string_lossy());
         }
         filled
     }
@@ -111,6 +118,7 @@ pub fn prepare(
         scenario_dir: scenario_dir.to_path_buf(),
         build_dir: workdir.join(".build").join("none"),
         grpclab: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("grpclab")),
+        tls: None,
     };
     if let Some(check) = &spec.requires {
         let found = std::process::Command::new("sh")
@@ -284,6 +292,7 @@ mod tests {
             workdir: Some(workdir.to_path_buf()),
             ready: Default::default(),
             env: BTreeMap::from([("THREADS".to_owned(), "{threads}".to_owned())]),
+            tls: None,
         }
     }
 
@@ -367,10 +376,13 @@ mod tests {
             scenario_dir: "/s".into(),
             build_dir: "/b".into(),
             grpclab: "/g".into(),
+            tls: Some(("/c.pem".into(), "/k.pem".into())),
         };
         assert_eq!(
-            placeholders.fill("{build_dir}/x {port} {threads} {scenario_dir} {grpclab}"),
-            "/b/x 8080 2 /s /g"
+            placeholders.fill(
+                "{build_dir}/x {port} {threads} {scenario_dir} {grpclab} {tls_cert} {tls_key}"
+            ),
+            "/b/x 8080 2 /s /g /c.pem /k.pem"
         );
     }
 }

@@ -39,6 +39,11 @@ pub struct BenchConfig {
     pub stop_grace: Duration,
     /// Where result folders go.
     pub results_dir: PathBuf,
+    /// `--tls`: servers serve TLS and the load speaks it.
+    pub tls: bool,
+    /// `--tls-cert` and `--tls-key`: the pair to use instead of a generated one.
+    #[serde(skip)]
+    pub tls_pair: Option<(PathBuf, PathBuf)>,
 }
 
 fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -250,6 +255,8 @@ impl BenchConfig {
             ready_timeout: args.ready_timeout,
             stop_grace: args.stop_grace,
             results_dir: args.results_dir.clone(),
+            tls: args.tls,
+            tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
         };
         if config.connections > config.concurrency {
             return Err(InputError(format!(

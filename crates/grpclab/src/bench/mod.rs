@@ -140,6 +140,38 @@ pub fn suite_of(
     }
 }
 
+/// The TLS of a `--tls` run: the given pair, or a self-signed one made in `dir/tls/`, and a
+/// client that trusts it as `localhost`. `None` without `--tls`. Shared by `bench` and
+/// `compare`.
+pub(crate) fn bench_tls(
+    config: &BenchConfig,
+    dir: &std::path::Path,
+) -> Result<Option<runner::BenchTls>, InputError> {
+    if !config.tls {
+        return Ok(None);
+    }
+    let (cert, key) = match &config.tls_pair {
+        Some(pair) => pair.clone(),
+        None => {
+            let tls_dir = dir.join("tls");
+            std::fs::create_dir_all(&tls_dir)
+                .map_err(|err| InputError(format!("cannot create {}: {err}", tls_dir.display())))?;
+            let written = grpclab_core::tls::SelfSigned::for_loopback()
+                .and_then(|pair| pair.write_to(&tls_dir))
+                .map_err(|err| InputError(err.to_string()))?;
+            (written.cert, written.key)
+        }
+    };
+    let settings = grpclab_core::tls::ClientTls {
+        ca_cert: Some(cert.clone()),
+        server_name: Some("localhost".to_owned()),
+        ..Default::default()
+    };
+    let client = grpclab_core::tls::TlsClient::new(&settings, "localhost")
+        .map_err(|err| InputError(format!("--tls: {err}")))?;
+    Ok(Some(runner::BenchTls { cert, key, client }))
+}
+
 /// What a finished bench run produced.
 pub struct BenchOutcome {
     /// One result per implementation that ran.
@@ -189,6 +221,7 @@ pub fn execute(
         footer.push(format!("WARNING: {warning}"));
         progress(&format!("WARNING: {warning}"));
     }
+    let tls = bench_tls(config, dir.path())?;
     let mut params = params(config, &cores, &footer);
     for axis in &prepared.axes {
         params.push((
@@ -226,6 +259,7 @@ pub fn execute(
             progress: &mut prefixed,
             cpu_profile_dir: prepared.profile_cpu.then(|| dir.path().to_path_buf()),
             alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
+            tls: tls.as_ref(),
         };
         let result = run_one(&run.spec, &mut context);
         let summary = match (&result.status, &result.load) {
@@ -297,6 +331,13 @@ fn params(
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
+    if config.tls {
+        // Only said when on, so plaintext runs' parameters read as they always did.
+        lines.push((
+            "GRPCLAB_TLS".to_owned(),
+            "on (rustls servers' and client's ALPN h2; the load verifies localhost)".to_owned(),
+        ));
+    }
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let cpu_model = read("/proc/cpuinfo")
         .lines()

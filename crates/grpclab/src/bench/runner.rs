@@ -2,6 +2,7 @@
 //! while sampling, stop, and say what happened. Never panics on a misbehaving server: every
 //! failure becomes a FAILED row with its reason and the tail of the server's stderr.
 
+use grpclab_core::tls::TlsClient;
 use grpclab_core::Scenario;
 use grpclab_load::{CancellationToken, LoadConfig, Pacing};
 use serde::Serialize;
@@ -110,6 +111,20 @@ pub struct RunContext<'a> {
     pub cpu_profile_dir: Option<std::path::PathBuf>,
     /// `--profile alloc`: where the allocation profiles go.
     pub alloc_profile_dir: Option<std::path::PathBuf>,
+    /// `--tls`: the servers serve TLS with this pair and the load trusts it.
+    pub tls: Option<&'a BenchTls>,
+}
+
+/// A bench over TLS: the pair every server is started with (`{tls_cert}`, `{tls_key}` in its
+/// suite entry's `tls` arguments) and the client that trusts it.
+#[derive(Debug, Clone)]
+pub struct BenchTls {
+    /// The server's certificate (PEM).
+    pub cert: std::path::PathBuf,
+    /// Its key (PEM).
+    pub key: std::path::PathBuf,
+    /// The load's (and the harness's admin calls') TLS client.
+    pub client: grpclab_core::tls::TlsClient,
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -126,6 +141,7 @@ fn wait_until_ready(
     scenario: &Scenario,
     timeout: Duration,
     cancel: &CancellationToken,
+    tls: Option<&TlsClient>,
 ) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
     let mut last_error = String::from("the port never accepted a connection");
@@ -153,6 +169,7 @@ fn wait_until_ready(
                 }));
                 probe.total = Some(1);
                 probe.concurrency = 1;
+                probe.tls = tls.cloned();
                 probe.timeout = Some(Duration::from_secs(2));
                 match grpclab_load::run(probe, &CancellationToken::new(), &mut |_| {}) {
                     Ok(result) if result.ok() == 1 => return Ok(()),
@@ -194,10 +211,13 @@ pub(crate) fn admin_call<T>(
         .map_err(|_| format!("the server did not answer within {} s", limit.as_secs()))?
 }
 
-fn fetch_stats(target: &str) -> Option<grpclab_server::pb_admin::StatsReply> {
+fn fetch_stats(
+    target: &str,
+    tls: Option<&TlsClient>,
+) -> Option<grpclab_server::pb_admin::StatsReply> {
     admin_call(
         Duration::from_secs(2),
-        grpclab_server::stats::fetch(target, None),
+        grpclab_server::stats::fetch(target, tls),
     )
     .ok()
     .filter(|stats| stats.counting)
@@ -258,7 +278,18 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
     };
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     placeholders.port = Some(port);
-    let command = placeholders.fill(&spec.command);
+    let mut command = placeholders.fill(&spec.command);
+    if let Some(tls) = context.tls {
+        let Some(tls_args) = &spec.tls else {
+            return ImplResult::skipped(
+                name,
+                &spec.command,
+                "no TLS arguments in its suite entry: add tls = \"...\" with {tls_cert} and {tls_key} (its server's flags for a certificate and key) to run it under --tls".to_owned(),
+            );
+        };
+        placeholders.tls = Some((tls.cert.clone(), tls.key.clone()));
+        command = format!("{command} {}", placeholders.fill(tls_args));
+    }
 
     let cgroup_name = format!("grpclab-{}-{}", std::process::id(), sanitize(name));
     let (cgroup, cgroup_note) =
@@ -383,6 +414,7 @@ fn measure(
 ) -> ImplResult {
     let config = context.config;
     let name = spec.name.as_str();
+    let tls_client = context.tls.map(|tls| tls.client.clone());
     if let Err(reason) = wait_until_ready(
         server,
         addr,
@@ -390,6 +422,7 @@ fn measure(
         context.scenario,
         config.ready_timeout,
         context.cancel,
+        tls_client.as_ref(),
     ) {
         // A server that dies at start-up because of its memory limit is an OOM, not a crash.
         let reason = if cgroup.is_some_and(|c| c.oom_kills() > 0) {
@@ -430,6 +463,7 @@ fn measure(
     load.total = None;
     load.warmup = config.warmup;
     load.threads = config.client_cpus;
+    load.tls = tls_client.clone();
     let options = RunOptions {
         name: Some(name.to_owned()),
         host: addr.to_string(),
@@ -461,6 +495,7 @@ fn measure(
     let alloc_dir = context.alloc_profile_dir.clone();
     let profile_name = super::runner::sanitize(name);
     let cpu_usage_file = cgroup.and_then(ServerCgroup::cpu_usage_file);
+    let monitor_tls = tls_client.clone();
     let monitor = std::thread::spawn(move || {
         let warmup_end = Instant::now() + warmup;
         let mut sampler = None;
@@ -476,7 +511,7 @@ fn measure(
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }
             if sampler.is_none() && Instant::now() >= warmup_end {
-                stats_before = fetch_stats(&target);
+                stats_before = fetch_stats(&target, monitor_tls.as_ref());
                 sampler = Some(Sampler::start(
                     pid,
                     cpu_usage_file.clone(),
@@ -496,8 +531,12 @@ fn measure(
                         recording = Some(super::profile::start(&pids, dir, &profile_name));
                     }
                     if let Some(dir) = &alloc_dir {
-                        alloc_recording =
-                            Some(super::alloc_profile::start(&target, dir, &profile_name));
+                        alloc_recording = Some(super::alloc_profile::start(
+                            &target,
+                            dir,
+                            &profile_name,
+                            monitor_tls.clone(),
+                        ));
                     }
                 }
             }
@@ -534,7 +573,7 @@ fn measure(
     let stats_after = if died {
         None
     } else {
-        fetch_stats(&addr.to_string())
+        fetch_stats(&addr.to_string(), tls_client.as_ref())
     };
     let window_calls = match (&stats_before, &stats_after) {
         (Some(before), Some(after)) => Some(after.calls.saturating_sub(before.calls)),

@@ -12,13 +12,15 @@
 //! command = "exec {build_dir}/server {port}"        # run with sh -c
 //! ready = "rpc"                          # optional: "rpc" (default, one real call) or "port"
 //! env = { GOMAXPROCS = "{threads}" }     # optional, added to the server's environment
+//! tls = "--cert {tls_cert} --key {tls_key}"         # optional: appended under `bench --tls`
 //! ```
 //!
 //! Placeholders, filled in `build`, `command` and `env` values: `{port}` (not in `build`),
 //! `{threads}`, `{scenario_dir}` (a folder holding the scenario's `.proto` files and
 //! `payload`: grpc_bench rebuilds each server for its scenario's proto), `{build_dir}`
 //! (where the build puts its output) and `{grpclab}` (this binary: `{grpclab} serve --impl
-//! lab ...` lists a built-in server in a suite). A build runs once per distinct input: `{build_dir}` is
+//! lab ...` lists a built-in server in a suite), and in `tls` `{tls_cert}` and `{tls_key}`
+//! (the PEM pair of a `--tls` run). A build runs once per distinct input: `{build_dir}` is
 //! `<workdir>/.build/<scenario>-<hash>`, the hash covering the workdir's files (but `.build`,
 //! `node_modules`, `target` and `.git`), the scenario's files, the build command and the env;
 //! a finished build leaves a stamp there and is not run again.
@@ -70,6 +72,10 @@ pub struct ImplementationSpec {
     /// Extra environment for build and server.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Arguments appended to `command` under `bench --tls`, with `{tls_cert}` and `{tls_key}`
+    /// (PEM files); an entry without them is SKIPPED under --tls.
+    #[serde(default)]
+    pub tls: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -160,6 +166,7 @@ pub fn builtin_suite(exe: &Path) -> Vec<ImplementationSpec> {
             workdir: None,
             ready: Readiness::Rpc,
             env: BTreeMap::new(),
+            tls: Some("--tls-cert {tls_cert} --tls-key {tls_key}".to_owned()),
         })
         .collect()
 }

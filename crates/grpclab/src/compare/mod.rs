@@ -142,6 +142,7 @@ pub fn execute(
     let config = &prepared.config;
     let (dir, cores) =
         crate::bench::results_and_cores(config, &crate::bench::limits::available_cores())?;
+    let tls = crate::bench::bench_tls(config, dir.path())?;
     let mut runs: Vec<Vec<ImplResult>> = vec![Vec::new(); prepared.sides.len()];
     for round in 1..=prepared.rounds {
         for (index, (text, spec)) in prepared.sides.iter().enumerate() {
@@ -169,6 +170,7 @@ pub fn execute(
                 progress: &mut prefixed,
                 cpu_profile_dir: None,
                 alloc_profile_dir: None,
+                tls: tls.as_ref(),
             };
             let mut spec = spec.clone();
             spec.name = format!("{}-{round}", label(index).to_lowercase());

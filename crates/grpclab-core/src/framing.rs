@@ -30,28 +30,89 @@ pub enum FrameError {
     /// Bytes after the single message a unary reply may hold.
     #[error("{0} bytes after the end of the gRPC message")]
     Trailing(usize),
-    /// The compressed flag is set; grpclab sends no grpc-accept-encoding, so a server must not.
+    /// The compressed flag is set, but no compression was negotiated (no `-e`).
     #[error("compressed gRPC message, but no compression was negotiated")]
     Compressed,
+    /// The compressed message does not inflate as gzip.
+    #[error("compressed gRPC message is not valid gzip: {0}")]
+    Gzip(String),
+    /// The message inflates past the limit (a decompression bomb, or a limit too small).
+    #[error("compressed gRPC message inflates past {0} bytes")]
+    TooLarge(usize),
 }
 
-/// Splits a unary body (exactly one length-prefixed message) into its message bytes.
+/// The name of the one compression grpclab speaks, in `grpc-encoding`.
+pub const GZIP: &str = "gzip";
+
+/// Frames one message gzip-compressed: flag 1, length of the compressed bytes, gzip data.
+pub fn frame_gzip(message: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(message.len() / 2 + 32),
+        flate2::Compression::default(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(message);
+    let compressed = encoder.finish().unwrap_or_default();
+    let mut framed = BytesMut::with_capacity(PREFIX_LEN + compressed.len());
+    framed.put_u8(1);
+    framed.put_u32(compressed.len() as u32);
+    framed.put_slice(&compressed);
+    framed.freeze()
+}
+
+/// Inflates a gzip message, refusing to produce more than `limit` bytes.
+pub fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, FrameError> {
+    use std::io::Read;
+    let mut inflated = Vec::new();
+    // Read one byte past the limit: getting it means the message is too large, without ever
+    // holding more than limit + 1 bytes.
+    let mut reader = flate2::read::GzDecoder::new(compressed).take(limit as u64 + 1);
+    reader
+        .read_to_end(&mut inflated)
+        .map_err(|err| FrameError::Gzip(err.to_string()))?;
+    if inflated.len() > limit {
+        return Err(FrameError::TooLarge(limit));
+    }
+    Ok(inflated)
+}
+
+/// Splits a unary body into its message, inflating it when the compressed flag is set and
+/// gzip was negotiated (`gzip_ok`); at most `limit` bytes inflated.
+pub fn unframe_maybe_gzip(
+    body: &[u8],
+    gzip_ok: bool,
+    limit: usize,
+) -> Result<std::borrow::Cow<'_, [u8]>, FrameError> {
+    match unframe_flagged(body)? {
+        (0, message) => Ok(std::borrow::Cow::Borrowed(message)),
+        (_, message) if gzip_ok => gunzip(message, limit).map(std::borrow::Cow::Owned),
+        _ => Err(FrameError::Compressed),
+    }
+}
+
+/// Splits a unary body (exactly one uncompressed length-prefixed message) into its message.
 pub fn unframe_single(body: &[u8]) -> Result<&[u8], FrameError> {
+    match unframe_flagged(body)? {
+        (0, message) => Ok(message),
+        _ => Err(FrameError::Compressed),
+    }
+}
+
+/// Splits a unary body into its compressed flag and its (possibly compressed) message.
+fn unframe_flagged(body: &[u8]) -> Result<(u8, &[u8]), FrameError> {
     if body.len() < PREFIX_LEN {
         return Err(FrameError::Truncated {
             have: body.len(),
             need: PREFIX_LEN,
         });
     }
-    if body[0] != 0 {
-        return Err(FrameError::Compressed);
-    }
     let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
     let end = PREFIX_LEN + len;
     match body.len() {
         have if have < end => Err(FrameError::Truncated { have, need: end }),
         have if have > end => Err(FrameError::Trailing(have - end)),
-        _ => Ok(&body[PREFIX_LEN..end]),
+        _ => Ok((body[0], &body[PREFIX_LEN..end])),
     }
 }
 
@@ -101,6 +162,40 @@ pub fn parse_grpc_timeout(value: &[u8]) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gzip_frames_round_trip_and_bombs_are_refused() {
+        let message = b"hello hello hello hello hello".repeat(10);
+        let framed = frame_gzip(&message);
+        assert_eq!(framed[0], 1);
+        assert_eq!(unframe_single(&framed), Err(FrameError::Compressed));
+        assert_eq!(
+            unframe_maybe_gzip(&framed, true, 1 << 20).unwrap().as_ref(),
+            &message[..]
+        );
+        assert_eq!(
+            unframe_maybe_gzip(&framed, false, 1 << 20),
+            Err(FrameError::Compressed)
+        );
+        // 1 MiB of zeros compresses to about 1 KiB: refused past the limit, never inflated whole.
+        let bomb = frame_gzip(&vec![0u8; 1 << 20]);
+        assert!(bomb.len() < 4096);
+        assert_eq!(
+            unframe_maybe_gzip(&bomb, true, 64 * 1024),
+            Err(FrameError::TooLarge(64 * 1024))
+        );
+        // A wrong CRC in the gzip trailer.
+        let mut broken = framed.to_vec();
+        let crc = broken.len() - 6;
+        broken[crc] ^= 0xff;
+        assert!(matches!(
+            unframe_maybe_gzip(&broken, true, 1 << 20),
+            Err(FrameError::Gzip(_))
+        ));
+        // Uncompressed bodies pass through untouched either way.
+        let plain = frame_message(b"x");
+        assert_eq!(unframe_maybe_gzip(&plain, true, 10).unwrap().as_ref(), b"x");
+    }
 
     #[test]
     fn frames_and_unframes() {

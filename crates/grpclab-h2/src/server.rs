@@ -49,6 +49,10 @@ pub struct ServerSettings {
     /// How long after a keepalive PING the peer must have sent something (the ACK, or any
     /// frame) before the connection is dropped as dead, its calls with it.
     pub keepalive_timeout: std::time::Duration,
+    /// `grpc-accept-encoding` to send on gzip responses and on trailers-only statuses (the
+    /// gRPC spec: a server names what it accepts when it refuses a client's encoding); not
+    /// on plain responses, whose head stays two indexed bytes. `None`: never sent.
+    pub accept_encoding: Option<&'static [u8]>,
 }
 
 /// The default of [`ServerSettings::idle_timeout`]: five minutes.
@@ -72,6 +76,7 @@ impl Default for ServerSettings {
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             keepalive_interval: Some(DEFAULT_KEEPALIVE_INTERVAL),
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+            accept_encoding: None,
         }
     }
 }
@@ -96,6 +101,9 @@ pub struct RequestHead<'a> {
 pub enum Response {
     /// `200`, `content-type: application/grpc`, the framed message, `grpc-status: 0`.
     Message(Bytes),
+    /// As `Message`, for a message framed gzip-compressed (flag 1): the head adds
+    /// `grpc-encoding: gzip` (and `grpc-accept-encoding` from the settings).
+    Gzip(Bytes),
     /// A trailers-only gRPC error.
     Status {
         /// `grpc-status`
@@ -450,6 +458,8 @@ struct Connection<S: Service> {
     block_scratch: Vec<u8>,
     /// `:status 200` + `content-type: application/grpc`, once indexed.
     head_block: CachedBlock,
+    /// The same + `grpc-encoding: gzip` (+ `grpc-accept-encoding`), for gzip responses.
+    gzip_head_block: CachedBlock,
     /// `grpc-status: 0`, once indexed.
     ok_trailers_block: CachedBlock,
 }
@@ -740,6 +750,7 @@ impl<S: Service> Connection<S> {
             out: Vec::with_capacity(INITIAL_BUFFER),
             block_scratch: Vec::new(),
             head_block: CachedBlock::default(),
+            gzip_head_block: CachedBlock::default(),
             ok_trailers_block: CachedBlock::default(),
         }
     }
@@ -1445,8 +1456,9 @@ impl<S: Service> Connection<S> {
         // response, RST_STREAM(NO_ERROR) asks the client to stop sending (§8.1), and its late
         // DATA is ignored rather than answered with STREAM_CLOSED.
         let early = matches!(stream.state, StreamState::Receiving { .. })
-            && !matches!(response, Response::Message(_));
+            && !matches!(response, Response::Message(_) | Response::Gzip(_));
         let max_frame = self.peer_max_frame;
+        let response_is_gzip = matches!(response, Response::Gzip(_));
         self.block_scratch.clear();
         match response {
             Response::Http(status) => {
@@ -1463,6 +1475,14 @@ impl<S: Service> Connection<S> {
             Response::Status { code, message } => {
                 self.encoder.begin_block(&mut self.block_scratch);
                 self.grpc_head();
+                if let Some(accepted) = self.settings.accept_encoding {
+                    self.encoder.field(
+                        b"grpc-accept-encoding",
+                        accepted,
+                        Indexing::Incremental,
+                        &mut self.block_scratch,
+                    );
+                }
                 let status = code.to_string();
                 self.encoder.field(
                     b"grpc-status",
@@ -1481,8 +1501,13 @@ impl<S: Service> Connection<S> {
                 }
                 self.end_with_headers(stream_id);
             }
-            Response::Message(data) => {
-                self.head_block.write(
+            Response::Message(data) | Response::Gzip(data) => {
+                let accept_encoding = self.settings.accept_encoding;
+                let (block, gzip) = match response_is_gzip {
+                    false => (&mut self.head_block, false),
+                    true => (&mut self.gzip_head_block, true),
+                };
+                block.write(
                     &mut self.encoder,
                     &mut self.block_scratch,
                     |encoder, block| {
@@ -1493,6 +1518,17 @@ impl<S: Service> Connection<S> {
                             Indexing::Incremental,
                             block,
                         );
+                        if gzip {
+                            encoder.field(b"grpc-encoding", b"gzip", Indexing::Incremental, block);
+                            if let Some(accepted) = accept_encoding {
+                                encoder.field(
+                                    b"grpc-accept-encoding",
+                                    accepted,
+                                    Indexing::Incremental,
+                                    block,
+                                );
+                            }
+                        }
                     },
                 );
                 frame::write_headers(

@@ -1,7 +1,7 @@
 //! One unary gRPC call over an h2 sender, and what its outcome means in gRPC terms.
 
 use bytes::Bytes;
-use grpclab_core::framing::unframe_single;
+use grpclab_core::framing::unframe_maybe_gzip;
 use grpclab_core::Code;
 use h2::client::SendRequest;
 use http::{HeaderMap, Request, StatusCode, Uri};
@@ -34,7 +34,12 @@ pub(crate) struct CallTemplate {
     pub uri: Uri,
     pub headers: HeaderMap,
     pub validator: Option<ReplyValidator>,
+    /// Requests are gzip-compressed and gzip replies are accepted (`-e`).
+    pub gzip: bool,
 }
+
+/// The most a compressed reply may inflate to before it is refused (when validating).
+pub(crate) const REPLY_INFLATE_LIMIT: usize = 64 << 20;
 
 impl CallTemplate {
     /// A fresh request. h2 takes requests by value, so the header map is cloned per call: the
@@ -110,9 +115,9 @@ pub(crate) async fn unary_call(
         ));
     }
     if let Some(validator) = &template.validator {
-        let message = unframe_single(scratch)
+        let message = unframe_maybe_gzip(scratch, template.gzip, REPLY_INFLATE_LIMIT)
             .map_err(|err| CallFailure::new(Code::Internal, format!("invalid reply: {err}")))?;
-        validator(message).map_err(|reason| {
+        validator(&message).map_err(|reason| {
             CallFailure::new(Code::Internal, format!("invalid reply: {reason}"))
         })?;
     }

@@ -97,6 +97,10 @@ pub struct LoadConfig {
     /// plaintext (the harness runs it against its own servers); `grpclab load`'s is TLS, as
     /// ghz's (see `load_cmd`).
     pub tls: Option<grpclab_core::tls::TlsClient>,
+    /// `-e`: send requests gzip-compressed (`grpc-encoding: gzip`; the engine compresses each
+    /// distinct request once, before the run) and accept gzip replies
+    /// (`grpc-accept-encoding: gzip`).
+    pub gzip: bool,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -117,6 +121,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("transport", &self.transport)
             .field("details", &self.details)
             .field("tls", &self.tls.is_some())
+            .field("gzip", &self.gzip)
             .finish()
     }
 }
@@ -151,6 +156,7 @@ impl LoadConfig {
             skip_first: 0,
             first_stream_id: 1,
             tls: None,
+            gzip: false,
         }
     }
 

@@ -103,6 +103,20 @@ pub fn run(
     on_progress: &mut dyn FnMut(&ProgressSnapshot),
 ) -> Result<LoadResult, LoadError> {
     config.validate()?;
+    if config.gzip {
+        // Compressed once per distinct request, before the run: the hot path sends the
+        // compressed bytes as it sends any request (a refcount clone).
+        config.requests = config
+            .requests
+            .iter()
+            .map(
+                |framed| match grpclab_core::framing::unframe_single(framed) {
+                    Ok(message) => grpclab_core::framing::frame_gzip(message),
+                    Err(_) => framed.clone(),
+                },
+            )
+            .collect();
+    }
     let threads = config.threads;
     let target = match config.duration {
         Some(duration) => ProgressTarget::Duration(duration),
@@ -273,6 +287,10 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
             .map_err(|err| format!("invalid timeout: {err}"))?;
         headers.insert("grpc-timeout", value);
     }
+    if config.gzip {
+        headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
+        headers.insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
+    }
     for (name, value) in &config.metadata {
         headers.append(name.clone(), value.clone());
     }
@@ -280,6 +298,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
         uri,
         headers,
         validator: config.validator.clone(),
+        gzip: config.gzip,
     })
 }
 

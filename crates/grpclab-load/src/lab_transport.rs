@@ -6,7 +6,7 @@
 //! completion. Scheduling and recording are the same as on the h2 path (`engine.rs`): the
 //! same [`Schedule`](crate::schedule) tickets, the same latency rule, the same recorder.
 
-use grpclab_core::framing::unframe_single;
+use grpclab_core::framing::unframe_maybe_gzip;
 use grpclab_core::tls::TlsClient;
 use grpclab_core::Code;
 use grpclab_h2::client::{
@@ -163,6 +163,10 @@ pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
             grpclab_core::framing::format_grpc_timeout(timeout),
         ));
     }
+    if config.gzip {
+        headers.push(("grpc-encoding".to_owned(), "gzip".to_owned()));
+        headers.push(("grpc-accept-encoding".to_owned(), "gzip".to_owned()));
+    }
     for (name, value) in &config.metadata {
         headers.push((
             name.as_str().to_owned(),
@@ -299,11 +303,15 @@ impl LabSource {
         match end {
             CallEnd::Ok(reply) => match (&self.thread.template.validator, reply) {
                 (Some(validator), Some(reply)) => {
-                    let message = unframe_single(&reply)
-                        .map_err(|err| format!("invalid reply: {err}"))
-                        .and_then(|message| {
-                            validator(message).map_err(|reason| format!("invalid reply: {reason}"))
-                        });
+                    let message = unframe_maybe_gzip(
+                        &reply,
+                        self.thread.template.gzip,
+                        crate::call::REPLY_INFLATE_LIMIT,
+                    )
+                    .map_err(|err| format!("invalid reply: {err}"))
+                    .and_then(|message| {
+                        validator(&message).map_err(|reason| format!("invalid reply: {reason}"))
+                    });
                     match message {
                         Ok(()) => Ok(()),
                         Err(reason) => fail(Code::Internal, reason),

@@ -283,3 +283,142 @@ fn goaway_mid_run_reconnects_and_finishes() {
     assert_eq!(failed, unavailable, "{:?}", result.error_counts());
 }
 }
+
+/// What the gzip-recording server saw of each request.
+#[derive(Debug, Clone, PartialEq)]
+struct SeenRequest {
+    encoding: Option<String>,
+    accept_encoding: Option<String>,
+    compressed_flag: u8,
+    message: Vec<u8>,
+}
+
+/// A raw h2 server that records each request's encoding headers and inflated message and
+/// answers with the message echoed back gzip-compressed (`grpc-encoding: gzip`).
+fn gzip_recording_server() -> (
+    std::net::SocketAddr,
+    Arc<std::sync::Mutex<Vec<SeenRequest>>>,
+    tokio::runtime::Runtime,
+) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&seen);
+    runtime.spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let recorded = Arc::clone(&recorded);
+            tokio::spawn(async move {
+                let Ok(mut connection) = h2::server::handshake(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((request, mut respond))) = connection.accept().await {
+                    let recorded = Arc::clone(&recorded);
+                    tokio::spawn(async move {
+                        let header = |name: &str| {
+                            request
+                                .headers()
+                                .get(name)
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_owned)
+                        };
+                        let (encoding, accept_encoding) =
+                            (header("grpc-encoding"), header("grpc-accept-encoding"));
+                        let mut body = request.into_body();
+                        let mut bytes = Vec::new();
+                        while let Some(Ok(chunk)) = body.data().await {
+                            let _ = body.flow_control().release_capacity(chunk.len());
+                            bytes.extend_from_slice(&chunk);
+                        }
+                        let message =
+                            grpclab_core::framing::unframe_maybe_gzip(&bytes, true, 1 << 20)
+                                .map(|m| m.to_vec())
+                                .unwrap_or_default();
+                        recorded.lock().unwrap().push(SeenRequest {
+                            encoding,
+                            accept_encoding,
+                            compressed_flag: bytes.first().copied().unwrap_or(9),
+                            message: message.clone(),
+                        });
+                        let head = http::Response::builder()
+                            .status(200)
+                            .header("content-type", "application/grpc")
+                            .header("grpc-encoding", "gzip")
+                            .body(())
+                            .unwrap();
+                        let Ok(mut stream) = respond.send_response(head, false) else {
+                            return;
+                        };
+                        let _ =
+                            stream.send_data(grpclab_core::framing::frame_gzip(&message), false);
+                        let mut trailers = http::HeaderMap::new();
+                        trailers.insert("grpc-status", "0".parse().unwrap());
+                        let _ = stream.send_trailers(trailers);
+                    });
+                }
+            });
+        }
+    });
+    (addr, seen, runtime)
+}
+
+on_each_transport! {
+
+fn gzip_requests_carry_their_headers_and_gzip_replies_validate() {
+    let (addr, seen, _runtime) = gzip_recording_server();
+    let scenario = complex();
+    let mut config = config_for(addr, &scenario);
+    config.gzip = true;
+    config.total = Some(50);
+    config.concurrency = 5;
+    let output = scenario.method().output();
+    config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.ok(), 50, "{:?}", result.error_counts());
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 50);
+    let sent = grpclab_core::framing::unframe_single(&scenario.requests()[0]).unwrap();
+    for request in seen.iter() {
+        assert_eq!(request.encoding.as_deref(), Some("gzip"));
+        assert_eq!(request.accept_encoding.as_deref(), Some("gzip"));
+        assert_eq!(request.compressed_flag, 1, "the message itself is compressed");
+        assert_eq!(request.message, sent);
+    }
+}
+
+fn gzip_replies_without_negotiation_fail_validation() {
+    // The same server answers in gzip though the client never asked: a validating client
+    // must refuse it (INTERNAL), not read compressed bytes as protobuf.
+    let (addr, _seen, _runtime) = gzip_recording_server();
+    let scenario = complex();
+    let mut config = config_for(addr, &scenario);
+    config.total = Some(10);
+    config.concurrency = 2;
+    let output = scenario.method().output();
+    config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.count(), 10);
+    assert_eq!(result.ok(), 0);
+    assert_eq!(result.status_counts().get(&Code::Internal), Some(&10));
+}
+
+fn gzip_round_trips_with_the_tonic_baseline() {
+    let server = tonic_server(any_port());
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.gzip = true;
+    config.total = Some(200);
+    config.concurrency = 10;
+    let output = scenario.method().output();
+    config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.ok(), 200, "{:?}", result.error_counts());
+}
+
+}

@@ -106,7 +106,13 @@ pub async fn run(
     builder
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(GreeterServer::new(EchoGreeter))
+        // gzip as tonic users enable it: accepted, and used for replies to clients that
+        // accept it.
+        .add_service(
+            GreeterServer::new(EchoGreeter)
+                .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+                .send_compressed(tonic::codec::CompressionEncoding::Gzip),
+        )
         .add_service(StatsServer::new(AdminStats { implementation }))
         .add_service(HeapProfileServer::new(AdminHeapProfile))
         .serve_with_incoming_shutdown(incoming, shutdown)

@@ -150,12 +150,87 @@ fn compressed_flag_without_encoding_is_internal() {
 }
 
 #[test]
-fn unsupported_grpc_encoding_is_unimplemented() {
+fn unsupported_grpc_encoding_is_unimplemented_and_names_the_accepted_ones() {
     each_lab_transport(LabConfig::default(), |name, server| {
         let mut call = RawCall::grpc(SAY_HELLO, complex_request());
-        call.headers.push(("grpc-encoding", "gzip"));
+        call.headers.push(("grpc-encoding", "br"));
         let response = raw_call(server.addr, call);
         assert_eq!(response.grpc_status(), Some(12), "{name}");
+        // The spec: the response names what the server accepts.
+        let accepted = response
+            .headers
+            .get("grpc-accept-encoding")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        assert!(accepted.contains("gzip"), "{name}: {:?}", response.headers);
+    });
+}
+
+#[test]
+fn gzip_requests_are_inflated_and_answered_in_gzip() {
+    each_lab_transport(LabConfig::default(), |name, server| {
+        let request = complex_request();
+        let message = grpclab_core::framing::unframe_single(&request).unwrap();
+        let mut call = RawCall::grpc(SAY_HELLO, grpclab_core::framing::frame_gzip(message));
+        call.headers.push(("grpc-encoding", "gzip"));
+        call.headers.push(("grpc-accept-encoding", "gzip"));
+        let response = raw_call(server.addr, call);
+        assert_eq!(
+            response.grpc_status(),
+            Some(0),
+            "{name}: {}",
+            response.grpc_message()
+        );
+        assert_eq!(
+            response.headers.get("grpc-encoding").map(|v| v.as_bytes()),
+            Some(&b"gzip"[..]),
+            "{name}"
+        );
+        assert_eq!(response.body[0], 1, "{name}: the reply is compressed");
+        let reply =
+            grpclab_core::framing::unframe_maybe_gzip(&response.body, true, 1 << 20).unwrap();
+        // HelloReply echoes HelloRequest's layout: the same bytes after inflating.
+        assert_eq!(reply.as_ref(), message, "{name}");
+
+        // Under gzip an uncompressed message (flag 0) is fine too (the flag is per message).
+        let mut call = RawCall::grpc(SAY_HELLO, request.clone());
+        call.headers.push(("grpc-encoding", "gzip"));
+        assert_eq!(raw_call(server.addr, call).grpc_status(), Some(0), "{name}");
+
+        // Not gzip at all under the flag: INTERNAL, the connection unharmed.
+        let mut garbage = request.to_vec();
+        garbage[0] = 1;
+        let mut call = RawCall::grpc(SAY_HELLO, Bytes::from(garbage));
+        call.headers.push(("grpc-encoding", "gzip"));
+        assert_eq!(
+            raw_call(server.addr, call).grpc_status(),
+            Some(13),
+            "{name}"
+        );
+    });
+}
+
+#[test]
+fn a_gzip_bomb_is_refused_without_inflating_it() {
+    // 64 MiB of zeros compress to ~64 KiB: under the 1 MiB limit on the wire, far over it
+    // inflated. RESOURCE_EXHAUSTED, and the server never holds more than the limit.
+    let config = LabConfig {
+        max_message_bytes: 1 << 20,
+        ..LabConfig::default()
+    };
+    each_lab_transport(config, |name, server| {
+        let bomb = grpclab_core::framing::frame_gzip(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 1 << 20);
+        let mut call = RawCall::grpc(SAY_HELLO, bomb);
+        call.headers.push(("grpc-encoding", "gzip"));
+        let response = raw_call(server.addr, call);
+        assert_eq!(
+            response.grpc_status(),
+            Some(8),
+            "{name}: {}",
+            response.grpc_message()
+        );
+        assert!(response.grpc_message().contains("inflates"), "{name}");
     });
 }
 

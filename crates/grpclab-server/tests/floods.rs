@@ -144,7 +144,7 @@ fn a_busy_client_with_stray_frames_is_never_cut_off() {
         }
         bytes.extend(raw_frame(PING, 0, 0, b"the end!"));
         let mut writer = connection.try_clone();
-        let sender = std::thread::spawn(move || writer.send_raw(&bytes));
+        let sender = std::thread::spawn(move || writer.try_send_raw(&bytes));
         let mut goaway = None;
         loop {
             let frame = connection.read_frame().expect("the connection stays up");
@@ -156,12 +156,15 @@ fn a_busy_client_with_stray_frames_is_never_cut_off() {
                 break;
             }
         }
-        sender.join().unwrap();
+        // The h2 crate may close the connection while we still write (below): then the
+        // write fails, and that is its documented deviation, not a test failure.
+        let written = sender.join().unwrap();
         eprintln!("{name}: {requests} requests with stray resets: GOAWAY {goaway:?}");
         // The h2 crate counts these resets against its rapid-reset guard and may end the
         // connection (ENHANCE_YOUR_CALM): a deviation listed in ARCHITECTURE.md.
         if name == "lab" {
             assert_eq!(goaway, None, "{name}");
+            assert!(written.is_ok(), "{name}: {written:?}");
         }
     });
 }

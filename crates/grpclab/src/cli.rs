@@ -150,6 +150,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "AUTHORITY")]
     pub authority: Option<String>,
 
+    /// Compress requests with gzip (`grpc-encoding: gzip`) and accept gzip replies, as ghz's
+    /// -e.
+    #[arg(short = 'e', long)]
+    pub enable_compression: bool,
+
     /// Plaintext HTTP/2 (h2c), no TLS. Without it, as in ghz, grpclab speaks TLS and verifies
     /// the server against the system's roots (or --cacert).
     #[arg(long, conflicts_with_all = ["cacert", "cert", "key", "cname", "skip_tls"])]

@@ -85,6 +85,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     };
     config.metadata = metadata;
     config.tls = tls;
+    config.gzip = args.enable_compression;
     config.concurrency = args.concurrency;
     config.connections = args.connections;
     config.pacing = if args.rps < 0.0 || !args.rps.is_finite() {
@@ -191,6 +192,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         count_errors: args.count_errors,
         skip_first: args.skip_first,
         load: load_shape(&args.load_schedule, config.pacing),
+        compression: args.enable_compression,
         tls: TlsOptions {
             insecure: args.insecure,
             cacert: path_text(args.cacert.as_deref()),

@@ -63,21 +63,28 @@ fn python_grpcio_client_interoperates() {
         &["--impl", "tonic-mt"],
     ] {
         let server = Server::start_with(args);
-        let mut command = Command::new("python3");
-        command
-            .arg(script)
-            .arg(server.addr.to_string())
-            .arg(&request);
-        if args[1] == "lab" {
-            command.arg("65536");
+        // Plain, then every call gzip-compressed by grpcio (issue 15: lab and tonic accept
+        // gzip and answer in it).
+        for gzip in [false, true] {
+            let mut command = Command::new("python3");
+            command
+                .arg(script)
+                .arg(server.addr.to_string())
+                .arg(&request);
+            if args[1] == "lab" {
+                command.arg("65536");
+            }
+            if gzip {
+                command.arg("--gzip");
+            }
+            let output = command.output().unwrap();
+            assert!(
+                output.status.success(),
+                "{args:?} gzip {gzip}: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
-        let output = command.output().unwrap();
-        assert!(
-            output.status.success(),
-            "{args:?}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
     }
 }
 
@@ -164,7 +171,31 @@ fn our_reflection_client_reads_a_grpcio_server() {
         .args(["--validate", "-n", "200", "-c", "4", "-O", "json"])
         .output()
         .unwrap();
+    // Our gzip requests (-e) against grpcio's server, replies validated.
+    let gzip = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+        .args([
+            "load",
+            "--insecure",
+            &target,
+            "--scenario",
+            "complex_proto",
+            "-e",
+        ])
+        .args(["--validate", "-n", "200", "-c", "4", "-O", "json"])
+        .output()
+        .unwrap();
     drop(server.stdin.take());
+    assert!(
+        gzip.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gzip.stderr)
+    );
+    let gzip_report: serde_json::Value = serde_json::from_slice(&gzip.stdout).unwrap();
+    assert_eq!(
+        gzip_report["statusCodeDistribution"]["OK"], 200,
+        "{gzip_report}"
+    );
+    assert_eq!(gzip_report["options"]["enable-compression"], true);
     let _ = server.wait();
     assert!(
         output.status.success(),

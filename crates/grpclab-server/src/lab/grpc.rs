@@ -59,6 +59,10 @@ pub struct CallHead {
     pub route: Route,
     /// When the client's `grpc-timeout` runs out.
     pub deadline: Option<Instant>,
+    /// The request is `grpc-encoding: gzip`: its message may be compressed, and the reply is.
+    pub gzip: bool,
+    /// The most bytes a compressed request message may inflate to (`--max-message-bytes`).
+    pub inflate_limit: usize,
 }
 
 /// Why a call is refused before its body is read.
@@ -85,9 +89,17 @@ pub struct RequestHeaders<'a> {
     pub grpc_timeout: Option<&'a [u8]>,
 }
 
+/// The encodings lab accepts, as `grpc-accept-encoding` says them.
+pub const ACCEPT_ENCODING: &[u8] = b"identity,gzip";
+
 /// Checks a request's headers (gRPC over HTTP/2: POST, `application/grpc*`, a known method,
-/// a supported encoding, a well-formed timeout).
-pub fn check_head(headers: &RequestHeaders<'_>, now: Instant) -> Result<CallHead, HeadRejection> {
+/// a supported encoding, a well-formed timeout). `max_message_bytes` also bounds what a
+/// compressed message may inflate to.
+pub fn check_head(
+    headers: &RequestHeaders<'_>,
+    now: Instant,
+    max_message_bytes: usize,
+) -> Result<CallHead, HeadRejection> {
     let content_type = headers.content_type.unwrap_or_default();
     if !content_type.starts_with(b"application/grpc") {
         return Err(HeadRejection::Http(415));
@@ -110,17 +122,21 @@ pub fn check_head(headers: &RequestHeaders<'_>, now: Instant) -> Result<CallHead
             }))
         }
     };
-    if let Some(encoding) = headers.grpc_encoding {
-        if encoding != b"identity" {
+    // The spec: an encoding the server does not support is UNIMPLEMENTED (and the response
+    // names the accepted ones in grpc-accept-encoding: the transport adds it).
+    let gzip = match headers.grpc_encoding {
+        None | Some(b"identity") => false,
+        Some(b"gzip") => true,
+        Some(encoding) => {
             return Err(HeadRejection::Status(Status {
                 code: Code::Unimplemented,
                 message: Cow::Owned(format!(
-                    "grpc-encoding '{}' is not supported; send uncompressed messages",
+                    "grpc-encoding '{}' is not supported; this server accepts identity and gzip",
                     String::from_utf8_lossy(encoding)
                 )),
             }));
         }
-    }
+    };
     let deadline = match headers.grpc_timeout {
         None => None,
         Some(value) => match parse_grpc_timeout(value) {
@@ -133,7 +149,12 @@ pub fn check_head(headers: &RequestHeaders<'_>, now: Instant) -> Result<CallHead
             }
         },
     };
-    Ok(CallHead { route, deadline })
+    Ok(CallHead {
+        route,
+        deadline,
+        gzip,
+        inflate_limit: max_message_bytes,
+    })
 }
 
 /// Checks a message's 5-byte prefix as soon as it arrives, so an oversized message is refused
@@ -156,6 +177,8 @@ pub fn check_prefix(prefix: &[u8], max_message_bytes: usize) -> Result<usize, St
 pub enum Outcome {
     /// Status OK with this framed reply message.
     Reply(Bytes),
+    /// Status OK with this gzip-framed reply message (`grpc-encoding: gzip`).
+    GzipReply(Bytes),
     /// An error status, sent trailers-only.
     Status(Status),
 }
@@ -175,10 +198,22 @@ pub fn run_call(head: &CallHead, body: &[u8], implementation: &str) -> Outcome {
             "deadline exceeded before the call was handled",
         ));
     }
-    let message = match unframe(body) {
+    let message = match unframe(body, head) {
         Ok(message) => message,
         Err(status) => return Outcome::Status(status),
     };
+    let outcome = route_call(head, &message, implementation);
+    match outcome {
+        // Mirror the client: a gzip request gets a gzip reply (it accepts what it sends).
+        Outcome::Reply(framed) if head.gzip => {
+            Outcome::GzipReply(grpclab_core::framing::frame_gzip(&framed[PREFIX_LEN..]))
+        }
+        other => other,
+    }
+}
+
+/// Decode, handle, encode: the method's own work on an unframed message.
+fn route_call(head: &CallHead, message: &[u8], implementation: &str) -> Outcome {
     match head.route {
         Route::SayHello => match fast_say_hello(message) {
             Some(outcome) => outcome,
@@ -265,31 +300,52 @@ fn prost_say_hello(message: &[u8]) -> Outcome {
     }
 }
 
-/// The single message of a unary request body.
-fn unframe(body: &[u8]) -> Result<&[u8], Status> {
+/// The single message of a unary request body, inflated when it is compressed under
+/// `grpc-encoding: gzip`.
+fn unframe<'a>(body: &'a [u8], head: &CallHead) -> Result<Cow<'a, [u8]>, Status> {
     if body.len() < PREFIX_LEN {
         return Err(Status::new(
             Code::Internal,
             "request body ended before a complete gRPC message",
         ));
     }
-    if body[0] != 0 {
+    if body[0] != 0 && !head.gzip {
         return Err(Status::new(
             Code::Internal,
             "compressed message but no grpc-encoding was negotiated",
         ));
     }
     let declared = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
-    match body.len() - PREFIX_LEN {
-        have if have < declared => Err(Status::new(
-            Code::Internal,
-            "request body ended before a complete gRPC message",
-        )),
-        have if have > declared => Err(Status::new(
-            Code::Unimplemented,
-            "more than one request message on a unary call",
-        )),
-        _ => Ok(&body[PREFIX_LEN..]),
+    let message = match body.len() - PREFIX_LEN {
+        have if have < declared => {
+            return Err(Status::new(
+                Code::Internal,
+                "request body ended before a complete gRPC message",
+            ))
+        }
+        have if have > declared => {
+            return Err(Status::new(
+                Code::Unimplemented,
+                "more than one request message on a unary call",
+            ))
+        }
+        _ => &body[PREFIX_LEN..],
+    };
+    if body[0] == 0 {
+        return Ok(Cow::Borrowed(message));
+    }
+    match grpclab_core::framing::gunzip(message, head.inflate_limit) {
+        Ok(inflated) => Ok(Cow::Owned(inflated)),
+        Err(grpclab_core::framing::FrameError::TooLarge(limit)) => Err(Status {
+            code: Code::ResourceExhausted,
+            message: Cow::Owned(format!(
+                "request message inflates past the server's limit of {limit} bytes (--max-message-bytes)"
+            )),
+        }),
+        Err(err) => Err(Status {
+            code: Code::Internal,
+            message: Cow::Owned(format!("request message: {err}")),
+        }),
     }
 }
 
@@ -322,27 +378,31 @@ mod tests {
     #[test]
     fn heads_are_checked_per_spec() {
         let now = Instant::now();
-        assert!(check_head(&headers(SAY_HELLO_PATH), now).is_ok());
+        let limit = 4 << 20;
+        assert!(check_head(&headers(SAY_HELLO_PATH), now, limit).is_ok());
         let mut json = headers(SAY_HELLO_PATH);
         json.content_type = Some(b"application/json");
-        assert_eq!(check_head(&json, now), Err(HeadRejection::Http(415)));
-        let Err(HeadRejection::Status(status)) = check_head(&headers("/x.Y/Z"), now) else {
+        assert_eq!(check_head(&json, now, limit), Err(HeadRejection::Http(415)));
+        let Err(HeadRejection::Status(status)) = check_head(&headers("/x.Y/Z"), now, limit) else {
             panic!("unknown path must be refused")
         };
         assert_eq!(status.code, Code::Unimplemented);
         let mut gzip = headers(SAY_HELLO_PATH);
         gzip.grpc_encoding = Some(b"gzip");
+        assert!(check_head(&gzip, now, limit).unwrap().gzip);
+        let mut brotli = headers(SAY_HELLO_PATH);
+        brotli.grpc_encoding = Some(b"br");
         assert!(
-            matches!(check_head(&gzip, now), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
+            matches!(check_head(&brotli, now, limit), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
         );
         let mut timed = headers(SAY_HELLO_PATH);
         timed.grpc_timeout = Some(b"100m");
         assert_eq!(
-            check_head(&timed, now).unwrap().deadline,
+            check_head(&timed, now, limit).unwrap().deadline,
             Some(now + std::time::Duration::from_millis(100))
         );
         timed.grpc_timeout = Some(b"soon");
-        assert!(check_head(&timed, now).is_err());
+        assert!(check_head(&timed, now, limit).is_err());
     }
 
     #[test]
@@ -352,6 +412,8 @@ mod tests {
         let head = CallHead {
             route: Route::SayHello,
             deadline: None,
+            gzip: false,
+            inflate_limit: 1 << 20,
         };
         // HelloReply and HelloRequest share their layout: the reply re-encodes the same bytes.
         assert_eq!(
@@ -366,6 +428,28 @@ mod tests {
             panic!("compressed flag must fail")
         };
         assert_eq!(status.code, Code::Internal);
+        // Under gzip: the compressed request is inflated, the reply compressed; a message that
+        // inflates past the limit is RESOURCE_EXHAUSTED.
+        let gzip = CallHead { gzip: true, ..head };
+        let message = grpclab_core::framing::unframe_single(request).unwrap();
+        let compressed = grpclab_core::framing::frame_gzip(message);
+        let Outcome::GzipReply(reply) = run_call(&gzip, &compressed, "lab") else {
+            panic!("a gzip request gets a gzip reply")
+        };
+        assert_eq!(
+            grpclab_core::framing::unframe_maybe_gzip(&reply, true, 1 << 20)
+                .unwrap()
+                .as_ref(),
+            message
+        );
+        let small = CallHead {
+            inflate_limit: 10,
+            ..gzip
+        };
+        let Outcome::Status(status) = run_call(&small, &compressed, "lab") else {
+            panic!("inflating past the limit must fail")
+        };
+        assert_eq!(status.code, Code::ResourceExhausted);
         assert!(check_prefix(b"\0\0\x10\0\0", 1024).is_err());
         assert_eq!(check_prefix(b"\0\0\0\x04\0", 1024), Ok(1024));
     }

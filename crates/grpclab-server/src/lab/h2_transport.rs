@@ -46,7 +46,8 @@ impl Responder for H2Responder {
         // A send can only fail if the client reset the stream or the connection is gone;
         // then there is nobody to answer.
         let _ = match outcome {
-            Outcome::Reply(message) => send_reply(&mut self.respond, message),
+            Outcome::Reply(message) => send_reply(&mut self.respond, message, false),
+            Outcome::GzipReply(message) => send_reply(&mut self.respond, message, true),
             Outcome::Status(status) => send_status(&mut self.respond, &status),
         };
     }
@@ -61,8 +62,21 @@ fn grpc_head() -> Response<()> {
     response
 }
 
-fn send_reply(respond: &mut SendResponse<Bytes>, message: Bytes) -> Result<(), h2::Error> {
-    let mut stream = respond.send_response(grpc_head(), false)?;
+fn send_reply(
+    respond: &mut SendResponse<Bytes>,
+    message: Bytes,
+    gzip: bool,
+) -> Result<(), h2::Error> {
+    let mut head = grpc_head();
+    if gzip {
+        head.headers_mut()
+            .insert("grpc-encoding", HeaderValue::from_static("gzip"));
+        head.headers_mut().insert(
+            "grpc-accept-encoding",
+            HeaderValue::from_static("identity,gzip"),
+        );
+    }
+    let mut stream = respond.send_response(head, false)?;
     stream.send_data(message, false)?;
     let mut trailers = HeaderMap::with_capacity(1);
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
@@ -73,6 +87,10 @@ fn send_reply(respond: &mut SendResponse<Bytes>, message: Bytes) -> Result<(), h
 fn send_status(respond: &mut SendResponse<Bytes>, status: &Status) -> Result<(), h2::Error> {
     let mut head = grpc_head();
     let headers = head.headers_mut();
+    headers.insert(
+        "grpc-accept-encoding",
+        HeaderValue::from_static("identity,gzip"),
+    );
     headers.insert("grpc-status", HeaderValue::from(status.code as u16));
     if let Ok(message) = HeaderValue::from_str(&percent_encode(&status.message)) {
         headers.insert("grpc-message", message);
@@ -231,7 +249,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
                 .map(HeaderValue::as_bytes),
             grpc_timeout: parts.headers.get("grpc-timeout").map(HeaderValue::as_bytes),
         };
-        match check_head(&headers, Instant::now()) {
+        match check_head(&headers, Instant::now(), self.config.max_message_bytes) {
             Ok(head) => self.calls.push(PendingCall {
                 head,
                 body,

@@ -337,6 +337,7 @@ fn worker(
                         idle_timeout: config.idle_timeout,
                         keepalive_interval: config.keepalive_interval,
                         keepalive_timeout: config.keepalive_timeout,
+                        accept_encoding: Some(grpc::ACCEPT_ENCODING),
                         ..grpclab_h2::server::ServerSettings::default()
                     };
                     let service = LabService::new(Arc::clone(&config), pools.own.clone());

@@ -26,6 +26,7 @@ impl Responder for EngineResponder {
 fn response(outcome: Outcome) -> Response {
     match outcome {
         Outcome::Reply(message) => Response::Message(message),
+        Outcome::GzipReply(message) => Response::Gzip(message),
         Outcome::Status(status) => status_response(status),
     }
 }
@@ -61,10 +62,12 @@ impl Service for LabService {
             grpc_encoding: head.grpc_encoding,
             grpc_timeout: head.grpc_timeout,
         };
-        check_head(&headers, now).map_err(|rejection| match rejection {
-            HeadRejection::Http(status) => Response::Http(status),
-            HeadRejection::Status(status) => status_response(status),
-        })
+        check_head(&headers, now, self.config.max_message_bytes).map_err(
+            |rejection| match rejection {
+                HeadRejection::Http(status) => Response::Http(status),
+                HeadRejection::Status(status) => status_response(status),
+            },
+        )
     }
 
     fn deadline(&self, call: &CallHead) -> Option<Instant> {

@@ -282,6 +282,12 @@ impl RawConnection {
         }
     }
 
+    /// Writes `bytes` now, reporting a failed write instead of panicking (a server that may
+    /// legitimately close the connection mid-write).
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.tcp.write_all(bytes)
+    }
+
     /// Frames sent from now on wait for [`RawConnection::end_batch`], then leave in one write.
     pub fn begin_batch(&mut self) {
         self.batch = Some(Vec::new());

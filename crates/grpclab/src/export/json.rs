@@ -290,7 +290,7 @@ impl JsonOptions {
             proto: options.proto.clone().unwrap_or_default(),
             protoset: String::new(),
             import_paths: options.import_paths.clone(),
-            enable_compression: false,
+            enable_compression: options.compression,
             cacert: options.tls.cacert.clone(),
             cert: options.tls.cert.clone(),
             key: options.tls.key.clone(),

@@ -39,6 +39,8 @@ pub struct TlsOptions {
 pub struct RunOptions {
     /// `--insecure` and the TLS flags, as given.
     pub tls: TlsOptions,
+    /// `-e`: gzip.
+    pub compression: bool,
     /// `--name`.
     pub name: Option<String>,
     /// `--tags`.

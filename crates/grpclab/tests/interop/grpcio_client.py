@@ -2,8 +2,9 @@
 """Python grpcio as a client of grpclab's servers (interop test, run by tests/interop.rs).
 
 Usage: grpcio_client.py HOST:PORT REQUEST_FILE [MAX_MESSAGE_BYTES]
-                         [--ca CA.pem [--client-cert CERT.pem --client-key KEY.pem]]
+                         [--gzip] [--ca CA.pem [--client-cert CERT.pem --client-key KEY.pem]]
 
+With --gzip every call is sent gzip-compressed (grpcio's own compression).
 With --ca the channel is TLS (grpcio's own TLS stack, BoringSSL), trusting CA.pem and
 verifying the name `localhost`; with --client-cert/--client-key it presents that certificate.
 
@@ -29,22 +30,24 @@ def main():
     parser.add_argument("target")
     parser.add_argument("request_file")
     parser.add_argument("max_message", nargs="?", type=int)
+    parser.add_argument("--gzip", action="store_true")
     parser.add_argument("--ca")
     parser.add_argument("--client-cert")
     parser.add_argument("--client-key")
     args = parser.parse_args()
     target, max_message = args.target, args.max_message
     message = read(args.request_file)[5:]
+    compression = grpc.Compression.Gzip if args.gzip else grpc.Compression.NoCompression
     if args.ca:
         credentials = grpc.ssl_channel_credentials(
             root_certificates=read(args.ca),
             private_key=read(args.client_key) if args.client_key else None,
             certificate_chain=read(args.client_cert) if args.client_cert else None,
         )
-        channel = grpc.secure_channel(target, credentials,
+        channel = grpc.secure_channel(target, credentials, compression=compression,
                                       options=[("grpc.ssl_target_name_override", "localhost")])
     else:
-        channel = grpc.insecure_channel(target)
+        channel = grpc.insecure_channel(target, compression=compression)
     grpc.channel_ready_future(channel).result(timeout=10)
     say_hello = channel.unary_unary("/helloworld.Greeter/SayHello")
 

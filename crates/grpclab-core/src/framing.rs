@@ -44,37 +44,136 @@ pub enum FrameError {
 /// The name of the one compression grpclab speaks, in `grpc-encoding`.
 pub const GZIP: &str = "gzip";
 
+// gzip (RFC 1952) = a 10-byte header, raw deflate, CRC-32 and length. Built by hand around
+// flate2's raw `Compress`/`Decompress` so that each thread keeps one of each and resets it per
+// message: `GzEncoder::new` allocates and zeroes deflate's ~256 KiB state for every message,
+// which made lab slower under gzip than tonic (BENCHMARKS.md, issue 15).
+thread_local! {
+    static DEFLATE: std::cell::RefCell<flate2::Compress> =
+        std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::default(), false));
+    static INFLATE: std::cell::RefCell<flate2::Decompress> =
+        std::cell::RefCell::new(flate2::Decompress::new(false));
+}
+
+/// The gzip header grpclab writes: deflate, no name, no time, unknown OS.
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+
 /// Frames one message gzip-compressed: flag 1, length of the compressed bytes, gzip data.
 pub fn frame_gzip(message: &[u8]) -> Bytes {
-    use std::io::Write;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(message.len() / 2 + 32),
-        flate2::Compression::default(),
-    );
-    // Writing into a Vec cannot fail.
-    let _ = encoder.write_all(message);
-    let compressed = encoder.finish().unwrap_or_default();
-    let mut framed = BytesMut::with_capacity(PREFIX_LEN + compressed.len());
-    framed.put_u8(1);
-    framed.put_u32(compressed.len() as u32);
-    framed.put_slice(&compressed);
-    framed.freeze()
+    let mut out: Vec<u8> =
+        Vec::with_capacity(PREFIX_LEN + GZIP_HEADER.len() + message.len() / 2 + 64);
+    out.extend_from_slice(&[1, 0, 0, 0, 0]);
+    out.extend_from_slice(&GZIP_HEADER);
+    DEFLATE.with(|deflate| {
+        let mut deflate = deflate.borrow_mut();
+        deflate.reset();
+        loop {
+            if out.capacity() - out.len() < 64 {
+                out.reserve(out.len().max(256));
+            }
+            let consumed = deflate.total_in() as usize;
+            match deflate.compress_vec(
+                &message[consumed..],
+                &mut out,
+                flate2::FlushCompress::Finish,
+            ) {
+                Ok(flate2::Status::StreamEnd) => break,
+                Ok(_) => continue,
+                // Compressing into a growing Vec cannot fail; stop rather than loop.
+                Err(_) => break,
+            }
+        }
+    });
+    let mut crc = flate2::Crc::new();
+    crc.update(message);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(message.len() as u32).to_le_bytes());
+    let compressed_len = (out.len() - PREFIX_LEN) as u32;
+    out[1..PREFIX_LEN].copy_from_slice(&compressed_len.to_be_bytes());
+    Bytes::from(out)
 }
 
 /// Inflates a gzip message, refusing to produce more than `limit` bytes.
 pub fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, FrameError> {
-    use std::io::Read;
-    let mut inflated = Vec::new();
-    // Read one byte past the limit: getting it means the message is too large, without ever
-    // holding more than limit + 1 bytes.
-    let mut reader = flate2::read::GzDecoder::new(compressed).take(limit as u64 + 1);
-    reader
-        .read_to_end(&mut inflated)
-        .map_err(|err| FrameError::Gzip(err.to_string()))?;
+    let bad = |why: &str| FrameError::Gzip(why.to_owned());
+    let body_start = gzip_header_len(compressed).ok_or_else(|| bad("bad gzip header"))?;
+    if compressed.len() < body_start + 8 {
+        return Err(bad("gzip data ends early"));
+    }
+    let trailer = &compressed[compressed.len() - 8..];
+    let expected_crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let expected_len = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+    // The trailer states the size: refuse early what would pass the limit (the inflate below
+    // still stops at limit + 1 whatever the trailer claims).
+    if expected_len as usize > limit {
+        return Err(FrameError::TooLarge(limit));
+    }
+    let deflated = &compressed[body_start..compressed.len() - 8];
+    let mut inflated = Vec::with_capacity((expected_len as usize).min(limit) + 1);
+    INFLATE.with(|inflate| {
+        let mut inflate = inflate.borrow_mut();
+        inflate.reset(false);
+        loop {
+            if inflated.len() > limit {
+                return Err(FrameError::TooLarge(limit));
+            }
+            if inflated.capacity() == inflated.len() {
+                // Grow by doubling, never past limit + 1 (enough to see the limit crossed).
+                let room = (limit + 1 - inflated.len()).min(inflated.len().max(256));
+                inflated.reserve(room);
+            }
+            let consumed = inflate.total_in() as usize;
+            let before = (inflate.total_in(), inflate.total_out());
+            match inflate.decompress_vec(
+                &deflated[consumed..],
+                &mut inflated,
+                flate2::FlushDecompress::Finish,
+            ) {
+                Ok(flate2::Status::StreamEnd) => return Ok(()),
+                Ok(_)
+                    if (inflate.total_in(), inflate.total_out()) == before
+                        && inflated.capacity() > inflated.len() =>
+                {
+                    return Err(bad("gzip data ends early"))
+                }
+                Ok(_) => continue,
+                Err(err) => return Err(FrameError::Gzip(err.to_string())),
+            }
+        }
+    })?;
     if inflated.len() > limit {
         return Err(FrameError::TooLarge(limit));
     }
+    let mut crc = flate2::Crc::new();
+    crc.update(&inflated);
+    if crc.sum() != expected_crc || inflated.len() as u32 != expected_len {
+        return Err(bad("gzip checksum or length does not match"));
+    }
     Ok(inflated)
+}
+
+/// The length of a gzip member's header (RFC 1952 §2.3), optional fields included.
+fn gzip_header_len(data: &[u8]) -> Option<usize> {
+    if data.len() < 10 || data[0] != 0x1f || data[1] != 0x8b || data[2] != 8 {
+        return None;
+    }
+    let flags = data[3];
+    let mut at = 10usize;
+    if flags & 0x04 != 0 {
+        // FEXTRA: two bytes of length, then that many bytes.
+        let len = u16::from_le_bytes([*data.get(at)?, *data.get(at + 1)?]) as usize;
+        at += 2 + len;
+    }
+    for flag in [0x08u8, 0x10] {
+        // FNAME, FCOMMENT: zero-terminated.
+        if flags & flag != 0 {
+            at += data.get(at..)?.iter().position(|&b| b == 0)? + 1;
+        }
+    }
+    if flags & 0x02 != 0 {
+        at += 2; // FHCRC
+    }
+    (at <= data.len()).then_some(at)
 }
 
 /// Splits a unary body into its message, inflating it when the compressed flag is set and
@@ -192,6 +291,15 @@ mod tests {
             unframe_maybe_gzip(&broken, true, 1 << 20),
             Err(FrameError::Gzip(_))
         ));
+        // Other encoders' gzip (a name in the header, another level) inflates too.
+        let mut foreign = flate2::GzBuilder::new()
+            .filename("x.bin")
+            .write(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut foreign, &message).unwrap();
+        let foreign = foreign.finish().unwrap();
+        assert_eq!(gunzip(&foreign, 1 << 20).unwrap(), message);
+        // A reused compressor produces the same as a fresh one, message after message.
+        assert_eq!(frame_gzip(&message), framed);
         // Uncompressed bodies pass through untouched either way.
         let plain = frame_message(b"x");
         assert_eq!(unframe_maybe_gzip(&plain, true, 10).unwrap().as_ref(), b"x");

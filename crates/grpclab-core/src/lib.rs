@@ -5,6 +5,7 @@
 //!   grpc_bench scenarios are built in ([`scenario::BUILTIN`]); a user's own is a folder or flags.
 //! - [`framing`]: gRPC's length-prefixed message framing and the `grpc-timeout` header.
 //! - [`status`]: gRPC status codes ([`Code`]) with the names ghz reports.
+//! - [`template`]: ghz's call templates (`{{.RequestNumber}}`, `{{randomInt 1 10}}`, ...).
 //! - [`tls`]: TLS settings (PEM files to rustls configurations, ALPN h2, self-signed pairs).
 //! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
 //!
@@ -20,6 +21,7 @@ pub mod duration;
 pub mod framing;
 pub mod scenario;
 pub mod status;
+pub mod template;
 pub mod tls;
 
 pub use scenario::{Scenario, ScenarioError};

@@ -9,6 +9,18 @@ use std::time::Duration;
 /// Checks a reply message (without its gRPC prefix); `Err` carries why it is wrong.
 pub type ReplyValidator = Arc<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
 
+/// Renders one call's request (ghz's call templates): the call's number and worker, the
+/// thread's generator and a reused text buffer in; the framed request (uncompressed) out.
+pub type RequestRenderer = Arc<
+    dyn Fn(
+            &grpclab_core::template::CallContext<'_>,
+            &mut grpclab_core::template::Random,
+            &mut String,
+        ) -> Result<bytes::Bytes, String>
+        + Send
+        + Sync,
+>;
+
 /// How requests are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pacing {
@@ -101,6 +113,11 @@ pub struct LoadConfig {
     /// distinct request once, before the run) and accept gzip replies
     /// (`grpc-accept-encoding: gzip`).
     pub gzip: bool,
+    /// Per-call requests from a template (`-d` with `{{.RequestNumber}}` ...); `None` sends
+    /// `requests` round-robin (the constant path, untouched by templates). A call whose
+    /// rendering fails is sent with `requests[0]` (call 0's rendering, checked before the run)
+    /// and counted in the result's `render_failures`.
+    pub renderer: Option<RequestRenderer>,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -122,6 +139,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("details", &self.details)
             .field("tls", &self.tls.is_some())
             .field("gzip", &self.gzip)
+            .field("templated", &self.renderer.is_some())
             .finish()
     }
 }
@@ -157,6 +175,7 @@ impl LoadConfig {
             first_stream_id: 1,
             tls: None,
             gzip: false,
+            renderer: None,
         }
     }
 

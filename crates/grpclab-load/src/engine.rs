@@ -81,6 +81,11 @@ pub(crate) struct Shared {
     /// Measured calls ended so far while `config.skip_first` is not yet reached: the first
     /// that many are left out of the results (ghz's `--skipFirst`). Untouched when it is 0.
     skipped: std::sync::atomic::AtomicU64,
+    /// The next request number for templates (ghz's `.RequestNumber`: one count for the run).
+    /// Touched only when `config.renderer` is set.
+    request_number: std::sync::atomic::AtomicU64,
+    /// Calls whose template rendering failed (sent with call 0's request instead).
+    pub(crate) render_failures: std::sync::atomic::AtomicU64,
 }
 
 /// What one thread hands back.
@@ -125,6 +130,8 @@ pub fn run(
     let shared = Arc::new(Shared {
         progress: (0..threads).map(|_| ThreadProgress::default()).collect(),
         skipped: std::sync::atomic::AtomicU64::new(0),
+        request_number: std::sync::atomic::AtomicU64::new(0),
+        render_failures: std::sync::atomic::AtomicU64::new(0),
         config,
     });
 
@@ -264,6 +271,9 @@ pub fn run(
         reconnects,
         planned_reconnects,
         abandoned,
+        render_failures: shared
+            .render_failures
+            .load(std::sync::atomic::Ordering::Relaxed),
     })
 }
 
@@ -368,6 +378,16 @@ fn client_thread(
             template,
             requests: config.requests.clone(),
             next_request: Cell::new(index),
+            render_state: RefCell::new((
+                grpclab_core::template::Random::new(
+                    index as u64 + 1
+                        ^ std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_nanos() as u64),
+                ),
+                String::new(),
+            )),
+            worker_id: format!("g{index}"),
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             outstanding: Cell::new(0),
             last_completion: Cell::new(None),
@@ -468,6 +488,9 @@ pub(crate) struct ThreadState {
     requests: Vec<Bytes>,
     /// Round-robin position in `requests`.
     next_request: Cell<usize>,
+    /// Templates only: this thread's generator and text buffer, and its worker id.
+    render_state: RefCell<(grpclab_core::template::Random, String)>,
+    worker_id: String,
     recorder: RefCell<Recorder>,
     /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
     /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
@@ -498,10 +521,40 @@ impl ThreadState {
     }
 
     pub(crate) fn next_body(&self) -> Bytes {
+        if let Some(renderer) = &self.shared.config.renderer {
+            return self.render_body(renderer);
+        }
         let index = self.next_request.get();
         self.next_request.set(index.wrapping_add(1));
         // Cloning `Bytes` shares the encoded request: a reference count, no copy.
         self.requests[index % self.requests.len()].clone()
+    }
+
+    /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).
+    #[cold]
+    fn render_body(&self, renderer: &crate::config::RequestRenderer) -> Bytes {
+        use std::sync::atomic::Ordering::Relaxed;
+        let number = self.shared.request_number.fetch_add(1, Relaxed);
+        let mut state = self.render_state.borrow_mut();
+        let (random, text) = &mut *state;
+        let context = grpclab_core::template::CallContext {
+            request_number: number,
+            worker_id: &self.worker_id,
+            now: std::time::SystemTime::now(),
+        };
+        let body = match renderer(&context, random, text) {
+            Ok(body) => body,
+            Err(_) => {
+                self.shared.render_failures.fetch_add(1, Relaxed);
+                return self.requests[0].clone();
+            }
+        };
+        if self.template.gzip {
+            if let Ok(message) = grpclab_core::framing::unframe_single(&body) {
+                return grpclab_core::framing::frame_gzip(message);
+            }
+        }
+        body
     }
 
     pub(crate) fn record(

@@ -5,9 +5,12 @@
 
 use anyhow::Context as _;
 use grpclab_core::scenario::{validate_reply, Schema};
+use grpclab_core::template::{CallContext, CallInfo, Random, Template};
 use grpclab_core::tls::{ClientTls, TlsClient};
 use grpclab_core::Scenario;
-use grpclab_load::{CancellationToken, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget};
+use grpclab_load::{
+    CancellationToken, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget, RequestRenderer,
+};
 use http::{HeaderName, HeaderValue};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -83,9 +86,18 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         }
         None => args.target.clone(),
     };
-    config.metadata = metadata;
+    // ghz's templates in metadata values: the call's names are filled in; values that would
+    // vary per call are refused (our engine sends one header block for every call).
+    config.metadata = match bind_metadata(metadata_map.as_ref(), scenario.method())? {
+        Some(bound) => headers("-m/--metadata", Some(&bound))?,
+        None => metadata,
+    };
     config.tls = tls;
     config.gzip = args.enable_compression;
+    config.renderer = loaded
+        .template
+        .clone()
+        .map(|template| template_renderer(template, scenario.method().input()));
     config.concurrency = args.concurrency;
     config.connections = args.connections;
     config.pacing = if args.rps < 0.0 || !args.rps.is_finite() {
@@ -430,6 +442,9 @@ pub struct LoadedScenario {
     pub label: String,
     /// The JSON payload text as the user gave it (`-d`, `-d @`, `-D`), if any.
     pub payload: Option<String>,
+    /// The payload's call template when something in it varies per call (bound to the
+    /// method); the scenario's requests are then its rendering for call 0.
+    pub template: Option<Template>,
 }
 
 /// Resolves the scenario flags into a scenario and a label for reports: `--proto`,
@@ -475,15 +490,17 @@ pub fn load_scenario(
     // A schema from a .proto, a protoset or the server: the call and payload come from flags.
     let from_schema = |schema: Schema, label: String| {
         let method = schema.method(args.call.as_deref()).map_err(input_error)?;
+        let (text, template) = templated(payload.as_deref(), &method)?;
         let scenario = match &binary {
             Some(bytes) => Scenario::from_method_binary(&label, method, bytes),
-            None => Scenario::from_method(&label, method, payload.as_deref().unwrap_or("{}")),
+            None => Scenario::from_method(&label, method, text.as_deref().unwrap_or("{}")),
         }
         .map_err(input_error)?;
         Ok(LoadedScenario {
             scenario,
             label,
             payload: payload.clone(),
+            template,
         })
     };
     if let Some(proto) = &args.proto {
@@ -515,16 +532,109 @@ pub fn load_scenario(
     }
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = Scenario::load(name, args.call.as_deref()).map_err(input_error)?;
-    let scenario = match (&payload, &binary) {
+    let (text, template) = templated(payload.as_deref(), scenario.method())?;
+    let scenario = match (&text, &binary) {
         (_, Some(bytes)) => scenario.with_binary_payload(bytes).map_err(input_error)?,
-        (Some(payload), None) => scenario.with_payload(payload).map_err(input_error)?,
+        (Some(text), None) => scenario.with_payload(text).map_err(input_error)?,
         (None, None) => scenario,
     };
     Ok(LoadedScenario {
         scenario,
         label: name.to_owned(),
         payload,
+        template,
     })
+}
+
+/// `-m` values with templates bound to the call (`None` when no value has one).
+fn bind_metadata(
+    map: Option<&std::collections::BTreeMap<String, String>>,
+    method: &prost_reflect::MethodDescriptor,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, InputError> {
+    let Some(map) = map.filter(|map| map.values().any(|value| value.contains("{{"))) else {
+        return Ok(None);
+    };
+    let call = call_info(method);
+    map.iter()
+        .map(|(name, value)| {
+            let template = Template::parse(value, "-m/--metadata")
+                .map_err(|err| InputError(err.to_string()))?
+                .bind(&call);
+            if !template.is_constant() {
+                return Err(InputError(format!(
+                    "-m/--metadata '{name}': only the call's names ({{{{.MethodName}}}}, {{{{.ServiceName}}}}, ...) can fill metadata; values that change per call ({{{{.RequestNumber}}}}, timestamps, random values) are supported in -d/-D only"
+                )));
+            }
+            Ok((name.clone(), template.text()))
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// What a method's call-describing template actions render to.
+fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
+    CallInfo {
+        fully_qualified_name: method.full_name().to_owned(),
+        method_name: method.name().to_owned(),
+        service_name: method.parent_service().full_name().to_owned(),
+        input_name: method.input().full_name().to_owned(),
+        output_name: method.output().full_name().to_owned(),
+        client_streaming: method.is_client_streaming(),
+        server_streaming: method.is_server_streaming(),
+    }
+}
+
+/// The payload text to encode, and its template when something in it varies per call: ghz's
+/// call templates. Without `{{` the text is the payload, as always; with only the call's names
+/// it is rendered once; with per-call values the text returned is call 0's rendering (which
+/// must encode, so a template that makes bad JSON is one line now, not an error per call).
+fn templated(
+    payload: Option<&str>,
+    method: &prost_reflect::MethodDescriptor,
+) -> Result<(Option<String>, Option<Template>), InputError> {
+    let Some(text) = payload else {
+        return Ok((None, None));
+    };
+    if !text.contains("{{") {
+        return Ok((Some(text.to_owned()), None));
+    }
+    let template = Template::parse(text, "-d/-D")
+        .map_err(|err| InputError(err.to_string()))?
+        .bind(&call_info(method));
+    if template.is_constant() {
+        return Ok((Some(template.text()), None));
+    }
+    let mut first = String::new();
+    template.render(
+        &CallContext {
+            request_number: 0,
+            worker_id: "g0c0",
+            now: std::time::SystemTime::now(),
+        },
+        &mut Random::new(1),
+        &mut first,
+    );
+    Ok((Some(first), Some(template)))
+}
+
+/// The engine's renderer for a payload template: render the text, encode it as the input
+/// message (an array's elements round-robin by request number), frame it.
+fn template_renderer(
+    template: Template,
+    input: prost_reflect::MessageDescriptor,
+) -> RequestRenderer {
+    Arc::new(
+        move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
+            template.render(context, random, text);
+            let requests = grpclab_core::scenario::encode_payload(&input, text)
+                .map_err(|err| format!("call {}: {err}", context.request_number))?;
+            let count = requests.len().max(1) as u64;
+            requests
+                .into_iter()
+                .nth((context.request_number % count) as usize)
+                .ok_or_else(|| "the payload rendered to an empty array".to_owned())
+        },
+    )
 }
 
 /// ghz's load-schedule settings for the report, read back from the pacing they became.

@@ -70,6 +70,7 @@ mod tests {
                 reconnects: 0,
                 planned_reconnects: 0,
                 abandoned: 0,
+                render_failures: 0,
             },
         };
         let text = String::from_utf8(CsvExporter.render(&report).unwrap()).unwrap();

@@ -403,6 +403,9 @@ pub struct JsonReport {
     pub planned_reconnects: u64,
     /// grpclab: calls abandoned at the end (counted as Canceled).
     pub abandoned: u64,
+    /// grpclab: templated calls whose rendering failed (sent with call 0's request).
+    #[serde(default)]
+    pub render_failures: u64,
     /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
@@ -456,6 +459,7 @@ impl JsonReport {
             reconnects: result.reconnects,
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,
+            render_failures: result.render_failures,
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
             details_kept: result

@@ -152,6 +152,13 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             result.abandoned
         )?;
     }
+    if result.render_failures > 0 {
+        writeln!(
+            out,
+            "  Templated requests that failed to render (sent as call 0's):\t{}",
+            result.render_failures
+        )?;
+    }
     if let Some(log) = result.details() {
         writeln!(
             out,
@@ -270,6 +277,7 @@ mod tests {
             reconnects: 0,
             planned_reconnects: 0,
             abandoned: 0,
+            render_failures: 0,
         }
     }
 

@@ -380,7 +380,7 @@ fn client_thread(
             next_request: Cell::new(index),
             render_state: RefCell::new((
                 grpclab_core::template::Random::new(
-                    index as u64 + 1
+                    (index as u64 + 1)
                         ^ std::time::SystemTime::now()
                             .duration_since(std::time::UNIX_EPOCH)
                             .map_or(0, |d| d.as_nanos() as u64),

@@ -53,6 +53,12 @@ pub enum OutputFormat {
     Csv,
     /// One row per second of the measured window.
     CsvSeconds,
+    /// ghz's InfluxDB line: one `ghz_run` line for the run.
+    InfluxSummary,
+    /// ghz's InfluxDB lines: one `ghz_detail` line per call (turns on --details).
+    InfluxDetails,
+    /// ghz's Prometheus text exposition: gauges, histogram, summary.
+    Prometheus,
 }
 
 /// `grpclab load [OPTIONS] HOST:PORT`

@@ -136,7 +136,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.skip_first = args.skip_first;
     // ghz's CSV lists every call: -O csv keeps calls one by one even without --details.
     config.details = args.details.or(match args.format {
-        OutputFormat::Csv => Some(DEFAULT_DETAILS),
+        OutputFormat::Csv | OutputFormat::InfluxDetails => Some(DEFAULT_DETAILS),
         _ => None,
     });
     if config.details == Some(0) {

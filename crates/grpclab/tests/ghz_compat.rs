@@ -335,3 +335,164 @@ fn failed_calls_read_as_ghz_writes_them() {
     assert_eq!(report.options.duration, 300_000_000);
     assert_eq!(report.options.total, 0);
 }
+
+/// Splits an InfluxDB line at its unescaped spaces: (measurement+tags, fields, timestamp).
+fn influx_parts(line: &str) -> (String, String, u128) {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut escaped = false;
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '\\' if !escaped => {
+                escaped = true;
+                current.push(c);
+                continue;
+            }
+            '"' if !escaped => quoted = !quoted,
+            ' ' if !escaped && !quoted => {
+                parts.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        escaped = false;
+        current.push(c);
+    }
+    parts.push(current);
+    assert_eq!(
+        parts.len(),
+        3,
+        "not measurement,tags fields timestamp: {line}"
+    );
+    (
+        parts[0].clone(),
+        parts[1].clone(),
+        parts[2]
+            .parse()
+            .unwrap_or_else(|_| panic!("timestamp in {line}")),
+    )
+}
+
+fn field(fields: &str, name: &str) -> String {
+    fields
+        .split(',')
+        .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no field {name} in {fields}"))
+        .to_owned()
+}
+
+#[test]
+fn influx_and_prometheus_outputs_read_as_ghz_writes_them() {
+    let server = Server::start("tonic-st");
+    let target = server.target();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let base = [
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "120",
+        "-c",
+        "4",
+        "--name",
+        "nightly run",
+    ];
+
+    let summary = load(&[&[target.as_str()][..], &base, &["-O", "influx-summary"]].concat());
+    let text = String::from_utf8(summary.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let (head, fields, timestamp) = influx_parts(lines[0]);
+    assert!(
+        head.starts_with("ghz_run,name=\"nightly\\ run\",call=\"helloworld.Greeter.SayHello\""),
+        "{head}"
+    );
+    assert!(head.contains("n=120,c=4,rps=0,"), "{head}");
+    assert!(head.ends_with("errors=0,has_errors=false"), "{head}");
+    assert_eq!(field(&fields, "count"), "120");
+    assert_eq!(field(&fields, "errors"), "0");
+    assert!(
+        field(&fields, "rps").split_once('.').unwrap().1.len() == 2,
+        "{fields}"
+    );
+    for name in ["total", "average", "fastest", "slowest", "median", "p95"] {
+        assert!(
+            field(&fields, name).parse::<u64>().unwrap() > 0,
+            "{name} in {fields}"
+        );
+    }
+    assert!(timestamp >= now, "the run's end, in Unix nanoseconds");
+
+    let details = load(&[&[target.as_str()][..], &base, &["-O", "influx-details"]].concat());
+    let text = String::from_utf8(details.stdout).unwrap();
+    assert_eq!(text.lines().count(), 120, "one line per call");
+    for line in text.lines() {
+        let (head, fields, timestamp) = influx_parts(line);
+        assert!(
+            head.starts_with("ghz_detail,") && head.ends_with(",hasError=false"),
+            "{head}"
+        );
+        assert!(
+            !head.contains("has_errors"),
+            "details carry no run error tags"
+        );
+        assert!(field(&fields, "latency").parse::<u64>().unwrap() > 0);
+        assert_eq!(field(&fields, "status"), "\"OK\"");
+        assert_eq!(field(&fields, "error"), "\"\"");
+        assert!(timestamp >= now);
+    }
+
+    let prometheus = load(&[&[target.as_str()][..], &base, &["-O", "prometheus"]].concat());
+    let text = String::from_utf8(prometheus.stdout).unwrap();
+    let mut samples: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = series.split_once('{').unwrap();
+        assert!(labels.ends_with('}'), "{line}");
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("value in {line}"));
+        samples
+            .entry(name.to_owned())
+            .or_default()
+            .push((labels.to_owned(), value));
+        assert!(
+            labels.contains("name=\"nightly run\"") && labels.contains("end_reason=\"normal\"")
+        );
+    }
+    assert_eq!(samples["ghz_run_count"][0].1, 120.0);
+    assert_eq!(samples["ghz_run_errors"][0].1, 0.0);
+    let buckets: Vec<f64> = samples["ghz_run_histogram_bucket"]
+        .iter()
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(
+        buckets.windows(2).all(|w| w[0] <= w[1]),
+        "cumulative: {buckets:?}"
+    );
+    assert_eq!(*buckets.last().unwrap(), 120.0, "+Inf holds every call");
+    assert_eq!(samples["ghz_run_histogram_count"][0].1, 120.0);
+    let quantiles: Vec<&str> = samples["ghz_run_latency"]
+        .iter()
+        .map(|(labels, _)| labels.rsplit_once("quantile=").unwrap().1)
+        .collect();
+    assert_eq!(
+        quantiles,
+        [
+            "\"0.1\"}",
+            "\"0.25\"}",
+            "\"0.5\"}",
+            "\"0.75\"}",
+            "\"0.9\"}",
+            "\"0.95\"}",
+            "\"0.99\"}"
+        ]
+    );
+    for line in text.lines().filter(|l| l.starts_with("# TYPE")) {
+        assert!(
+            ["gauge", "histogram", "summary"].contains(&line.rsplit(' ').next().unwrap()),
+            "{line}"
+        );
+    }
+}

@@ -3,12 +3,16 @@
 
 mod csv;
 mod csv_seconds;
+mod influx;
 mod json;
+mod prometheus;
 mod summary;
 
 pub use self::csv::CsvExporter;
 pub use self::csv_seconds::CsvSecondsExporter;
+pub use self::influx::{InfluxDetailsExporter, InfluxSummaryExporter};
 pub use self::json::{JsonExporter, JsonReport, LatencyPoint, PrettyJsonExporter};
+pub use self::prometheus::PrometheusExporter;
 pub use self::summary::{starvation_note, SummaryExporter};
 
 use grpclab_load::LoadResult;
@@ -149,6 +153,9 @@ pub fn exporter_for(format: OutputFormat) -> Box<dyn Exporter> {
         OutputFormat::Pretty => Box::new(PrettyJsonExporter),
         OutputFormat::Csv => Box::new(CsvExporter),
         OutputFormat::CsvSeconds => Box::new(CsvSecondsExporter),
+        OutputFormat::InfluxSummary => Box::new(InfluxSummaryExporter),
+        OutputFormat::InfluxDetails => Box::new(InfluxDetailsExporter),
+        OutputFormat::Prometheus => Box::new(PrometheusExporter),
     }
 }
 

@@ -63,10 +63,16 @@ pub enum OutputFormat {
 
 /// `grpclab load [OPTIONS] HOST:PORT`
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub struct LoadArgs {
-    /// The server, as HOST:PORT (plaintext HTTP/2).
-    #[arg(value_name = "HOST:PORT")]
+    /// The server, as HOST:PORT (or `host` in --config).
+    #[arg(value_name = "HOST:PORT", default_value = "")]
     pub target: String,
+
+    /// ghz's config file: JSON, or TOML when it ends in .toml; its keys are ghz's option names
+    /// (`call`, `total`, `data`, `host`, ...). Flags on the command line override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 
     /// What to call, and with what.
     #[command(flatten)]

@@ -3,6 +3,7 @@
 //! - [`cli`]: clap definitions.
 //! - [`bench`]: `grpclab bench`, the grpc_bench harness (the main job).
 //! - [`compare`]: `grpclab compare A B`, interleaved A/B runs with confidence intervals.
+//! - [`config_file`]: `grpclab load --config FILE` (ghz's config file, as flags).
 //! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
 //! - [`encode_cmd`]: `grpclab encode` (a scenario's request as framed bytes, for h2load).
 //! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
@@ -14,6 +15,7 @@
 pub mod bench;
 pub mod cli;
 pub mod compare;
+pub mod config_file;
 pub mod encode_cmd;
 pub mod export;
 pub mod load_cmd;

@@ -372,6 +372,11 @@ fn path_text(path: Option<&Path>) -> String {
 
 fn resolve(target: &str) -> Result<SocketAddr, InputError> {
     let hint = "give HOST:PORT, e.g. 127.0.0.1:50051";
+    if target.is_empty() {
+        return Err(InputError(format!(
+            "say which server to load: {hint} (or \"host\" in --config)"
+        )));
+    }
     if !target.contains(':') {
         return Err(InputError(format!("'{target}' has no port; {hint}")));
     }

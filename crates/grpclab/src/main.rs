@@ -19,7 +19,21 @@ static ALLOCATOR: grpclab_server::alloc_count::CountingAllocator =
 
 fn main() -> ExitCode {
     grpclab_server::alloc_count::mark_installed();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    // ghz's --config: the file's settings become flags in front of the command line's, and
+    // the command line is parsed again (later flags win).
+    if let Command::Load(args) = &cli.command {
+        if let Some(path) = &args.config {
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            match grpclab::config_file::expand(&argv, path, !args.target.is_empty()) {
+                Ok(expanded) => cli = Cli::parse_from(expanded),
+                Err(err) => {
+                    let _ = writeln!(std::io::stderr(), "error: {err}");
+                    return ExitCode::from(EXIT_INPUT);
+                }
+            }
+        }
+    }
     match run(cli) {
         Ok(code) => code,
         Err(err) => {

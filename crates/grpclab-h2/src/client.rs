@@ -85,6 +85,9 @@ pub struct RequestTemplate {
     /// The id of the connection's first stream: 1 in normal use. Tests start near 2^31 to
     /// reach stream-id exhaustion without 2^30 calls.
     pub first_stream_id: u32,
+    /// The largest reply message accepted (ghz's `--max-recv-message-size`); a larger one
+    /// ends its call with RESOURCE_EXHAUSTED (and RST_STREAM(CANCEL)), as grpc-go's client.
+    pub max_reply_message: Option<usize>,
 }
 
 /// Why a connection ended before its source said stop.
@@ -873,6 +876,23 @@ impl<S: CallSource> Connection<'_, S> {
             return Ok(());
         }
         call.received += range.len();
+        if let Some(max) = self.template.max_reply_message {
+            // The body is the 5-byte prefix and the message: past max + 5, the message is over.
+            if call.received > max.saturating_add(5) {
+                let received = call.received - 5;
+                frame::write_rst_stream(&mut self.out, header.stream, code::CANCEL);
+                self.finish(
+                    header.stream,
+                    CallEnd::Status(
+                        8,
+                        format!(
+                            "grpc: received message larger than max ({received}+ vs. {max}) (--max-recv-message-size)"
+                        ),
+                    ),
+                );
+                return Ok(());
+            }
+        }
         if let Some(reply) = &mut call.reply {
             reply.extend_from_slice(&payload[range]);
         }

@@ -36,6 +36,8 @@ pub(crate) struct CallTemplate {
     pub validator: Option<ReplyValidator>,
     /// Requests are gzip-compressed and gzip replies are accepted (`-e`).
     pub gzip: bool,
+    /// `--max-recv-message-size`.
+    pub max_reply_message: Option<usize>,
 }
 
 /// The most a compressed reply may inflate to before it is refused (when validating).
@@ -94,6 +96,19 @@ pub(crate) async fn unary_call(
     while let Some(chunk) = reply.data().await {
         let chunk = chunk.map_err(failure_from_h2)?;
         received += chunk.len();
+        if let Some(max) = template.max_reply_message {
+            // Past the prefix and `max` bytes the message is too large: dropping the stream
+            // resets it (CANCEL), as grpc-go's client gives up on it.
+            if received > max.saturating_add(5) {
+                return Err(CallFailure::new(
+                    Code::ResourceExhausted,
+                    format!(
+                        "grpc: received message larger than max ({}+ vs. {max}) (--max-recv-message-size)",
+                        received - 5
+                    ),
+                ));
+            }
+        }
         // Give the window back at once, so the server can keep sending.
         let _ = reply.flow_control().release_capacity(chunk.len());
         if template.validator.is_some() {

@@ -118,6 +118,9 @@ pub struct LoadConfig {
     /// rendering fails is sent with `requests[0]` (call 0's rendering, checked before the run)
     /// and counted in the result's `render_failures`.
     pub renderer: Option<RequestRenderer>,
+    /// ghz's `--max-recv-message-size`: a reply message larger than this ends its call with
+    /// RESOURCE_EXHAUSTED. `None`: no limit.
+    pub max_recv_message_bytes: Option<usize>,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -176,6 +179,7 @@ impl LoadConfig {
             tls: None,
             gzip: false,
             renderer: None,
+            max_recv_message_bytes: None,
         }
     }
 

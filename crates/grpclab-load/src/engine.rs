@@ -309,6 +309,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
         headers,
         validator: config.validator.clone(),
         gzip: config.gzip,
+        max_reply_message: config.max_recv_message_bytes,
     })
 }
 

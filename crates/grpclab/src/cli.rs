@@ -162,6 +162,16 @@ pub struct LoadArgs {
     #[arg(long, value_name = "AUTHORITY")]
     pub authority: Option<String>,
 
+    /// The largest reply message accepted, e.g. 4MiB or 42 MB (ghz's); a larger one fails its
+    /// call with RESOURCE_EXHAUSTED. Default: no limit.
+    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
+    pub max_recv_message_size: Option<usize>,
+
+    /// The largest request message allowed (ghz's): a larger payload is refused before the
+    /// run, since every call would fail.
+    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
+    pub max_send_message_size: Option<usize>,
+
     /// Compress requests with gzip (`grpc-encoding: gzip`) and accept gzip replies, as ghz's
     /// -e.
     #[arg(short = 'e', long)]
@@ -592,4 +602,36 @@ mod tests {
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+}
+
+/// A size as ghz takes it (go-humanize's ParseBytes): bytes, or a number with a unit, decimal
+/// (`kB`, `MB`, `GB`) or binary (`KiB`, `MiB`, `GiB`), a space allowed between.
+pub fn parse_byte_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size; give bytes, or e.g. 4MiB or 42 MB"))?;
+    let multiplier: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "ki" | "kib" => 1024.0,
+        "mi" | "mib" => 1024.0 * 1024.0,
+        "gi" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "unknown size unit '{other}' in '{text}'; use B, kB, MB, GB, KiB, MiB or GiB"
+            ))
+        }
+    };
+    let bytes = number * multiplier;
+    if !(1.0..=usize::MAX as f64).contains(&bytes) {
+        return Err(format!("'{text}' is not a usable size (at least 1 byte)"));
+    }
+    Ok(bytes as usize)
 }

@@ -13,7 +13,7 @@ use crate::InputError;
 const RENAMED: [(&str, &str); 2] = [("cpus", "--cpus"), ("CPUs", "--cpus")];
 
 /// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
-const NOT_YET: [&str; 15] = [
+const NOT_YET: [&str; 13] = [
     "async",
     "keepalive",
     "concurrency-schedule",
@@ -23,8 +23,6 @@ const NOT_YET: [&str; 15] = [
     "concurrency-step-duration",
     "concurrency-max-duration",
     "duration-stop",
-    "max-recv-message-size",
-    "max-send-message-size",
     "stream-interval",
     "stream-call-duration",
     "stream-call-count",

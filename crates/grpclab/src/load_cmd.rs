@@ -94,6 +94,22 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     };
     config.tls = tls;
     config.gzip = args.enable_compression;
+    config.max_recv_message_bytes = args.max_recv_message_size;
+    if let Some(max) = args.max_send_message_size {
+        // ghz would fail every call with RESOURCE_EXHAUSTED; one line now says the same.
+        if let Some(largest) = scenario
+            .requests()
+            .iter()
+            .map(|r| r.len().saturating_sub(5))
+            .max()
+        {
+            if largest > max {
+                return Err(InputError(format!(
+                    "the request message is {largest} bytes, over --max-send-message-size {max}: every call would fail (RESOURCE_EXHAUSTED); raise the limit or send a smaller payload"
+                )));
+            }
+        }
+    }
     config.renderer = loaded
         .template
         .clone()

@@ -593,17 +593,6 @@ fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
     parse_duration(text)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-}
-
 /// A size as ghz takes it (go-humanize's ParseBytes): bytes, or a number with a unit, decimal
 /// (`kB`, `MB`, `GB`) or binary (`KiB`, `MiB`, `GiB`), a space allowed between.
 pub fn parse_byte_size(text: &str) -> Result<usize, String> {
@@ -634,4 +623,26 @@ pub fn parse_byte_size(text: &str) -> Result<usize, String> {
         return Err(format!("'{text}' is not a usable size (at least 1 byte)"));
     }
     Ok(bytes as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_read_as_ghz_reads_them() {
+        assert_eq!(parse_byte_size("4194304"), Ok(4_194_304));
+        assert_eq!(parse_byte_size("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_byte_size("42 MB"), Ok(42_000_000));
+        assert_eq!(parse_byte_size("1.5kB"), Ok(1500));
+        assert!(parse_byte_size("0").is_err());
+        assert!(parse_byte_size("MB").is_err());
+        assert!(parse_byte_size("3 furlongs").is_err());
+    }
 }

@@ -21,6 +21,20 @@ pub type RequestRenderer = Arc<
         + Sync,
 >;
 
+/// What happens to calls still in flight when a timed run (`-z`) ends (ghz's
+/// `--duration-stop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DurationStop {
+    /// They may finish within the drain limit ([`crate::drain_limit`]); the rest are counted
+    /// as Canceled. grpclab's default.
+    #[default]
+    Wait,
+    /// They are given up at once and counted as Canceled (ghz's default).
+    Close,
+    /// They are given up at once and left out of the results (counted apart as `ignored`).
+    Ignore,
+}
+
 /// How requests are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pacing {
@@ -121,6 +135,8 @@ pub struct LoadConfig {
     /// ghz's `--max-recv-message-size`: a reply message larger than this ends its call with
     /// RESOURCE_EXHAUSTED. `None`: no limit.
     pub max_recv_message_bytes: Option<usize>,
+    /// `--duration-stop`: calls in flight at the end of a timed run (`-n` runs always wait).
+    pub duration_stop: DurationStop,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -180,6 +196,7 @@ impl LoadConfig {
             gzip: false,
             renderer: None,
             max_recv_message_bytes: None,
+            duration_stop: DurationStop::Wait,
         }
     }
 

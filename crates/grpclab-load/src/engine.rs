@@ -65,6 +65,10 @@ pub enum LoadError {
 /// deadline: its tail gets the whole call timeout plus [`DEADLINE_SLACK`] ([`MAX_DRAIN`]
 /// without one), so its last calls end by their own deadlines and count as what they are.
 pub fn drain_limit(config: &LoadConfig) -> Duration {
+    if config.duration.is_some() && config.duration_stop != crate::config::DurationStop::Wait {
+        // --duration-stop close|ignore: nothing waits.
+        return Duration::ZERO;
+    }
     match (config.duration, config.timeout) {
         (None, Some(timeout)) => timeout + DEADLINE_SLACK,
         (_, timeout) => timeout.unwrap_or(MAX_DRAIN).min(MAX_DRAIN),
@@ -94,6 +98,8 @@ struct ThreadOutcome {
     reconnects: u64,
     planned_reconnects: u64,
     abandoned: u64,
+    /// `--duration-stop ignore`: calls in flight at the end, left out.
+    ignored: u64,
     last_completion: Option<Instant>,
 }
 
@@ -233,12 +239,14 @@ pub fn run(
     let mut reconnects = 0;
     let mut planned_reconnects = 0;
     let mut abandoned = 0;
+    let mut ignored = 0;
     let mut last_completion: Option<Instant> = None;
     for outcome in outcomes.into_iter().flatten() {
         recorder.merge(&outcome.recorder);
         reconnects += outcome.reconnects;
         planned_reconnects += outcome.planned_reconnects;
         abandoned += outcome.abandoned;
+        ignored += outcome.ignored;
         last_completion = last_completion.max(outcome.last_completion);
     }
     let end_reason = if cancel.is_cancelled() {
@@ -271,6 +279,7 @@ pub fn run(
         reconnects,
         planned_reconnects,
         abandoned,
+        ignored,
         render_failures: shared
             .render_failures
             .load(std::sync::atomic::Ordering::Relaxed),
@@ -458,18 +467,29 @@ fn client_thread(
         };
         drivers_stop.cancel();
         let mut recorder = thread.recorder.borrow().clone();
+        // --duration-stop ignore: the calls in flight at the end are left out entirely.
+        let ignored = if config.duration.is_some()
+            && config.duration_stop == crate::config::DurationStop::Ignore
+        {
+            abandoned
+        } else {
+            0
+        };
+        let abandoned = abandoned - ignored;
         if abandoned > 0 {
             let since = Instant::now().saturating_duration_since(schedule.measure_from());
             // Each was in flight for at least the drain limit: its latency as recorded (for
             // the average over all calls) is that lower bound.
             let waited = drain_limit(config);
+            let why = if config.duration.is_some()
+                && config.duration_stop == crate::config::DurationStop::Close
+            {
+                "still in flight when the duration ended (--duration-stop close)"
+            } else {
+                "still in flight when the run ended (drain limit reached)"
+            };
             for _ in 0..abandoned {
-                recorder.record_error(
-                    Code::Canceled,
-                    "still in flight when the run ended (drain limit reached)",
-                    waited,
-                    since,
-                );
+                recorder.record_error(Code::Canceled, why, waited, since);
             }
         }
         Some(ThreadOutcome {
@@ -477,6 +497,7 @@ fn client_thread(
             reconnects: reconnects.get(),
             planned_reconnects: planned_reconnects.get(),
             abandoned,
+            ignored,
             last_completion: thread.last_completion.get(),
         })
     })

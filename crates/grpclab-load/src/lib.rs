@@ -28,7 +28,9 @@ pub mod recorder;
 pub mod result;
 mod schedule;
 
-pub use config::{ConfigError, LoadConfig, Pacing, ReplyValidator, RequestRenderer, Transport};
+pub use config::{
+    ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator, RequestRenderer, Transport,
+};
 pub use engine::{drain_limit, run, LoadError};
 pub use lab_transport::CONNECT_TIMEOUT;
 pub use progress::{ProgressSnapshot, ProgressTarget};

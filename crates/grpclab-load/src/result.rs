@@ -43,6 +43,9 @@ pub struct LoadResult {
     pub planned_reconnects: u64,
     /// Calls still in flight when the drain limit ran out; counted as `Canceled` errors.
     pub abandoned: u64,
+    /// `--duration-stop ignore`: calls in flight when the duration ended, left out of every
+    /// figure.
+    pub ignored: u64,
     /// Templated calls whose rendering failed and went out with call 0's request instead.
     pub render_failures: u64,
 }

@@ -422,3 +422,46 @@ fn gzip_round_trips_with_the_tonic_baseline() {
 }
 
 }
+
+on_each_transport! {
+
+fn duration_stop_decides_what_happens_to_calls_in_flight_at_the_end() {
+    // Every call is held 300 ms by the server; the run lasts 200 ms with 4 streams, so at the
+    // end 4 calls are in flight. wait: they finish (drain limit 5 s); close: they count as
+    // Canceled at once; ignore: they are left out of every figure.
+    use grpclab_load::DurationStop;
+    let server = scripted_server(
+        any_port(),
+        Arc::new(|_: &[u8]| Reply::EchoAfter(Duration::from_millis(300))),
+    );
+    let scenario = complex();
+    for stop in [DurationStop::Wait, DurationStop::Close, DurationStop::Ignore] {
+        let mut config = config_for(server.addr, &scenario);
+        config.duration = Some(Duration::from_millis(200));
+        config.total = None;
+        config.concurrency = 4;
+        config.duration_stop = stop;
+        let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+        let canceled = result.status_counts().get(&Code::Canceled).copied().unwrap_or(0);
+        match stop {
+            DurationStop::Wait => {
+                assert_eq!(result.ok(), 4, "{stop:?}: {:?}", result.status_counts());
+                assert_eq!((result.abandoned, result.ignored, canceled), (0, 0, 0));
+            }
+            DurationStop::Close => {
+                assert_eq!(result.ok(), 0, "{stop:?}");
+                assert_eq!((result.abandoned, canceled), (4, 4), "{stop:?}");
+                assert!(result
+                    .error_counts()
+                    .keys()
+                    .all(|key| key.contains("--duration-stop close")));
+            }
+            DurationStop::Ignore => {
+                assert_eq!(result.count(), 0, "{stop:?}: nothing recorded");
+                assert_eq!((result.abandoned, result.ignored), (0, 4), "{stop:?}");
+            }
+        }
+    }
+}
+
+}

@@ -144,6 +144,12 @@ pub struct LoadArgs {
     #[arg(short = 'n', long, value_name = "N")]
     pub total: Option<u64>,
 
+    /// With -z: calls still in flight when the duration ends: wait (finish within the drain
+    /// limit, the rest count as Canceled; grpclab's default), close (count them as Canceled
+    /// at once; ghz's default) or ignore (leave them out).
+    #[arg(long, default_value = "wait", value_name = "HOW", value_parser = ["wait", "close", "ignore"])]
+    pub duration_stop: String,
+
     /// With -n: stop after this long even if the calls are not all done (ghz's -x).
     #[arg(short = 'x', long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,

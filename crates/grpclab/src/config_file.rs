@@ -13,7 +13,7 @@ use crate::InputError;
 const RENAMED: [(&str, &str); 2] = [("cpus", "--cpus"), ("CPUs", "--cpus")];
 
 /// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
-const NOT_YET: [&str; 13] = [
+const NOT_YET: [&str; 12] = [
     "async",
     "keepalive",
     "concurrency-schedule",
@@ -22,7 +22,6 @@ const NOT_YET: [&str; 13] = [
     "concurrency-step",
     "concurrency-step-duration",
     "concurrency-max-duration",
-    "duration-stop",
     "stream-interval",
     "stream-call-duration",
     "stream-call-count",

@@ -95,6 +95,11 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.tls = tls;
     config.gzip = args.enable_compression;
     config.max_recv_message_bytes = args.max_recv_message_size;
+    config.duration_stop = match args.duration_stop.as_str() {
+        "close" => grpclab_load::DurationStop::Close,
+        "ignore" => grpclab_load::DurationStop::Ignore,
+        _ => grpclab_load::DurationStop::Wait,
+    };
     if let Some(max) = args.max_send_message_size {
         // ghz would fail every call with RESOURCE_EXHAUSTED; one line now says the same.
         if let Some(largest) = scenario

@@ -71,6 +71,7 @@ mod tests {
                 planned_reconnects: 0,
                 abandoned: 0,
                 render_failures: 0,
+                ignored: 0,
             },
         };
         let text = String::from_utf8(CsvExporter.render(&report).unwrap()).unwrap();

@@ -406,6 +406,9 @@ pub struct JsonReport {
     /// grpclab: templated calls whose rendering failed (sent with call 0's request).
     #[serde(default)]
     pub render_failures: u64,
+    /// grpclab: `--duration-stop ignore`: calls in flight at the end, left out.
+    #[serde(default)]
+    pub ignored_in_flight: u64,
     /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
@@ -460,6 +463,7 @@ impl JsonReport {
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,
             render_failures: result.render_failures,
+            ignored_in_flight: result.ignored,
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
             details_kept: result

@@ -152,6 +152,13 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             result.abandoned
         )?;
     }
+    if result.ignored > 0 {
+        writeln!(
+            out,
+            "  In flight at the end, ignored (--duration-stop ignore):\t{}",
+            result.ignored
+        )?;
+    }
     if result.render_failures > 0 {
         writeln!(
             out,
@@ -278,6 +285,7 @@ mod tests {
             planned_reconnects: 0,
             abandoned: 0,
             render_failures: 0,
+            ignored: 0,
         }
     }
 

@@ -86,6 +86,21 @@ def run_client(argv, warmup, at_warmup_end=None):
     return stdout, total_cpu - client_cpu_at_warmup_end, rusage.ru_maxrss
 
 
+def fresh_server_window(impl_args, load_args, warmup):
+    """A fresh `grpclab serve` (CPU 0) under one `grpclab load` window (CPU 1, `load_args` after
+    the target, JSON output). Returns (report, server CPU s after the warmup, client CPU s)."""
+    server, target = start_server(impl_args)
+    try:
+        marks = {}
+        argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json"] + list(load_args)
+        stdout, client_cpu, _ = run_client(argv, warmup,
+                                           lambda: marks.update(cpu=cpu_seconds(server.pid)))
+        server_cpu = cpu_seconds(server.pid) - marks["cpu"]
+    finally:
+        stop_server(server)
+    return json.loads(stdout), server_cpu, client_cpu
+
+
 def median(values):
     return statistics.median(values)
 

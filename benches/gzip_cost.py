@@ -10,27 +10,16 @@ window / calls completed in it. Rounds alternate the sides; medians of --rounds.
 Usage: benches/gzip_cost.py [--rounds 3] [--duration 8] [--warmup 2]
 """
 import argparse
-import json
 import statistics
 
-from common import BIN, build, cpu_seconds, run_client, start_server, stop_server
+from common import build, fresh_server_window
 
 
 def window(impl, gzip, args):
-    server, target = start_server(["--impl", impl])
-    try:
-        marks = {}
-        argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "--scenario",
-                "complex_proto", "-c", "200", "--connections", "10", "-z", f"{args.duration}s",
-                "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json", "--validate"]
-        if gzip:
-            argv.append("-e")
-        stdout, client_cpu, _ = run_client(argv, args.warmup,
-                                           lambda: marks.update(cpu=cpu_seconds(server.pid)))
-        cpu = cpu_seconds(server.pid) - marks["cpu"]
-    finally:
-        stop_server(server)
-    report = json.loads(stdout)
+    load_args = ["--insecure", "--scenario", "complex_proto", "-c", "200", "--connections", "10",
+                 "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1",
+                 "--validate"] + (["-e"] if gzip else [])
+    report, cpu, client_cpu = fresh_server_window(["--impl", impl], load_args, args.warmup)
     ok = report["statusCodeDistribution"].get("OK", 0)
     return {"rps": report["measuredRps"], "server_us": cpu * 1e6 / max(ok, 1),
             "client_us": client_cpu * 1e6 / max(report["count"], 1),

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import BIN, build, cpu_seconds, run_client, start_server, stop_server
+from common import BIN, build, fresh_server_window, run_client, start_server, stop_server
 
 
 def make_certificates(folder):
@@ -74,18 +74,12 @@ def h2load_window(target, request_file, args):
 
 def server_window(impl_args, tls_args, args, extra=()):
     """A fresh server; its CPU per call over one grpclab window: (µs/call, req/s, errors)."""
-    server, target = start_server(impl_args)
-    try:
-        marks = {}
-        argv = ["taskset", "-c", "1", BIN, "load", target, "--scenario", "complex_proto",
-                "-c", "1000", "--connections", "50", "-z", f"{args.duration}s",
-                "--warmup", f"{args.warmup}s", "--cpus", "1", "-O", "json", *tls_args, *extra]
-        stdout, _, _ = run_client(argv, args.warmup,
-                                  lambda: marks.update(cpu=cpu_seconds(server.pid)))
-        cpu = cpu_seconds(server.pid) - marks["cpu"]
-    finally:
-        stop_server(server)
-    report = json.loads(stdout)
+    report, cpu, _ = fresh_server_window(
+        impl_args,
+        ["--scenario", "complex_proto", "-c", "1000", "--connections", "50",
+         "-z", f"{args.duration}s", "--warmup", f"{args.warmup}s", "--cpus", "1",
+         *tls_args, *extra],
+        args.warmup)
     ok = report["statusCodeDistribution"].get("OK", 0)
     return cpu * 1e6 / max(ok, 1), report["measuredRps"], report["count"] - ok
 

@@ -93,6 +93,15 @@ pub fn frame_gzip(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// A framed uncompressed message re-framed gzip-compressed; anything else (not a single
+/// uncompressed message) is returned as it is.
+pub fn gzip_framed(framed: &Bytes) -> Bytes {
+    match unframe_single(framed) {
+        Ok(message) => frame_gzip(message),
+        Err(_) => framed.clone(),
+    }
+}
+
 /// Inflates a gzip message, refusing to produce more than `limit` bytes.
 pub fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, FrameError> {
     let bad = |why: &str| FrameError::Gzip(why.to_owned());

@@ -62,16 +62,6 @@ impl Socket {
         }
     }
 
-    /// Whether this socket runs TLS.
-    pub fn is_tls(&self) -> bool {
-        self.tls.is_some()
-    }
-
-    /// The TCP socket under the session.
-    pub fn tcp(&self) -> &TcpStream {
-        &self.tcp
-    }
-
     /// Waits until a read may make progress.
     pub(crate) async fn readable(&self) -> io::Result<()> {
         if self.tls.as_ref().is_some_and(|tls| tls.buffered) {
@@ -260,6 +250,40 @@ fn flush_session(tcp: &TcpStream, session: &mut rustls::Connection) -> io::Resul
         }
     }
     Ok(())
+}
+
+/// In TLS 1.3 the client's handshake ends before the server has checked the client's
+/// certificate (or noticed there is none): a server that refuses it says so with an alert
+/// after the client's handshake "succeeded". So that a refused client certificate is one line
+/// before a run rather than every call failing during it, this reads the server's first
+/// records after the handshake (session tickets, its SETTINGS, or the alert) and processes
+/// them; plaintext stays in the session for the connection to read (see
+/// [`Socket::with_tls`]). A server that sends nothing within `wait` is given the benefit of the
+/// doubt; TLS 1.2 decides within the handshake, so nothing is read.
+pub async fn await_tls13_verdict(
+    tcp: &TcpStream,
+    session: &mut rustls::ClientConnection,
+    wait: std::time::Duration,
+) -> Result<(), rustls::Error> {
+    if session.protocol_version() != Some(rustls::ProtocolVersion::TLSv1_3) {
+        return Ok(());
+    }
+    let verdict = tokio::time::timeout(wait, async {
+        loop {
+            if tcp.readable().await.is_err() {
+                return Ok(());
+            }
+            match tcp.try_io(Interest::READABLE, || session.read_tls(&mut SocketIo(tcp))) {
+                // The end of the stream is the connection's to report, as for plaintext.
+                Ok(0) => return Ok(()),
+                Ok(_) => return session.process_new_packets().map(|_| ()),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(_) => return Ok(()),
+            }
+        }
+    })
+    .await;
+    verdict.unwrap_or(Ok(()))
 }
 
 /// Blocking-style `Read`/`Write` over the non-blocking socket, for rustls's `read_tls` and

@@ -17,7 +17,7 @@ mod io;
 pub mod server;
 mod stream_map;
 
-pub use io::Socket;
+pub use io::{await_tls13_verdict, Socket};
 
 /// Which HTTP/2 implementation a grpclab client or server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

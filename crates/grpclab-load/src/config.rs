@@ -169,6 +169,16 @@ impl std::fmt::Debug for LoadConfig {
 pub struct ConfigError(pub String);
 
 impl LoadConfig {
+    /// What happens to calls in flight at the end: `duration_stop` for a timed run; an `-n`
+    /// run always waits (its calls end by their own deadlines).
+    pub fn end_of_run(&self) -> DurationStop {
+        if self.duration.is_some() {
+            self.duration_stop
+        } else {
+            DurationStop::Wait
+        }
+    }
+
     /// A closed-loop configuration with ghz's defaults (50 streams over 1 connection, 200 calls,
     /// 20 s timeout) for `path` on `target`.
     pub fn new(target: SocketAddr, path: &str, requests: Vec<Bytes>) -> LoadConfig {

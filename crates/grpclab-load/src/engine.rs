@@ -25,6 +25,7 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{unary_call, CallTemplate};
+use crate::config::DurationStop;
 use crate::config::{LoadConfig, Transport};
 use crate::connection::{self, ConnectionState};
 use crate::lab_transport;
@@ -65,7 +66,7 @@ pub enum LoadError {
 /// deadline: its tail gets the whole call timeout plus [`DEADLINE_SLACK`] ([`MAX_DRAIN`]
 /// without one), so its last calls end by their own deadlines and count as what they are.
 pub fn drain_limit(config: &LoadConfig) -> Duration {
-    if config.duration.is_some() && config.duration_stop != crate::config::DurationStop::Wait {
+    if config.end_of_run() != DurationStop::Wait {
         // --duration-stop close|ignore: nothing waits.
         return Duration::ZERO;
     }
@@ -120,12 +121,7 @@ pub fn run(
         config.requests = config
             .requests
             .iter()
-            .map(
-                |framed| match grpclab_core::framing::unframe_single(framed) {
-                    Ok(message) => grpclab_core::framing::frame_gzip(message),
-                    Err(_) => framed.clone(),
-                },
-            )
+            .map(grpclab_core::framing::gzip_framed)
             .collect();
     }
     let threads = config.threads;
@@ -468,9 +464,7 @@ fn client_thread(
         drivers_stop.cancel();
         let mut recorder = thread.recorder.borrow().clone();
         // --duration-stop ignore: the calls in flight at the end are left out entirely.
-        let ignored = if config.duration.is_some()
-            && config.duration_stop == crate::config::DurationStop::Ignore
-        {
+        let ignored = if config.end_of_run() == DurationStop::Ignore {
             abandoned
         } else {
             0
@@ -481,9 +475,7 @@ fn client_thread(
             // Each was in flight for at least the drain limit: its latency as recorded (for
             // the average over all calls) is that lower bound.
             let waited = drain_limit(config);
-            let why = if config.duration.is_some()
-                && config.duration_stop == crate::config::DurationStop::Close
-            {
+            let why = if config.end_of_run() == DurationStop::Close {
                 "still in flight when the duration ended (--duration-stop close)"
             } else {
                 "still in flight when the run ended (drain limit reached)"
@@ -572,9 +564,7 @@ impl ThreadState {
             }
         };
         if self.template.gzip {
-            if let Ok(message) = grpclab_core::framing::unframe_single(&body) {
-                return grpclab_core::framing::frame_gzip(message);
-            }
+            return grpclab_core::framing::gzip_framed(&body);
         }
         body
     }

@@ -72,7 +72,8 @@ pub(crate) async fn tls_handshake(
                 grpclab_core::tls::explain_handshake_error(&err)
             )
         })?;
-    await_client_verdict(&mut stream, timeout.min(CLIENT_VERDICT_WAIT))
+    let (tcp, session) = stream.get_mut();
+    grpclab_h2::await_tls13_verdict(tcp, session, timeout.min(CLIENT_VERDICT_WAIT))
         .await
         .map_err(|err| format!("{target}: {}", grpclab_core::tls::explain_tls_error(&err)))?;
     let (_, session) = stream.get_ref();
@@ -89,51 +90,6 @@ pub(crate) async fn tls_handshake(
 
 /// How long a TLS 1.3 client waits after its handshake for the server's first record.
 const CLIENT_VERDICT_WAIT: Duration = Duration::from_secs(1);
-
-/// In TLS 1.3 the client's handshake ends before the server has checked the client's
-/// certificate (or noticed there is none): a server that refuses it says so with an alert
-/// after our handshake "succeeded". So that a refused client certificate is one line before
-/// the run rather than every call failing during it, this reads the server's first records
-/// after the handshake (session tickets, its SETTINGS, or the alert) and processes them. The
-/// plaintext stays in the session for the connection to read. A server that sends nothing
-/// within `wait` is given the benefit of the doubt; TLS 1.2 decides within the handshake.
-async fn await_client_verdict(
-    stream: &mut tokio_rustls::client::TlsStream<TcpStream>,
-    wait: Duration,
-) -> Result<(), rustls::Error> {
-    let (tcp, session) = stream.get_mut();
-    if session.protocol_version() != Some(rustls::ProtocolVersion::TLSv1_3) {
-        return Ok(());
-    }
-    let verdict = tokio::time::timeout(wait, async {
-        loop {
-            if tcp.readable().await.is_err() {
-                return Ok(());
-            }
-            let read = tcp.try_io(tokio::io::Interest::READABLE, || {
-                session.read_tls(&mut SocketReader(tcp))
-            });
-            match read {
-                // The end of the stream is the run's to report, as for plaintext.
-                Ok(0) => return Ok(()),
-                Ok(_) => return session.process_new_packets().map(|_| ()),
-                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(_) => return Ok(()),
-            }
-        }
-    })
-    .await;
-    verdict.unwrap_or(Ok(()))
-}
-
-/// `Read` over the non-blocking socket, for rustls's `read_tls` inside `try_io`.
-struct SocketReader<'a>(&'a TcpStream);
-
-impl std::io::Read for SocketReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        (&*socket2::SockRef::from(self.0)).read(buf)
-    }
-}
 
 /// Opens a connection for our engine: TCP, then TLS when configured.
 pub(crate) async fn connect(

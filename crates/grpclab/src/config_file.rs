@@ -9,8 +9,8 @@ use std::path::Path;
 
 use crate::InputError;
 
-/// ghz keys whose grpclab flag is spelled differently.
-const RENAMED: [(&str, &str); 2] = [("cpus", "--cpus"), ("CPUs", "--cpus")];
+/// ghz keys whose grpclab flag is spelled differently (the rest are `--KEY`).
+const RENAMED: [(&str, &str); 1] = [("CPUs", "--cpus")];
 
 /// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
 const NOT_YET: [&str; 12] = [

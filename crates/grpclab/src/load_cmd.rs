@@ -326,8 +326,8 @@ fn check_plaintext_peer(
         return Ok(());
     };
     // The client preface and an empty SETTINGS frame (RFC 9113 §3.4).
-    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    let mut hello = grpclab_h2::frame::PREFACE.to_vec();
+    grpclab_h2::frame::write_settings(&mut hello, &[]);
     if tcp.write_all(&hello).is_err()
         || tcp
             .set_read_timeout(Some(PLAINTEXT_CHECK_WAIT.min(connect_timeout)))

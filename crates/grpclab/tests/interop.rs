@@ -36,6 +36,53 @@ fn request_file(dir: &std::path::Path) -> std::path::PathBuf {
     file
 }
 
+/// h2load sends 2000 framed requests (4 connections, 10 streams each) to SayHello over
+/// `scheme` (`http`: h2c; `https`: TLS with ALPN h2): whether it exited well, and its report.
+fn h2load_say_hello(scheme: &str, server: &Server, request: &std::path::Path) -> (bool, String) {
+    let output = Command::new("h2load")
+        .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
+        .arg(request)
+        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+        .arg(format!(
+            "{scheme}://{}/helloworld.Greeter/SayHello",
+            server.addr
+        ))
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// The grpcio Greeter with reflection (`interop/grpcio_reflection_server.py`), TLS with
+/// `tls` when given; returns the child (stopped by closing its stdin) and its target.
+fn grpcio_reflection_server(tls: Option<&common::pki::Pair>) -> (std::process::Child, String) {
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut command = Command::new("python3");
+    command
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/grpcio_reflection_server.py"
+        ))
+        .arg(format!("{repo}/scenarios/complex_proto"));
+    if let Some(pair) = tls {
+        command.arg(&pair.cert).arg(&pair.key);
+    }
+    let mut server = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    (server, format!("127.0.0.1:{}", port.trim()))
+}
+
 #[test]
 fn python_grpcio_client_interoperates() {
     if !available(
@@ -105,18 +152,8 @@ fn h2load_interoperates() {
     ] {
         let implementation = args.join(" ");
         let server = Server::start_with(args);
-        let output = Command::new("h2load")
-            .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
-            .arg(&request)
-            .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
-            .arg(format!(
-                "http://{}/helloworld.Greeter/SayHello",
-                server.addr
-            ))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{implementation}: {text}");
+        let (success, text) = h2load_say_hello("http", &server, &request);
+        assert!(success, "{implementation}: {text}");
         assert!(
             text.contains("2000 succeeded, 0 failed, 0 errored"),
             "{implementation}: {text}"
@@ -141,23 +178,7 @@ fn our_reflection_client_reads_a_grpcio_server() {
         return;
     }
     let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let mut server = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/interop/grpcio_reflection_server.py"
-        ))
-        .arg(format!("{repo}/scenarios/complex_proto"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let target = format!("127.0.0.1:{}", port.trim());
+    let (mut server, target) = grpcio_reflection_server(None);
     let output = Command::new(env!("CARGO_BIN_EXE_grpclab"))
         .args([
             "load",
@@ -229,8 +250,6 @@ fn python_grpcio_client_interoperates_over_tls() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/interop/grpcio_client.py"
     );
-    let cert = leaf.cert.to_str().unwrap();
-    let key = leaf.key.to_str().unwrap();
     let ca_file = ca.cert.to_str().unwrap();
     for (args, mutual) in [
         (&["--impl", "lab"][..], false),
@@ -239,9 +258,7 @@ fn python_grpcio_client_interoperates_over_tls() {
         (&["--impl", "lab", "--tls-client-ca", ca_file], true),
         (&["--impl", "tonic-mt", "--tls-client-ca", ca_file], true),
     ] {
-        let mut server_args = args.to_vec();
-        server_args.extend(["--tls-cert", cert, "--tls-key", key]);
-        let server = Server::start_with(&server_args);
+        let server = Server::start_tls(args, &leaf);
         let mut command = Command::new("python3");
         command
             .arg(script)
@@ -284,26 +301,9 @@ fn h2load_interoperates_over_tls() {
         &["--impl", "lab", "--transport", "h2"],
         &["--impl", "tonic-mt"],
     ] {
-        let mut server_args = args.to_vec();
-        server_args.extend([
-            "--tls-cert",
-            leaf.cert.to_str().unwrap(),
-            "--tls-key",
-            leaf.key.to_str().unwrap(),
-        ]);
-        let server = Server::start_with(&server_args);
-        let output = Command::new("h2load")
-            .args(["-n", "2000", "-c", "4", "-m", "10", "-d"])
-            .arg(&request)
-            .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
-            .arg(format!(
-                "https://{}/helloworld.Greeter/SayHello",
-                server.addr
-            ))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{args:?}: {text}");
+        let server = Server::start_tls(args, &leaf);
+        let (success, text) = h2load_say_hello("https", &server, &request);
+        assert!(success, "{args:?}: {text}");
         assert!(
             text.contains("2000 succeeded, 0 failed, 0 errored"),
             "{args:?}: {text}"
@@ -328,25 +328,7 @@ fn our_tls_client_reads_a_grpcio_tls_server() {
     let ca = common::pki::TestCa::new(dir.path(), "main");
     let leaf = ca.leaf(dir.path(), "server", false);
     let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let mut server = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/interop/grpcio_reflection_server.py"
-        ))
-        .arg(format!("{repo}/scenarios/complex_proto"))
-        .arg(&leaf.cert)
-        .arg(&leaf.key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let target = format!("127.0.0.1:{}", port.trim());
+    let (mut server, target) = grpcio_reflection_server(Some(&leaf));
     let mut outputs = Vec::new();
     for transport in ["lab", "h2"] {
         outputs.push(

@@ -60,9 +60,7 @@ fn every_built_in_server_serves_tls_to_both_client_transports() {
         &["--impl", "tonic-mt"],
         &["--impl", "tonic-st"],
     ] {
-        let mut args = server_args.to_vec();
-        args.extend(["--tls-cert", path(&leaf.cert), "--tls-key", path(&leaf.key)]);
-        let server = Server::start_with(&args);
+        let server = Server::start_tls(server_args, &leaf);
         for transport in ["lab", "h2"] {
             let (code, stdout, stderr) = load(
                 &server.target(),
@@ -91,14 +89,7 @@ fn large_messages_cross_tls_records_intact() {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new(dir.path(), "main");
     let leaf = ca.leaf(dir.path(), "server", false);
-    let server = Server::start_with(&[
-        "--impl",
-        "lab",
-        "--tls-cert",
-        path(&leaf.cert),
-        "--tls-key",
-        path(&leaf.key),
-    ]);
+    let server = Server::start_tls(&["--impl", "lab"], &leaf);
     let output = grpclab()
         .args(["load", &server.target(), "--scenario", "large_complex"])
         .args(["-n", "300", "-c", "16", "--validate", "-O", "json"])
@@ -119,16 +110,10 @@ fn mutual_tls_accepts_a_client_of_its_ca_and_refuses_others() {
     let stranger_ca = TestCa::new(dir.path(), "stranger");
     let stranger = stranger_ca.leaf(dir.path(), "stranger-client", false);
     for implementation in ["lab", "tonic-mt"] {
-        let server = Server::start_with(&[
-            "--impl",
-            implementation,
-            "--tls-cert",
-            path(&leaf.cert),
-            "--tls-key",
-            path(&leaf.key),
-            "--tls-client-ca",
-            path(&ca.cert),
-        ]);
+        let server = Server::start_tls(
+            &["--impl", implementation, "--tls-client-ca", path(&ca.cert)],
+            &leaf,
+        );
         let trust = ["--cacert", path(&ca.cert)];
         let (code, stdout, stderr) = load(
             &server.target(),
@@ -180,14 +165,7 @@ fn verification_failures_are_one_line_naming_the_fix() {
     let ca = TestCa::new(dir.path(), "main");
     let leaf = ca.leaf(dir.path(), "server", false);
     let expired = ca.leaf(dir.path(), "expired", true);
-    let server = Server::start_with(&[
-        "--impl",
-        "lab",
-        "--tls-cert",
-        path(&leaf.cert),
-        "--tls-key",
-        path(&leaf.key),
-    ]);
+    let server = Server::start_tls(&["--impl", "lab"], &leaf);
     let target = server.target();
 
     // Unknown CA (the system's roots do not hold our test CA).
@@ -214,14 +192,7 @@ fn verification_failures_are_one_line_naming_the_fix() {
     assert_eq!(ok_count(&stdout), 200);
 
     // Expired certificate.
-    let expired_server = Server::start_with(&[
-        "--impl",
-        "tonic-mt",
-        "--tls-cert",
-        path(&expired.cert),
-        "--tls-key",
-        path(&expired.key),
-    ]);
+    let expired_server = Server::start_tls(&["--impl", "tonic-mt"], &expired);
     let (code, _, stderr) = load(&expired_server.target(), &["--cacert", path(&ca.cert)]);
     assert_eq!(code, 2, "{stderr}");
     assert!(error_line(&stderr).contains("expired"), "{stderr}");
@@ -251,14 +222,7 @@ fn plaintext_and_tls_crossed_say_which_flag_to_use() {
     let ca = TestCa::new(dir.path(), "main");
     let leaf = ca.leaf(dir.path(), "server", false);
     for implementation in ["lab", "tonic-mt"] {
-        let tls_server = Server::start_with(&[
-            "--impl",
-            implementation,
-            "--tls-cert",
-            path(&leaf.cert),
-            "--tls-key",
-            path(&leaf.key),
-        ]);
+        let tls_server = Server::start_tls(&["--impl", implementation], &leaf);
         let (code, stdout, stderr) = load(&tls_server.target(), &["--insecure"]);
         assert_eq!(code, 2, "{implementation}: {stderr}");
         assert!(stdout.is_empty());
@@ -288,14 +252,7 @@ fn reflection_and_the_admin_rpc_work_over_tls() {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new(dir.path(), "main");
     let leaf = ca.leaf(dir.path(), "server", false);
-    let server = Server::start_with(&[
-        "--impl",
-        "tonic-mt",
-        "--tls-cert",
-        path(&leaf.cert),
-        "--tls-key",
-        path(&leaf.key),
-    ]);
+    let server = Server::start_tls(&["--impl", "tonic-mt"], &leaf);
     let output = grpclab()
         .args([
             "load",

@@ -61,6 +61,14 @@ impl Server {
         }
     }
 
+    /// A server serving TLS with `pair` (`--tls-cert`, `--tls-key` added to `args`).
+    pub fn start_tls(args: &[&str], pair: &pki::Pair) -> Server {
+        let mut args = args.to_vec();
+        let (cert, key) = (pair.cert.to_str().unwrap(), pair.key.to_str().unwrap());
+        args.extend(["--tls-cert", cert, "--tls-key", key]);
+        Server::start_with(&args)
+    }
+
     pub fn target(&self) -> String {
         self.addr.to_string()
     }

@@ -30,6 +30,10 @@ pub enum NextCall {
     },
     /// Nothing before this instant (open loop); ask again then.
     WaitUntil(Instant),
+    /// The source allows no more calls in flight for now (a concurrency schedule): ask
+    /// again when a call ends, or at this instant if given. Unlike `WaitUntil`, a call's end
+    /// may free room at once.
+    Busy(Option<Instant>),
     /// No more calls on this connection.
     Stop,
 }
@@ -62,9 +66,10 @@ pub enum CallEnd {
 
 /// The load engine's side of a connection: where calls come from and results go.
 pub trait CallSource {
-    /// The next call to start; `free_slots` calls could start now (a source may take that
-    /// many scheduled calls at once, so a connection's calls go out together).
-    fn next_call(&mut self, now: Instant, free_slots: usize) -> NextCall;
+    /// The next call to start; `in_flight` calls are started and not ended, and `free_slots`
+    /// more could start now (a source may take that many scheduled calls at once, so a
+    /// connection's calls go out together).
+    fn next_call(&mut self, now: Instant, in_flight: usize, free_slots: usize) -> NextCall;
     /// A call ended; `sent` is when its first frame was queued.
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant);
     /// Whether replies must be kept (validation); otherwise only their length is counted.
@@ -186,6 +191,8 @@ struct Connection<'s, S: CallSource> {
     /// its error code.
     go_away: Option<(u32, u32)>,
     wait_until: Option<Instant>,
+    /// When a busy source ([`NextCall::Busy`]) wants to be asked again.
+    busy_until: Option<Instant>,
     /// Scheduled (open-loop) calls are released only up to this instant, which advances when
     /// the timer fires: sends then go out together on timer ticks, many calls per write, as
     /// they would from a batch of timers — instead of one or two calls per write whenever a
@@ -234,6 +241,7 @@ pub async fn run_connection<S: CallSource>(
         stopped: false,
         go_away: None,
         wait_until: None,
+        busy_until: None,
         released_until: Instant::now(),
         out: Vec::with_capacity(READ_CHUNK),
         block: Vec::new(),
@@ -320,6 +328,7 @@ pub async fn run_connection<S: CallSource>(
             .filter_map(|c| c.deadline)
             .chain(connection.unsent.iter().filter_map(|c| c.deadline))
             .chain(connection.wait_until)
+            .chain(connection.busy_until)
             .chain((!connection.peer_settings_seen).then_some(preface_deadline))
             .min();
         if let Some(at) = wake {
@@ -356,6 +365,11 @@ pub async fn run_connection<S: CallSource>(
             _ = &mut timer, if wake.is_some() => {
                 let now = Instant::now();
                 connection.released_until = now;
+                if connection.busy_until.is_some_and(|at| at <= now) {
+                    // Asked again below (or never, once stopped): a past instant must not
+                    // keep the timer firing.
+                    connection.busy_until = None;
+                }
                 connection.expire(now);
             }
             _ = stop.cancelled(), if !connection.stopped => connection.stopped = true,
@@ -413,9 +427,17 @@ impl<S: CallSource> Connection<'_, S> {
                 break;
             }
             self.wait_until = None;
-            let free_slots = limit - self.calls.len() - self.unsent.len();
-            match self.source.next_call(released_until, free_slots) {
+            self.busy_until = None;
+            let in_flight = self.calls.len() + self.unsent.len();
+            match self
+                .source
+                .next_call(released_until, in_flight, limit - in_flight)
+            {
                 NextCall::Stop => self.stopped = true,
+                NextCall::Busy(at) => {
+                    self.busy_until = at;
+                    break;
+                }
                 NextCall::WaitUntil(at) => {
                     self.wait_until = Some(at);
                     break;

@@ -70,6 +70,56 @@ impl Pacing {
     }
 }
 
+/// ghz's `step` and `line` concurrency schedules: how many streams may have a call in flight
+/// as the run goes — `start`, then `step` more (or fewer) every `step_duration` (a second for
+/// `line`), until `end` or until `max_duration` has passed since the run began; then it holds.
+/// The run opens the schedule's peak of streams ([`LoadConfig::validate`] sets
+/// `concurrency` to it); the streams beyond the current value wait, spread over the
+/// connections as `concurrency` is. Works with every pacing: in an open loop the schedule
+/// limits how many calls are in flight, and a call that waits for a stream still counts its
+/// latency from its intended time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConcurrencySteps {
+    /// Streams at the start (0 allowed: nothing is sent until the first step).
+    pub start: usize,
+    /// The change per step (negative steps down; then `end` is required).
+    pub step: i64,
+    /// How long each value holds.
+    pub step_duration: Duration,
+    /// The value to stop changing at.
+    pub end: Option<usize>,
+    /// How long to keep changing, from the run's start (warmup included).
+    pub max_duration: Option<Duration>,
+}
+
+/// Streams a concurrency schedule may reach at most (each is a slot the engine keeps).
+pub const MAX_SCHEDULED_STREAMS: usize = 100_000;
+
+impl ConcurrencySteps {
+    pub(crate) fn staircase(&self, run: Option<Duration>) -> crate::schedule::Staircase {
+        let limit = match (self.max_duration, run) {
+            (Some(max), Some(run)) => Some(max.min(run)),
+            (max, run) => max.or(run),
+        };
+        crate::schedule::Staircase::new(
+            self.start as f64,
+            self.step as f64,
+            self.step_duration,
+            self.end.map(|end| end as f64),
+            limit,
+        )
+    }
+
+    /// The most streams the schedule asks for in a run of `run` (from its start, warmup
+    /// included; `None`: no known length); `None` when it would grow without bound.
+    pub fn peak(&self, run: Option<Duration>) -> Option<usize> {
+        if self.step > 0 && self.end.is_none() && self.max_duration.is_none() && run.is_none() {
+            return None;
+        }
+        Some(self.staircase(run).peak().max(0.0) as usize)
+    }
+}
+
 /// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)
 /// or the h2 crate (`H2`, the reference).
 pub use grpclab_h2::Transport;
@@ -137,6 +187,9 @@ pub struct LoadConfig {
     pub max_recv_message_bytes: Option<usize>,
     /// `--duration-stop`: calls in flight at the end of a timed run (`-n` runs always wait).
     pub duration_stop: DurationStop,
+    /// `--concurrency-schedule step|line`: how many of the streams may be busy as the run
+    /// goes; `None`: all `concurrency` of them, all the time.
+    pub concurrency_steps: Option<ConcurrencySteps>,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -159,6 +212,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("tls", &self.tls.is_some())
             .field("gzip", &self.gzip)
             .field("templated", &self.renderer.is_some())
+            .field("concurrency_steps", &self.concurrency_steps)
             .finish()
     }
 }
@@ -207,6 +261,7 @@ impl LoadConfig {
             renderer: None,
             max_recv_message_bytes: None,
             duration_stop: DurationStop::Wait,
+            concurrency_steps: None,
         }
     }
 
@@ -216,6 +271,9 @@ impl LoadConfig {
         let fail = |message: &str| Err(ConfigError(message.to_owned()));
         if self.requests.is_empty() {
             return fail("no requests to send: give a payload with -d/--data or -D/--data-file");
+        }
+        if let Some(steps) = self.concurrency_steps {
+            self.concurrency = self.scheduled_peak(steps)?;
         }
         if self.concurrency == 0 {
             return fail("-c/--concurrency must be at least 1");
@@ -294,5 +352,43 @@ impl LoadConfig {
         }
         self.threads = self.threads.min(self.connections);
         Ok(())
+    }
+
+    /// Checks a concurrency schedule and returns the streams it needs at most.
+    fn scheduled_peak(&self, steps: ConcurrencySteps) -> Result<usize, ConfigError> {
+        let fail = |message: String| Err(ConfigError(message));
+        if steps.step == 0 {
+            return fail(
+                "--concurrency-step must be a non-zero change in streams per step".to_owned(),
+            );
+        }
+        if steps.step_duration.is_zero() {
+            return fail("--concurrency-step-duration must be longer than zero".to_owned());
+        }
+        match steps.end {
+            None if steps.step < 0 => {
+                return fail("a falling concurrency schedule (--concurrency-step below 0) needs --concurrency-end, at least 1, where it stops".to_owned());
+            }
+            Some(0) if steps.step < 0 => {
+                return fail(
+                    "--concurrency-end 0 would stop every stream; give at least 1".to_owned(),
+                );
+            }
+            Some(end) if steps.step > 0 && end < steps.start => {
+                return fail(format!("--concurrency-end {end} is below --concurrency-start {} while --concurrency-step rises; give a negative step to fall, or a higher end", steps.start));
+            }
+            _ => {}
+        }
+        let run = self.duration.map(|duration| duration + self.warmup);
+        let Some(peak) = steps.peak(run) else {
+            return fail("a rising concurrency schedule without --concurrency-end grows for ever: give --concurrency-end, --concurrency-max-duration, or a run length (-z, or -x with -n)".to_owned());
+        };
+        if peak > MAX_SCHEDULED_STREAMS {
+            return fail(format!("the concurrency schedule reaches {peak} streams, more than the {MAX_SCHEDULED_STREAMS} grpclab keeps; lower --concurrency-step or set --concurrency-end"));
+        }
+        if peak == 0 {
+            return fail("the concurrency schedule never allows a call (--concurrency-start 0 and no step within the run); raise --concurrency-start".to_owned());
+        }
+        Ok(peak)
     }
 }

@@ -183,13 +183,20 @@ pub fn run(
 
     let config = &shared.config;
     let stop = cancel.child_token();
-    let schedule = Arc::new(Schedule::new(
+    let mut schedule = Schedule::new(
         config.pacing,
         config.warmup,
         config.duration,
         config.total,
         stop.clone(),
-    ));
+    );
+    if let Some(steps) = config.concurrency_steps {
+        schedule.limit_concurrency(
+            steps.staircase(config.duration.map(|d| d + config.warmup)),
+            config.connections,
+        );
+    }
+    let schedule = Arc::new(schedule);
     let started_at = SystemTime::now() + config.warmup;
     for go in go_senders {
         let _ = go.send(Some(Arc::clone(&schedule)));
@@ -408,6 +415,7 @@ fn client_thread(
             streams.push(tokio::task::spawn_local(lab_transport::connection_loop(
                 Rc::clone(&thread),
                 tcp,
+                connection_index,
                 streams_on(connection_index, config),
                 lab_transport::Reconnects {
                     unplanned: Rc::clone(&reconnects),
@@ -430,9 +438,13 @@ fn client_thread(
                 drivers_stop.clone(),
                 Rc::clone(&reconnects),
             ));
-            for _ in 0..streams_on(connection_index, config) {
+            for index in 0..streams_on(connection_index, config) {
                 streams.push(tokio::task::spawn_local(stream_loop(
                     Rc::clone(&thread),
+                    StreamSlot {
+                        connection: connection_index,
+                        index,
+                    },
                     StreamConnection {
                         state: state_rx.clone(),
                         sender: Some(sender.clone()),
@@ -576,8 +588,8 @@ impl ThreadState {
         service: Duration,
         done: Instant,
     ) {
-        self.outstanding
-            .set(self.outstanding.get().saturating_sub(1));
+        let in_flight = self.outstanding.get();
+        self.outstanding.set(in_flight.saturating_sub(1));
         let skip_first = self.shared.config.skip_first;
         if skip_first > 0
             && self
@@ -609,6 +621,7 @@ impl ThreadState {
             Ok(()) => recorder.record_ok(latency, service, since),
             Err(failure) => recorder.record_error(failure.code, &failure.message, latency, since),
         }
+        recorder.note_in_flight(in_flight, since);
         self.last_completion.set(Some(done));
         self.shared.progress[self.progress_slot].add(outcome.is_err() || late);
     }
@@ -661,12 +674,42 @@ impl StreamConnection {
     }
 }
 
+/// Which stream a stream task is: its connection and its place among that connection's
+/// streams (a concurrency schedule lets the first few of each connection run).
+#[derive(Debug, Clone, Copy)]
+struct StreamSlot {
+    connection: usize,
+    index: usize,
+}
+
+/// A concurrency schedule: waits until `slot` may send; false when it never will again or
+/// the run has stopped handing out calls. Without a schedule, true at once.
+async fn wait_for_turn(thread: &ThreadState, slot: StreamSlot, stop: &CancellationToken) -> bool {
+    loop {
+        let (allowed, next_change) = thread.schedule.streams_allowed(slot.connection);
+        if slot.index < allowed {
+            return true;
+        }
+        let Some(at) = next_change else {
+            return false;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = stop.cancelled() => return false,
+            _ = thread.schedule.issued_all().cancelled() => return false,
+        }
+    }
+}
+
 /// One stream slot: take a ticket, (open loop: wait for its time), call, record, repeat.
-async fn stream_loop(thread: Rc<ThreadState>, mut connection: StreamConnection) {
+async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: StreamConnection) {
     let mut scratch = Vec::new();
     let stop = thread.schedule.stop_token().clone();
     let timeout = thread.shared.config.timeout;
     loop {
+        if !wait_for_turn(&thread, slot, &stop).await {
+            return;
+        }
         let Ticket::Send { intended, measured } = thread.take_ticket() else {
             return;
         };

@@ -149,12 +149,23 @@ struct LabSource {
     /// tickets wake on the same timer tick. Taking one ticket at a time would interleave the
     /// schedule over all connections and send one call per write.
     held: std::collections::VecDeque<(Instant, bool)>,
+    /// This connection's index in the run (its share of a concurrency schedule).
+    connection: usize,
 }
 
 impl CallSource for LabSource {
-    fn next_call(&mut self, now: Instant, free_slots: usize) -> NextCall {
+    fn next_call(&mut self, now: Instant, in_flight: usize, free_slots: usize) -> NextCall {
         if self.held.is_empty() {
-            for _ in 0..free_slots.max(1) {
+            // A concurrency schedule limits how many tickets are taken; tickets already held
+            // go out when due (at a falling step, at most the held few exceed the new limit).
+            let (allowed, next_change) = self.thread.schedule.streams_allowed(self.connection);
+            if in_flight >= allowed {
+                return match next_change {
+                    None if in_flight == 0 => NextCall::Stop,
+                    at => NextCall::Busy(at),
+                };
+            }
+            for _ in 0..free_slots.min(allowed - in_flight).max(1) {
                 match self.thread.take_ticket() {
                     Ticket::Stop => break,
                     // Closed loop: no schedule to hold; send at once.
@@ -349,6 +360,7 @@ pub(crate) struct Reconnects {
 pub(crate) async fn connection_loop(
     thread: Rc<ThreadState>,
     first: Socket,
+    connection: usize,
     slots: usize,
     reconnects: Reconnects,
 ) {
@@ -358,6 +370,7 @@ pub(crate) async fn connection_loop(
     let mut source = LabSource {
         thread: Rc::clone(&thread),
         held: std::collections::VecDeque::new(),
+        connection,
     };
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;

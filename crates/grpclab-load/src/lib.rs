@@ -29,7 +29,8 @@ pub mod result;
 mod schedule;
 
 pub use config::{
-    ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator, RequestRenderer, Transport,
+    ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
+    RequestRenderer, Transport,
 };
 pub use engine::{drain_limit, run, LoadError};
 pub use lab_transport::CONNECT_TIMEOUT;

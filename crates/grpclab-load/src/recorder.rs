@@ -46,6 +46,13 @@ pub struct SecondStats {
     pub latency_sum_ns: u64,
     /// The slowest successful call, in nanoseconds.
     pub latency_max_ns: u64,
+    /// The most calls outstanding when one of this second's calls ended: calls taken from
+    /// the schedule and not yet ended (in flight, or due and not yet written), the ending
+    /// call included. Per client thread it is exact; merged over threads it is the sum of
+    /// each thread's most (an upper bound of the run's). It shows a concurrency schedule
+    /// being followed.
+    #[serde(default)]
+    pub in_flight_max: u64,
 }
 
 impl SecondStats {
@@ -54,6 +61,7 @@ impl SecondStats {
         self.errors += other.errors;
         self.latency_sum_ns += other.latency_sum_ns;
         self.latency_max_ns = self.latency_max_ns.max(other.latency_max_ns);
+        self.in_flight_max += other.in_flight_max;
     }
 
     /// The mean latency of this second's successful calls, if it had any.
@@ -226,6 +234,13 @@ impl Recorder {
         } else {
             *self.errors.entry(OTHER_ERRORS.to_owned()).or_insert(0) += times;
         }
+    }
+
+    /// Notes that `in_flight` calls were outstanding when a call ended `since_start` into
+    /// the measured window (see [`SecondStats::in_flight_max`]).
+    pub fn note_in_flight(&mut self, in_flight: u64, since_start: Duration) {
+        let second = self.second(since_start);
+        second.in_flight_max = second.in_flight_max.max(in_flight);
     }
 
     fn second(&mut self, since_start: Duration) -> &mut SecondStats {

@@ -47,6 +47,9 @@ pub(crate) struct Schedule {
     /// Nanoseconds after `start` (plus one; 0 = not yet) at which the last ticket handed out
     /// is due: its intended time (open loop) or when it was taken (closed loop).
     last_due_ns: AtomicU64,
+    /// A concurrency schedule (streams allowed over time, all connections together) and the
+    /// number of connections it is spread over; `None`: every stream, always.
+    concurrency: Option<(Staircase, usize)>,
 }
 
 impl Schedule {
@@ -72,7 +75,34 @@ impl Schedule {
             issued_all: stop.child_token(),
             stop,
             last_due_ns: AtomicU64::new(0),
+            concurrency: None,
         }
+    }
+
+    /// Limits the streams that may be busy to `streams` (over all `connections`) as time goes.
+    pub(crate) fn limit_concurrency(&mut self, streams: Staircase, connections: usize) {
+        self.concurrency = Some((streams, connections.max(1)));
+    }
+
+    /// How many of connection `connection`'s streams may have a call in flight now, and
+    /// when that next changes (`None`: never). The scheduled total is spread over the
+    /// connections as the engine spreads streams: the first `total % connections`
+    /// connections take one more. Without a concurrency schedule: every stream, always.
+    pub(crate) fn streams_allowed(&self, connection: usize) -> (usize, Option<Instant>) {
+        let Some((streams, connections)) = &self.concurrency else {
+            return (usize::MAX, None);
+        };
+        // The clock is read here, not passed in: a connection's notion of "now" may lag (it
+        // advances on timer ticks), and a schedule read late would keep a falling step's
+        // streams busy.
+        let since_ns = self.start.elapsed().as_nanos() as f64;
+        let (total, next_ns) = streams.at(since_ns);
+        let total = total.max(0.0) as usize;
+        let share = total / connections + usize::from(connection < total % connections);
+        (
+            share,
+            next_ns.map(|ns| self.start + Duration::from_nanos(ns as u64)),
+        )
     }
 
     /// Cancelled once no more tickets will be handed out (see the field).
@@ -208,23 +238,94 @@ impl RateShape {
     }
 }
 
-/// A stepped rate as segments: from `start_ns` (after the schedule's start) on, calls go out
-/// at `rate` per second, the first of them being call number `first_slot`. The last segment
+/// A value that changes in steps (ghz's `step` and `line` schedules, for rates and for
+/// concurrency): `start`, then `step` more (or fewer) every `step_duration`, until it reaches
+/// `end` or `max_duration` has passed since the schedule began; then it holds. As segments:
+/// from `start_ns` (after the schedule's start) on, the value is `value`; the last segment
 /// holds for ever.
-#[derive(Debug)]
-struct Steps {
-    segments: Vec<Segment>,
+#[derive(Debug, Clone)]
+pub(crate) struct Staircase {
+    segments: Vec<Stair>,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Segment {
+struct Stair {
     start_ns: f64,
-    first_slot: f64,
-    rate: f64,
+    value: f64,
 }
 
-/// Steps at most: past this the last rate holds (10,000 one-second steps is 2.8 hours).
+/// Steps at most: past this the last value holds (10,000 one-second steps is 2.8 hours).
 const MAX_STEPS: usize = 10_000;
+
+impl Staircase {
+    pub(crate) fn new(
+        start: f64,
+        step: f64,
+        step_duration: Duration,
+        end: Option<f64>,
+        max_duration: Option<Duration>,
+    ) -> Staircase {
+        let step_ns = step_duration.as_nanos() as f64;
+        let limit_ns = max_duration.map(|d| d.as_nanos() as f64);
+        let reached = |value: f64| match end {
+            Some(end) => (step > 0.0 && value >= end) || (step < 0.0 && value <= end),
+            None => false,
+        };
+        let mut segments = vec![Stair {
+            start_ns: 0.0,
+            value: start,
+        }];
+        while segments.len() < MAX_STEPS && step != 0.0 && step_ns > 0.0 {
+            let last = segments[segments.len() - 1];
+            let next_ns = last.start_ns + step_ns;
+            if reached(last.value) || limit_ns.is_some_and(|limit| next_ns >= limit) {
+                break;
+            }
+            let mut value = last.value + step;
+            if let Some(end) = end {
+                value = if step > 0.0 {
+                    value.min(end)
+                } else {
+                    value.max(end)
+                };
+            }
+            segments.push(Stair {
+                start_ns: next_ns,
+                value,
+            });
+        }
+        Staircase { segments }
+    }
+
+    /// The value `at_ns` after the schedule's start, and when (in ns after the start) it
+    /// next changes, if it does.
+    pub(crate) fn at(&self, at_ns: f64) -> (f64, Option<f64>) {
+        let index = self
+            .segments
+            .partition_point(|stair| stair.start_ns <= at_ns)
+            .saturating_sub(1);
+        (
+            self.segments[index].value,
+            self.segments.get(index + 1).map(|next| next.start_ns),
+        )
+    }
+
+    /// The largest value the schedule takes.
+    pub(crate) fn peak(&self) -> f64 {
+        self.segments
+            .iter()
+            .map(|stair| stair.value)
+            .fold(f64::MIN, f64::max)
+    }
+}
+
+/// A stepped rate: the staircase of rates, with the number of the first call of each step.
+#[derive(Debug)]
+struct Steps {
+    rates: Staircase,
+    /// For each stair, how many calls were scheduled before it began.
+    first_slots: Vec<f64>,
+}
 
 impl Steps {
     fn new(
@@ -234,49 +335,27 @@ impl Steps {
         end: Option<f64>,
         max_duration: Option<Duration>,
     ) -> Steps {
-        let step_ns = step_duration.as_nanos() as f64;
-        let limit_ns = max_duration.map(|d| d.as_nanos() as f64);
-        let reached = |rate: f64| match end {
-            Some(end) => (step > 0.0 && rate >= end) || (step < 0.0 && rate <= end),
-            None => false,
-        };
-        let mut segments = vec![Segment {
-            start_ns: 0.0,
-            first_slot: 0.0,
-            rate: start,
-        }];
-        while segments.len() < MAX_STEPS {
-            let last = segments[segments.len() - 1];
-            let next_ns = last.start_ns + step_ns;
-            if reached(last.rate) || limit_ns.is_some_and(|limit| next_ns >= limit) {
-                break;
+        let rates = Staircase::new(start, step, step_duration, end, max_duration);
+        let mut first_slots = Vec::with_capacity(rates.segments.len());
+        let mut slots = 0.0;
+        for (index, stair) in rates.segments.iter().enumerate() {
+            first_slots.push(slots);
+            if let Some(next) = rates.segments.get(index + 1) {
+                slots += stair.value * (next.start_ns - stair.start_ns) / 1e9;
             }
-            let mut rate = last.rate + step;
-            if let Some(end) = end {
-                rate = if step > 0.0 {
-                    rate.min(end)
-                } else {
-                    rate.max(end)
-                };
-            }
-            segments.push(Segment {
-                start_ns: next_ns,
-                first_slot: last.first_slot + last.rate * step_ns / 1e9,
-                rate,
-            });
         }
-        Steps { segments }
+        Steps { rates, first_slots }
     }
 
     /// When call `slot` is intended, in nanoseconds after the schedule's start.
     fn slot_time_ns(&self, slot: u64) -> f64 {
         let slot = slot as f64;
         let index = self
-            .segments
-            .partition_point(|segment| segment.first_slot <= slot)
+            .first_slots
+            .partition_point(|first| *first <= slot)
             .saturating_sub(1);
-        let segment = self.segments[index];
-        segment.start_ns + (slot - segment.first_slot) * 1e9 / segment.rate
+        let stair = self.rates.segments[index];
+        stair.start_ns + (slot - self.first_slots[index]) * 1e9 / stair.value
     }
 }
 
@@ -288,7 +367,7 @@ mod tests {
     fn stepped_rates_space_calls_by_the_rate_of_their_step() {
         // 10 req/s for 1 s, then 20 req/s for 1 s, then 30 req/s held (the end).
         let steps = Steps::new(10.0, 10.0, Duration::from_secs(1), Some(30.0), None);
-        assert_eq!(steps.segments.len(), 3);
+        assert_eq!(steps.rates.segments.len(), 3);
         let ms = |slot| (steps.slot_time_ns(slot) / 1e6).round() as u64;
         assert_eq!(ms(0), 0);
         assert_eq!(ms(9), 900);
@@ -299,7 +378,7 @@ mod tests {
         assert_eq!(ms(330), 12000);
         // Falling, stopped by the end rate; and a maximum duration that stops the steps.
         let down = Steps::new(200.0, -50.0, Duration::from_secs(1), Some(100.0), None);
-        let rates: Vec<f64> = down.segments.iter().map(|s| s.rate).collect();
+        let rates: Vec<f64> = down.rates.segments.iter().map(|s| s.value).collect();
         assert_eq!(rates, [200.0, 150.0, 100.0]);
         let capped = Steps::new(
             10.0,
@@ -308,10 +387,10 @@ mod tests {
             None,
             Some(Duration::from_secs(3)),
         );
-        let rates: Vec<f64> = capped.segments.iter().map(|s| s.rate).collect();
+        let rates: Vec<f64> = capped.rates.segments.iter().map(|s| s.value).collect();
         assert_eq!(rates, [10.0, 20.0, 30.0], "changes for 3 s, then holds");
         let endless = Steps::new(1.0, 1.0, Duration::from_secs(1), None, None);
-        assert_eq!(endless.segments.len(), MAX_STEPS);
+        assert_eq!(endless.rates.segments.len(), MAX_STEPS);
     }
 
     #[test]

@@ -464,4 +464,65 @@ fn duration_stop_decides_what_happens_to_calls_in_flight_at_the_end() {
     }
 }
 
+fn concurrency_schedules_limit_the_calls_in_flight_second_by_second() {
+    // The server holds each call 20 ms, so every allowed stream is busy all the time and
+    // each second's most outstanding calls equals the schedule's value. Rising 1, 2, 3 one a
+    // second: no call ends with more outstanding than the schedule allows at that instant.
+    // Falling 3, 2, 1: the first and the last second show 3 and 1. Over 2 connections, an
+    // -n run and an open loop: every call is still counted once.
+    use grpclab_load::ConcurrencySteps;
+    let server = scripted_server(
+        any_port(),
+        Arc::new(|_: &[u8]| Reply::EchoAfter(Duration::from_millis(20))),
+    );
+    let scenario = complex();
+    let steps = |start, step, end| ConcurrencySteps {
+        start,
+        step,
+        step_duration: Duration::from_secs(1),
+        end: Some(end),
+        max_duration: None,
+    };
+    let outstanding = |result: &grpclab_load::LoadResult| -> Vec<u64> {
+        result.per_second().iter().map(|s| s.in_flight_max).collect()
+    };
+
+    let mut config = config_for(server.addr, &scenario);
+    config.duration = Some(Duration::from_millis(3500));
+    config.total = None;
+    config.concurrency = 50; // ignored: the schedule's peak is opened
+    config.concurrency_steps = Some(steps(1, 1, 3));
+    config.validate().unwrap();
+    assert_eq!(config.concurrency, 3, "the schedule's peak");
+    let result = run(config.clone(), &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(outstanding(&result)[..3], [1, 2, 3], "{:?}", result.per_second());
+    assert!(result.errors() == 0, "{:?}", result.error_counts());
+
+    config.concurrency_steps = Some(steps(3, -1, 1));
+    let result = run(config.clone(), &CancellationToken::new(), &mut |_| {}).unwrap();
+    let seen = outstanding(&result);
+    assert_eq!((seen[0], seen[3]), (3, 1), "{:?}", result.per_second());
+
+    // A step that never comes within the run: 2 of the 4 streams opened stay idle.
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(60);
+    config.duration = None;
+    config.connections = 2;
+    config.concurrency_steps = Some(ConcurrencySteps {
+        start: 2,
+        step: 2,
+        step_duration: Duration::from_secs(3600),
+        end: Some(4),
+        max_duration: None,
+    });
+    let result = run(config.clone(), &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.count(), 60);
+    assert_eq!(result.per_second().iter().map(|s| s.in_flight_max).max(), Some(2));
+
+    config.pacing = Pacing::OpenLoop { rate: 400.0 };
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!((result.count(), result.ok()), (60, 60));
+    assert!(result.per_second().iter().all(|s| s.in_flight_max <= 2));
+}
+
 }

@@ -135,6 +135,37 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub load_max_duration: Option<std::time::Duration>,
 
+    /// How many calls may be in flight as the run goes (ghz's --concurrency-schedule): const
+    /// (-c), step (--concurrency-start, changed by --concurrency-step every
+    /// --concurrency-step-duration) or line (the same, every second). -c is then ignored.
+    #[arg(long, default_value = "const", value_name = "SCHEDULE", value_parser = ["const", "step", "line"])]
+    pub concurrency_schedule: String,
+
+    /// step/line: the streams at the start.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub concurrency_start: usize,
+
+    /// step/line: the change in streams per step (negative to step down).
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    pub concurrency_step: i64,
+
+    /// step/line: the streams at which to stop changing and hold.
+    #[arg(long, value_name = "N")]
+    pub concurrency_end: Option<usize>,
+
+    /// step: how long each value holds.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub concurrency_step_duration: Option<std::time::Duration>,
+
+    /// step/line: how long to keep changing, from the start; then it holds.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub concurrency_max_duration: Option<std::time::Duration>,
+
     /// How long to measure, e.g. 20s (warmup excluded). As in ghz, -n is then ignored; to stop
     /// an -n run early, use -x.
     #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration)]

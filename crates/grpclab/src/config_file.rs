@@ -13,15 +13,9 @@ use crate::InputError;
 const RENAMED: [(&str, &str); 1] = [("CPUs", "--cpus")];
 
 /// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
-const NOT_YET: [&str; 12] = [
+const NOT_YET: [&str; 6] = [
     "async",
     "keepalive",
-    "concurrency-schedule",
-    "concurrency-start",
-    "concurrency-end",
-    "concurrency-step",
-    "concurrency-step-duration",
-    "concurrency-max-duration",
     "stream-interval",
     "stream-call-duration",
     "stream-call-count",

@@ -9,7 +9,8 @@ use grpclab_core::template::{CallContext, CallInfo, Random, Template};
 use grpclab_core::tls::{ClientTls, TlsClient};
 use grpclab_core::Scenario;
 use grpclab_load::{
-    CancellationToken, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget, RequestRenderer,
+    CancellationToken, ConcurrencySteps, LoadConfig, Pacing, ProgressSnapshot, ProgressTarget,
+    RequestRenderer,
 };
 use http::{HeaderName, HeaderValue};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -120,6 +121,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         .clone()
         .map(|template| template_renderer(template, scenario.method().input()));
     config.concurrency = args.concurrency;
+    config.concurrency_steps = concurrency_steps(args)?;
     config.connections = args.connections;
     config.pacing = if args.rps < 0.0 || !args.rps.is_finite() {
         return Err(InputError(format!(
@@ -225,6 +227,17 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         count_errors: args.count_errors,
         skip_first: args.skip_first,
         load: load_shape(&args.load_schedule, config.pacing),
+        concurrency_shape: config
+            .concurrency_steps
+            .map(|steps| crate::export::LoadShape {
+                schedule: args.concurrency_schedule.clone(),
+                start: steps.start as f64,
+                end: steps.end.unwrap_or(0) as f64,
+                step: steps.step as f64,
+                step_duration: steps.step_duration,
+                max_duration: steps.max_duration.unwrap_or_default(),
+            })
+            .unwrap_or_default(),
         compression: args.enable_compression,
         tls: TlsOptions {
             insecure: args.insecure,
@@ -445,6 +458,31 @@ fn load_steps(args: &LoadArgs) -> Result<Pacing, InputError> {
         end: args.load_end,
         max_duration: args.load_max_duration,
     })
+}
+
+/// ghz's step and line concurrency schedules as [`ConcurrencySteps`]; `None` for const.
+fn concurrency_steps(args: &LoadArgs) -> Result<Option<ConcurrencySteps>, InputError> {
+    let schedule = args.concurrency_schedule.as_str();
+    let step_duration = match (schedule, args.concurrency_step_duration) {
+        ("const", _) => return Ok(None),
+        ("line", None) => std::time::Duration::from_secs(1),
+        ("line", Some(_)) => return Err(InputError(
+            "--concurrency-schedule line changes the concurrency every second; --concurrency-step-duration is for step"
+                .to_owned(),
+        )),
+        (_, Some(duration)) => duration,
+        (_, None) => return Err(InputError(
+            "--concurrency-schedule step needs --concurrency-step-duration, how long each concurrency holds (e.g. 5s)"
+                .to_owned(),
+        )),
+    };
+    Ok(Some(ConcurrencySteps {
+        start: args.concurrency_start,
+        step: args.concurrency_step,
+        step_duration,
+        end: args.concurrency_end,
+        max_duration: args.concurrency_max_duration,
+    }))
 }
 
 /// Where `grpclab load` asks for descriptors when no schema flag is given: the server, by

@@ -193,7 +193,7 @@ fn summary_and_csv_outputs() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("second,count,errors,average_ns,slowest_ns")
+        Some("second,count,errors,average_ns,slowest_ns,in_flight_max")
     );
     let total: u64 = lines
         .map(|line| line.split(',').nth(1).unwrap().parse::<u64>().unwrap())
@@ -1123,4 +1123,131 @@ fn step_and_line_schedules_send_the_calls_of_each_step() {
         &["--load-end"],
     );
     bad(&["--load-schedule", "ramp"], &["ramp"]);
+}
+
+/// ghz's concurrency schedules: the per-second series shows the calls outstanding follow the
+/// steps (a server holding each call keeps every allowed stream busy), the JSON options say
+/// what was asked, and each missing or contradictory flag is named.
+#[test]
+fn concurrency_schedules_are_followed_and_reported() {
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    let target = server.target();
+    let base = [
+        "load",
+        "--insecure",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "--cpus",
+        "1",
+        "-z",
+        "2500ms",
+    ];
+    let step = [
+        "--concurrency-schedule",
+        "step",
+        "--concurrency-start",
+        "2",
+        "--concurrency-step",
+        "3",
+        "--concurrency-step-duration",
+        "1s",
+        "--concurrency-end",
+        "5",
+    ];
+    let output = run(&[&base[..], &step[..], &["-O", "csv-seconds"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let outstanding: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.rsplit(',').next())
+        .collect();
+    // Rising: no call ends with more outstanding than the step allows; lab answers fast
+    // enough that each second reaches it.
+    assert_eq!(outstanding[..2], ["2", "5"], "{text}");
+
+    let output = run(&[&base[..], &step[..], &["-O", "json"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    let options = &report["options"];
+    assert_eq!(options["concurrency-schedule"], "step", "{options}");
+    assert_eq!(
+        (
+            &options["concurrency-start"],
+            &options["concurrency-step"],
+            &options["concurrency-end"]
+        ),
+        (&2.into(), &3.into(), &5.into())
+    );
+    assert_eq!(options["concurrency-step-duration"], 1_000_000_000u64);
+    assert_eq!(options["concurrency"], 5, "the streams opened: the peak");
+
+    let bad = |extra: &[&str], needles: &[&str]| {
+        assert_input_error(&[&base[..], extra].concat(), needles);
+    };
+    bad(
+        &["--concurrency-schedule", "step", "--concurrency-step", "2"],
+        &["--concurrency-step-duration"],
+    );
+    bad(
+        &[
+            "--concurrency-schedule",
+            "line",
+            "--concurrency-step-duration",
+            "2s",
+        ],
+        &["--concurrency-step-duration", "line"],
+    );
+    bad(
+        &[
+            "--concurrency-schedule",
+            "line",
+            "--concurrency-start",
+            "5",
+            "--concurrency-step",
+            "-1",
+        ],
+        &["--concurrency-end"],
+    );
+    bad(
+        &["--concurrency-schedule", "line", "--concurrency-step", "0"],
+        &["--concurrency-step"],
+    );
+    bad(
+        &[
+            "--concurrency-schedule",
+            "line",
+            "--concurrency-start",
+            "5",
+            "--concurrency-end",
+            "2",
+        ],
+        &["--concurrency-end", "--concurrency-start"],
+    );
+    bad(
+        &[
+            "--concurrency-schedule",
+            "line",
+            "--concurrency-step",
+            "100000",
+        ],
+        &["100000"],
+    );
+    bad(&["--concurrency-schedule", "ramp"], &["ramp"]);
+    // A rising schedule with nothing to stop it: -n alone gives no run length.
+    assert_input_error(
+        &[
+            "load",
+            "--insecure",
+            &target,
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "10",
+            "--concurrency-schedule",
+            "line",
+        ],
+        &["--concurrency-end", "--concurrency-max-duration"],
+    );
 }

@@ -8,7 +8,7 @@ pub struct CsvSecondsExporter;
 
 impl Exporter for CsvSecondsExporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
-        let mut out = String::from("second,count,errors,average_ns,slowest_ns\n");
+        let mut out = String::from("second,count,errors,average_ns,slowest_ns,in_flight_max\n");
         for (second, stats) in report.result.per_second().iter().enumerate() {
             let average = stats
                 .mean_latency_ns()
@@ -16,8 +16,8 @@ impl Exporter for CsvSecondsExporter {
                 .unwrap_or_default();
             writeln!(
                 out,
-                "{second},{},{},{average},{}",
-                stats.count, stats.errors, stats.latency_max_ns
+                "{second},{},{},{average},{},{}",
+                stats.count, stats.errors, stats.latency_max_ns, stats.in_flight_max
             )?;
         }
         Ok(out.into_bytes())

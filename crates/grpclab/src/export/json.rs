@@ -128,6 +128,10 @@ pub struct SecondPoint {
     pub average: Option<u64>,
     /// Slowest successful call, in nanoseconds.
     pub slowest: u64,
+    /// The most calls outstanding when one of this second's calls ended (summed over client
+    /// threads; see `SecondStats::in_flight_max`).
+    #[serde(default)]
+    pub in_flight_max: u64,
 }
 
 /// The serialized histograms.
@@ -314,12 +318,16 @@ impl JsonOptions {
             load_step_duration: saturating_ns(options.load.step_duration),
             load_max_duration: saturating_ns(options.load.max_duration),
             concurrency: options.concurrency as u64,
-            concurrency_schedule: "const".to_owned(),
-            concurrency_start: 0,
-            concurrency_end: 0,
-            concurrency_step: 0,
-            concurrency_step_duration: 0,
-            concurrency_max_duration: 0,
+            concurrency_schedule: if options.concurrency_shape.schedule.is_empty() {
+                "const".to_owned()
+            } else {
+                options.concurrency_shape.schedule.clone()
+            },
+            concurrency_start: options.concurrency_shape.start as u64,
+            concurrency_end: options.concurrency_shape.end as u64,
+            concurrency_step: options.concurrency_shape.step as i64,
+            concurrency_step_duration: saturating_ns(options.concurrency_shape.step_duration),
+            concurrency_max_duration: saturating_ns(options.concurrency_shape.max_duration),
             total: options.total.unwrap_or(0),
             async_: false,
             connections: options.connections as u64,
@@ -484,6 +492,7 @@ impl JsonReport {
                     errors: stats.errors,
                     average: stats.mean_latency_ns(),
                     slowest: stats.latency_max_ns,
+                    in_flight_max: stats.in_flight_max,
                 })
                 .collect(),
             hdr_histogram: HdrHistograms {

@@ -99,9 +99,11 @@ pub struct RunOptions {
     pub skip_first: u64,
     /// `--load-schedule` and its settings (rates in req/s).
     pub load: LoadShape,
+    /// `--concurrency-schedule` and its settings (streams).
+    pub concurrency_shape: LoadShape,
 }
 
-/// ghz's load-schedule settings as given (`const` with its zeros when not stepped).
+/// ghz's load- or concurrency-schedule settings as given (`const` with its zeros when not stepped).
 #[derive(Debug, Clone, Default)]
 pub struct LoadShape {
     /// `const`, `step` or `line` (empty means `const`).

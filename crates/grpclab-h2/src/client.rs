@@ -93,6 +93,10 @@ pub struct RequestTemplate {
     /// The largest reply message accepted (ghz's `--max-recv-message-size`); a larger one
     /// ends its call with RESOURCE_EXHAUSTED (and RST_STREAM(CANCEL)), as grpc-go's client.
     pub max_reply_message: Option<usize>,
+    /// ghz's `--keepalive` (grpc-go's client keepalive, its time and timeout both this
+    /// long): while calls are in flight, a PING once nothing has arrived for this long; the
+    /// connection is lost when nothing arrives within as long again. `None`: no PINGs.
+    pub keepalive: Option<Duration>,
 }
 
 /// Why a connection ended before its source said stop.
@@ -114,9 +118,14 @@ pub enum ConnectionEnd {
     /// The server sent no SETTINGS frame (its connection preface) in time.
     #[error("the server sent no HTTP/2 SETTINGS within {0:?}: is it an HTTP/2 (gRPC) server, and not a TLS port?")]
     NoPreface(Duration),
+    /// Nothing arrived within the keepalive time after our PING (`--keepalive`).
+    #[error("keepalive: nothing from the server within {0:?} of a PING (--keepalive); the connection is taken as dead")]
+    KeepaliveTimeout(Duration),
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+/// The opaque data of our keepalive PINGs.
+const KEEPALIVE_PING: &[u8; 8] = b"grpclab\0";
 /// The largest stream id (RFC 9113 §5.1.1: 31 bits).
 const MAX_STREAM_ID: u32 = 0x7fff_ffff;
 /// How long the server may take to send its SETTINGS (its connection preface, RFC 9113 §3.4).
@@ -193,6 +202,9 @@ struct Connection<'s, S: CallSource> {
     wait_until: Option<Instant>,
     /// When a busy source ([`NextCall::Busy`]) wants to be asked again.
     busy_until: Option<Instant>,
+    /// Keepalive only: when bytes last arrived, and when our unanswered PING went out.
+    last_read: Instant,
+    ping_sent: Option<Instant>,
     /// Scheduled (open-loop) calls are released only up to this instant, which advances when
     /// the timer fires: sends then go out together on timer ticks, many calls per write, as
     /// they would from a batch of timers — instead of one or two calls per write whenever a
@@ -242,6 +254,8 @@ pub async fn run_connection<S: CallSource>(
         go_away: None,
         wait_until: None,
         busy_until: None,
+        last_read: Instant::now(),
+        ping_sent: None,
         released_until: Instant::now(),
         out: Vec::with_capacity(READ_CHUNK),
         block: Vec::new(),
@@ -321,7 +335,12 @@ pub async fn run_connection<S: CallSource>(
         if !connection.peer_settings_seen && now >= preface_deadline {
             return Err(connection.lost(ConnectionEnd::NoPreface(PREFACE_TIMEOUT)));
         }
-        // Wake for the next scheduled call, the earliest deadline, or the preface's.
+        let keepalive_wake = match connection.keepalive(now) {
+            Ok(wake) => wake,
+            Err(end) => return Err(connection.lost(end)),
+        };
+        // Wake for the next scheduled call, the earliest deadline, the preface's, or the
+        // keepalive's.
         let wake = connection
             .calls
             .values()
@@ -330,6 +349,7 @@ pub async fn run_connection<S: CallSource>(
             .chain(connection.wait_until)
             .chain(connection.busy_until)
             .chain((!connection.peer_settings_seen).then_some(preface_deadline))
+            .chain(keepalive_wake)
             .min();
         if let Some(at) = wake {
             timer.as_mut().reset(at.into());
@@ -350,6 +370,11 @@ pub async fn run_connection<S: CallSource>(
                 match socket.read_available(&mut read_buf) {
                     Ok(0) => return Err(connection.lost(ConnectionEnd::Lost("the server closed the connection".to_owned()))),
                     Ok(_) => {
+                        if connection.template.keepalive.is_some() {
+                            // Anything from the server proves it alive (as in grpc-go).
+                            connection.last_read = Instant::now();
+                            connection.ping_sent = None;
+                        }
                         if let Err(error) = connection.on_bytes(&mut read_buf) {
                             frame::write_goaway(&mut connection.out, 0, error.code, error.reason.as_bytes());
                             let _ = socket.try_write(&connection.out[written..]);
@@ -388,6 +413,29 @@ impl<S: CallSource> Connection<'_, S> {
             .collect();
         calls.extend(self.unsent.drain(..).map(|call| (call.token, call.sent)));
         (end, calls)
+    }
+
+    /// Keepalive (`--keepalive`): sends a PING once nothing has arrived for the keepalive
+    /// time while calls are in flight, and gives the connection up when nothing arrives
+    /// within as long after it. Returns when to look again; `None` without keepalive or
+    /// with no call in flight (grpc-go's default: no PINGs without streams).
+    fn keepalive(&mut self, now: Instant) -> Result<Option<Instant>, ConnectionEnd> {
+        let Some(interval) = self.template.keepalive else {
+            return Ok(None);
+        };
+        if self.calls.is_empty() {
+            return Ok(None);
+        }
+        match self.ping_sent {
+            Some(sent) if now >= sent + interval => Err(ConnectionEnd::KeepaliveTimeout(interval)),
+            Some(sent) => Ok(Some(sent + interval)),
+            None if now >= self.last_read + interval => {
+                frame::write_ping(&mut self.out, KEEPALIVE_PING);
+                self.ping_sent = Some(now);
+                Ok(Some(now + interval))
+            }
+            None => Ok(Some(self.last_read + interval)),
+        }
     }
 
     /// How many more streams this connection can open before its ids run out.

@@ -159,6 +159,9 @@ fn status_from(headers: &HeaderMap) -> Result<(), CallFailure> {
     }
 }
 
+/// What a call that lost its connection without a known reason reports.
+pub(crate) const CONNECTION_LOST: &str = "connection lost";
+
 /// Maps an h2 error to the status a gRPC client reports (the gRPC spec's mapping of RST_STREAM
 /// codes; transport failures are Unavailable).
 fn failure_from_h2(err: h2::Error) -> CallFailure {
@@ -185,7 +188,7 @@ fn failure_from_h2(err: h2::Error) -> CallFailure {
             // h2 itself closed the connection: the server broke the protocol.
             format!("the client closed the connection: {err}")
         } else if err.is_io() {
-            "connection lost".to_owned()
+            CONNECTION_LOST.to_owned()
         } else {
             err.to_string()
         },

@@ -190,6 +190,10 @@ pub struct LoadConfig {
     /// `--concurrency-schedule step|line`: how many of the streams may be busy as the run
     /// goes; `None`: all `concurrency` of them, all the time.
     pub concurrency_steps: Option<ConcurrencySteps>,
+    /// ghz's `--keepalive`: PING the server when a connection with calls in flight has heard
+    /// nothing for this long, and give the connection up (its calls Unavailable, then a
+    /// reconnect) when nothing arrives within as long again. `None`: no PINGs.
+    pub keepalive: Option<Duration>,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -213,6 +217,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("gzip", &self.gzip)
             .field("templated", &self.renderer.is_some())
             .field("concurrency_steps", &self.concurrency_steps)
+            .field("keepalive", &self.keepalive)
             .finish()
     }
 }
@@ -262,6 +267,7 @@ impl LoadConfig {
             max_recv_message_bytes: None,
             duration_stop: DurationStop::Wait,
             concurrency_steps: None,
+            keepalive: None,
         }
     }
 
@@ -289,6 +295,9 @@ impl LoadConfig {
         }
         if self.threads == 0 {
             return fail("--cpus must be at least 1");
+        }
+        if self.keepalive == Some(Duration::ZERO) {
+            self.keepalive = None;
         }
         if self.connect_timeout.is_zero() {
             return fail("--connect-timeout must be longer than zero");

@@ -64,12 +64,41 @@ pub(crate) async fn connect(
         .map_err(|err| format!("HTTP/2 handshake with {target} failed: {err}"))
 }
 
+/// `--keepalive` on the h2 crate's connection: a PING every `interval` while the connection
+/// is up, each to be answered within `interval` (h2 does not say when bytes last arrived, so
+/// unlike our engine it pings busy connections too). Returns why the connection is taken as
+/// dead; never returns without a PING handle or an interval.
+async fn keep_alive(ping_pong: Option<h2::PingPong>, interval: Option<Duration>) -> String {
+    let (Some(mut ping_pong), Some(interval)) = (ping_pong, interval) else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(interval).await;
+        match tokio::time::timeout(interval, ping_pong.ping(h2::Ping::opaque())).await {
+            Ok(Ok(_pong)) => {}
+            // The connection itself failed: its own future reports why.
+            Ok(Err(_)) => return std::future::pending().await,
+            Err(_) => {
+                return format!(
+                    "keepalive: no PING answer from the server within {interval:?} (--keepalive); the connection is taken as dead"
+                )
+            }
+        }
+    }
+}
+
+/// Where a connection goes and how: what `drive` needs to reconnect.
+pub(crate) struct Dial {
+    pub target: SocketAddr,
+    pub connect_timeout: Duration,
+    pub tls: Option<TlsClient>,
+    pub keepalive: Option<Duration>,
+}
+
 /// Runs `connection` and replaces it when lost, until `stop` is cancelled and the last stream
 /// using it has finished. Counts successful reconnections in `reconnects`.
 pub(crate) async fn drive(
-    target: SocketAddr,
-    connect_timeout: Duration,
-    tls: Option<TlsClient>,
+    dial: Dial,
     first: Connection<Io, Bytes>,
     state: watch::Sender<ConnectionState>,
     stop: CancellationToken,
@@ -81,8 +110,10 @@ pub(crate) async fn drive(
     let mut backoff = Duration::ZERO;
     loop {
         if let Some(mut live) = connection.take() {
+            let ping_pong = dial.keepalive.and_then(|_| live.ping_pong());
             let outcome = tokio::select! {
-                outcome = &mut live => outcome,
+                outcome = &mut live => outcome.map_err(|err| describe_connection_error(&err)),
+                dead = keep_alive(ping_pong, dial.keepalive) => Err(dead),
                 _ = stop.cancelled() => {
                     // Let the in-flight calls finish: drop our own sender handle so the
                     // connection closes once the streams drop theirs, and keep driving it.
@@ -93,9 +124,12 @@ pub(crate) async fn drive(
             };
             let reason = match outcome {
                 Ok(()) => "the server closed the connection".to_owned(),
-                Err(err) => describe_connection_error(&err),
+                Err(reason) => reason,
             };
+            // Say why first, then drop the connection (which fails the streams still on it):
+            // a stream that sees a bare "connection lost" reads the reason from the state.
             publish_down(&state, reason);
+            drop(live);
             backoff = Duration::ZERO;
         }
         if !backoff.is_zero() {
@@ -106,7 +140,7 @@ pub(crate) async fn drive(
         } else if stop.is_cancelled() {
             return;
         }
-        match connect(target, connect_timeout, tls.as_ref()).await {
+        match connect(dial.target, dial.connect_timeout, dial.tls.as_ref()).await {
             Ok((sender, live)) => {
                 reconnects.set(reconnects.get() + 1);
                 state.send_modify(|s| {

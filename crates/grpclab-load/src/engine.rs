@@ -430,9 +430,12 @@ fn client_thread(
                 down_reason: String::new(),
             });
             tokio::task::spawn_local(connection::drive(
-                config.target,
-                config.connect_timeout,
-                config.tls.clone(),
+                connection::Dial {
+                    target: config.target,
+                    connect_timeout: config.connect_timeout,
+                    tls: config.tls.clone(),
+                    keepalive: config.keepalive,
+                },
                 driver,
                 state_tx,
                 drivers_stop.clone(),
@@ -660,6 +663,18 @@ impl StreamConnection {
             .ok_or_else(|| "no connection".to_owned())
     }
 
+    /// A call that failed with a bare "connection lost" takes the driver's reason when it has
+    /// one (e.g. the keepalive gave the connection up).
+    fn explain(&self, mut failure: crate::call::CallFailure) -> crate::call::CallFailure {
+        if failure.connection_lost && failure.message == crate::call::CONNECTION_LOST {
+            let state = self.state.borrow();
+            if !state.down_reason.is_empty() {
+                failure.message.clone_from(&state.down_reason);
+            }
+        }
+        failure
+    }
+
     /// After a connection-level failure: forget the sender and wait until the driver has
     /// news (reconnected, or another attempt failed), so a dead connection is not hammered.
     async fn wait_for_change(&mut self, stop: &CancellationToken) {
@@ -749,7 +764,7 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
                         })
                     }),
                 };
-                outcome
+                outcome.map_err(|failure| connection.explain(failure))
             }
         };
         let done = Instant::now();

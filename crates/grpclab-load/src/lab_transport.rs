@@ -136,6 +136,7 @@ pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
         timeout: config.timeout,
         first_stream_id: config.first_stream_id,
         max_reply_message: config.max_recv_message_bytes,
+        keepalive: config.keepalive,
     }
 }
 

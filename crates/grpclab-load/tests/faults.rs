@@ -355,3 +355,61 @@ fn a_server_that_never_accepts_fails_the_run_after_the_connect_timeout() {
     }
     drop(fillers);
 }
+
+/// `--keepalive`: a server that stalls with calls in flight (socket open, nothing read or
+/// written) is found dead after two keepalive times — the calls it holds fail as Unavailable
+/// naming the keepalive — where without keepalive they would hang until the run's end. A
+/// healthy server that holds calls longer than the keepalive answers the PINGs: nothing fails.
+#[test]
+fn keepalive_finds_a_stalled_server_and_spares_a_slow_one() {
+    for transport in BOTH {
+        for keepalive in [None, Some(Duration::from_millis(100))] {
+            let server = FaultServer::start(Behaviour {
+                stall_after: Some(5),
+                ..Behaviour::default()
+            });
+            let mut config = config_for(server.addr, transport);
+            config.concurrency = 2;
+            config.total = None;
+            config.duration = Some(Duration::from_millis(1500));
+            config.duration_stop = grpclab_load::DurationStop::Close;
+            config.timeout = None;
+            config.keepalive = keepalive;
+            let result = run_bounded(config);
+            let keepalive_failures: u64 = result
+                .error_counts()
+                .iter()
+                .filter(|(message, _)| message.contains("keepalive"))
+                .map(|(_, count)| count)
+                .sum();
+            let context = format!("{transport:?} {keepalive:?}: {:?}", result.error_counts());
+            assert!(result.ok() <= 5, "{context}");
+            match keepalive {
+                None => assert_eq!(keepalive_failures, 0, "{context}"),
+                // The two calls in flight when the server stalled; later connections to
+                // the stalled server may fail the same way.
+                Some(_) => assert!(keepalive_failures >= 2, "{context}"),
+            }
+            assert_eq!(
+                count_of(&result, Code::Unavailable),
+                keepalive_failures,
+                "{context}"
+            );
+        }
+        let server = scripted_server(
+            any_port(),
+            Arc::new(|_: &[u8]| Reply::EchoAfter(Duration::from_millis(300))),
+        );
+        let mut config = config_for(server.addr, transport);
+        config.concurrency = 4;
+        config.total = Some(12);
+        config.keepalive = Some(Duration::from_millis(50));
+        let result = run_bounded(config);
+        assert_eq!(
+            (result.count(), result.ok()),
+            (12, 12),
+            "{transport:?}: {:?}",
+            result.error_counts()
+        );
+    }
+}

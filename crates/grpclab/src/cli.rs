@@ -194,6 +194,12 @@ pub struct LoadArgs {
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub connect_timeout: std::time::Duration,
 
+    /// ghz's --keepalive: PING a connection with calls in flight once the server has sent
+    /// nothing for this long, and drop it (calls Unavailable, then reconnect) when nothing
+    /// arrives within as long again. 0s (the default): no PINGs.
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    pub keepalive: std::time::Duration,
+
     /// The `:authority` pseudo-header to send (default: HOST:PORT as given), as ghz's
     /// --authority.
     #[arg(long, value_name = "AUTHORITY")]

@@ -13,9 +13,8 @@ use crate::InputError;
 const RENAMED: [(&str, &str); 1] = [("CPUs", "--cpus")];
 
 /// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
-const NOT_YET: [&str; 6] = [
+const NOT_YET: [&str; 5] = [
     "async",
-    "keepalive",
     "stream-interval",
     "stream-call-duration",
     "stream-call-count",

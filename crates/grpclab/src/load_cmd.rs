@@ -156,6 +156,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     };
     config.warmup = args.warmup;
     config.connect_timeout = args.connect_timeout;
+    config.keepalive = (!args.keepalive.is_zero()).then_some(args.keepalive);
     config.skip_first = args.skip_first;
     // ghz's CSV lists every call: -O csv keeps calls one by one even without --details.
     config.details = args.details.or(match args.format {
@@ -220,6 +221,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         warmup: config.warmup,
         timeout: config.timeout,
         dial_timeout: config.connect_timeout,
+        keepalive: config.keepalive.unwrap_or_default(),
         cpus: config.threads,
         validate: args.validate,
         transport: args.transport.clone(),

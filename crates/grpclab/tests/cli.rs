@@ -1251,3 +1251,41 @@ fn concurrency_schedules_are_followed_and_reported() {
         &["--concurrency-end", "--concurrency-max-duration"],
     );
 }
+
+/// `--keepalive`: against lab, which answers PINGs, a run with a short keepalive loses
+/// nothing, and the JSON options carry it as ghz does (nanoseconds).
+#[test]
+fn keepalive_is_accepted_and_reported() {
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    let output = run(&[
+        "load",
+        "--insecure",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "--keepalive",
+        "1ms",
+        "-O",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["statusCodeDistribution"]["OK"], 2000, "{report}");
+    assert_eq!(report["options"]["keepalive"], 1_000_000u64);
+    assert_input_error(
+        &[
+            "load",
+            "--insecure",
+            &server.target(),
+            "--scenario",
+            "complex_proto",
+            "--keepalive",
+            "soon",
+        ],
+        &["--keepalive"],
+    );
+}

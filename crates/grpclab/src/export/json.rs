@@ -334,7 +334,7 @@ impl JsonOptions {
             duration: nanos(options.duration),
             timeout: nanos(options.timeout),
             dial_timeout: saturating_ns(options.dial_timeout),
-            keepalive: 0,
+            keepalive: saturating_ns(options.keepalive),
             data: options.data.clone().unwrap_or(serde_json::Value::Null),
             binary: options.binary,
             metadata: options.metadata.clone(),

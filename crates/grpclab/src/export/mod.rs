@@ -85,6 +85,8 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// How long a connection may take to open.
     pub dial_timeout: Duration,
+    /// `--keepalive` (zero: none).
+    pub keepalive: Duration,
     /// Client threads.
     pub cpus: usize,
     /// Whether replies were validated.

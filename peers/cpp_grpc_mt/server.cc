@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -60,18 +62,42 @@ void Poll(helloworld::Greeter::AsyncService* service, grpc::ServerCompletionQueu
   }
 }
 
+// Reads a whole file into `out`; false when it cannot be read.
+bool ReadFile(const char* path, std::string* out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return false;
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  *out = text.str();
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: server PORT [THREADS]\n";
+    std::cerr << "usage: server PORT [THREADS [CERT KEY]]\n";
     return 2;
   }
   const std::string address = std::string("127.0.0.1:") + argv[1];
   const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
   helloworld::Greeter::AsyncService service;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (argc > 4) {
+    // TLS: the certificate chain and key as PEM files.
+    grpc::SslServerCredentialsOptions options;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    if (!ReadFile(argv[3], &pair.cert_chain) || !ReadFile(argv[4], &pair.private_key)) {
+      std::cerr << "cannot read the TLS certificate " << argv[3] << " or key " << argv[4] << "\n";
+      return 1;
+    }
+    options.pem_key_cert_pairs.push_back(pair);
+    credentials = grpc::SslServerCredentials(options);
+  }
+  builder.AddListeningPort(address, credentials);
   builder.RegisterService(&service);
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues;
   for (int i = 0; i < threads; ++i) {

@@ -1,5 +1,5 @@
 // go_grpc: the Greeter on grpc-go, written the plain way (grpc.NewServer, generated stubs).
-// Usage: server PORT
+// Usage: server PORT [CERT KEY]   (with CERT and KEY, PEM files: TLS)
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	pb "peer/helloworld"
 )
@@ -26,7 +27,15 @@ func main() {
 	if err != nil {
 		log.Fatalf("cannot listen: %v", err)
 	}
-	server := grpc.NewServer()
+	var options []grpc.ServerOption
+	if len(os.Args) >= 4 {
+		creds, err := credentials.NewServerTLSFromFile(os.Args[2], os.Args[3])
+		if err != nil {
+			log.Fatalf("cannot load the TLS certificate and key: %v", err)
+		}
+		options = append(options, grpc.Creds(creds))
+	}
+	server := grpc.NewServer(options...)
 	pb.RegisterGreeterServer(server, greeter{})
 	if err := server.Serve(listener); err != nil {
 		log.Fatalf("serve: %v", err)

@@ -1,10 +1,16 @@
 // node_grpcjs: the Greeter on @grpc/grpc-js, the schema loaded at start by @grpc/proto-loader
-// (the usual dynamic way). Usage: node server.js PORT PROTO_FILE
+// (the usual dynamic way). Usage: node server.js PORT PROTO_FILE [CERT KEY]  (PEM files: TLS)
 "use strict";
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
-const [port, protoFile] = process.argv.slice(2);
+const fs = require("fs");
+const [port, protoFile, certFile, keyFile] = process.argv.slice(2);
+const credentials = certFile && keyFile
+  ? grpc.ServerCredentials.createSsl(null, [
+      { cert_chain: fs.readFileSync(certFile), private_key: fs.readFileSync(keyFile) },
+    ])
+  : grpc.ServerCredentials.createInsecure();
 const definition = protoLoader.loadSync(protoFile, { keepCase: true, enums: String, defaults: false });
 const helloworld = grpc.loadPackageDefinition(definition).helloworld;
 
@@ -14,7 +20,7 @@ server.addService(helloworld.Greeter.service, {
     callback(null, { response: call.request.request });
   },
 });
-server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => {
+server.bindAsync(`127.0.0.1:${port}`, credentials, (err) => {
   if (err) {
     console.error(`cannot listen on ${port}: ${err.message}`);
     process.exit(1);

@@ -293,6 +293,7 @@ mod tests {
             ready: Default::default(),
             env: BTreeMap::from([("THREADS".to_owned(), "{threads}".to_owned())]),
             tls: None,
+            no_tls: None,
         }
     }
 

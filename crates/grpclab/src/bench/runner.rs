@@ -281,11 +281,11 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
     let mut command = placeholders.fill(&spec.command);
     if let Some(tls) = context.tls {
         let Some(tls_args) = &spec.tls else {
-            return ImplResult::skipped(
-                name,
-                &spec.command,
-                "no TLS arguments in its suite entry: add tls = \"...\" with {tls_cert} and {tls_key} (its server's flags for a certificate and key) to run it under --tls".to_owned(),
-            );
+            let reason = match &spec.no_tls {
+                Some(why) => format!("no TLS under --tls: {why}"),
+                None => "no TLS arguments in its suite entry: add tls = \"...\" with {tls_cert} and {tls_key} (its server's flags for a certificate and key) to run it under --tls".to_owned(),
+            };
+            return ImplResult::skipped(name, &spec.command, reason);
         };
         placeholders.tls = Some((tls.cert.clone(), tls.key.clone()));
         command = format!("{command} {}", placeholders.fill(tls_args));

@@ -13,6 +13,7 @@
 //! ready = "rpc"                          # optional: "rpc" (default, one real call) or "port"
 //! env = { GOMAXPROCS = "{threads}" }     # optional, added to the server's environment
 //! tls = "--cert {tls_cert} --key {tls_key}"         # optional: appended under `bench --tls`
+//! no_tls = "why this server cannot serve TLS"      # optional: the SKIPPED reason under --tls
 //! ```
 //!
 //! Placeholders, filled in `build`, `command` and `env` values: `{port}` (not in `build`),
@@ -76,6 +77,10 @@ pub struct ImplementationSpec {
     /// (PEM files); an entry without them is SKIPPED under --tls.
     #[serde(default)]
     pub tls: Option<String>,
+    /// Why the server cannot serve TLS here: the SKIPPED reason under `--tls` of an entry
+    /// without `tls` (instead of the generic one asking for `tls` arguments).
+    #[serde(default)]
+    pub no_tls: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -162,6 +167,7 @@ pub fn builtin_suite(exe: &Path) -> Vec<ImplementationSpec> {
             ),
             build: None,
             requires: None,
+            no_tls: None,
             install: None,
             workdir: None,
             ready: Readiness::Rpc,

@@ -525,6 +525,23 @@ pub struct StatsArgs {
     /// The server, as HOST:PORT.
     #[arg(value_name = "HOST:PORT")]
     pub target: String,
+
+    /// Speak TLS (plaintext h2c without it, or one of the flags below), trusting the system's
+    /// roots unless --cacert is given.
+    #[arg(long)]
+    pub tls: bool,
+
+    /// TLS, trusting this CA certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// TLS: the name to verify in the server's certificate (and send as SNI).
+    #[arg(long, value_name = "NAME")]
+    pub cname: Option<String>,
+
+    /// TLS without verifying the server's certificate.
+    #[arg(long = "skipTLS")]
+    pub skip_tls: bool,
 }
 
 /// `grpclab serve --impl NAME [--port P] [--threads N]`

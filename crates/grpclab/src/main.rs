@@ -93,7 +93,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats(args) => {
-            let stats = stats_cmd::fetch(&args.target)?;
+            let stats = stats_cmd::fetch_for(&args)?;
             println!("{}", serde_json::to_string_pretty(&stats)?);
             Ok(ExitCode::SUCCESS)
         }

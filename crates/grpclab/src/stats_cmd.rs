@@ -33,14 +33,42 @@ impl From<StatsReply> for Stats {
     }
 }
 
-/// Calls `Stats/Get` on `target` (HOST:PORT, plaintext).
-pub fn fetch(target: &str) -> Result<Stats, InputError> {
+/// Calls `Stats/Get` on the server `grpclab stats` names, over TLS when its flags ask.
+pub fn fetch_for(args: &crate::cli::StatsArgs) -> Result<Stats, InputError> {
+    if !(args.tls || args.cacert.is_some() || args.cname.is_some() || args.skip_tls) {
+        return fetch(&args.target, None).map_err(|InputError(message)| {
+            InputError(format!(
+                "{message} (asked in plaintext: if it serves TLS, add --tls or --cacert FILE)"
+            ))
+        });
+    }
+    let settings = grpclab_core::tls::ClientTls {
+        ca_cert: args.cacert.clone(),
+        cert: None,
+        key: None,
+        server_name: args.cname.clone(),
+        skip_verify: args.skip_tls,
+    };
+    let host = args
+        .target
+        .rsplit_once(':')
+        .map_or(args.target.as_str(), |(host, _)| host);
+    let tls = grpclab_core::tls::TlsClient::new(&settings, host)
+        .map_err(|err| InputError(err.to_string()))?;
+    fetch(&args.target, Some(&tls))
+}
+
+/// Calls `Stats/Get` on `target` (HOST:PORT), plaintext or over `tls`.
+pub fn fetch(
+    target: &str,
+    tls: Option<&grpclab_core::tls::TlsClient>,
+) -> Result<Stats, InputError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| InputError(format!("cannot start a runtime: {err}")))?;
     runtime
-        .block_on(grpclab_server::stats::fetch(target, None))
+        .block_on(grpclab_server::stats::fetch(target, tls))
         .map(Stats::from)
         .map_err(InputError)
 }

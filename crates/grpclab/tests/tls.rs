@@ -278,3 +278,31 @@ fn reflection_and_the_admin_rpc_work_over_tls() {
     );
     assert_eq!(ok_count(&String::from_utf8_lossy(&output.stdout)), 50);
 }
+
+/// `grpclab stats` reads a TLS server's counters with `--cacert` (or `--tls` and the system's
+/// roots); plaintext against it is an error, not a hang.
+#[test]
+fn stats_reads_a_tls_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "main");
+    let leaf = ca.leaf(dir.path(), "server", false);
+    let server = Server::start_tls(&["--impl", "lab"], &leaf);
+    let output = grpclab()
+        .args(["stats", &server.target(), "--cacert", path(&ca.cert)])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stats: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(stats["implementation"], "lab", "{stats}");
+    let plain = grpclab()
+        .args(["stats", &server.target()])
+        .output()
+        .unwrap();
+    assert!(!plain.status.success());
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("--tls"));
+}

@@ -142,6 +142,13 @@ impl TlsClient {
             server_name: settings.server_name(host)?,
         })
     }
+
+    /// The client for `settings`, connecting to `target` as the user typed it (`HOST:PORT`):
+    /// its host is the server name unless `--cname` says otherwise.
+    pub fn for_target(settings: &ClientTls, target: &str) -> Result<TlsClient, TlsError> {
+        let host = target.rsplit_once(':').map_or(target, |(host, _)| host);
+        TlsClient::new(settings, host)
+    }
 }
 
 /// A server's certificate, key and (for mutual TLS) the CA its clients must be signed by

@@ -308,11 +308,8 @@ fn client_tls(args: &LoadArgs) -> Result<Option<TlsClient>, InputError> {
         server_name: args.cname.clone(),
         skip_verify: args.skip_tls,
     };
-    let host = args
-        .target
-        .rsplit_once(':')
-        .map_or(args.target.as_str(), |(host, _)| host);
-    let client = TlsClient::new(&settings, host).map_err(|err| InputError(err.to_string()))?;
+    let client = TlsClient::for_target(&settings, &args.target)
+        .map_err(|err| InputError(err.to_string()))?;
     if args.skip_tls {
         // Said loudly: nothing checks who answers. Best effort on a closed stderr.
         let _ = writeln!(

@@ -49,11 +49,7 @@ pub fn fetch_for(args: &crate::cli::StatsArgs) -> Result<Stats, InputError> {
         server_name: args.cname.clone(),
         skip_verify: args.skip_tls,
     };
-    let host = args
-        .target
-        .rsplit_once(':')
-        .map_or(args.target.as_str(), |(host, _)| host);
-    let tls = grpclab_core::tls::TlsClient::new(&settings, host)
+    let tls = grpclab_core::tls::TlsClient::for_target(&settings, &args.target)
         .map_err(|err| InputError(err.to_string()))?;
     fetch(&args.target, Some(&tls))
 }

@@ -34,6 +34,9 @@ pub enum Command {
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
     Serve(ServeArgs),
+    /// Render saved results (a bench results folder, or a `load -O json` file) as a
+    /// self-contained HTML page with charts, or as Markdown; runs nothing.
+    Report(ReportArgs),
     /// Print a built-in server's counters (allocations, bytes, calls) as JSON.
     Stats(StatsArgs),
     /// Write a scenario's request as a framed gRPC message, for other clients (e.g. h2load -d).
@@ -59,6 +62,35 @@ pub enum OutputFormat {
     InfluxDetails,
     /// ghz's Prometheus text exposition: gauges, histogram, summary.
     Prometheus,
+    /// One self-contained HTML page with charts (as ghz's html; `grpclab report` renders the
+    /// same page from a saved `-O json`).
+    Html,
+}
+
+/// `grpclab report RESULTS [-o FILE] [--format html|md]`
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results folder written by `grpclab bench`, or a file written by `grpclab load -O json`.
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+
+    /// Where to write the page; `-` for standard output. Default: `report.html` (or `.md`)
+    /// inside a results folder, or the JSON file's name with the new extension.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// html (charts, self-contained) or md (the tables).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+}
+
+/// `grpclab report`'s formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page.
+    Html,
+    /// Markdown tables.
+    Md,
 }
 
 /// `grpclab load [OPTIONS] HOST:PORT`

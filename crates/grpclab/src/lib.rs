@@ -20,6 +20,7 @@ pub mod encode_cmd;
 pub mod export;
 pub mod load_cmd;
 pub mod reflection;
+pub mod report;
 pub mod serve_cmd;
 pub mod stats_cmd;
 

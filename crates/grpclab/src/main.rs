@@ -57,6 +57,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Results are on disk already; a closed stdout or stderr only loses the echo.
             let _ = writeln!(std::io::stdout(), "{}", outcome.table);
             let _ = writeln!(std::io::stderr(), "results: {}", outcome.dir.display());
+            let page = outcome.dir.join(grpclab::report::BENCH_REPORT);
+            if page.is_file() {
+                let _ = writeln!(std::io::stderr(), "report: {}", page.display());
+            }
             Ok(if outcome.any_failed() || cancel.is_cancelled() {
                 ExitCode::from(EXIT_FAILURE)
             } else {
@@ -92,6 +96,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Report(args) => {
+            let written = report_cmd(&args)?;
+            if let Some(path) = written {
+                let _ = writeln!(std::io::stderr(), "report: {}", path.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Stats(args) => {
             let stats = stats_cmd::fetch_for(&args)?;
             println!("{}", serde_json::to_string_pretty(&stats)?);
@@ -103,6 +114,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `grpclab report`: renders saved results; returns the file written (none for `-o -`).
+fn report_cmd(args: &grpclab::cli::ReportArgs) -> anyhow::Result<Option<std::path::PathBuf>> {
+    use grpclab::report::Format;
+    let format = match args.format {
+        grpclab::cli::ReportFormat::Html => Format::Html,
+        grpclab::cli::ReportFormat::Md => Format::Markdown,
+    };
+    let text = grpclab::report::render(&args.results, format)?;
+    let extension = match format {
+        Format::Html => "html",
+        Format::Markdown => "md",
+    };
+    let path = match &args.output {
+        Some(path) if path.as_os_str() == "-" => {
+            std::io::stdout().write_all(text.as_bytes())?;
+            return Ok(None);
+        }
+        Some(path) => path.clone(),
+        // A folder gets report.html inside it; a file, its own name with the extension.
+        None if args.results.is_dir() => args.results.join(format!("report.{extension}")),
+        None => args.results.with_extension(extension),
+    };
+    std::fs::write(&path, text).map_err(|err| {
+        InputError(format!(
+            "cannot write {}: {err}; choose another file with -o",
+            path.display()
+        ))
+    })?;
+    Ok(Some(path))
 }
 
 /// Prints a progress line on stderr. When stderr is closed (`grpclab bench 2>&1 | head -1`),

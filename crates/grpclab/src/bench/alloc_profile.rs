@@ -21,7 +21,7 @@ const TOP: usize = 15;
 const CONTEXT_FRAMES: usize = 4;
 
 /// One allocation site's share of the window.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AllocationSite {
     /// The function that allocated (first frame outside allocator and collection code).
     pub site: String,
@@ -38,7 +38,7 @@ pub struct AllocationSite {
 }
 
 /// What an allocation profile produced.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AllocProfile {
     /// How the allocations were seen: dhat (every allocation, exact) or Java Flight Recorder
     /// (allocation samples: counts are samples, bytes are JFR's estimates).

@@ -86,7 +86,8 @@ pub fn pin_current_thread(cores: &[usize]) -> Result<(), String> {
 }
 
 /// What limits were really applied, read back from the kernel.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct AppliedLimits {
     /// `cgroup-v2`, `cgroup-v1` or `affinity-only`.
     pub mechanism: String,

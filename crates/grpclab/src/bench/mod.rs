@@ -295,6 +295,11 @@ pub fn execute(
         results.push(result);
         let notes = footer_with_limits(&footer, &results);
         dir.write_tables(&results, &notes)?;
+        // The page is rendered from the files just written (reporting never measures); a
+        // page that cannot be written costs the run nothing but the page.
+        if let Err(err) = crate::report::write_bench_report(dir.path()) {
+            progress(&format!("WARNING: no report page: {err}"));
+        }
     }
     let notes = footer_with_limits(&footer, &results);
     Ok(BenchOutcome {

@@ -30,7 +30,7 @@ pub struct CpuRecording {
 }
 
 /// One function's share of the samples.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct FunctionShare {
     /// The symbol.
     pub function: String,
@@ -41,7 +41,7 @@ pub struct FunctionShare {
 }
 
 /// What a CPU profile produced.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct CpuProfile {
     /// The flamegraph (SVG), in the results folder.
     pub flamegraph: String,

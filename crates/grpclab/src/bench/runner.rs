@@ -17,7 +17,7 @@ use super::suite::{ImplementationSpec, Readiness};
 use crate::export::{JsonReport, Report, RunOptions};
 
 /// How a row ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RowStatus {
     /// Measured.
@@ -29,7 +29,8 @@ pub enum RowStatus {
 }
 
 /// Everything about one implementation's run, as written to `<name>.json`.
-#[derive(Debug, Clone, Serialize)]
+/// Read back by `grpclab report` (fields added later default, so older folders still read).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ImplResult {
     /// The row's name.
     pub name: String,

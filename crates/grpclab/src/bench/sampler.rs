@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One reading.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Sample {
     /// Seconds since the window began.
     pub at: f64,
@@ -22,7 +22,8 @@ pub struct Sample {
 }
 
 /// The readings and what they add up to.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Usage {
     /// Mean CPU over the window, in percent of one core.
     pub cpu_percent: f64,

@@ -11,7 +11,7 @@ mod summary;
 pub use self::csv::CsvExporter;
 pub use self::csv_seconds::CsvSecondsExporter;
 pub use self::influx::{InfluxDetailsExporter, InfluxSummaryExporter};
-pub use self::json::{JsonExporter, JsonReport, LatencyPoint, PrettyJsonExporter};
+pub use self::json::{JsonExporter, JsonReport, LatencyPoint, PrettyJsonExporter, SecondPoint};
 pub use self::prometheus::PrometheusExporter;
 pub use self::summary::{starvation_note, SummaryExporter};
 
@@ -149,6 +149,21 @@ pub trait Exporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
 }
 
+/// `-O html`: the run's page (the same `grpclab report` renders from `-O json`).
+pub struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        let json = JsonReport::from_report(report);
+        let name = report
+            .options
+            .name
+            .clone()
+            .unwrap_or_else(|| "run".to_owned());
+        Ok(crate::report::load_html(&name, &json).into_bytes())
+    }
+}
+
 /// The exporter for a format.
 pub fn exporter_for(format: OutputFormat) -> Box<dyn Exporter> {
     match format {
@@ -160,6 +175,7 @@ pub fn exporter_for(format: OutputFormat) -> Box<dyn Exporter> {
         OutputFormat::InfluxSummary => Box::new(InfluxSummaryExporter),
         OutputFormat::InfluxDetails => Box::new(InfluxDetailsExporter),
         OutputFormat::Prometheus => Box::new(PrometheusExporter),
+        OutputFormat::Html => Box::new(HtmlExporter),
     }
 }
 

@@ -1,0 +1,410 @@
+//! Charts as inline SVG, drawn with plotters' SVG backend.
+//!
+//! Each function returns one `<svg>` element ready to sit in an HTML page: sized by a
+//! `viewBox` (it scales to its container: a phone or a wide screen), without the XML namespace
+//! (inline SVG in HTML needs none, and the page carries no URL), and with an invisible mark on
+//! every data point whose `<title>` shows the exact value on hover. The page puts a table of
+//! the same numbers beside every chart, so nothing depends on hovering.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::fmt::Write as _;
+
+/// Width and height of a line chart, in SVG user units (the page scales them).
+const SIZE: (u32, u32) = (760, 380);
+/// Width of a bar chart: narrower, as bar charts sit side by side in a grid.
+const BAR_WIDTH: u32 = 380;
+
+/// One named line of points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The legend's name (an implementation, a run).
+    pub name: String,
+    /// `(x, y)` in the chart's units; for [`XScale::Percentile`], x is a percentage.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// How x values are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XScale {
+    /// Evenly.
+    Linear,
+    /// A percentile from 50 to 99.99, on the log scale of latency plots: the distance to 100
+    /// shrinks tenfold per step (90, 99, 99.9, 99.99 equally spaced), so the tail is as wide
+    /// as the median.
+    Percentile,
+}
+
+/// A line chart's description.
+#[derive(Debug, Clone)]
+pub struct LineChart<'a> {
+    /// Shown above the plot.
+    pub title: &'a str,
+    /// The x axis's name.
+    pub x_label: &'a str,
+    /// The y axis's name (with its unit).
+    pub y_label: &'a str,
+    /// The lines.
+    pub series: &'a [Series],
+    /// How x values are placed.
+    pub x_scale: XScale,
+    /// Formats a value for axis labels and hover titles.
+    pub y_format: fn(f64) -> String,
+}
+
+/// The position of percentile `p` (50..100) on the [`XScale::Percentile`] axis.
+pub fn percentile_position(p: f64) -> f64 {
+    -(1.0 - p.min(99.9999) / 100.0).log10()
+}
+
+/// The percentile at position `x` of the [`XScale::Percentile`] axis.
+fn percentile_at(x: f64) -> f64 {
+    100.0 * (1.0 - 10f64.powf(-x))
+}
+
+/// Round tick values (steps of 1, 2 or 5 times a power of ten) covering `min..max`.
+fn nice_ticks(min: f64, max: f64) -> Vec<f64> {
+    let span = (max - min).max(f64::EPSILON);
+    let rough = span / 6.0;
+    let power = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|step| *step >= rough)
+        .unwrap_or(10.0 * power);
+    let mut tick = (min / step).ceil() * step;
+    let mut ticks = Vec::new();
+    while tick <= max + step * 1e-9 && ticks.len() < 50 {
+        ticks.push(tick);
+        tick += step;
+    }
+    ticks
+}
+
+/// The colour of series `index` (plotters' 99-colour palette, distinguishable in order).
+fn colour(index: usize) -> RGBColor {
+    let (r, g, b) = Palette99::pick(index).rgb();
+    RGBColor(r, g, b)
+}
+
+/// A line chart; `Err` says why it could not be drawn (no data, a drawing error).
+pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
+    let points = chart.series.iter().flat_map(|s| s.points.iter());
+    let position = |x: f64| match chart.x_scale {
+        XScale::Linear => x,
+        XScale::Percentile => percentile_position(x),
+    };
+    let (mut x_min, mut x_max, mut y_max) = (f64::MAX, f64::MIN, 0f64);
+    for &(x, y) in points {
+        x_min = x_min.min(position(x));
+        x_max = x_max.max(position(x));
+        y_max = y_max.max(y);
+    }
+    if x_min > x_max {
+        return Err(format!("{}: no data to draw", chart.title));
+    }
+    if (x_max - x_min).abs() < f64::EPSILON {
+        x_max = x_min + 1.0;
+    }
+    let y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
+    let mut svg = String::new();
+    let mut marks = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let x_ticks = match chart.x_scale {
+            XScale::Linear => nice_ticks(x_min, x_max),
+            // The nines: 50, 90, 99, 99.9, 99.99 (those within the data).
+            XScale::Percentile => [50.0, 90.0, 99.0, 99.9, 99.99]
+                .iter()
+                .map(|p| percentile_position(*p))
+                .filter(|x| *x >= x_min - 1e-9 && *x <= x_max + 1e-9)
+                .collect(),
+        };
+        let mut plot = ChartBuilder::on(&root)
+            .caption(chart.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(78)
+            .build_cartesian_2d(x_min..x_max, 0f64..y_max)
+            .map_err(draw_error)?;
+        let y_format = chart.y_format;
+        // x ticks are drawn by hand at round values (or at the nines of the percentile
+        // axis): plotters' own ticks fall at arbitrary positions of a transformed axis.
+        plot.configure_mesh()
+            .x_desc(chart.x_label)
+            .y_desc(chart.y_label)
+            .x_labels(0)
+            .disable_x_mesh()
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .y_labels(6)
+            .y_label_formatter(&|y| y_format(*y))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(draw_error)?;
+        let grid = RGBColor(225, 225, 225);
+        let label_style = ("sans-serif", 13)
+            .into_font()
+            .color(&RGBColor(60, 60, 60))
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for tick in x_ticks {
+            plot.draw_series(std::iter::once(PathElement::new(
+                vec![(tick, 0.0), (tick, y_max)],
+                grid,
+            )))
+            .map_err(draw_error)?;
+            let label = match chart.x_scale {
+                XScale::Linear => trim_number(tick),
+                XScale::Percentile => trim_number(percentile_at(tick)),
+            };
+            let (px, py) = plot.backend_coord(&(tick, 0.0));
+            root.draw(&Text::new(label, (px, py + 6), label_style.clone()))
+                .map_err(draw_error)?;
+        }
+        for (index, series) in chart.series.iter().enumerate() {
+            let colour = colour(index);
+            let line: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .map(|&(x, y)| (position(x), y))
+                .collect();
+            plot.draw_series(LineSeries::new(
+                line.iter().copied(),
+                colour.stroke_width(2),
+            ))
+            .map_err(draw_error)?
+            .label(series.name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3))
+            });
+            for (&(x, y), &(raw_x, _)) in line.iter().zip(series.points.iter()) {
+                let (px, py) = plot.backend_coord(&(x, y));
+                let shown_x = match chart.x_scale {
+                    XScale::Linear => trim_number(raw_x),
+                    XScale::Percentile => format!("p{}", trim_number(raw_x)),
+                };
+                let _ = write!(
+                    marks,
+                    r#"<circle cx="{px}" cy="{py}" r="5" fill="{}" fill-opacity="0.01"><title>{}: {} at {} {}</title></circle>"#,
+                    hex(colour),
+                    escape(&series.name),
+                    escape(&y_format(y)),
+                    escape(chart.x_label),
+                    escape(&shown_x),
+                );
+            }
+        }
+        plot.configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .draw()
+            .map_err(draw_error)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(finish(svg, &marks, chart.title))
+}
+
+/// One bar per item, horizontal, longest first as given; the value printed at each bar's end.
+pub fn bar_chart(
+    title: &str,
+    unit_label: &str,
+    bars: &[(String, f64)],
+    format: fn(f64) -> String,
+) -> Result<String, String> {
+    if bars.is_empty() {
+        return Err(format!("{title}: no data to draw"));
+    }
+    let max = bars.iter().map(|(_, v)| *v).fold(0f64, f64::max);
+    let x_max = if max > 0.0 { max * 1.25 } else { 1.0 };
+    let height = (60 + 34 * bars.len() as u32).max(140);
+    let mut svg = String::new();
+    let mut marks = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (BAR_WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let label_width = bars
+            .iter()
+            .map(|(name, _)| name.chars().count() as u32 * 7 + 12)
+            .max()
+            .unwrap_or(60)
+            .min(140);
+        let mut plot = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(0f64..x_max, (0..bars.len()).into_segmented())
+            .map_err(draw_error)?;
+        let names: Vec<&str> = bars.iter().map(|(name, _)| name.as_str()).collect();
+        plot.configure_mesh()
+            .disable_y_mesh()
+            .x_desc(unit_label)
+            .x_labels(4)
+            .x_label_formatter(&|x| format(*x))
+            .y_labels(bars.len())
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            // The first item on top: segment 0 is drawn at the bottom.
+            .y_label_formatter(&|segment| match segment {
+                SegmentValue::CenterOf(index) => names
+                    .len()
+                    .checked_sub(index + 1)
+                    .and_then(|i| names.get(i))
+                    .copied()
+                    .unwrap_or("")
+                    .to_owned(),
+                _ => String::new(),
+            })
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(draw_error)?;
+        for (index, (name, value)) in bars.iter().enumerate() {
+            let colour = colour(index);
+            let slot = bars.len() - 1 - index;
+            let top = SegmentValue::Exact(slot);
+            let bottom = SegmentValue::Exact(slot + 1);
+            plot.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, top.clone()), (*value, bottom.clone())],
+                colour.mix(0.8).filled(),
+            )))
+            .map_err(draw_error)?;
+            plot.draw_series(std::iter::once(Text::new(
+                format(*value),
+                (*value, SegmentValue::CenterOf(slot)),
+                ("sans-serif", 14),
+            )))
+            .map_err(draw_error)?;
+            let (x0, y0) = plot.backend_coord(&(0.0, top));
+            let (x1, y1) = plot.backend_coord(&(*value, bottom));
+            let _ = write!(
+                marks,
+                r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="0.01"><title>{}: {}</title></rect>"#,
+                x0.min(x1),
+                y0.min(y1),
+                (x1 - x0).abs().max(1),
+                (y1 - y0).abs().max(1),
+                hex(colour),
+                escape(name),
+                escape(&format(*value)),
+            );
+        }
+        root.present().map_err(draw_error)?;
+    }
+    Ok(finish(svg, &marks, title))
+}
+
+fn draw_error<E: std::fmt::Debug>(err: E) -> String {
+    format!("cannot draw the chart: {err:?}")
+}
+
+/// Makes plotters' document an inline element: a `viewBox` instead of a fixed size, no XML
+/// namespace, an accessible name, and the hover marks on top.
+fn finish(svg: String, marks: &str, title: &str) -> String {
+    let (width, height) = svg_size(&svg).unwrap_or(SIZE);
+    let body_start = svg.find('>').map_or(0, |end| end + 1);
+    let body_end = svg.rfind("</svg>").unwrap_or(svg.len());
+    format!(
+        r#"<svg viewBox="0 0 {width} {height}" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet">{}{marks}</svg>"#,
+        escape(title),
+        &svg[body_start..body_end]
+    )
+}
+
+/// The `width` and `height` plotters wrote on its `<svg>` element.
+fn svg_size(svg: &str) -> Option<(u32, u32)> {
+    let head = &svg[..svg.find('>')?];
+    let attribute = |name: &str| -> Option<u32> {
+        let start = head.find(&format!("{name}=\""))? + name.len() + 2;
+        let end = head[start..].find('"')? + start;
+        head[start..end].parse().ok()
+    };
+    Some((attribute("width")?, attribute("height")?))
+}
+
+fn hex(colour: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", colour.0, colour.1, colour.2)
+}
+
+/// A number with at most two decimals and no trailing zeros (axis labels, hover titles).
+pub fn trim_number(value: f64) -> String {
+    let text = format!("{value:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Text for HTML and SVG: `&`, `<`, `>` and quotes escaped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_percentile_axis_spaces_nines_evenly() {
+        let step = |a: f64, b: f64| percentile_position(b) - percentile_position(a);
+        assert!((step(90.0, 99.0) - step(99.0, 99.9)).abs() < 1e-9);
+        assert!((percentile_at(percentile_position(99.99)) - 99.99).abs() < 1e-9);
+        assert!((percentile_position(50.0) - 2f64.log10()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn charts_are_inline_svg_with_a_title_per_point() {
+        let series = [Series {
+            name: "lab <fast>".to_owned(),
+            points: vec![(50.0, 1.0), (99.0, 2.0), (99.99, 5.0)],
+        }];
+        let svg = line_chart(&LineChart {
+            title: "latency",
+            x_label: "percentile",
+            y_label: "ms",
+            series: &series,
+            x_scale: XScale::Percentile,
+            y_format: trim_number,
+        })
+        .unwrap();
+        assert!(
+            svg.starts_with("<svg viewBox=\"0 0 760 380\""),
+            "{}",
+            &svg[..80]
+        );
+        assert!(!svg.contains("http"), "no namespace or URL");
+        assert_eq!(svg.matches("<title>").count(), 3);
+        assert!(svg.contains("<title>lab &lt;fast&gt;: 5 at percentile p99.99</title>"));
+        let bars = bar_chart(
+            "req/s",
+            "req/s",
+            &[("a".into(), 3.0), ("b".into(), 1.0)],
+            trim_number,
+        )
+        .unwrap();
+        assert_eq!(bars.matches("<title>").count(), 2);
+        let empty = LineChart {
+            title: "empty",
+            x_label: "",
+            y_label: "",
+            series: &[],
+            x_scale: XScale::Linear,
+            y_format: trim_number,
+        };
+        assert!(line_chart(&empty).is_err());
+    }
+}

@@ -1,0 +1,224 @@
+//! Reporting: saved results rendered as a self-contained HTML page (or Markdown).
+//!
+//! Reporting never measures and measuring never renders: this module only reads what `bench`
+//! and `load -O json` wrote (a results folder's `<name>.json` records and `bench.params`, or
+//! one load report) and turns it into a page. Charts are inline SVG from plotters
+//! ([`charts`]); the page has no external script, font, stylesheet or image ([`html`]); what
+//! each kind of page shows is in [`pages`].
+
+pub mod charts;
+pub mod html;
+pub mod pages;
+
+use std::path::{Path, PathBuf};
+
+use crate::bench::runner::ImplResult;
+use crate::export::JsonReport;
+use crate::InputError;
+
+/// The report's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One self-contained HTML page with charts.
+    Html,
+    /// The tables as Markdown (no charts).
+    Markdown,
+}
+
+/// The file name `bench` writes its report under, in the results folder.
+pub const BENCH_REPORT: &str = "report.html";
+
+/// What a results path holds.
+enum Saved {
+    /// A bench results folder: its settings and rows.
+    Bench {
+        dir: PathBuf,
+        params: Vec<(String, String)>,
+        rows: Vec<ImplResult>,
+    },
+    /// One load run's JSON.
+    Load {
+        name: String,
+        report: Box<JsonReport>,
+    },
+}
+
+/// Renders the results at `path` (a bench results folder, or a `load -O json` file).
+pub fn render(path: &Path, format: Format) -> Result<String, InputError> {
+    let saved = read(path)?;
+    Ok(match (saved, format) {
+        (Saved::Bench { dir, params, rows }, Format::Html) => {
+            html::render(&pages::bench_page(&dir, &params, &rows))
+        }
+        (Saved::Bench { params, rows, .. }, Format::Markdown) => bench_markdown(&params, &rows),
+        (Saved::Load { name, report }, Format::Html) => {
+            html::render(&pages::load_page(&name, &report))
+        }
+        (Saved::Load { name, report }, Format::Markdown) => load_markdown(&name, &report),
+    })
+}
+
+/// Writes `report.html` into a bench results folder from what it holds now (called after
+/// each implementation, like the tables, so an interrupted run keeps a report).
+pub fn write_bench_report(dir: &Path) -> Result<PathBuf, InputError> {
+    let page = render(dir, Format::Html)?;
+    let path = dir.join(BENCH_REPORT);
+    std::fs::write(&path, page)
+        .map_err(|err| InputError(format!("cannot write {}: {err}", path.display())))?;
+    Ok(path)
+}
+
+/// The page of one load run, for `load -O html`.
+pub fn load_html(name: &str, report: &JsonReport) -> String {
+    html::render(&pages::load_page(name, report))
+}
+
+fn read(path: &Path) -> Result<Saved, InputError> {
+    let hint = "give a results folder written by `grpclab bench`, or a file written by `grpclab load -O json`";
+    let metadata = std::fs::metadata(path)
+        .map_err(|err| InputError(format!("cannot read {}: {err}; {hint}", path.display())))?;
+    if metadata.is_file() {
+        let text = std::fs::read(path)
+            .map_err(|err| InputError(format!("cannot read {}: {err}", path.display())))?;
+        let report: JsonReport = serde_json::from_slice(&text).map_err(|err| {
+            InputError(format!(
+                "{} is not a grpclab load report ({err}); {hint}",
+                path.display()
+            ))
+        })?;
+        let name = if report.name.is_empty() {
+            path.file_stem()
+                .map_or_else(|| "run".to_owned(), |s| s.to_string_lossy().into_owned())
+        } else {
+            report.name.clone()
+        };
+        return Ok(Saved::Load {
+            name,
+            report: Box::new(report),
+        });
+    }
+    let params_file = path.join("bench.params");
+    if !params_file.is_file() {
+        let kind = if path.join("compare.json").is_file() {
+            " (a compare folder: its page is not built yet)"
+        } else if path.join("sweep.json").is_file() {
+            " (a sweep folder: its page is not built yet)"
+        } else {
+            ""
+        };
+        return Err(InputError(format!(
+            "{} holds no bench.params{kind}; {hint}",
+            path.display()
+        )));
+    }
+    let params = std::fs::read_to_string(&params_file)
+        .map_err(|err| InputError(format!("cannot read {}: {err}", params_file.display())))?
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+    let mut rows = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|err| InputError(format!("cannot list {}: {err}", path.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    entries.sort();
+    for file in entries {
+        let Ok(text) = std::fs::read(&file) else {
+            continue;
+        };
+        // Profiles and other JSON files live beside the rows; a row has these keys.
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if !["name", "status", "command"]
+            .iter()
+            .all(|key| value.get(key).is_some())
+        {
+            continue;
+        }
+        let row: ImplResult = serde_json::from_value(value).map_err(|err| {
+            InputError(format!(
+                "{} is not a bench row grpclab can read ({err})",
+                file.display()
+            ))
+        })?;
+        rows.push(row);
+    }
+    Ok(Saved::Bench {
+        dir: path.to_path_buf(),
+        params,
+        rows,
+    })
+}
+
+/// A Markdown table from a header and rows of text.
+fn markdown_table(headers: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|", headers.join(" | "));
+    out.push_str(&"---|".repeat(headers.len()));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
+}
+
+/// The percentile table of several runs, Markdown.
+fn percentiles_markdown(runs: &[(&str, &JsonReport)]) -> String {
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = runs
+        .iter()
+        .filter_map(|(name, load)| {
+            pages::latency_histogram(load).map(|h| (*name, pages::percentile_curve(&h)))
+        })
+        .collect();
+    let mut headers = vec!["percentile".to_owned()];
+    headers.extend(curves.iter().map(|(name, _)| (*name).to_owned()));
+    let rows: Vec<Vec<String>> = pages::CURVE_PERCENTILES
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let mut row = vec![format!("p{}", charts::trim_number(*p))];
+            row.extend(curves.iter().map(|(_, c)| format!("{:.3} ms", c[index].1)));
+            row
+        })
+        .collect();
+    markdown_table(&headers, &rows)
+}
+
+fn bench_markdown(params: &[(String, String)], rows: &[ImplResult]) -> String {
+    let runs: Vec<(&str, &JsonReport)> = rows
+        .iter()
+        .filter_map(|row| row.load.as_ref().map(|load| (row.name.as_str(), load)))
+        .collect();
+    let settings: Vec<Vec<String>> = params
+        .iter()
+        .map(|(k, v)| vec![format!("`{k}`"), format!("`{v}`")])
+        .collect();
+    format!(
+        "# grpclab bench\n\n{}\n## Latency percentiles\n\n{}\n## Configuration\n\n{}",
+        crate::bench::results::render_markdown(rows, &[]),
+        percentiles_markdown(&runs),
+        markdown_table(&["setting".to_owned(), "value".to_owned()], &settings)
+    )
+}
+
+fn load_markdown(name: &str, report: &JsonReport) -> String {
+    let summary = vec![
+        vec!["calls".to_owned(), report.count.to_string()],
+        vec!["errors".to_owned(), report.errors.to_string()],
+        vec![
+            "req/s (measured window)".to_owned(),
+            format!("{:.0}", report.measured_rps),
+        ],
+        vec![
+            "average".to_owned(),
+            format!("{:.3} ms", report.average as f64 / 1e6),
+        ],
+    ];
+    format!(
+        "# grpclab load: {name}\n\n{}\n## Latency percentiles\n\n{}",
+        markdown_table(&["".to_owned(), "value".to_owned()], &summary),
+        percentiles_markdown(&[(name, report)])
+    )
+}

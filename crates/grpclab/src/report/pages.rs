@@ -1,0 +1,673 @@
+//! What each kind of page shows: a bench results folder (the grpc_bench table and its
+//! pictures), or one load run (`load -O json`, or `load -O html` directly).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+
+use super::charts::{self, escape, trim_number, LineChart, Series, XScale};
+use super::html::{self, Cell, Page, Section};
+use crate::bench::results::row_cells;
+use crate::bench::runner::{ImplResult, RowStatus};
+use crate::export::JsonReport;
+
+/// The percentiles the latency curves are drawn through (50 to 99.99, denser in the tail).
+pub const CURVE_PERCENTILES: [f64; 17] = [
+    50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 92.5, 95.0, 96.0, 97.0, 98.0, 99.0, 99.5, 99.9,
+    99.95, 99.99,
+];
+
+/// Latency in milliseconds with three significant decimals.
+fn ms(value: f64) -> String {
+    format!("{value:.3} ms")
+}
+
+fn ms_axis(value: f64) -> String {
+    trim_number(value)
+}
+
+fn count(value: f64) -> String {
+    format!("{value:.0}")
+}
+
+fn percent(value: f64) -> String {
+    format!("{value:.1}%")
+}
+
+fn mib(value: f64) -> String {
+    format!("{value:.1} MiB")
+}
+
+/// A run's latency histogram, from its saved HdrHistogram; `None` when there is none.
+pub fn latency_histogram(load: &JsonReport) -> Option<Histogram<u64>> {
+    grpclab_load::decode_histogram(&load.hdr_histogram.latency)
+        .ok()
+        .filter(|histogram| !histogram.is_empty())
+}
+
+/// The curve of one histogram: `(percentile, latency in ms)` at [`CURVE_PERCENTILES`].
+pub fn percentile_curve(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
+    CURVE_PERCENTILES
+        .iter()
+        .map(|&p| (p, histogram.value_at_quantile(p / 100.0) as f64 / 1e6))
+        .collect()
+}
+
+/// Latency percentile curves of several runs on one chart, with the table of their values.
+fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
+    let series: Vec<Series> = runs
+        .iter()
+        .filter_map(|(name, load)| {
+            latency_histogram(load).map(|histogram| Series {
+                name: (*name).to_owned(),
+                points: percentile_curve(&histogram),
+            })
+        })
+        .collect();
+    let chart = charts::line_chart(&LineChart {
+        title: "Latency by percentile (successful calls)",
+        x_label: "percentile",
+        y_label: "latency (ms)",
+        series: &series,
+        x_scale: XScale::Percentile,
+        y_format: ms_axis,
+    });
+    let mut headers = vec!["percentile".to_owned()];
+    headers.extend(series.iter().map(|s| s.name.clone()));
+    let rows: Vec<Vec<Cell>> = CURVE_PERCENTILES
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let mut row = vec![Cell::number(format!("p{}", trim_number(*p)), *p)];
+            row.extend(
+                series
+                    .iter()
+                    .map(|s| Cell::number(ms(s.points[index].1), s.points[index].1)),
+            );
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    Section {
+        id: "percentiles".to_owned(),
+        heading: "Latency percentiles".to_owned(),
+        body: html::figure(
+            chart,
+            "From each run's saved HdrHistogram (1 µs to 60 s, 3 significant digits). x: the \
+             percentile on a log scale (each step a tenfold smaller tail); y: latency in ms.",
+            &html::table(&headers, &rows, false),
+        ),
+    }
+}
+
+/// Per-second throughput and latency through the measured window.
+fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
+    let per_second = |pick: fn(&crate::export::SecondPoint) -> Option<f64>| -> Vec<Series> {
+        runs.iter()
+            .map(|(name, load)| Series {
+                name: (*name).to_owned(),
+                points: load
+                    .per_second
+                    .iter()
+                    // Seconds at least half inside the window: calls that ended after it
+                    // (the drain) land in a last, mostly empty second that would read as
+                    // a collapse.
+                    .filter(|point| point.second as f64 + 0.5 <= load.measured_window as f64 / 1e9)
+                    .filter_map(|point| pick(point).map(|y| (point.second as f64, y)))
+                    .collect(),
+            })
+            .filter(|series| !series.points.is_empty())
+            .collect()
+    };
+    let throughput = per_second(|p| Some(p.count as f64));
+    let mean = per_second(|p| p.average.map(|ns| ns as f64 / 1e6));
+    let slowest = per_second(|p| (p.count > p.errors).then_some(p.slowest as f64 / 1e6));
+    let chart = |title, y_label, series: &[Series], format: fn(f64) -> String| {
+        charts::line_chart(&LineChart {
+            title,
+            x_label: "second of the window",
+            y_label,
+            series,
+            x_scale: XScale::Linear,
+            y_format: format,
+        })
+    };
+    let numbers = |series: &[Series], format: fn(f64) -> String| {
+        let seconds: BTreeSet<u64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|(x, _)| *x as u64))
+            .collect();
+        let mut headers = vec!["second".to_owned()];
+        headers.extend(series.iter().map(|s| s.name.clone()));
+        let rows: Vec<Vec<Cell>> = seconds
+            .iter()
+            .map(|second| {
+                let mut row = vec![Cell::number(second.to_string(), *second as f64)];
+                row.extend(series.iter().map(|s| {
+                    s.points
+                        .iter()
+                        .find(|(x, _)| *x as u64 == *second)
+                        .map_or_else(|| Cell::text("-"), |(_, y)| Cell::number(format(*y), *y))
+                }));
+                row
+            })
+            .collect();
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        html::table(&headers, &rows, false)
+    };
+    let body = [
+        html::figure(
+            chart("Calls completed per second", "calls", &throughput, count),
+            "Each second of the measured window: calls that completed in it (successful or not). \
+             A warm-up, a pause or a throttled cgroup shows as a dip.",
+            &numbers(&throughput, count),
+        ),
+        html::figure(
+            chart("Mean latency per second", "latency (ms)", &mean, ms_axis),
+            "The mean latency of each second's successful calls.",
+            &numbers(&mean, ms),
+        ),
+        html::figure(
+            chart("Slowest call per second", "latency (ms)", &slowest, ms_axis),
+            "The slowest successful call of each second: the tail, second by second.",
+            &numbers(&slowest, ms),
+        ),
+    ]
+    .concat();
+    Section {
+        id: "timeline".to_owned(),
+        heading: "Through the window".to_owned(),
+        body,
+    }
+}
+
+/// Calls by status code, and the failures' messages.
+fn status_section(runs: &[(&str, &JsonReport)]) -> Section {
+    let codes: BTreeSet<&String> = runs
+        .iter()
+        .flat_map(|(_, load)| load.status_code_distribution.keys())
+        .collect();
+    let mut headers = vec!["run".to_owned()];
+    headers.extend(codes.iter().map(|code| (*code).clone()));
+    let rows: Vec<Vec<Cell>> = runs
+        .iter()
+        .map(|(name, load)| {
+            let mut row = vec![Cell::text(*name)];
+            row.extend(codes.iter().map(|code| {
+                let n = load
+                    .status_code_distribution
+                    .get(*code)
+                    .copied()
+                    .unwrap_or(0);
+                Cell::number(n.to_string(), n as f64)
+            }));
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut body = html::table(&headers, &rows, true);
+    let messages: Vec<Vec<Cell>> = runs
+        .iter()
+        .flat_map(|(name, load)| {
+            load.error_distribution.iter().map(move |(message, n)| {
+                vec![
+                    Cell::text(*name),
+                    Cell::number(n.to_string(), *n as f64),
+                    Cell::text(message.clone()),
+                ]
+            })
+        })
+        .collect();
+    if messages.is_empty() {
+        body.push_str(&html::paragraph("No call failed."));
+    } else {
+        body.push_str(&html::table(&["run", "calls", "error"], &messages, true));
+    }
+    Section {
+        id: "errors".to_owned(),
+        heading: "Status codes and errors".to_owned(),
+        body,
+    }
+}
+
+/// The page for a bench results folder (`bench.params` and one `<name>.json` per row).
+pub fn bench_page(dir: &Path, params: &[(String, String)], rows: &[ImplResult]) -> Page {
+    let measured: Vec<(&str, &JsonReport, &ImplResult)> = rows
+        .iter()
+        .filter(|row| row.status == RowStatus::Ok)
+        .filter_map(|row| row.load.as_ref().map(|load| (row.name.as_str(), load, row)))
+        .collect();
+    let runs: Vec<(&str, &JsonReport)> = measured.iter().map(|(n, l, _)| (*n, *l)).collect();
+    let param = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("?", |(_, v)| v.as_str())
+    };
+    let subtitle = format!(
+        "{} rows · scenario {} · {} server CPUs, {} RAM · {} connections × {} streams · {} measured after {} warmup",
+        rows.len(),
+        param("GRPC_REQUEST_SCENARIO"),
+        param("GRPC_SERVER_CPUS"),
+        param("GRPC_SERVER_RAM"),
+        param("GRPC_CLIENT_CONNECTIONS"),
+        param("GRPC_CLIENT_CONCURRENCY"),
+        param("GRPC_BENCHMARK_DURATION"),
+        param("GRPC_BENCHMARK_WARMUP"),
+    );
+    let mut sections = vec![
+        results_section(rows),
+        throughput_section(&measured),
+        percentile_section(&runs),
+        timeline_section(&runs),
+        usage_section(&measured),
+        status_section(&runs),
+    ];
+    if let Some(section) = allocation_section(&measured) {
+        sections.push(section);
+    }
+    if let Some(section) = profiles_section(dir, rows) {
+        sections.push(section);
+    }
+    sections.push(Section {
+        id: "configuration".to_owned(),
+        heading: "Configuration and machine".to_owned(),
+        body: html::settings(params),
+    });
+    Page {
+        title: format!("grpclab bench: {}", folder_name(dir)),
+        subtitle,
+        sections,
+    }
+}
+
+fn folder_name(dir: &Path) -> String {
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// The grpc_bench table, sortable, with the rows that did not measure and why.
+fn results_section(rows: &[ImplResult]) -> Section {
+    let headers = crate::bench::results::COLUMNS;
+    let mut ordered: Vec<&ImplResult> = rows.iter().collect();
+    let rps = |r: &ImplResult| match (&r.status, &r.load) {
+        (RowStatus::Ok, Some(load)) => load.measured_rps,
+        _ => -1.0,
+    };
+    ordered.sort_by(|a, b| rps(b).total_cmp(&rps(a)));
+    let table_rows: Vec<Vec<Cell>> = ordered
+        .iter()
+        .map(|row| {
+            let cells = row_cells(row);
+            let numbers: [Option<f64>; 10] = match (&row.load, row.status) {
+                (Some(load), RowStatus::Ok) => {
+                    let at = |p: f64| load.percentile(p).map(|ns| ns as f64 / 1e6);
+                    [
+                        None,
+                        Some(load.measured_rps),
+                        Some(load.average as f64 / 1e6),
+                        at(90.0),
+                        at(95.0),
+                        at(99.0),
+                        Some(row.usage.cpu_percent),
+                        Some(row.usage.memory_average_bytes as f64),
+                        Some(load.errors as f64),
+                        row.allocations_per_call,
+                    ]
+                }
+                _ => [None; 10],
+            };
+            cells
+                .into_iter()
+                .zip(numbers)
+                .map(|(text, number)| match number {
+                    Some(value) => Cell::number(text, value),
+                    None => Cell::text(text),
+                })
+                .collect()
+        })
+        .collect();
+    let mut body = html::table(&headers, &table_rows, true);
+    for row in rows.iter().filter(|r| r.status != RowStatus::Ok) {
+        body.push_str(&format!(
+            "<p class=\"note\">{} {}: {}</p>",
+            escape(&row.name),
+            crate::bench::status_word(row.status),
+            escape(row.reason.as_deref().unwrap_or("no reason recorded"))
+        ));
+    }
+    body.push_str(&html::paragraph(
+        "req/s over the measured window; latency of successful calls; avg. cpu in percent of \
+         one core; avg. memory: the server's mean resident set. Click a column to sort.",
+    ));
+    Section {
+        id: "table".to_owned(),
+        heading: "Results".to_owned(),
+        body,
+    }
+}
+
+/// req/s, CPU and memory as bars, side by side.
+fn throughput_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
+    let mut by_rps: Vec<&(&str, &JsonReport, &ImplResult)> = measured.iter().collect();
+    by_rps.sort_by(|a, b| b.1.measured_rps.total_cmp(&a.1.measured_rps));
+    let bars = |pick: fn(&JsonReport, &ImplResult) -> f64| -> Vec<(String, f64)> {
+        by_rps
+            .iter()
+            .map(|(name, load, row)| ((*name).to_owned(), pick(load, row)))
+            .collect()
+    };
+    let rps = bars(|load, _| load.measured_rps);
+    let cpu = bars(|_, row| row.usage.cpu_percent);
+    let memory = bars(|_, row| row.usage.memory_average_bytes as f64 / f64::from(1 << 20));
+    let rows: Vec<Vec<Cell>> = by_rps
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _, _))| {
+            vec![
+                Cell::text(*name),
+                Cell::number(count(rps[i].1), rps[i].1),
+                Cell::number(percent(cpu[i].1), cpu[i].1),
+                Cell::number(mib(memory[i].1), memory[i].1),
+            ]
+        })
+        .collect();
+    let numbers = html::table(&["name", "req/s", "avg. cpu", "avg. memory"], &rows, true);
+    let body = format!(
+        "<div class=\"grid\">{}{}{}</div>",
+        html::figure(
+            charts::bar_chart("Requests per second", "req/s", &rps, count),
+            "Throughput over the measured window.",
+            &numbers,
+        ),
+        html::figure(
+            charts::bar_chart("Server CPU", "% of one core", &cpu, percent),
+            "The server's mean CPU over the window.",
+            &numbers,
+        ),
+        html::figure(
+            charts::bar_chart("Server memory", "MiB", &memory, mib),
+            "The server's mean resident memory over the window.",
+            &numbers,
+        ),
+    );
+    Section {
+        id: "throughput".to_owned(),
+        heading: "Throughput, CPU and memory".to_owned(),
+        body,
+    }
+}
+
+/// The sampler's readings: CPU % between readings, and resident memory.
+fn usage_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
+    let cpu: Vec<Series> = measured
+        .iter()
+        .map(|(name, _, row)| Series {
+            name: (*name).to_owned(),
+            points: row
+                .usage
+                .samples
+                .windows(2)
+                .filter(|pair| pair[1].at > pair[0].at)
+                .map(|pair| {
+                    let share = (pair[1].cpu_seconds - pair[0].cpu_seconds).max(0.0)
+                        / (pair[1].at - pair[0].at);
+                    (pair[1].at, 100.0 * share)
+                })
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let rss: Vec<Series> = measured
+        .iter()
+        .map(|(name, _, row)| Series {
+            name: (*name).to_owned(),
+            points: row
+                .usage
+                .samples
+                .iter()
+                .map(|s| (s.at, s.rss_bytes as f64 / f64::from(1 << 20)))
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let numbers = |series: &[Series], format: fn(f64) -> String| {
+        let rows: Vec<Vec<Cell>> = series
+            .iter()
+            .flat_map(|s| {
+                s.points.iter().map(move |(at, y)| {
+                    vec![
+                        Cell::text(s.name.clone()),
+                        Cell::number(format!("{at:.2}"), *at),
+                        Cell::number(format(*y), *y),
+                    ]
+                })
+            })
+            .collect();
+        html::table(&["name", "second", "value"], &rows, true)
+    };
+    let line = |title, y_label, series: &[Series], format: fn(f64) -> String| {
+        charts::line_chart(&LineChart {
+            title,
+            x_label: "second of the window",
+            y_label,
+            series,
+            x_scale: XScale::Linear,
+            y_format: format,
+        })
+    };
+    let body = format!(
+        "{}{}",
+        html::figure(
+            line("Server CPU over time", "% of one core", &cpu, percent),
+            "CPU between consecutive readings of the sampler.",
+            &numbers(&cpu, percent),
+        ),
+        html::figure(
+            line("Server memory over time", "MiB resident", &rss, mib),
+            "Resident memory at each reading.",
+            &numbers(&rss, mib),
+        ),
+    );
+    Section {
+        id: "usage".to_owned(),
+        heading: "Server CPU and memory over time".to_owned(),
+        body,
+    }
+}
+
+/// Heap allocations per call, for the servers that count them.
+fn allocation_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Section> {
+    let bars: Vec<(String, f64)> = measured
+        .iter()
+        .filter_map(|(name, _, row)| row.allocations_per_call.map(|a| ((*name).to_owned(), a)))
+        .collect();
+    if bars.is_empty() {
+        return None;
+    }
+    let rows: Vec<Vec<Cell>> = measured
+        .iter()
+        .filter_map(|(name, _, row)| {
+            row.allocations_per_call.map(|a| {
+                let bytes = row.bytes_per_call.unwrap_or(0.0);
+                vec![
+                    Cell::text(*name),
+                    Cell::number(format!("{a:.1}"), a),
+                    Cell::number(format!("{bytes:.0}"), bytes),
+                ]
+            })
+        })
+        .collect();
+    Some(Section {
+        id: "allocations".to_owned(),
+        heading: "Allocations per call".to_owned(),
+        body: html::figure(
+            charts::bar_chart("Heap allocations per call", "allocations", &bars, |v| {
+                format!("{v:.1}")
+            }),
+            "Counted by the server's own allocator over the window (grpclab's admin RPC).",
+            &html::table(&["name", "allocations/call", "bytes/call"], &rows, true),
+        ),
+    })
+}
+
+/// Links to the flamegraphs and allocation profiles beside the page.
+fn profiles_section(dir: &Path, rows: &[ImplResult]) -> Option<Section> {
+    let mut items = String::new();
+    for row in rows {
+        let mut links = Vec::new();
+        if let Some(cpu) = &row.cpu_profile {
+            links.push(html::file_link(
+                &relative(dir, &cpu.flamegraph),
+                "flamegraph",
+            ));
+            links.push(html::file_link(
+                &relative(dir, &cpu.top_file),
+                "top functions",
+            ));
+        }
+        if let Some(alloc) = &row.alloc_profile {
+            links.push(html::file_link(
+                &relative(dir, &alloc.sites_file),
+                "allocation sites",
+            ));
+            links.push(html::file_link(
+                &relative(dir, &alloc.dhat_file),
+                "full profile",
+            ));
+        }
+        if let Some(note) = &row.profile_note {
+            links.push(escape(note));
+        }
+        if !links.is_empty() {
+            items.push_str(&format!(
+                "<li>{}: {}</li>",
+                escape(&row.name),
+                links.join(" · ")
+            ));
+        }
+    }
+    (!items.is_empty()).then(|| Section {
+        id: "profiles".to_owned(),
+        heading: "Profiles".to_owned(),
+        body: format!("<ul>{items}</ul>"),
+    })
+}
+
+/// `path` relative to the page's folder when it lies inside it (links must not leave it).
+fn relative(dir: &Path, path: &str) -> String {
+    let path = Path::new(path);
+    path.strip_prefix(dir)
+        .ok()
+        .or_else(|| path.file_name().map(Path::new))
+        .map_or_else(|| path.display().to_string(), |p| p.display().to_string())
+}
+
+/// The page for one load run.
+pub fn load_page(name: &str, load: &JsonReport) -> Page {
+    let runs = [(name, load)];
+    let options = &load.options;
+    let subtitle = format!(
+        "{} · {} · {} calls in {:.2} s, {:.0} req/s",
+        options.call,
+        options.host,
+        load.count,
+        load.measured_window as f64 / 1e9,
+        load.measured_rps
+    );
+    let summary_rows: Vec<Vec<Cell>> = [
+        ("calls", load.count as f64, load.count.to_string()),
+        ("OK", load.ok as f64, load.ok.to_string()),
+        ("errors", load.errors as f64, load.errors.to_string()),
+        (
+            "req/s (measured window)",
+            load.measured_rps,
+            count(load.measured_rps),
+        ),
+        (
+            "average",
+            load.average as f64 / 1e6,
+            ms(load.average as f64 / 1e6),
+        ),
+        (
+            "fastest",
+            load.fastest as f64 / 1e6,
+            ms(load.fastest as f64 / 1e6),
+        ),
+        (
+            "slowest",
+            load.slowest as f64 / 1e6,
+            ms(load.slowest as f64 / 1e6),
+        ),
+    ]
+    .into_iter()
+    .map(|(label, value, text)| vec![Cell::text(label), Cell::number(text, value)])
+    .collect();
+    let histogram: Vec<(String, f64)> = load
+        .histogram
+        .iter()
+        .map(|bucket| (ms(bucket.mark * 1e3), bucket.count as f64))
+        .collect();
+    let histogram_rows: Vec<Vec<Cell>> = load
+        .histogram
+        .iter()
+        .map(|bucket| {
+            vec![
+                Cell::number(ms(bucket.mark * 1e3), bucket.mark),
+                Cell::number(bucket.count.to_string(), bucket.count as f64),
+                Cell::number(percent(bucket.frequency * 100.0), bucket.frequency),
+            ]
+        })
+        .collect();
+    let options_pairs: Vec<(String, String)> = serde_json::to_value(options)
+        .ok()
+        .and_then(|value| value.as_object().cloned())
+        .map(|map| {
+            map.into_iter()
+                .map(|(key, value)| {
+                    let text = match value {
+                        serde_json::Value::String(text) => text,
+                        other => other.to_string(),
+                    };
+                    (key, text)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Page {
+        title: format!("grpclab load: {name}"),
+        subtitle,
+        sections: vec![
+            Section {
+                id: "summary".to_owned(),
+                heading: "Summary".to_owned(),
+                body: html::table(&["", "value"], &summary_rows, false),
+            },
+            percentile_section(&runs),
+            Section {
+                id: "histogram".to_owned(),
+                heading: "Response time histogram".to_owned(),
+                body: html::figure(
+                    charts::bar_chart(
+                        "Calls by latency (ghz's buckets)",
+                        "calls",
+                        &histogram,
+                        count,
+                    ),
+                    "ghz's histogram: each bar counts the calls up to its mark.",
+                    &html::table(&["up to", "calls", "share"], &histogram_rows, false),
+                ),
+            },
+            timeline_section(&runs),
+            status_section(&runs),
+            Section {
+                id: "configuration".to_owned(),
+                heading: "Options".to_owned(),
+                body: html::settings(&options_pairs),
+            },
+        ],
+    }
+}

@@ -113,7 +113,19 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
         let x_ticks = match chart.x_scale {
-            XScale::Linear => nice_ticks(x_min, x_max),
+            XScale::Linear => {
+                // Whole seconds are ticked in whole steps.
+                let whole = chart
+                    .series
+                    .iter()
+                    .all(|s| s.points.iter().all(|(x, _)| x.fract() == 0.0));
+                let ticks = nice_ticks(x_min, x_max);
+                if whole && ticks.len() > 1 && ticks[1] - ticks[0] < 1.0 {
+                    ticks.into_iter().filter(|x| x.fract() == 0.0).collect()
+                } else {
+                    ticks
+                }
+            }
             // The nines: 50, 90, 99, 99.9, 99.99 (those within the data).
             XScale::Percentile => [50.0, 90.0, 99.0, 99.9, 99.99]
                 .iter()
@@ -300,13 +312,16 @@ fn draw_error<E: std::fmt::Debug>(err: E) -> String {
 }
 
 /// Makes plotters' document an inline element: a `viewBox` instead of a fixed size, no XML
-/// namespace, an accessible name, and the hover marks on top.
+/// namespace, a largest size, an accessible name, and the hover marks on top.
 fn finish(svg: String, marks: &str, title: &str) -> String {
     let (width, height) = svg_size(&svg).unwrap_or(SIZE);
     let body_start = svg.find('>').map_or(0, |end| end + 1);
     let body_end = svg.rfind("</svg>").unwrap_or(svg.len());
     format!(
-        r#"<svg viewBox="0 0 {width} {height}" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet">{}{marks}</svg>"#,
+        r#"<svg viewBox="0 0 {width} {height}" style="max-width:{}px" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet">{}{marks}</svg>"#,
+        // Scaled up to 1.4 times at most: a lone bar chart on a wide screen keeps its text
+        // at a reading size instead of filling the page.
+        width * 7 / 5,
         escape(title),
         &svg[body_start..body_end]
     )

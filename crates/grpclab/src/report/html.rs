@@ -163,7 +163,7 @@ h1{font-size:1.6rem;margin:20px 0 4px}h2{font-size:1.25rem;margin:28px 0 8px;bor
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}\
 table.sortable th{cursor:pointer;user-select:none}table.sortable th:after{content:' \\2195';color:#aaa}\
 figure{margin:12px 0 20px;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px}\
-figure svg{width:100%;height:auto;display:block}figcaption{font-size:.9rem;color:#444;margin:4px 0}\
+figure svg{width:100%;height:auto;display:block;margin:0 auto}figcaption{font-size:.9rem;color:#444;margin:4px 0}\
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}\
 dl.settings{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:.85rem}\
 dl.settings dt{font-family:ui-monospace,monospace;color:#444}dl.settings dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}\

@@ -110,10 +110,13 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
                 points: load
                     .per_second
                     .iter()
-                    // Seconds at least half inside the window: calls that ended after it
-                    // (the drain) land in a last, mostly empty second that would read as
-                    // a collapse.
-                    .filter(|point| point.second as f64 + 0.5 <= load.measured_window as f64 / 1e9)
+                    // Seconds at least half inside the window (and the first, for runs
+                    // shorter than a second): calls that ended after it (the drain) land
+                    // in a last, mostly empty second that would read as a collapse.
+                    .filter(|point| {
+                        point.second == 0
+                            || point.second as f64 + 0.5 <= load.measured_window as f64 / 1e9
+                    })
                     .filter_map(|point| pick(point).map(|y| (point.second as f64, y)))
                     .collect(),
             })

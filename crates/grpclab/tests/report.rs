@@ -1,0 +1,308 @@
+//! `grpclab report` and `load -O html` (issue 16): golden checks on a fixed bench results
+//! folder (tests/fixtures/bench-report: a real three-server run and a row that failed to
+//! start), a page from a real load run, bad inputs, and the pages opened in headless
+//! chromium (screenshots kept under target/report-screenshots for a person to look at).
+
+mod common;
+
+use common::{grpclab, Server};
+use std::path::{Path, PathBuf};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bench-report");
+
+/// Renders `results` with `grpclab report` into a file in `dir`; returns the page.
+fn report(results: &Path, dir: &Path, extra: &[&str]) -> String {
+    let out = dir.join("page");
+    let output = grpclab()
+        .arg("report")
+        .arg(results)
+        .arg("-o")
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// Every `<svg>...</svg>` element of a page.
+fn svgs(page: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = page;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").expect("a closed svg") + start + 6;
+        found.push(&rest[start..end]);
+        rest = &rest[end..];
+    }
+    found
+}
+
+/// The text of the `<td>` cells of the table rows that start with `first`.
+fn row_after<'a>(page: &'a str, first: &str) -> Vec<&'a str> {
+    let marker = format!(">{first}</td>");
+    let start = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("a row {first}"));
+    let row_end = page[start..].find("</tr>").unwrap() + start;
+    page[start..row_end]
+        .split("</td>")
+        .filter_map(|cell| cell.rsplit('>').next())
+        .filter(|text| !text.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_bench_folder_becomes_one_self_contained_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = report(Path::new(FIXTURE), dir.path(), &[]);
+    // Every implementation, the failed one with its reason.
+    for name in ["lab", "tonic-mt", "tonic-st", "broken"] {
+        assert!(page.contains(&format!("<td>{name}</td>")), "{name} row");
+    }
+    assert!(page.contains("the server exited during start-up (exit code 3)"));
+    for section in [
+        "table",
+        "throughput",
+        "percentiles",
+        "timeline",
+        "usage",
+        "errors",
+        "allocations",
+        "configuration",
+    ] {
+        assert!(
+            page.contains(&format!("<section id=\"{section}\">")),
+            "{section}"
+        );
+    }
+    // Nothing from the network: no URL anywhere, no external script or stylesheet.
+    assert!(!page.contains("http://") && !page.contains("https://"));
+    assert!(!page.contains("<script src") && !page.contains("<link"));
+    // Every chart's SVG parses (XML), and has a hover title per point or bar.
+    let charts = svgs(&page);
+    assert!(charts.len() >= 8, "{} charts", charts.len());
+    for svg in &charts {
+        let document = roxmltree::Document::parse(svg)
+            .unwrap_or_else(|err| panic!("an SVG does not parse: {err}\n{}", &svg[..200]));
+        assert!(
+            document.descendants().any(|n| n.has_tag_name("title")),
+            "hover titles"
+        );
+    }
+    // The configuration, as bench.params holds it.
+    assert!(page.contains("<dt>GRPC_REQUEST_SCENARIO</dt><dd>complex_proto</dd>"));
+}
+
+#[test]
+fn the_percentile_curve_is_the_saved_histogram() {
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(FIXTURE).join("lab.json")).unwrap())
+            .unwrap();
+    let encoded = record["load"]["hdrHistogram"]["latency"].as_str().unwrap();
+    let histogram = grpclab_load::decode_histogram(encoded).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let page = report(Path::new(FIXTURE), dir.path(), &[]);
+    let section = &page[page.find("<section id=\"percentiles\">").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    for (percentile, label) in [(50.0, "p50"), (99.0, "p99"), (99.99, "p99.99")] {
+        let expected = histogram.value_at_quantile(percentile / 100.0) as f64 / 1e6;
+        let shown = format!("{expected:.3} ms");
+        // The numbers table: the row of this percentile holds lab's value (lab is the first
+        // run, in file order).
+        let row = row_after(section, label);
+        assert_eq!(
+            row.get(1).copied(),
+            Some(shown.as_str()),
+            "{label}: {row:?}"
+        );
+        // The chart's point, on hover.
+        let title = format!(
+            "<title>lab: {} at percentile {label}</title>",
+            grpclab::report::charts::trim_number(expected)
+        );
+        assert!(section.contains(&title), "{title}");
+    }
+}
+
+#[test]
+fn markdown_and_the_default_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = report(Path::new(FIXTURE), dir.path(), &["--format", "md"]);
+    assert!(md.contains("| name "), "{md}");
+    assert!(md.contains("## Latency percentiles"));
+    assert!(md.contains("| p99.99 |"));
+    // Without -o, a folder gets report.html inside it.
+    let copy = dir.path().join("results");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(FIXTURE).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+    }
+    let output = grpclab().arg("report").arg(&copy).output().unwrap();
+    assert!(output.status.success());
+    assert!(copy.join("report.html").is_file());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("report.html"));
+}
+
+#[test]
+fn what_is_not_a_results_folder_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = dir.path().join("notes.txt");
+    std::fs::write(&not_json, "hello").unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let missing = dir.path().join("missing");
+    for (path, needle) in [
+        (&not_json, "is not a grpclab load report"),
+        (&empty, "holds no bench.params"),
+        (&missing, "cannot read"),
+    ] {
+        let output = grpclab().arg("report").arg(path).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{path:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+}
+
+/// `load -O html` writes one run's page; `grpclab report` renders the same page from the
+/// run's `-O json`.
+#[test]
+fn a_load_run_has_its_own_page() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("run.html");
+    let json = dir.path().join("run.json");
+    for (format, path) in [("html", &html), ("json", &json)] {
+        let output = grpclab()
+            .args(["load", "--insecure", &server.target(), "--scenario"])
+            .args(["complex_proto", "-n", "3000", "-c", "20", "--name", "smoke"])
+            .args(["-O", format, "-o"])
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<title>grpclab load: smoke</title>"));
+    for section in ["summary", "percentiles", "histogram", "timeline", "errors"] {
+        assert!(
+            page.contains(&format!("<section id=\"{section}\">")),
+            "{section}"
+        );
+    }
+    assert!(page.contains("<td>calls</td><td class=\"num\" data-sort=\"3000\">3000</td>"));
+    assert!(!page.contains("http://") && !page.contains("https://"));
+    let from_json = report(&json, dir.path(), &[]);
+    assert!(from_json.contains("<title>grpclab load: smoke</title>"));
+    assert_eq!(svgs(&from_json).len(), svgs(&page).len());
+}
+
+/// Where the screenshots go: target/report-screenshots.
+fn screenshot_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| {
+            std::process::Command::new(name)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// Each kind of page in a real browser: the rendered DOM has the charts and rows, the
+/// console reports no error, and a screenshot is kept for a person to look at.
+#[test]
+fn the_pages_render_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs chromium (.ci/run)"
+        );
+        eprintln!("SKIPPED: no chromium here (apt-get install chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bench_page = dir.path().join("bench.html");
+    std::fs::write(&bench_page, report(Path::new(FIXTURE), dir.path(), &[])).unwrap();
+    let server = Server::start("lab");
+    let load_page = dir.path().join("load.html");
+    let output = grpclab()
+        .args(["load", "--insecure", &server.target(), "--scenario"])
+        .args(["complex_proto", "-n", "2000", "-O", "html", "-o"])
+        .arg(&load_page)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let shots = screenshot_dir();
+    for (kind, page, rows) in [
+        (
+            "bench",
+            &bench_page,
+            &["lab", "tonic-mt", "tonic-st", "broken"][..],
+        ),
+        ("load", &load_page, &["calls", "OK"][..]),
+    ] {
+        let common = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ];
+        let dom = std::process::Command::new(browser)
+            .args(common)
+            .arg("--dump-dom")
+            .arg(page)
+            .output()
+            .unwrap();
+        assert!(dom.status.success(), "{kind}: chromium failed");
+        let rendered = String::from_utf8_lossy(&dom.stdout);
+        let console = String::from_utf8_lossy(&dom.stderr);
+        for line in console.lines().filter(|l| l.contains("CONSOLE")) {
+            assert!(
+                !line.contains("Uncaught") && !line.contains("Error"),
+                "{kind}: console error: {line}"
+            );
+        }
+        assert!(
+            rendered.matches("<svg").count() >= 4,
+            "{kind}: charts in the rendered DOM"
+        );
+        for row in rows {
+            assert!(
+                rendered.contains(&format!("<td>{row}</td>")),
+                "{kind}: {row}"
+            );
+        }
+        let shot = shots.join(format!("{kind}.png"));
+        let _ = std::fs::remove_file(&shot);
+        let taken = std::process::Command::new(browser)
+            .args(common)
+            .arg("--window-size=1200,3000")
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(page)
+            .output()
+            .unwrap();
+        assert!(taken.status.success(), "{kind}: screenshot");
+        assert!(
+            std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000),
+            "{kind}: a screenshot with something in it"
+        );
+    }
+}

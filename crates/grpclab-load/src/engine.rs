@@ -252,6 +252,7 @@ pub fn run(
         ignored += outcome.ignored;
         last_completion = last_completion.max(outcome.last_completion);
     }
+    recorder.finish_seconds();
     let end_reason = if cancel.is_cancelled() {
         EndReason::Cancel
     } else if config.total.is_some_and(|total| {

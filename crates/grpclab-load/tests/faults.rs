@@ -398,12 +398,13 @@ fn keepalive_finds_a_stalled_server_and_spares_a_slow_one() {
         }
         let server = scripted_server(
             any_port(),
-            Arc::new(|_: &[u8]| Reply::EchoAfter(Duration::from_millis(300))),
+            Arc::new(|_: &[u8]| Reply::EchoAfter(Duration::from_millis(600))),
         );
         let mut config = config_for(server.addr, transport);
         config.concurrency = 4;
         config.total = Some(12);
-        config.keepalive = Some(Duration::from_millis(50));
+        // Several PINGs per held call, each answered by the server's HTTP/2 layer at once.
+        config.keepalive = Some(Duration::from_millis(150));
         let result = run_bounded(config);
         assert_eq!(
             (result.count(), result.ok()),

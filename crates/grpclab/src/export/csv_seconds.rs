@@ -8,7 +8,8 @@ pub struct CsvSecondsExporter;
 
 impl Exporter for CsvSecondsExporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
-        let mut out = String::from("second,count,errors,average_ns,slowest_ns,in_flight_max\n");
+        let mut out =
+            String::from("second,count,errors,average_ns,slowest_ns,in_flight_max,p50_ns,p99_ns\n");
         for (second, stats) in report.result.per_second().iter().enumerate() {
             let average = stats
                 .mean_latency_ns()
@@ -16,8 +17,13 @@ impl Exporter for CsvSecondsExporter {
                 .unwrap_or_default();
             writeln!(
                 out,
-                "{second},{},{},{average},{},{}",
-                stats.count, stats.errors, stats.latency_max_ns, stats.in_flight_max
+                "{second},{},{},{average},{},{},{},{}",
+                stats.count,
+                stats.errors,
+                stats.latency_max_ns,
+                stats.in_flight_max,
+                stats.latency_p50_ns,
+                stats.latency_p99_ns
             )?;
         }
         Ok(out.into_bytes())

@@ -132,6 +132,12 @@ pub struct SecondPoint {
     /// threads; see `SecondStats::in_flight_max`).
     #[serde(default)]
     pub in_flight_max: u64,
+    /// Median latency of this second's successful calls, ns (2 significant digits; 0 if none).
+    #[serde(default)]
+    pub p50: u64,
+    /// 99th percentile of the same, ns.
+    #[serde(default)]
+    pub p99: u64,
 }
 
 /// The serialized histograms.
@@ -493,6 +499,8 @@ impl JsonReport {
                     average: stats.mean_latency_ns(),
                     slowest: stats.latency_max_ns,
                     in_flight_max: stats.in_flight_max,
+                    p50: stats.latency_p50_ns,
+                    p99: stats.latency_p99_ns,
                 })
                 .collect(),
             hdr_histogram: HdrHistograms {

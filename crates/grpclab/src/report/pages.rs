@@ -125,7 +125,7 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
     };
     let throughput = per_second(|p| Some(p.count as f64));
     let mean = per_second(|p| p.average.map(|ns| ns as f64 / 1e6));
-    let slowest = per_second(|p| (p.count > p.errors).then_some(p.slowest as f64 / 1e6));
+    let p99 = per_second(|p| (p.p99 > 0).then_some(p.p99 as f64 / 1e6));
     let chart = |title, y_label, series: &[Series], format: fn(f64) -> String| {
         charts::line_chart(&LineChart {
             title,
@@ -167,14 +167,15 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
             &numbers(&throughput, count),
         ),
         html::figure(
+            chart("p99 latency per second", "latency (ms)", &p99, ms_axis),
+            "The 99th percentile of each second's successful calls (from a histogram per \
+             second, 2 significant digits): the tail, second by second.",
+            &numbers(&p99, ms),
+        ),
+        html::figure(
             chart("Mean latency per second", "latency (ms)", &mean, ms_axis),
             "The mean latency of each second's successful calls.",
             &numbers(&mean, ms),
-        ),
-        html::figure(
-            chart("Slowest call per second", "latency (ms)", &slowest, ms_axis),
-            "The slowest successful call of each second: the tail, second by second.",
-            &numbers(&slowest, ms),
         ),
     ]
     .concat();

@@ -194,6 +194,9 @@ pub struct LoadConfig {
     /// nothing for this long, and give the connection up (its calls Unavailable, then a
     /// reconnect) when nothing arrives within as long again. `None`: no PINGs.
     pub keepalive: Option<Duration>,
+    /// A live view is watching: progress snapshots carry the last whole second's latency
+    /// percentiles (each client thread hands over one small histogram a second).
+    pub live_latency: bool,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -268,6 +271,7 @@ impl LoadConfig {
             duration_stop: DurationStop::Wait,
             concurrency_steps: None,
             keepalive: None,
+            live_latency: false,
         }
     }
 

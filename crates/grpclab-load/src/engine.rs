@@ -91,6 +91,8 @@ pub(crate) struct Shared {
     request_number: std::sync::atomic::AtomicU64,
     /// Calls whose template rendering failed (sent with call 0's request instead).
     pub(crate) render_failures: std::sync::atomic::AtomicU64,
+    /// `config.live_latency`: each thread's finished seconds, for the progress snapshots.
+    live: Option<crate::progress::LiveSeconds>,
 }
 
 /// What one thread hands back.
@@ -134,6 +136,9 @@ pub fn run(
         skipped: std::sync::atomic::AtomicU64::new(0),
         request_number: std::sync::atomic::AtomicU64::new(0),
         render_failures: std::sync::atomic::AtomicU64::new(0),
+        live: config
+            .live_latency
+            .then(crate::progress::LiveSeconds::default),
         config,
     });
 
@@ -216,7 +221,7 @@ pub fn run(
         if schedule.end().is_some_and(|end| now >= end) {
             stop.cancel();
         }
-        let (completed, errors) = totals(&shared.progress);
+        let (completed, errors, errors_by_code) = totals(&shared.progress);
         let interval = now.duration_since(last_report.0).as_secs_f64();
         let current_rps = if interval > 0.0 {
             completed.saturating_sub(last_report.1) as f64 / interval
@@ -231,6 +236,8 @@ pub fn run(
             errors,
             current_rps,
             target,
+            errors_by_code,
+            last_second: shared.live.as_ref().and_then(|live| live.latest()),
         });
     }
     for handle in handles {
@@ -406,6 +413,7 @@ fn client_thread(
             outstanding: Cell::new(0),
             last_completion: Cell::new(None),
             progress_slot: index,
+            live_published: Cell::new(0),
             shared: Arc::clone(shared),
         });
         let drivers_stop = schedule.stop_token().child_token();
@@ -527,6 +535,8 @@ pub(crate) struct ThreadState {
     outstanding: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     progress_slot: usize,
+    /// Live view: how many of the recorder's finished seconds were handed over.
+    live_published: Cell<usize>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -604,7 +614,8 @@ impl ThreadState {
         {
             // One of the first `--skipFirst` calls of the run: it ran and ended, and is left
             // out of the figures, as ghz leaves it out of its report.
-            self.shared.progress[self.progress_slot].add(outcome.is_err());
+            self.shared.progress[self.progress_slot]
+                .add(outcome.as_ref().err().map(|failure| failure.code));
             return;
         }
         let since = done.saturating_duration_since(self.schedule.measure_from());
@@ -626,8 +637,22 @@ impl ThreadState {
             Err(failure) => recorder.record_error(failure.code, &failure.message, latency, since),
         }
         recorder.note_in_flight(in_flight, since);
+        if let Some(live) = &self.shared.live {
+            // A live view: hand over each second's histogram once it is set aside.
+            let finished = recorder.finished_seconds();
+            while self.live_published.get() < finished.len() {
+                let (second, bytes) = &finished[self.live_published.get()];
+                live.publish(*second, bytes.clone());
+                self.live_published.set(self.live_published.get() + 1);
+            }
+        }
         self.last_completion.set(Some(done));
-        self.shared.progress[self.progress_slot].add(outcome.is_err() || late);
+        let failed = match outcome {
+            Ok(()) if late => Some(Code::DeadlineExceeded),
+            Ok(()) => None,
+            Err(failure) => Some(failure.code),
+        };
+        self.shared.progress[self.progress_slot].add(failed);
     }
 
     /// A call sent during the warmup has ended: counted apart if it ended after the window

@@ -34,7 +34,7 @@ pub use config::{
 };
 pub use engine::{drain_limit, run, LoadError};
 pub use lab_transport::CONNECT_TIMEOUT;
-pub use progress::{ProgressSnapshot, ProgressTarget};
+pub use progress::{ProgressSnapshot, ProgressTarget, SecondLatency};
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
 pub use tokio_util::sync::CancellationToken;

@@ -1,7 +1,9 @@
 //! Live counters for a progress display. Each client thread owns one slot and is its only
 //! writer; the controller reads all slots about ten times a second.
 
+use grpclab_core::Code;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// One thread's counters, on a cache line of its own so threads never share one.
@@ -10,15 +12,79 @@ use std::time::Duration;
 pub(crate) struct ThreadProgress {
     completed: AtomicU64,
     errors: AtomicU64,
+    /// Failed calls by status code (touched on the error path only).
+    by_code: [AtomicU64; Code::COUNT],
 }
 
 impl ThreadProgress {
-    pub(crate) fn add(&self, failed: bool) {
+    /// One call ended: `failed` with its status code, or OK (`None`).
+    pub(crate) fn add(&self, failed: Option<Code>) {
         // Single writer: a relaxed add is enough; readers only want a recent value.
         self.completed.fetch_add(1, Ordering::Relaxed);
-        if failed {
+        if let Some(code) = failed {
             self.errors.fetch_add(1, Ordering::Relaxed);
+            self.by_code[code as usize].fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+/// The latency of the last whole second, for a live view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecondLatency {
+    /// Which second of the measured window.
+    pub second: u64,
+    /// Its successful calls.
+    pub calls: u64,
+    /// Their median latency, ns (2 significant digits).
+    pub p50_ns: u64,
+    /// Their 99th percentile, ns.
+    pub p99_ns: u64,
+}
+
+/// Where client threads hand each finished second's latency histogram (V2-encoded) when a
+/// live view asks for them (`LoadConfig::live_latency`): one lock per thread per second.
+#[derive(Debug, Default)]
+pub(crate) struct LiveSeconds {
+    finished: Mutex<Vec<(usize, Vec<u8>)>>,
+    /// The newest second merged so far and its histogram (controller only).
+    merged: Mutex<Option<(usize, hdrhistogram::Histogram<u64>)>>,
+}
+
+impl LiveSeconds {
+    pub(crate) fn publish(&self, second: usize, encoded: Vec<u8>) {
+        if let Ok(mut finished) = self.finished.lock() {
+            finished.push((second, encoded));
+        }
+    }
+
+    /// Merges what the threads handed over since the last call; returns the newest second
+    /// seen. Parts of an older second that arrive late are dropped (a live view moves on).
+    pub(crate) fn latest(&self) -> Option<SecondLatency> {
+        let parts = self
+            .finished
+            .lock()
+            .map(|mut finished| std::mem::take(&mut *finished))
+            .unwrap_or_default();
+        let mut merged = self.merged.lock().ok()?;
+        let mut deserializer = hdrhistogram::serialization::Deserializer::new();
+        for (second, bytes) in parts {
+            let Ok(part) = deserializer.deserialize::<u64, _>(&mut bytes.as_slice()) else {
+                continue;
+            };
+            match merged.as_mut() {
+                Some((current, histogram)) if *current == second => {
+                    let _ = histogram.add(&part);
+                }
+                Some((current, _)) if *current > second => {}
+                _ => *merged = Some((second, part)),
+            }
+        }
+        merged.as_ref().map(|(second, histogram)| SecondLatency {
+            second: *second as u64,
+            calls: histogram.len(),
+            p50_ns: histogram.value_at_quantile(0.5),
+            p99_ns: histogram.value_at_quantile(0.99),
+        })
     }
 }
 
@@ -37,6 +103,10 @@ pub struct ProgressSnapshot {
     pub current_rps: f64,
     /// Where the run is heading, if known: the duration or the `-n` total.
     pub target: ProgressTarget,
+    /// Failed calls so far by status code (indexed by `Code as usize`).
+    pub errors_by_code: [u64; Code::COUNT],
+    /// With `LoadConfig::live_latency`: the newest whole second's latency percentiles.
+    pub last_second: Option<SecondLatency>,
 }
 
 /// What "done" means for the progress display.
@@ -48,11 +118,17 @@ pub enum ProgressTarget {
     Total(u64),
 }
 
-pub(crate) fn totals(slots: &[ThreadProgress]) -> (u64, u64) {
-    slots.iter().fold((0, 0), |(completed, errors), slot| {
+/// Calls completed, failed, and failed by code, over every thread.
+pub(crate) fn totals(slots: &[ThreadProgress]) -> (u64, u64, [u64; Code::COUNT]) {
+    let mut by_code = [0u64; Code::COUNT];
+    let (completed, errors) = slots.iter().fold((0, 0), |(completed, errors), slot| {
+        for (total, count) in by_code.iter_mut().zip(slot.by_code.iter()) {
+            *total += count.load(Ordering::Relaxed);
+        }
         (
             completed + slot.completed.load(Ordering::Relaxed),
             errors + slot.errors.load(Ordering::Relaxed),
         )
-    })
+    });
+    (completed, errors, by_code)
 }

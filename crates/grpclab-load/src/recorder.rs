@@ -217,6 +217,11 @@ impl Recorder {
         }
     }
 
+    /// The seconds set aside so far (second, V2-encoded histogram of its successful calls).
+    pub fn finished_seconds(&self) -> &[(usize, Vec<u8>)] {
+        &self.second_latencies
+    }
+
     /// Fills each second's `latency_p50_ns` and `latency_p99_ns` from the histograms set
     /// aside (call it on the merged recorder, once every thread's is in).
     pub fn finish_seconds(&mut self) {

@@ -167,6 +167,14 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub load_max_duration: Option<std::time::Duration>,
 
+    /// No live view: on a terminal, the one-line progress bar instead.
+    #[arg(long, conflicts_with = "tui")]
+    pub no_tui: bool,
+
+    /// The live view even when stderr is not a terminal (to measure what it costs).
+    #[arg(long, hide = true)]
+    pub tui: bool,
+
     /// How many calls may be in flight as the run goes (ghz's --concurrency-schedule): const
     /// (-c), step (--concurrency-start, changed by --concurrency-step every
     /// --concurrency-step-duration) or line (the same, every second). -c is then ignored.

@@ -18,6 +18,7 @@ pub mod compare;
 pub mod config_file;
 pub mod encode_cmd;
 pub mod export;
+pub mod live;
 pub mod load_cmd;
 pub mod reflection;
 pub mod report;

@@ -39,6 +39,8 @@ pub struct PreparedLoad {
     pub format: OutputFormat,
     /// Output file, if not standard output.
     pub output: Option<std::path::PathBuf>,
+    /// Show the live view (a terminal, or `--tui`) instead of the progress line.
+    pub live: bool,
 }
 
 /// Validates the flags and builds the run. Every error is an [`InputError`].
@@ -186,6 +188,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config
         .validate()
         .map_err(|err| InputError(err.to_string()))?;
+    // The live view on a terminal (oha's), unless --no-tui; --tui forces it (e.g. to measure
+    // what it costs with stderr redirected).
+    let live = args.tui || (!args.no_tui && std::io::stderr().is_terminal());
+    config.live_latency = live;
     let options = RunOptions {
         name: args.name.clone(),
         tags: parse_string_map("--tags", args.tags.as_deref())?.unwrap_or_default(),
@@ -255,16 +261,40 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         options,
         format: args.format,
         output: args.output.clone(),
+        live,
     })
 }
 
-/// Runs a prepared load with a progress bar (when stderr is a terminal) and writes the output.
+/// Runs a prepared load with the live view or a progress bar (when stderr is a terminal) and
+/// writes the output.
 pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Result<Report> {
-    let progress = progress_bar();
-    let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
-        show_progress(&progress, snapshot)
-    });
-    progress.finish_and_clear();
+    let live_view = if prepared.live {
+        let title = format!(
+            "grpclab load {} · {}",
+            prepared.options.host, prepared.options.call
+        );
+        // A terminal that refuses the alternate screen falls back to the progress line.
+        crate::live::LiveView::start(title).ok()
+    } else {
+        None
+    };
+    let result = match live_view {
+        Some(mut view) => {
+            let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
+                view.update(snapshot)
+            });
+            view.finish();
+            result
+        }
+        None => {
+            let progress = progress_bar();
+            let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
+                show_progress(&progress, snapshot)
+            });
+            progress.finish_and_clear();
+            result
+        }
+    };
     let result = result.map_err(|err| InputError(err.to_string()))?;
     let report = Report {
         options: prepared.options,

@@ -67,7 +67,10 @@ def run_client(argv, warmup, at_warmup_end=None):
     """Runs a client; at the end of `warmup` seconds calls `at_warmup_end()` (if given) and reads
     the client's CPU. Returns (stdout, client CPU seconds after the warmup, client peak RSS KiB)."""
     out = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+    # stderr to a file, not a pipe: a client that writes a lot there (the live view under
+    # --tui) must never block on a full pipe nobody reads until the end.
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdout=out, stderr=err)
     time.sleep(warmup)
     try:
         client_cpu_at_warmup_end = cpu_seconds(proc.pid)
@@ -77,7 +80,8 @@ def run_client(argv, warmup, at_warmup_end=None):
         at_warmup_end()
     _, status, rusage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode(errors="replace")
+    err.seek(0)
+    stderr = err.read().decode(errors="replace")
     out.seek(0)
     stdout = out.read().decode(errors="replace")
     if code != 0:

@@ -443,6 +443,10 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_name = "KIND")]
     pub profile: Vec<ProfileKind>,
 
+    /// No live view: on a terminal, the progress lines as they come instead.
+    #[arg(long)]
+    pub no_tui: bool,
+
     /// Settings shared with `grpclab compare`.
     #[command(flatten)]
     pub settings: BenchSettings,

@@ -8,18 +8,18 @@
 //! mode, so Ctrl-C still stops the run (and the screen is restored when the view is dropped).
 
 use std::collections::VecDeque;
-use std::io::Stderr;
+use std::io::{IsTerminal, Stderr};
 use std::time::{Duration, Instant};
 
 use grpclab_core::Code;
 use grpclab_load::{ProgressSnapshot, ProgressTarget};
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::{cursor, execute, terminal};
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
-use ratatui::Terminal;
+use ratatui::{Terminal, TerminalOptions, Viewport};
 
 /// How often the screen is redrawn.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);
@@ -34,6 +34,10 @@ pub struct LiveView {
     last_history: Option<Instant>,
     last_draw: Option<Instant>,
     restored: bool,
+    /// Progress lines (bench's "[1/3] lab: ..."), shown in a panel and handed back at the end.
+    log: Vec<String>,
+    /// The last snapshot, to redraw when a line arrives between snapshots.
+    last: Option<ProgressSnapshot>,
 }
 
 impl LiveView {
@@ -41,7 +45,20 @@ impl LiveView {
     pub fn start(title: String) -> std::io::Result<LiveView> {
         let mut stderr = std::io::stderr();
         execute!(stderr, terminal::EnterAlternateScreen, cursor::Hide)?;
-        let terminal = Terminal::new(CrosstermBackend::new(stderr))?;
+        let backend = CrosstermBackend::new(stderr);
+        // Off a terminal (`--tui` with stderr redirected, to measure the view's cost) a
+        // fixed screen: asking a file for its size would make crossterm run `tput` on
+        // every frame.
+        let terminal = if std::io::stderr().is_terminal() {
+            Terminal::new(backend)?
+        } else {
+            Terminal::with_options(
+                backend,
+                TerminalOptions {
+                    viewport: Viewport::Fixed(Rect::new(0, 0, 100, 32)),
+                },
+            )?
+        };
         Ok(LiveView {
             terminal,
             title,
@@ -49,12 +66,32 @@ impl LiveView {
             last_history: None,
             last_draw: None,
             restored: false,
+            log: Vec::new(),
+            last: None,
         })
+    }
+
+    /// Adds a progress line to the log panel (and redraws, so it shows at once).
+    pub fn log(&mut self, line: &str) {
+        self.log.push(line.to_owned());
+        let snapshot = self.last.unwrap_or(ProgressSnapshot {
+            measured: Duration::ZERO,
+            warming_up: true,
+            completed: 0,
+            errors: 0,
+            current_rps: 0.0,
+            target: ProgressTarget::Total(0),
+            errors_by_code: [0; Code::COUNT],
+            last_second: None,
+        });
+        self.last_draw = Some(Instant::now());
+        let _ = self.draw(&snapshot);
     }
 
     /// Takes a snapshot; redraws at most every [`REDRAW_EVERY`]. Drawing errors (a closed
     /// terminal) are ignored: the run goes on and its results are written as always.
     pub fn update(&mut self, snapshot: &ProgressSnapshot) {
+        self.last = Some(*snapshot);
         let now = Instant::now();
         if self
             .last_history
@@ -78,6 +115,14 @@ impl LiveView {
 
     fn draw(&mut self, snapshot: &ProgressSnapshot) -> std::io::Result<()> {
         let history: Vec<u64> = self.history.iter().copied().collect();
+        let log: Vec<Line> = self
+            .log
+            .iter()
+            .rev()
+            .take(8)
+            .rev()
+            .map(|line| Line::from(line.as_str()))
+            .collect();
         let title = self.title.clone();
         let (ratio, done) = progress(snapshot);
         let phase = if snapshot.warming_up {
@@ -111,12 +156,13 @@ impl LiveView {
                 .collect()
         };
         self.terminal.draw(|frame| {
-            let [header, gauge, numbers, spark, errs] = Layout::vertical([
+            let [header, gauge, numbers, spark, errs, lines] = Layout::vertical([
                 Constraint::Length(1),
                 Constraint::Length(3),
                 Constraint::Length(5),
                 Constraint::Length(8),
                 Constraint::Min(3),
+                Constraint::Length(if log.is_empty() { 0 } else { 10 }),
             ])
             .areas(frame.area());
             frame.render_widget(
@@ -162,13 +208,25 @@ impl LiveView {
                 ),
                 errs,
             );
+            if !log.is_empty() {
+                frame.render_widget(
+                    Paragraph::new(log).block(
+                        Block::default()
+                            .borders(Borders::ALL)
+                            .title("progress lines"),
+                    ),
+                    lines,
+                );
+            }
         })?;
         Ok(())
     }
 
-    /// Leaves the alternate screen, showing the cursor again.
-    pub fn finish(mut self) {
+    /// Leaves the alternate screen, showing the cursor again; returns the progress lines
+    /// logged, for the caller to print where they stay visible.
+    pub fn finish(mut self) -> Vec<String> {
         self.restore();
+        std::mem::take(&mut self.log)
     }
 
     fn restore(&mut self) {

@@ -283,7 +283,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
                 view.update(snapshot)
             });
-            view.finish();
+            let _ = view.finish();
             result
         }
         None => {

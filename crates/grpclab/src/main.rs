@@ -8,7 +8,7 @@ use grpclab::{
     EXIT_INPUT,
 };
 use grpclab_load::CancellationToken;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 /// Counts heap allocations per thread, so servers can report allocations per call through
@@ -53,7 +53,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let prepared = bench::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
-            let outcome = bench::execute(prepared, &cancel, &mut progress_line(&cancel))?;
+            let live = !args.no_tui && std::io::stderr().is_terminal();
+            let view = if live {
+                grpclab::live::LiveView::start("grpclab bench".to_owned())
+                    .ok()
+                    .map(std::cell::RefCell::new)
+            } else {
+                None
+            };
+            let outcome = match &view {
+                Some(view) => {
+                    let mut lines = |line: &str| view.borrow_mut().log(line);
+                    let mut show = |snapshot: &grpclab_load::ProgressSnapshot| {
+                        view.borrow_mut().update(snapshot)
+                    };
+                    bench::execute(prepared, &cancel, &mut lines, Some(&mut show))
+                }
+                None => bench::execute(prepared, &cancel, &mut progress_line(&cancel), None),
+            };
+            if let Some(view) = view {
+                // The lines shown in the view stay on the terminal after it closes.
+                for line in view.into_inner().finish() {
+                    let _ = writeln!(std::io::stderr(), "{line}");
+                }
+            }
+            let outcome = outcome?;
             // Results are on disk already; a closed stdout or stderr only loses the echo.
             let _ = writeln!(std::io::stdout(), "{}", outcome.table);
             let _ = writeln!(std::io::stderr(), "results: {}", outcome.dir.display());

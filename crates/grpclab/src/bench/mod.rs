@@ -212,6 +212,7 @@ pub fn execute(
     prepared: PreparedBench,
     cancel: &CancellationToken,
     progress: &mut dyn FnMut(&str),
+    mut snapshots: Option<&mut dyn FnMut(&grpclab_load::ProgressSnapshot)>,
 ) -> anyhow::Result<BenchOutcome> {
     let config = &prepared.config;
     let available = limits::available_cores();
@@ -257,6 +258,10 @@ pub fn execute(
             cores: &run_cores,
             cancel,
             progress: &mut prefixed,
+            // A reborrow for this run only (a trait object's lifetime may shrink here).
+            snapshots: snapshots
+                .as_mut()
+                .map(|show| &mut **show as &mut dyn FnMut(&grpclab_load::ProgressSnapshot)),
             cpu_profile_dir: prepared.profile_cpu.then(|| dir.path().to_path_buf()),
             alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
             tls: tls.as_ref(),

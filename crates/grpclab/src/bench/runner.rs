@@ -108,6 +108,9 @@ pub struct RunContext<'a> {
     pub cancel: &'a CancellationToken,
     /// Progress lines for the user (the runner never prints).
     pub progress: &'a mut dyn FnMut(&str),
+    /// A live view's snapshots of the measured load (with the last second's percentiles);
+    /// `None`: the load runs silently.
+    pub snapshots: Option<&'a mut dyn FnMut(&grpclab_load::ProgressSnapshot)>,
     /// `--profile cpu`: where the profile files go.
     pub cpu_profile_dir: Option<std::path::PathBuf>,
     /// `--profile alloc`: where the allocation profiles go.
@@ -564,7 +567,14 @@ fn measure(
         };
         (usage, stats_before, died, profile, alloc_profile, jfr)
     });
-    let outcome = grpclab_load::run(load, &load_cancel, &mut |_| {});
+    let outcome = match context.snapshots.as_mut() {
+        Some(show) => {
+            let mut load = load;
+            load.live_latency = true;
+            grpclab_load::run(load, &load_cancel, &mut |snapshot| show(snapshot))
+        }
+        None => grpclab_load::run(load, &load_cancel, &mut |_| {}),
+    };
     let _ = done_tx.send(());
     let (usage, stats_before, died, profile, alloc_stopped, jfr) = monitor
         .join()

@@ -168,6 +168,7 @@ pub fn execute(
                 cores: &cores,
                 cancel,
                 progress: &mut prefixed,
+                snapshots: None,
                 cpu_profile_dir: None,
                 alloc_profile_dir: None,
                 tls: tls.as_ref(),

@@ -102,6 +102,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             let _ = writeln!(std::io::stderr(), "results: {}", dir.display());
+            let page = dir.join(grpclab::report::BENCH_REPORT);
+            if page.is_file() {
+                let _ = writeln!(std::io::stderr(), "report: {}", page.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Load(args) => {

@@ -9,6 +9,8 @@ use common::{grpclab, Server};
 use std::path::{Path, PathBuf};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bench-report");
+const SWEEP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sweep-report");
+const COMPARE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/compare-report");
 
 /// Renders `results` with `grpclab report` into a file in `dir`; returns the page.
 fn report(results: &Path, dir: &Path, extra: &[&str]) -> String {
@@ -128,6 +130,67 @@ fn the_percentile_curve_is_the_saved_histogram() {
     }
 }
 
+/// A sweep's page: req/s and p99 against the swept key, one line per implementation, the
+/// points being the sweep's cells.
+#[test]
+fn a_sweep_draws_each_implementation_against_the_swept_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = report(Path::new(SWEEP), dir.path(), &[]);
+    let section = &page[page
+        .find("<section id=\"sweep\">")
+        .expect("a sweep section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("<h2>Sweep over concurrency</h2>"));
+    let matrix: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(SWEEP).join("sweep.json")).unwrap())
+            .unwrap();
+    for cell in matrix["cells"].as_array().unwrap() {
+        let implementation = cell["implementation"].as_str().unwrap();
+        let value = cell["settings"][0][1].as_str().unwrap();
+        let rps = cell["rps"].as_f64().unwrap();
+        let title = format!("<title>{implementation}: {rps:.0} at concurrency {value}</title>");
+        assert!(section.contains(&title), "{title}");
+    }
+    for svg in svgs(section) {
+        roxmltree::Document::parse(svg).unwrap();
+    }
+}
+
+/// A compare folder's page: the verdict in words, each ratio with its interval (the forest
+/// plot's points are compare.json's numbers), and every round.
+#[test]
+fn a_comparison_shows_ratios_with_intervals_and_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = report(Path::new(COMPARE), dir.path(), &[]);
+    let compare: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(COMPARE).join("compare.json")).unwrap())
+            .unwrap();
+    let rps = &compare["comparisons"][0]["rps"];
+    let (ratio, low, high) = (
+        rps["ratio"].as_f64().unwrap(),
+        rps["ratio_low"].as_f64().unwrap(),
+        rps["ratio_high"].as_f64().unwrap(),
+    );
+    let words = match rps["verdict"].as_str().unwrap() {
+        "faster" => "B is better",
+        "slower" => "B is worse",
+        _ => "no significant difference",
+    };
+    assert!(page.contains(&format!(
+        "req/s (higher is better): {ratio:.3}× A, 99.9 % interval [{low:.3}, {high:.3}]: {words}"
+    )));
+    assert!(page.contains(&format!(
+        "<title>B req/s: {ratio:.3} [{low:.3}, {high:.3}]</title>"
+    )));
+    for round in ["a-1", "a-2", "a-3", "b-1", "b-2", "b-3"] {
+        assert!(page.contains(&format!("<td>{round}</td>")), "{round}");
+    }
+    assert!(!page.contains("http://") && !page.contains("https://"));
+    for svg in svgs(&page) {
+        roxmltree::Document::parse(svg).unwrap();
+    }
+}
+
 #[test]
 fn markdown_and_the_default_output_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -158,7 +221,7 @@ fn what_is_not_a_results_folder_is_one_line() {
     let missing = dir.path().join("missing");
     for (path, needle) in [
         (&not_json, "is not a grpclab load report"),
-        (&empty, "holds no bench.params"),
+        (&empty, "holds no bench.params or compare.json"),
         (&missing, "cannot read"),
     ] {
         let output = grpclab().arg("report").arg(path).output().unwrap();
@@ -249,13 +312,20 @@ fn the_pages_render_in_headless_chromium() {
         .unwrap();
     assert!(output.status.success());
     let shots = screenshot_dir();
-    for (kind, page, rows) in [
+    let sweep_page = dir.path().join("sweep.html");
+    std::fs::write(&sweep_page, report(Path::new(SWEEP), dir.path(), &[])).unwrap();
+    let compare_page = dir.path().join("compare.html");
+    std::fs::write(&compare_page, report(Path::new(COMPARE), dir.path(), &[])).unwrap();
+    for (kind, page, rows, charts) in [
         (
             "bench",
             &bench_page,
             &["lab", "tonic-mt", "tonic-st", "broken"][..],
+            4,
         ),
-        ("load", &load_page, &["calls", "OK"][..]),
+        ("load", &load_page, &["calls", "OK"][..], 4),
+        ("sweep", &sweep_page, &["lab concurrency=1000"][..], 4),
+        ("compare", &compare_page, &["a-1", "b-3"][..], 1),
     ] {
         let common = [
             "--headless",
@@ -281,7 +351,7 @@ fn the_pages_render_in_headless_chromium() {
             );
         }
         assert!(
-            rendered.matches("<svg").count() >= 4,
+            rendered.matches("<svg").count() >= charts,
             "{kind}: charts in the rendered DOM"
         );
         for row in rows {

@@ -302,7 +302,7 @@ pub fn execute(
         dir.write_tables(&results, &notes)?;
         // The page is rendered from the files just written (reporting never measures); a
         // page that cannot be written costs the run nothing but the page.
-        if let Err(err) = crate::report::write_bench_report(dir.path()) {
+        if let Err(err) = crate::report::write_report(dir.path()) {
             progress(&format!("WARNING: no report page: {err}"));
         }
     }

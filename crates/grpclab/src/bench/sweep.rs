@@ -15,7 +15,7 @@ use super::suite::{shell_quote, ImplementationSpec};
 use crate::InputError;
 
 /// One swept key and its values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Axis {
     /// The key, as given (dashes and underscores alike).
     pub key: String,
@@ -118,7 +118,7 @@ pub fn apply(
 }
 
 /// One cell of the matrix, as kept in `sweep.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SweepCell {
     /// The implementation.
     pub implementation: String,

@@ -96,7 +96,7 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
 }
 
 /// The comparison's result, as printed and written to `compare.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CompareReport {
     /// A as given: the baseline.
     pub baseline: String,
@@ -107,7 +107,7 @@ pub struct CompareReport {
 }
 
 /// One side against the baseline.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SideComparison {
     /// Its label (B, C, ...).
     pub label: String,
@@ -223,6 +223,11 @@ pub fn execute(
         serde_json::to_vec_pretty(&report)?,
     )?;
     std::fs::write(dir.path().join("compare.txt"), render(&report))?;
+    // The page is rendered from the files just written; a page that cannot be written costs
+    // the comparison nothing but the page.
+    if let Err(err) = crate::report::write_report(dir.path()) {
+        progress(&format!("WARNING: no report page: {err}"));
+    }
     Ok((report, dir.path().to_path_buf()))
 }
 

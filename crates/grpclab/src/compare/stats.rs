@@ -69,7 +69,7 @@ pub fn t_critical(df: f64) -> f64 {
 }
 
 /// A sample's summary.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Number of values.
     pub n: usize,
@@ -117,7 +117,7 @@ pub enum Better {
 }
 
 /// What the comparison says about B relative to A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// B is better, beyond the interval.
@@ -129,7 +129,7 @@ pub enum Verdict {
 }
 
 /// B relative to A for one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Comparison {
     /// A's summary.
     pub a: Summary,

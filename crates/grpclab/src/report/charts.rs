@@ -50,6 +50,8 @@ pub struct LineChart<'a> {
     pub x_scale: XScale,
     /// Formats a value for axis labels and hover titles.
     pub y_format: fn(f64) -> String,
+    /// Names for x = 0, 1, 2, ... (a swept setting's values); empty: x is a number.
+    pub x_names: &'a [String],
 }
 
 /// The position of percentile `p` (50..100) on the [`XScale::Percentile`] axis.
@@ -103,6 +105,11 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
     if x_min > x_max {
         return Err(format!("{}: no data to draw", chart.title));
     }
+    if !chart.x_names.is_empty() {
+        // Named x values sit at 0, 1, ...: half a step of room on each side.
+        x_min = -0.25;
+        x_max = chart.x_names.len() as f64 - 0.75;
+    }
     if (x_max - x_min).abs() < f64::EPSILON {
         x_max = x_min + 1.0;
     }
@@ -113,6 +120,9 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
         let x_ticks = match chart.x_scale {
+            XScale::Linear if !chart.x_names.is_empty() => {
+                (0..chart.x_names.len()).map(|i| i as f64).collect()
+            }
             XScale::Linear => {
                 // Whole seconds are ticked in whole steps.
                 let whole = chart
@@ -167,6 +177,11 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
             )))
             .map_err(draw_error)?;
             let label = match chart.x_scale {
+                XScale::Linear if !chart.x_names.is_empty() => chart
+                    .x_names
+                    .get(tick as usize)
+                    .cloned()
+                    .unwrap_or_default(),
                 XScale::Linear => trim_number(tick),
                 XScale::Percentile => trim_number(percentile_at(tick)),
             };
@@ -193,6 +208,11 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
             for (&(x, y), &(raw_x, _)) in line.iter().zip(series.points.iter()) {
                 let (px, py) = plot.backend_coord(&(x, y));
                 let shown_x = match chart.x_scale {
+                    XScale::Linear if !chart.x_names.is_empty() => chart
+                        .x_names
+                        .get(raw_x as usize)
+                        .cloned()
+                        .unwrap_or_default(),
                     XScale::Linear => trim_number(raw_x),
                     XScale::Percentile => format!("p{}", trim_number(raw_x)),
                 };
@@ -307,6 +327,127 @@ pub fn bar_chart(
     Ok(finish(svg, &marks, title))
 }
 
+/// One row of a forest plot: a ratio and its interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// The row's name (a side and a metric).
+    pub label: String,
+    /// The ratio to the baseline.
+    pub ratio: f64,
+    /// Its interval (infinite or NaN bounds are drawn as the ratio alone).
+    pub low: f64,
+    /// Its interval's upper bound.
+    pub high: f64,
+}
+
+/// A forest plot: each row's ratio as a dot and its interval as a line, against a vertical
+/// line at 1 (no difference); a row whose interval misses 1 differs.
+pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
+    if rows.is_empty() {
+        return Err(format!("{title}: no data to draw"));
+    }
+    let finite = |v: f64| v.is_finite();
+    let mut low = rows
+        .iter()
+        .flat_map(|r| [r.ratio, r.low])
+        .filter(|v| finite(*v))
+        .fold(1f64, f64::min);
+    let mut high = rows
+        .iter()
+        .flat_map(|r| [r.ratio, r.high])
+        .filter(|v| finite(*v))
+        .fold(1f64, f64::max);
+    let pad = ((high - low) * 0.1).max(0.01);
+    low -= pad;
+    high += pad;
+    let height = (70 + 38 * rows.len() as u32).max(160);
+    let mut svg = String::new();
+    let mut marks = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let label_width = rows
+            .iter()
+            .map(|r| r.label.chars().count() as u32 * 7 + 16)
+            .max()
+            .unwrap_or(60)
+            .min(260);
+        let names: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        let mut plot = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(low..high, (0..rows.len()).into_segmented())
+            .map_err(draw_error)?;
+        plot.configure_mesh()
+            .disable_y_mesh()
+            .x_desc("ratio to A (1 = no difference)")
+            .x_labels(8)
+            .x_label_formatter(&|x| format!("{x:.3}"))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .y_label_formatter(&|segment| match segment {
+                SegmentValue::CenterOf(index) => names
+                    .len()
+                    .checked_sub(index + 1)
+                    .and_then(|i| names.get(i))
+                    .copied()
+                    .unwrap_or("")
+                    .to_owned(),
+                _ => String::new(),
+            })
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(draw_error)?;
+        plot.draw_series(std::iter::once(PathElement::new(
+            vec![
+                (1.0, SegmentValue::Exact(0)),
+                (1.0, SegmentValue::Exact(rows.len())),
+            ],
+            RGBColor(120, 120, 120).stroke_width(2),
+        )))
+        .map_err(draw_error)?;
+        for (index, row) in rows.iter().enumerate() {
+            let slot = rows.len() - 1 - index;
+            let differs = finite(row.low) && finite(row.high) && (row.low > 1.0 || row.high < 1.0);
+            let colour = if differs {
+                RGBColor(200, 60, 40)
+            } else {
+                RGBColor(60, 90, 160)
+            };
+            if finite(row.low) && finite(row.high) {
+                plot.draw_series(std::iter::once(PathElement::new(
+                    vec![
+                        (row.low, SegmentValue::CenterOf(slot)),
+                        (row.high, SegmentValue::CenterOf(slot)),
+                    ],
+                    colour.stroke_width(3),
+                )))
+                .map_err(draw_error)?;
+            }
+            plot.draw_series(std::iter::once(Circle::new(
+                (row.ratio, SegmentValue::CenterOf(slot)),
+                6,
+                colour.filled(),
+            )))
+            .map_err(draw_error)?;
+            let (px, py) = plot.backend_coord(&(row.ratio, SegmentValue::CenterOf(slot)));
+            let _ = write!(
+                marks,
+                r#"<circle cx="{px}" cy="{py}" r="9" fill="{}" fill-opacity="0.01"><title>{}: {:.3} [{:.3}, {:.3}]</title></circle>"#,
+                hex(colour),
+                escape(&row.label),
+                row.ratio,
+                row.low,
+                row.high,
+            );
+        }
+        root.present().map_err(draw_error)?;
+    }
+    Ok(finish(svg, &marks, title))
+}
+
 fn draw_error<E: std::fmt::Debug>(err: E) -> String {
     format!("cannot draw the chart: {err:?}")
 }
@@ -394,6 +535,7 @@ mod tests {
             series: &series,
             x_scale: XScale::Percentile,
             y_format: trim_number,
+            x_names: &[],
         })
         .unwrap();
         assert!(
@@ -419,6 +561,7 @@ mod tests {
             series: &[],
             x_scale: XScale::Linear,
             y_format: trim_number,
+            x_names: &[],
         };
         assert!(line_chart(&empty).is_err());
     }

@@ -25,7 +25,7 @@ pub enum Format {
     Markdown,
 }
 
-/// The file name `bench` writes its report under, in the results folder.
+/// The file name `bench` and `compare` write their report under, in the results folder.
 pub const BENCH_REPORT: &str = "report.html";
 
 /// What a results path holds.
@@ -41,6 +41,12 @@ enum Saved {
         name: String,
         report: Box<JsonReport>,
     },
+    /// A `grpclab compare` folder: its report and the rounds' rows.
+    Compare {
+        dir: PathBuf,
+        report: Box<crate::compare::CompareReport>,
+        rows: Vec<ImplResult>,
+    },
 }
 
 /// Renders the results at `path` (a bench results folder, or a `load -O json` file).
@@ -48,7 +54,22 @@ pub fn render(path: &Path, format: Format) -> Result<String, InputError> {
     let saved = read(path)?;
     Ok(match (saved, format) {
         (Saved::Bench { dir, params, rows }, Format::Html) => {
-            html::render(&pages::bench_page(&dir, &params, &rows))
+            let mut page = pages::bench_page(&dir, &params, &rows);
+            if let Some(section) =
+                read_sweep(&dir).and_then(|(axes, cells)| pages::sweep_section(&axes, &cells))
+            {
+                // Right after the table: a sweep's point is the curve.
+                page.sections.insert(1, section);
+            }
+            html::render(&page)
+        }
+        (Saved::Compare { dir, report, rows }, Format::Html) => {
+            html::render(&pages::compare_page(&dir, &report, &rows))
+        }
+        (Saved::Compare { dir, .. }, Format::Markdown) => {
+            std::fs::read_to_string(dir.join("compare.txt"))
+                .map(|text| format!("# grpclab compare\n\n```\n{text}```\n"))
+                .map_err(|err| InputError(format!("cannot read compare.txt: {err}")))?
         }
         (Saved::Bench { params, rows, .. }, Format::Markdown) => bench_markdown(&params, &rows),
         (Saved::Load { name, report }, Format::Html) => {
@@ -58,9 +79,10 @@ pub fn render(path: &Path, format: Format) -> Result<String, InputError> {
     })
 }
 
-/// Writes `report.html` into a bench results folder from what it holds now (called after
-/// each implementation, like the tables, so an interrupted run keeps a report).
-pub fn write_bench_report(dir: &Path) -> Result<PathBuf, InputError> {
+/// Writes `report.html` into a results folder (bench, sweep or compare) from what it holds
+/// now (`bench` calls it after each implementation, like the tables, so an interrupted run
+/// keeps a report; `compare` at its end).
+pub fn write_report(dir: &Path) -> Result<PathBuf, InputError> {
     let page = render(dir, Format::Html)?;
     let path = dir.join(BENCH_REPORT);
     std::fs::write(&path, page)
@@ -97,17 +119,27 @@ fn read(path: &Path) -> Result<Saved, InputError> {
             report: Box::new(report),
         });
     }
+    let compare_file = path.join("compare.json");
+    if compare_file.is_file() {
+        let text = std::fs::read(&compare_file)
+            .map_err(|err| InputError(format!("cannot read {}: {err}", compare_file.display())))?;
+        let report: crate::compare::CompareReport =
+            serde_json::from_slice(&text).map_err(|err| {
+                InputError(format!(
+                    "{} is not a compare report grpclab can read ({err})",
+                    compare_file.display()
+                ))
+            })?;
+        return Ok(Saved::Compare {
+            dir: path.to_path_buf(),
+            report: Box::new(report),
+            rows: read_rows(path)?,
+        });
+    }
     let params_file = path.join("bench.params");
     if !params_file.is_file() {
-        let kind = if path.join("compare.json").is_file() {
-            " (a compare folder: its page is not built yet)"
-        } else if path.join("sweep.json").is_file() {
-            " (a sweep folder: its page is not built yet)"
-        } else {
-            ""
-        };
         return Err(InputError(format!(
-            "{} holds no bench.params{kind}; {hint}",
+            "{} holds no bench.params or compare.json; {hint}",
             path.display()
         )));
     }
@@ -117,6 +149,16 @@ fn read(path: &Path) -> Result<Saved, InputError> {
         .filter_map(|line| line.split_once('='))
         .map(|(key, value)| (key.to_owned(), value.to_owned()))
         .collect();
+    let rows = read_rows(path)?;
+    Ok(Saved::Bench {
+        dir: path.to_path_buf(),
+        params,
+        rows,
+    })
+}
+
+/// The rows (`<name>.json` records) of a results folder, in file-name order.
+fn read_rows(path: &Path) -> Result<Vec<ImplResult>, InputError> {
     let mut rows = Vec::new();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|err| InputError(format!("cannot list {}: {err}", path.display())))?
@@ -146,11 +188,24 @@ fn read(path: &Path) -> Result<Saved, InputError> {
         })?;
         rows.push(row);
     }
-    Ok(Saved::Bench {
-        dir: path.to_path_buf(),
-        params,
-        rows,
-    })
+    Ok(rows)
+}
+
+/// A sweep's matrix (`sweep.json`), when the folder holds one.
+fn read_sweep(
+    dir: &Path,
+) -> Option<(
+    Vec<crate::bench::sweep::Axis>,
+    Vec<crate::bench::sweep::SweepCell>,
+)> {
+    #[derive(serde::Deserialize)]
+    struct Matrix {
+        axes: Vec<crate::bench::sweep::Axis>,
+        cells: Vec<crate::bench::sweep::SweepCell>,
+    }
+    let text = std::fs::read(dir.join("sweep.json")).ok()?;
+    let matrix: Matrix = serde_json::from_slice(&text).ok()?;
+    Some((matrix.axes, matrix.cells))
 }
 
 /// A Markdown table from a header and rows of text.

@@ -72,6 +72,7 @@ fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
         series: &series,
         x_scale: XScale::Percentile,
         y_format: ms_axis,
+        x_names: &[],
     });
     let mut headers = vec!["percentile".to_owned()];
     headers.extend(series.iter().map(|s| s.name.clone()));
@@ -134,6 +135,7 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
             series,
             x_scale: XScale::Linear,
             y_format: format,
+            x_names: &[],
         })
     };
     let numbers = |series: &[Series], format: fn(f64) -> String| {
@@ -461,6 +463,7 @@ fn usage_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
             series,
             x_scale: XScale::Linear,
             y_format: format,
+            x_names: &[],
         })
     };
     let body = format!(
@@ -671,6 +674,258 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                 id: "configuration".to_owned(),
                 heading: "Options".to_owned(),
                 body: html::settings(&options_pairs),
+            },
+        ],
+    }
+}
+
+/// One cell of a sweep on its line: (position of the swept value, req/s, p99 ns).
+type SweepPoint = (f64, Option<f64>, Option<u64>);
+
+/// A sweep (`bench --sweep KEY=V1,V2`): req/s and p99 against the first swept key, one line
+/// per implementation (and per value of any other swept key).
+pub fn sweep_section(
+    axes: &[crate::bench::sweep::Axis],
+    cells: &[crate::bench::sweep::SweepCell],
+) -> Option<Section> {
+    let first = axes.first()?;
+    let x_names = first.values.clone();
+    // One line per implementation and combination of the other keys.
+    let mut lines: Vec<(String, Vec<SweepPoint>)> = Vec::new();
+    for cell in cells {
+        let others: Vec<String> = cell
+            .settings
+            .iter()
+            .filter(|(key, _)| *key != first.key)
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        let name = if others.is_empty() {
+            cell.implementation.clone()
+        } else {
+            format!("{} {}", cell.implementation, others.join(" "))
+        };
+        let Some(position) = cell
+            .settings
+            .iter()
+            .find(|(key, _)| *key == first.key)
+            .and_then(|(_, value)| first.values.iter().position(|v| v == value))
+        else {
+            continue;
+        };
+        let point = (position as f64, cell.rps, cell.p99_ns);
+        match lines.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, points)) => points.push(point),
+            None => lines.push((name, vec![point])),
+        }
+    }
+    let series = |pick: fn(&SweepPoint) -> Option<f64>| -> Vec<Series> {
+        lines
+            .iter()
+            .map(|(name, points)| Series {
+                name: name.clone(),
+                points: points
+                    .iter()
+                    .filter_map(|p| pick(p).map(|y| (p.0, y)))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let rps = series(|p| p.1);
+    let p99 = series(|p| p.2.map(|ns| ns as f64 / 1e6));
+    let chart = |title, y_label, series: &[Series], format: fn(f64) -> String| {
+        charts::line_chart(&LineChart {
+            title,
+            x_label: &first.key,
+            y_label,
+            series,
+            x_scale: XScale::Linear,
+            y_format: format,
+            x_names: &x_names,
+        })
+    };
+    let rows: Vec<Vec<Cell>> = cells
+        .iter()
+        .map(|cell| {
+            let settings: Vec<String> = cell
+                .settings
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            vec![
+                Cell::text(cell.implementation.clone()),
+                Cell::text(settings.join(" ")),
+                cell.rps
+                    .map_or_else(|| Cell::text("FAILED"), |r| Cell::number(count(r), r)),
+                cell.p99_ns.map_or_else(
+                    || Cell::text("-"),
+                    |ns| Cell::number(ms(ns as f64 / 1e6), ns as f64 / 1e6),
+                ),
+            ]
+        })
+        .collect();
+    let numbers = html::table(&["implementation", "settings", "req/s", "p99"], &rows, true);
+    Some(Section {
+        id: "sweep".to_owned(),
+        heading: format!("Sweep over {}", first.key),
+        body: [
+            html::figure(
+                chart("Requests per second", "req/s", &rps, count),
+                "Throughput at each swept value, one line per implementation.",
+                &numbers,
+            ),
+            html::figure(
+                chart("p99 latency", "latency (ms)", &p99, ms_axis),
+                "The 99th percentile at each swept value.",
+                &numbers,
+            ),
+        ]
+        .concat(),
+    })
+}
+
+/// The page for a `grpclab compare` folder: each side against A, with intervals, in words
+/// and as a forest plot; the rounds one by one.
+pub fn compare_page(
+    dir: &Path,
+    report: &crate::compare::CompareReport,
+    rows: &[ImplResult],
+) -> Page {
+    use crate::compare::stats::{Comparison, Verdict};
+    type Pick = fn(&crate::compare::SideComparison) -> &Comparison;
+    let metrics: [(&str, Pick, f64, &str, bool); 3] = [
+        ("req/s", |c| &c.rps, 1.0, "", true),
+        ("p50", |c| &c.p50_ns, 1e6, " ms", false),
+        ("p99", |c| &c.p99_ns, 1e6, " ms", false),
+    ];
+    let mut verdicts = String::from("<ul>");
+    let mut estimates = Vec::new();
+    let mut means: Vec<Vec<Cell>> = Vec::new();
+    for (metric, pick, scale, unit, higher_is_better) in metrics {
+        if let Some(first) = report.comparisons.first() {
+            let a = pick(first).a;
+            means.push(vec![
+                Cell::text(metric),
+                Cell::text("A"),
+                Cell::number(
+                    format!(
+                        "{:.3}{unit} ± {:.3}",
+                        a.mean / scale,
+                        a.ci_half_width / scale
+                    ),
+                    a.mean,
+                ),
+                Cell::text(""),
+                Cell::text(""),
+            ]);
+        }
+        for side in &report.comparisons {
+            let c = pick(side);
+            let words = match c.verdict {
+                Verdict::Faster => format!("{} is better", side.label),
+                Verdict::Slower => format!("{} is worse", side.label),
+                Verdict::NoSignificantDifference => "no significant difference".to_owned(),
+            };
+            let direction = if higher_is_better {
+                "higher is better"
+            } else {
+                "lower is better"
+            };
+            verdicts.push_str(&format!(
+                "<li><strong>{}</strong> {metric} ({direction}): {:.3}× A, 99.9 % interval [{:.3}, {:.3}]: {}</li>",
+                escape(&side.label),
+                c.ratio,
+                c.ratio_low,
+                c.ratio_high,
+                escape(&words)
+            ));
+            estimates.push(charts::Estimate {
+                label: format!("{} {metric}", side.label),
+                ratio: c.ratio,
+                low: c.ratio_low,
+                high: c.ratio_high,
+            });
+            means.push(vec![
+                Cell::text(metric),
+                Cell::text(side.label.clone()),
+                Cell::number(
+                    format!(
+                        "{:.3}{unit} ± {:.3}",
+                        c.b.mean / scale,
+                        c.b.ci_half_width / scale
+                    ),
+                    c.b.mean,
+                ),
+                Cell::number(
+                    format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ratio_low, c.ratio_high),
+                    c.ratio,
+                ),
+                Cell::text(words),
+            ]);
+        }
+    }
+    verdicts.push_str("</ul>");
+    let mut sides = vec![format!("A: {}", report.baseline)];
+    sides.extend(
+        report
+            .comparisons
+            .iter()
+            .map(|c| format!("{}: {}", c.label, c.side)),
+    );
+    let rounds: Vec<Vec<Cell>> = rows
+        .iter()
+        .filter_map(|row| row.load.as_ref().map(|load| (row, load)))
+        .map(|(row, load)| {
+            let p99 = load.percentile(99.0).unwrap_or(0) as f64 / 1e6;
+            vec![
+                Cell::text(row.name.clone()),
+                Cell::number(count(load.measured_rps), load.measured_rps),
+                Cell::number(ms(p99), p99),
+                Cell::number(percent(row.usage.cpu_percent), row.usage.cpu_percent),
+            ]
+        })
+        .collect();
+    Page {
+        title: format!("grpclab compare: {}", folder_name(dir)),
+        subtitle: format!(
+            "{} · {} rounds each, interleaved; means with 99.9 % confidence intervals",
+            sides.join(" · "),
+            report.rounds
+        ),
+        sections: vec![
+            Section {
+                id: "verdict".to_owned(),
+                heading: "Verdict".to_owned(),
+                body: verdicts,
+            },
+            Section {
+                id: "forest".to_owned(),
+                heading: "Ratios to A".to_owned(),
+                body: html::figure(
+                    charts::forest_chart(
+                        "Each side's ratio to A, with its 99.9 % interval",
+                        &estimates,
+                    ),
+                    "A dot is the ratio of the means; its line the 99.9 % interval. An interval \
+                     that misses the line at 1 (red) is a difference; one that crosses it \
+                     (blue) is not.",
+                    &html::table(
+                        &[
+                            "metric",
+                            "side",
+                            "mean ± 99.9 % CI",
+                            "ratio to A [99.9 % CI]",
+                            "verdict",
+                        ],
+                        &means,
+                        false,
+                    ),
+                ),
+            },
+            Section {
+                id: "rounds".to_owned(),
+                heading: "Rounds".to_owned(),
+                body: html::table(&["round", "req/s", "p99", "server cpu"], &rounds, true),
             },
         ],
     }

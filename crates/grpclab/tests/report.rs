@@ -191,6 +191,45 @@ fn a_comparison_shows_ratios_with_intervals_and_the_verdict() {
     }
 }
 
+/// Copies a fixture folder into `dir/name`.
+fn copy_fixture(from: &str, dir: &Path, name: &str) -> PathBuf {
+    let copy = dir.join(name);
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+    }
+    copy
+}
+
+/// Profiles written by `--profile cpu|alloc` are linked by paths inside the folder (the
+/// records hold absolute paths), and a profile note is shown.
+#[test]
+fn profiles_are_linked_inside_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = copy_fixture(FIXTURE, dir.path(), "results");
+    let record_path = results.join("lab.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    let inside = |file: &str| results.join(file).display().to_string();
+    record["cpu_profile"] = serde_json::json!({
+        "flamegraph": inside("lab.flamegraph.svg"),
+        "top_file": inside("lab.top.txt"),
+        "weight": 1000,
+        "top": [],
+    });
+    record["profile_note"] = serde_json::json!("alloc: the server has no heap profiler");
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let page = report(&results, dir.path(), &[]);
+    assert!(page.contains("<section id=\"profiles\">"));
+    assert!(
+        page.contains("<a href=\"lab.flamegraph.svg\">flamegraph</a>"),
+        "relative link"
+    );
+    assert!(page.contains("<a href=\"lab.top.txt\">top functions</a>"));
+    assert!(page.contains("alloc: the server has no heap profiler"));
+}
+
 #[test]
 fn markdown_and_the_default_output_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -199,12 +238,7 @@ fn markdown_and_the_default_output_file() {
     assert!(md.contains("## Latency percentiles"));
     assert!(md.contains("| p99.99 |"));
     // Without -o, a folder gets report.html inside it.
-    let copy = dir.path().join("results");
-    std::fs::create_dir(&copy).unwrap();
-    for entry in std::fs::read_dir(FIXTURE).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
-    }
+    let copy = copy_fixture(FIXTURE, dir.path(), "results");
     let output = grpclab().arg("report").arg(&copy).output().unwrap();
     assert!(output.status.success());
     assert!(copy.join("report.html").is_file());

@@ -278,17 +278,7 @@ pub fn bar_chart(
             .y_labels(bars.len())
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 14))
-            // The first item on top: segment 0 is drawn at the bottom.
-            .y_label_formatter(&|segment| match segment {
-                SegmentValue::CenterOf(index) => names
-                    .len()
-                    .checked_sub(index + 1)
-                    .and_then(|i| names.get(i))
-                    .copied()
-                    .unwrap_or("")
-                    .to_owned(),
-                _ => String::new(),
-            })
+            .y_label_formatter(&|segment| top_down_name(&names, segment))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(draw_error)?;
@@ -387,16 +377,7 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
             .x_label_formatter(&|x| format!("{x:.3}"))
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 14))
-            .y_label_formatter(&|segment| match segment {
-                SegmentValue::CenterOf(index) => names
-                    .len()
-                    .checked_sub(index + 1)
-                    .and_then(|i| names.get(i))
-                    .copied()
-                    .unwrap_or("")
-                    .to_owned(),
-                _ => String::new(),
-            })
+            .y_label_formatter(&|segment| top_down_name(&names, segment))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(draw_error)?;
@@ -446,6 +427,21 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
         root.present().map_err(draw_error)?;
     }
     Ok(finish(svg, &marks, title))
+}
+
+/// The label of a row of a chart whose first item is on top (plotters draws segment 0 at
+/// the bottom).
+fn top_down_name(names: &[&str], segment: &SegmentValue<usize>) -> String {
+    match segment {
+        SegmentValue::CenterOf(index) => names
+            .len()
+            .checked_sub(index + 1)
+            .and_then(|i| names.get(i))
+            .copied()
+            .unwrap_or("")
+            .to_owned(),
+        _ => String::new(),
+    }
 }
 
 fn draw_error<E: std::fmt::Debug>(err: E) -> String {

@@ -525,27 +525,19 @@ fn allocation_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<S
 fn profiles_section(dir: &Path, rows: &[ImplResult]) -> Option<Section> {
     let mut items = String::new();
     for row in rows {
-        let mut links = Vec::new();
+        let mut files: Vec<(&str, &str)> = Vec::new();
         if let Some(cpu) = &row.cpu_profile {
-            links.push(html::file_link(
-                &relative(dir, &cpu.flamegraph),
-                "flamegraph",
-            ));
-            links.push(html::file_link(
-                &relative(dir, &cpu.top_file),
-                "top functions",
-            ));
+            files.push((&cpu.flamegraph, "flamegraph"));
+            files.push((&cpu.top_file, "top functions"));
         }
         if let Some(alloc) = &row.alloc_profile {
-            links.push(html::file_link(
-                &relative(dir, &alloc.sites_file),
-                "allocation sites",
-            ));
-            links.push(html::file_link(
-                &relative(dir, &alloc.dhat_file),
-                "full profile",
-            ));
+            files.push((&alloc.sites_file, "allocation sites"));
+            files.push((&alloc.dhat_file, "full profile"));
         }
+        let mut links: Vec<String> = files
+            .into_iter()
+            .map(|(path, text)| html::file_link(&relative(dir, path), text))
+            .collect();
         if let Some(note) = &row.profile_note {
             links.push(escape(note));
         }

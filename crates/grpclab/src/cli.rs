@@ -548,8 +548,12 @@ pub struct CompareArgs {
 /// What `grpclab bench --profile` records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProfileKind {
-    /// CPU samples with perf: flamegraph and top functions.
+    /// CPU samples with perf, stacks walked by frame pointers (grpclab's servers, Go):
+    /// flamegraph, top functions, heaviest call paths.
     Cpu,
+    /// The same, stacks unwound with DWARF: for servers built without frame pointers (most
+    /// C++ and Rust builds); bigger files, more overhead.
+    CpuDwarf,
     /// Allocation sites with dhat (grpclab's built-in servers): top sites by count and bytes.
     Alloc,
 }

@@ -594,6 +594,114 @@ fn cpu_profiles_come_with_a_flamegraph_or_say_why_not() {
         .contains("apt-get install linux-perf"));
 }
 
+/// `--profile cpu` on lab (built with frame pointers) has real call stacks: a call path at
+/// least 4 user-space frames deep runs through the HTTP/2 engine's connection loop into the
+/// gRPC layer; the loop's total share is far above its self share; the stacks are not flat.
+/// The flamegraph is kept under target/report-screenshots as a picture for a person.
+#[test]
+fn cpu_profiles_have_call_stacks_through_the_engine() {
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "2s"),
+            ("GRPC_BENCHMARK_WARMUP", "1s"),
+        ],
+    ]
+    .concat();
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), &["lab", "--profile", "cpu"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    let json = record(&folder, "lab");
+    let profile = &json["cpu_profile"];
+    if profile.is_null() {
+        let note = json["profile_note"].as_str().unwrap_or_default();
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs perf and runs as root: {note}"
+        );
+        eprintln!("SKIPPED: no CPU profile here: {note}");
+        return;
+    }
+    assert_eq!(profile["call_graph"], "fp");
+    let paths = profile["top_paths"].as_array().unwrap();
+    let through_engine = paths.iter().any(|path| {
+        let frames: Vec<&str> = path["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        let text = frames.join(";");
+        frames.len() >= 4
+            && ["serve_connection", "on_bytes", "on_header_block"]
+                .iter()
+                .any(|engine| text.contains(engine))
+            && ["decode", "encode", "echo_reply", "varint", "fast_codec"]
+                .iter()
+                .any(|codec| text.contains(codec))
+    });
+    assert!(
+        through_engine,
+        "no deep path through the engine: {paths:#?}"
+    );
+    let by_total = profile["top_total"].as_array().unwrap();
+    // The engine's connection loop: serve_connection, or on_bytes where a release build
+    // inlines the loop into its task.
+    let connection_loop = by_total
+        .iter()
+        .find(|share| {
+            let function = share["function"].as_str().unwrap_or("");
+            function.contains("serve_connection") || function.contains("Connection<S>::on_bytes")
+        })
+        .unwrap_or_else(|| panic!("the connection loop by total: {by_total:#?}"));
+    let (own, total) = (
+        connection_loop["self_percent"].as_f64().unwrap(),
+        connection_loop["total_percent"].as_f64().unwrap(),
+    );
+    assert!(
+        total > 20.0 && total > 5.0 * own,
+        "self {own} %, total {total} %"
+    );
+    assert!(
+        profile["flat_percent"].as_f64().unwrap() < 50.0 && profile["hint"].is_null(),
+        "{profile}"
+    );
+    let top = std::fs::read_to_string(folder.join("lab.top.txt")).unwrap();
+    assert!(top.contains("heaviest call paths"), "{top}");
+    // The flamegraph, as a person would open it.
+    let svg = folder.join(profile["flamegraph"].as_str().unwrap());
+    let shots =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("flamegraph.png");
+    let browser = ["chromium", "chromium-browser"].into_iter().find(|b| {
+        std::process::Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    match browser {
+        Some(browser) => {
+            let taken = std::process::Command::new(browser)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--hide-scrollbars",
+                ])
+                .arg("--window-size=1200,900")
+                .arg(format!("--screenshot={}", shot.display()))
+                .arg(&svg)
+                .output()
+                .unwrap();
+            assert!(taken.status.success());
+            assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+        }
+        None => assert!(std::env::var_os("CI").is_none(), "CI installs chromium"),
+    }
+}
+
 #[test]
 fn alloc_profiles_name_the_sites_or_say_why_not() {
     let env = [

@@ -252,3 +252,55 @@ fn a_jvm_peer_is_profiled_with_flight_recorder() {
         "per call over the measured calls"
     );
 }
+
+/// Call stacks of foreign servers (issue 18): Go keeps frame pointers, so `--profile cpu`
+/// unwinds it; the C++ peer (g++ -O2, Debian's libgrpc++) has none: `cpu` gives flat stacks
+/// and a hint naming `cpu-dwarf`, and `cpu-dwarf` unwinds them.
+#[test]
+fn foreign_servers_unwind_with_the_call_graph_that_fits_them() {
+    let profile = |peer: &str, kind: &str| -> Option<serde_json::Value> {
+        let dir = tempfile::tempdir().unwrap();
+        let output = bench_with(
+            dir.path(),
+            &[peer, "--profile", kind],
+            None,
+            &[
+                ("GRPC_BENCHMARK_DURATION", "3s"),
+                ("GRPC_BENCHMARK_WARMUP", "1s"),
+            ],
+        );
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let record = record(dir.path(), peer);
+        if record["status"] == "skipped" || record["cpu_profile"].is_null() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI installs the toolchains and perf: {record}"
+            );
+            eprintln!("SKIPPED: {peer} {kind}: {}", record["profile_note"]);
+            return None;
+        }
+        Some(record)
+    };
+    let flat = |record: &serde_json::Value| record["cpu_profile"]["flat_percent"].as_f64().unwrap();
+    if let Some(go) = profile("go_grpc", "cpu") {
+        assert!(
+            flat(&go) < 50.0,
+            "Go unwinds by frame pointers: {}",
+            go["cpu_profile"]
+        );
+        assert!(go["cpu_profile"]["hint"].is_null());
+    }
+    if let Some(cpp) = profile("cpp_grpc_mt", "cpu") {
+        assert!(flat(&cpp) > 50.0, "{}", cpp["cpu_profile"]);
+        let note = cpp["profile_note"].as_str().unwrap_or_default();
+        assert!(note.contains("cpu-dwarf"), "the hint names the fix: {note}");
+    }
+    if let Some(cpp) = profile("cpp_grpc_mt", "cpu-dwarf") {
+        assert_eq!(cpp["cpu_profile"]["call_graph"], "dwarf,8192");
+        assert!(flat(&cpp) < 50.0, "{}", cpp["cpu_profile"]);
+    }
+}

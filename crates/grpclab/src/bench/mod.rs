@@ -56,8 +56,9 @@ pub struct PreparedBench {
     pub axes: Vec<sweep::Axis>,
     /// Every run, in order: each implementation at each combination of swept values.
     pub runs: Vec<PlannedRun>,
-    /// `--profile cpu`: sample each server with perf during its window.
-    pub profile_cpu: bool,
+    /// `--profile cpu` / `cpu-dwarf`: sample each server with perf during its window, stacks
+    /// walked this way.
+    pub profile_cpu: Option<profile::CallGraph>,
     /// `--profile alloc`: record each built-in server's allocation sites during its window.
     pub profile_alloc: bool,
 }
@@ -121,7 +122,13 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
         config,
         axes,
         runs,
-        profile_cpu: args.profile.contains(&crate::cli::ProfileKind::Cpu),
+        profile_cpu: if args.profile.contains(&crate::cli::ProfileKind::CpuDwarf) {
+            Some(profile::CallGraph::Dwarf)
+        } else if args.profile.contains(&crate::cli::ProfileKind::Cpu) {
+            Some(profile::CallGraph::FramePointers)
+        } else {
+            None
+        },
         profile_alloc: args.profile.contains(&crate::cli::ProfileKind::Alloc),
     })
 }
@@ -262,7 +269,8 @@ pub fn execute(
             snapshots: snapshots
                 .as_mut()
                 .map(|show| &mut **show as &mut dyn FnMut(&grpclab_load::ProgressSnapshot)),
-            cpu_profile_dir: prepared.profile_cpu.then(|| dir.path().to_path_buf()),
+            cpu_profile_dir: prepared.profile_cpu.map(|_| dir.path().to_path_buf()),
+            cpu_call_graph: prepared.profile_cpu.unwrap_or_default(),
             alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
             tls: tls.as_ref(),
         };

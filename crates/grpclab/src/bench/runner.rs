@@ -113,6 +113,8 @@ pub struct RunContext<'a> {
     pub snapshots: Option<&'a mut dyn FnMut(&grpclab_load::ProgressSnapshot)>,
     /// `--profile cpu`: where the profile files go.
     pub cpu_profile_dir: Option<std::path::PathBuf>,
+    /// `--profile cpu` (frame pointers) or `cpu-dwarf`: how perf walks the stacks.
+    pub cpu_call_graph: super::profile::CallGraph,
     /// `--profile alloc`: where the allocation profiles go.
     pub alloc_profile_dir: Option<std::path::PathBuf>,
     /// `--tls`: the servers serve TLS with this pair and the load trusts it.
@@ -496,6 +498,7 @@ fn measure(
     let monitor_cancel = load_cancel.clone();
     let target = addr.to_string();
     let profile_dir = context.cpu_profile_dir.clone();
+    let call_graph = context.cpu_call_graph;
     let alloc_dir = context.alloc_profile_dir.clone();
     let profile_name = super::runner::sanitize(name);
     let cpu_usage_file = cgroup.and_then(ServerCgroup::cpu_usage_file);
@@ -532,7 +535,8 @@ fn measure(
                     jfr_recording = Some(super::jfr::start(jvm, dir, &profile_name));
                 } else {
                     if let Some(dir) = &profile_dir {
-                        recording = Some(super::profile::start(&pids, dir, &profile_name));
+                        recording =
+                            Some(super::profile::start(&pids, dir, &profile_name, call_graph));
                     }
                     if let Some(dir) = &alloc_dir {
                         alloc_recording = Some(super::alloc_profile::start(
@@ -581,6 +585,10 @@ fn measure(
         .unwrap_or_else(|_| (Usage::default(), None, false, None, None, None));
     let mut notes = Vec::new();
     let mut cpu_profile = keep_profile(profile, name, context.progress, &mut notes);
+    if let Some(hint) = cpu_profile.as_ref().and_then(|p| p.hint.clone()) {
+        (context.progress)(&format!("{name}: CPU profile: {hint}"));
+        notes.push(format!("CPU profile: {hint}"));
+    }
     let stats_after = if died {
         None
     } else {

@@ -170,6 +170,7 @@ pub fn execute(
                 progress: &mut prefixed,
                 snapshots: None,
                 cpu_profile_dir: None,
+                cpu_call_graph: Default::default(),
                 alloc_profile_dir: None,
                 tls: tls.as_ref(),
             };

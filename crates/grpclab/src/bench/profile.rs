@@ -264,28 +264,23 @@ pub fn render(folded: &str, svg: &Path, top: &Path, title: &str) -> Result<CpuPr
     let by_total = top_by_total(folded, weight);
     let paths = top_paths(folded, weight);
     let flat_percent = flat_percent(folded, weight);
-    let mut text = format!(
-        "total sample weight {weight}\n\nby self time (the function itself)\n{:>8} {:>8}  function\n",
-        "self %", "total %"
-    );
-    for share in &shares {
-        let _ = writeln!(
+    let mut text = format!("total sample weight {weight}\n");
+    for (heading, list) in [
+        ("by self time (the function itself)", &shares),
+        ("by total time (the function and what it calls)", &by_total),
+    ] {
+        let _ = write!(
             text,
-            "{:>8.2} {:>8.2}  {}",
-            share.self_percent, share.total_percent, share.function
+            "\n{heading}\n{:>8} {:>8}  function\n",
+            "self %", "total %"
         );
-    }
-    let _ = write!(
-        text,
-        "\nby total time (the function and what it calls)\n{:>8} {:>8}  function\n",
-        "self %", "total %"
-    );
-    for share in &by_total {
-        let _ = writeln!(
-            text,
-            "{:>8.2} {:>8.2}  {}",
-            share.self_percent, share.total_percent, share.function
-        );
+        for share in list {
+            let _ = writeln!(
+                text,
+                "{:>8.2} {:>8.2}  {}",
+                share.self_percent, share.total_percent, share.function
+            );
+        }
     }
     let _ = writeln!(
         text,

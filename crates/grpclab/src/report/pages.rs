@@ -102,6 +102,24 @@ fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
     }
 }
 
+/// A line chart against the seconds of the measured window.
+fn over_the_window(
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    format: fn(f64) -> String,
+) -> Result<String, String> {
+    charts::line_chart(&LineChart {
+        title,
+        x_label: "second of the window",
+        y_label,
+        series,
+        x_scale: XScale::Linear,
+        y_format: format,
+        x_names: &[],
+    })
+}
+
 /// Per-second throughput and latency through the measured window.
 fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
     let per_second = |pick: fn(&crate::export::SecondPoint) -> Option<f64>| -> Vec<Series> {
@@ -127,17 +145,7 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
     let throughput = per_second(|p| Some(p.count as f64));
     let mean = per_second(|p| p.average.map(|ns| ns as f64 / 1e6));
     let p99 = per_second(|p| (p.p99 > 0).then_some(p.p99 as f64 / 1e6));
-    let chart = |title, y_label, series: &[Series], format: fn(f64) -> String| {
-        charts::line_chart(&LineChart {
-            title,
-            x_label: "second of the window",
-            y_label,
-            series,
-            x_scale: XScale::Linear,
-            y_format: format,
-            x_names: &[],
-        })
-    };
+    let chart = over_the_window;
     let numbers = |series: &[Series], format: fn(f64) -> String| {
         let seconds: BTreeSet<u64> = series
             .iter()
@@ -455,17 +463,7 @@ fn usage_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
             .collect();
         html::table(&["name", "second", "value"], &rows, true)
     };
-    let line = |title, y_label, series: &[Series], format: fn(f64) -> String| {
-        charts::line_chart(&LineChart {
-            title,
-            x_label: "second of the window",
-            y_label,
-            series,
-            x_scale: XScale::Linear,
-            y_format: format,
-            x_names: &[],
-        })
-    };
+    let line = over_the_window;
     let body = format!(
         "{}{}",
         html::figure(

@@ -33,6 +33,17 @@ pub mod pb {
         include_bytes!(concat!(env!("OUT_DIR"), "/helloworld.fds.bin"));
 }
 
+/// The streaming echo service (`proto/streaming.proto`): bidi ping-pong, server streaming,
+/// client streaming.
+#[allow(missing_docs, clippy::all)]
+pub mod pb_streaming {
+    tonic::include_proto!("grpclab.streaming.v1");
+
+    /// `streaming.proto` as an encoded `FileDescriptorSet`, for server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/grpclab.streaming.v1.fds.bin"));
+}
+
 /// grpclab's admin service (`grpclab.admin.v1.Stats`), generated from `proto/admin.proto`.
 #[allow(missing_docs, clippy::all)]
 pub mod pb_admin {

@@ -13,6 +13,8 @@ use crate::pb_admin::stats_server::{Stats, StatsServer};
 use crate::pb_admin::{
     HeapProfileReply, HeapProfileStartRequest, HeapProfileStopRequest, StatsReply, StatsRequest,
 };
+use crate::pb_streaming::streaming_echo_server::{StreamingEcho, StreamingEchoServer};
+use crate::pb_streaming::{EchoReply, EchoRequest, FeedRequest, UploadSummary};
 use crate::stats::{count_call, snapshot};
 use crate::ServeError;
 
@@ -31,6 +33,69 @@ impl Greeter for EchoGreeter {
         };
         count_call();
         Ok(Response::new(reply))
+    }
+}
+
+/// The streaming echo service, written the way tonic users write streams: a mapped inbound
+/// stream for ping-pong, an iterator stream for the feed, a loop over `message()` for the
+/// upload. Every message served counts as a call in the admin counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamingEchoService;
+
+/// A stream of replies, as tonic's generated trait wants it.
+type ReplyStream =
+    std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<EchoReply, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl StreamingEcho for StreamingEchoService {
+    type PingPongStream = ReplyStream;
+    type FeedStream = ReplyStream;
+
+    async fn ping_pong(
+        &self,
+        request: Request<tonic::Streaming<EchoRequest>>,
+    ) -> Result<Response<Self::PingPongStream>, Status> {
+        use tokio_stream::StreamExt as _;
+        let mut sequence = 0u64;
+        let replies = request.into_inner().map(move |request| {
+            let request = request?;
+            count_call();
+            sequence += 1;
+            Ok(EchoReply {
+                payload: request.payload,
+                sequence: sequence - 1,
+            })
+        });
+        Ok(Response::new(Box::pin(replies)))
+    }
+
+    async fn feed(
+        &self,
+        request: Request<FeedRequest>,
+    ) -> Result<Response<Self::FeedStream>, Status> {
+        let FeedRequest { count, payload } = request.into_inner();
+        count_call();
+        let replies = tokio_stream::iter((0..u64::from(count)).map(move |sequence| {
+            Ok(EchoReply {
+                payload: payload.clone(),
+                sequence,
+            })
+        }));
+        Ok(Response::new(Box::pin(replies)))
+    }
+
+    async fn upload(
+        &self,
+        request: Request<tonic::Streaming<EchoRequest>>,
+    ) -> Result<Response<UploadSummary>, Status> {
+        let mut inbound = request.into_inner();
+        let mut summary = UploadSummary::default();
+        while let Some(message) = inbound.message().await? {
+            count_call();
+            summary.messages += 1;
+            summary.bytes += message.payload.len() as u64;
+        }
+        Ok(Response::new(summary))
     }
 }
 
@@ -90,6 +155,7 @@ pub async fn run(
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(crate::pb::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(crate::pb_admin::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(crate::pb_streaming::FILE_DESCRIPTOR_SET)
     };
     let reflection_v1 = reflection()
         .build_v1()
@@ -113,6 +179,7 @@ pub async fn run(
                 .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
                 .send_compressed(tonic::codec::CompressionEncoding::Gzip),
         )
+        .add_service(StreamingEchoServer::new(StreamingEchoService))
         .add_service(StatsServer::new(AdminStats { implementation }))
         .add_service(HeapProfileServer::new(AdminHeapProfile))
         .serve_with_incoming_shutdown(incoming, shutdown)

@@ -135,6 +135,38 @@ fn python_grpcio_client_interoperates() {
     }
 }
 
+/// Issue 17, first slice: the streaming echo service on the tonic baseline, driven by Python
+/// grpcio (a client we did not write) in all three streaming shapes: strict and pipelined
+/// ping-pong, a feed, an upload, a cancel mid-stream. (lab serves it with issue 17's engine
+/// work; then it joins this list.)
+#[test]
+fn python_grpcio_streams_with_the_tonic_baseline() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc"]),
+        "python3 grpcio",
+    ) {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/grpcio_streaming_client.py"
+    );
+    for implementation in ["tonic-mt", "tonic-st"] {
+        let server = Server::start(implementation);
+        let output = Command::new("python3")
+            .arg(script)
+            .arg(server.addr.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{implementation}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
 #[test]
 fn h2load_interoperates() {
     if !available(

@@ -101,12 +101,6 @@ pub enum ScenarioError {
         /// the methods there are
         available: String,
     },
-    /// The method streams; grpclab drives unary calls.
-    #[error("'{call}' is a streaming method; grpclab measures unary calls only")]
-    Streaming {
-        /// the method
-        call: String,
-    },
     /// The payload is not a JSON object (or array of objects) that fits the request message.
     #[error("payload does not fit {message}: {reason}")]
     Payload {
@@ -232,11 +226,6 @@ impl Schema {
                     })?
             }
         };
-        if method.is_client_streaming() || method.is_server_streaming() {
-            return Err(ScenarioError::Streaming {
-                call: method.full_name().to_owned(),
-            });
-        }
         Ok(method)
     }
 }

@@ -20,7 +20,7 @@ pub(crate) struct CallFailure {
 }
 
 impl CallFailure {
-    fn new(code: Code, message: impl Into<String>) -> CallFailure {
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> CallFailure {
         CallFailure {
             code,
             message: message.into(),
@@ -47,7 +47,7 @@ impl CallTemplate {
     /// A fresh request. h2 takes requests by value, so the header map is cloned per call: the
     /// one per-call allocation left in our code, owned by http/h2's API (the fast-path engine
     /// of a later issue removes it).
-    fn request(&self) -> Request<()> {
+    pub(crate) fn request(&self) -> Request<()> {
         let mut request = Request::new(());
         *request.method_mut() = http::Method::POST;
         *request.uri_mut() = self.uri.clone();
@@ -140,7 +140,7 @@ pub(crate) async fn unary_call(
 }
 
 /// Reads `grpc-status` and `grpc-message` from headers or trailers.
-fn status_from(headers: &HeaderMap) -> Result<(), CallFailure> {
+pub(crate) fn status_from(headers: &HeaderMap) -> Result<(), CallFailure> {
     let Some(status) = headers.get("grpc-status") else {
         return Err(CallFailure::new(
             Code::Internal,
@@ -164,7 +164,7 @@ pub(crate) const CONNECTION_LOST: &str = "connection lost";
 
 /// Maps an h2 error to the status a gRPC client reports (the gRPC spec's mapping of RST_STREAM
 /// codes; transport failures are Unavailable).
-fn failure_from_h2(err: h2::Error) -> CallFailure {
+pub(crate) fn failure_from_h2(err: h2::Error) -> CallFailure {
     if let (true, Some(reason)) = (err.is_reset(), err.reason()) {
         let code = match reason {
             h2::Reason::REFUSED_STREAM => Code::Unavailable,

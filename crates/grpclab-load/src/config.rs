@@ -120,6 +120,44 @@ impl ConcurrencySteps {
     }
 }
 
+/// The shape of the called method (from its descriptor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallShape {
+    /// One request, one reply.
+    #[default]
+    Unary,
+    /// A stream of requests, one reply.
+    ClientStreaming,
+    /// One request, a stream of replies.
+    ServerStreaming,
+    /// Streams both ways; grpclab drives it as ping-pong (a request, its reply, the next).
+    Bidi,
+}
+
+impl CallShape {
+    /// The shape of a method that streams its requests and/or its replies.
+    pub fn of(client_streaming: bool, server_streaming: bool) -> CallShape {
+        match (client_streaming, server_streaming) {
+            (false, false) => CallShape::Unary,
+            (true, false) => CallShape::ClientStreaming,
+            (false, true) => CallShape::ServerStreaming,
+            (true, true) => CallShape::Bidi,
+        }
+    }
+}
+
+/// ghz's stream settings: how many messages a streaming call sends and how fast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamSettings {
+    /// `--stream-call-count`: messages per call (cycling the data array); default: the array
+    /// once.
+    pub call_count: Option<usize>,
+    /// `--stream-call-duration`: stop sending after this long.
+    pub call_duration: Option<Duration>,
+    /// `--stream-interval`: the pause between two sends.
+    pub interval: Option<Duration>,
+}
+
 /// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)
 /// or the h2 crate (`H2`, the reference).
 pub use grpclab_h2::Transport;
@@ -197,6 +235,10 @@ pub struct LoadConfig {
     /// A live view is watching: progress snapshots carry the last whole second's latency
     /// percentiles (each client thread hands over one small histogram a second).
     pub live_latency: bool,
+    /// The called method's shape; streaming shapes send `requests` in order within a call.
+    pub shape: CallShape,
+    /// Streaming calls: ghz's `--stream-*` settings.
+    pub stream: StreamSettings,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -272,6 +314,8 @@ impl LoadConfig {
             concurrency_steps: None,
             keepalive: None,
             live_latency: false,
+            shape: CallShape::Unary,
+            stream: StreamSettings::default(),
         }
     }
 
@@ -364,6 +408,13 @@ impl LoadConfig {
             )));
         }
         self.threads = self.threads.min(self.connections);
+        if self.shape != CallShape::Unary {
+            // Streaming calls run on the h2 crate until our engine streams (issue 17).
+            self.transport = Transport::H2;
+            if self.stream.call_count == Some(0) {
+                return fail("--stream-call-count must be at least 1");
+            }
+        }
         Ok(())
     }
 

@@ -778,6 +778,44 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
                 message: reason,
                 connection_lost: true,
             }),
+            Ok(sender) if thread.shared.config.shape != crate::config::CallShape::Unary => {
+                let config = &thread.shared.config;
+                let mut tally = crate::streaming::StreamTally::default();
+                let mut round_trip = |latency: Duration| {
+                    if measured {
+                        thread.recorder.borrow_mut().record_round_trip(latency);
+                    }
+                };
+                let plan = crate::streaming::StreamPlan {
+                    shape: config.shape,
+                    settings: &config.stream,
+                    messages: &thread.requests,
+                };
+                let call = crate::streaming::streaming_call(
+                    sender,
+                    &thread.template,
+                    &plan,
+                    &mut tally,
+                    &mut round_trip,
+                );
+                let outcome = match timeout {
+                    None => call.await,
+                    Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                        Err(crate::call::CallFailure {
+                            code: Code::DeadlineExceeded,
+                            message: DEADLINE_MESSAGE.to_owned(),
+                            connection_lost: false,
+                        })
+                    }),
+                };
+                if measured {
+                    thread
+                        .recorder
+                        .borrow_mut()
+                        .record_messages(tally.sent, tally.received);
+                }
+                outcome.map_err(|failure| connection.explain(failure))
+            }
             Ok(sender) => {
                 let call = unary_call(sender, &thread.template, thread.next_body(), &mut scratch);
                 let outcome = match timeout {

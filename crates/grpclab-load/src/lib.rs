@@ -27,10 +27,11 @@ pub mod progress;
 pub mod recorder;
 pub mod result;
 mod schedule;
+mod streaming;
 
 pub use config::{
-    ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
-    RequestRenderer, Transport,
+    CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
+    RequestRenderer, StreamSettings, Transport,
 };
 pub use engine::{drain_limit, run, LoadError};
 pub use lab_transport::CONNECT_TIMEOUT;

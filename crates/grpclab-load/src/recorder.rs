@@ -163,6 +163,12 @@ pub struct Recorder {
     /// Each finished second's histogram, V2-encoded (a few hundred bytes): memory stays
     /// small whatever the run's length.
     second_latencies: Vec<(usize, Vec<u8>)>,
+    /// Streaming calls: request messages written, over measured calls.
+    pub messages_sent: u64,
+    /// Streaming calls: reply messages received whole, over measured calls.
+    pub messages_received: u64,
+    /// Bidi ping-pong: each request→reply round trip (nanoseconds), measured calls only.
+    pub round_trip: Option<Histogram<u64>>,
 }
 
 /// Significant digits of the per-second latency histograms: enough for a p99 to 1 %.
@@ -200,7 +206,23 @@ impl Recorder {
             current_second_latency: new_second_histogram(),
             current_second: 0,
             second_latencies: Vec::new(),
+            messages_sent: 0,
+            messages_received: 0,
+            round_trip: None,
         }
+    }
+
+    /// A streaming call's messages, each way.
+    pub fn record_messages(&mut self, sent: u64, received: u64) {
+        self.messages_sent += sent;
+        self.messages_received += received;
+    }
+
+    /// One bidi round trip: a request until its reply.
+    pub fn record_round_trip(&mut self, latency: Duration) {
+        self.round_trip
+            .get_or_insert_with(new_histogram)
+            .saturating_record(saturating_ns(latency));
     }
 
     /// Sets the current second's histogram aside when a call ends in a later second.
@@ -375,6 +397,15 @@ impl Recorder {
         self.all_latency_sum_ns += other.all_latency_sum_ns;
         self.second_latencies
             .extend(other.second_latencies.iter().cloned());
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
+        if let Some(theirs) = &other.round_trip {
+            // Same bounds: adding cannot fail.
+            let _ = self
+                .round_trip
+                .get_or_insert_with(new_histogram)
+                .add(theirs);
+        }
         if !other.current_second_latency.is_empty() {
             self.second_latencies.push((
                 other.current_second,

@@ -121,6 +121,17 @@ impl LoadResult {
         self.recorder.service_time.as_ref()
     }
 
+    /// Streaming calls: request messages written and reply messages received, over the
+    /// measured calls.
+    pub fn messages(&self) -> (u64, u64) {
+        (self.recorder.messages_sent, self.recorder.messages_received)
+    }
+
+    /// Bidi ping-pong: each request→reply round trip, in nanoseconds.
+    pub fn round_trip(&self) -> Option<&Histogram<u64>> {
+        self.recorder.round_trip.as_ref()
+    }
+
     /// Calls per final status, for the statuses that occurred.
     pub fn status_counts(&self) -> BTreeMap<Code, u64> {
         Code::ALL

@@ -167,6 +167,23 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub load_max_duration: Option<std::time::Duration>,
 
+    /// Streaming calls: the pause between two messages sent (ghz's --stream-interval).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub stream_interval: Option<std::time::Duration>,
+
+    /// Streaming calls: stop sending after this long (ghz's --stream-call-duration).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub stream_call_duration: Option<std::time::Duration>,
+
+    /// Streaming calls: messages sent per call, cycling the data array (ghz's
+    /// --stream-call-count); default: the array once.
+    #[arg(long, value_name = "N")]
+    pub stream_call_count: Option<usize>,
+
+    /// ghz's --stream-dynamic-messages (templates rendered per message): not supported yet.
+    #[arg(long)]
+    pub stream_dynamic_messages: bool,
+
     /// No live view: on a terminal, the one-line progress bar instead.
     #[arg(long, conflicts_with = "tui")]
     pub no_tui: bool,

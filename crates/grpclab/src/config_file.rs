@@ -13,13 +13,7 @@ use crate::InputError;
 const RENAMED: [(&str, &str); 1] = [("CPUs", "--cpus")];
 
 /// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
-const NOT_YET: [&str; 5] = [
-    "async",
-    "stream-interval",
-    "stream-call-duration",
-    "stream-call-count",
-    "stream-dynamic-messages",
-];
+const NOT_YET: [&str; 1] = ["async"];
 
 /// Keys whose value is JSON text for the flag (objects and arrays as ghz writes them).
 const JSON_VALUED: [&str; 4] = ["data", "metadata", "reflect-metadata", "tags"];

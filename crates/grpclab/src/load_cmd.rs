@@ -181,6 +181,47 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             args.transport
         ))
     })?;
+    let method = scenario.method();
+    config.shape =
+        grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming());
+    config.stream = grpclab_load::StreamSettings {
+        call_count: args.stream_call_count,
+        call_duration: args.stream_call_duration,
+        interval: args.stream_interval,
+    };
+    if config.shape != grpclab_load::CallShape::Unary {
+        let refuse = |what: &str| {
+            Err(InputError(format!(
+                "{what} is not supported for streaming calls yet ({} streams); leave it out",
+                method.full_name()
+            )))
+        };
+        if args.validate {
+            return refuse("--validate");
+        }
+        if config.renderer.is_some() {
+            return refuse("a call template in -d");
+        }
+        if args.stream_dynamic_messages {
+            return refuse("--stream-dynamic-messages");
+        }
+        if config.transport == grpclab_load::Transport::Lab {
+            // Best effort on a closed stderr.
+            let _ = writeln!(
+                std::io::stderr(),
+                "grpclab load: {} streams: it runs on the h2 transport (our engine streams later, issue 17)",
+                method.full_name()
+            );
+        }
+    } else if args.stream_call_count.is_some()
+        || args.stream_call_duration.is_some()
+        || args.stream_interval.is_some()
+    {
+        return Err(InputError(format!(
+            "--stream-call-count, --stream-call-duration and --stream-interval apply to streaming calls; {} is unary",
+            method.full_name()
+        )));
+    }
     if args.validate {
         let output = scenario.method().output();
         config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));

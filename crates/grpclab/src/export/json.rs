@@ -410,6 +410,15 @@ pub struct JsonReport {
     pub errors: u64,
     /// grpclab, open loop: what latency reads without the coordinated-omission correction.
     pub service_time: Option<LatencyStats>,
+    /// grpclab, streaming calls: request messages written over the measured calls.
+    #[serde(default)]
+    pub messages_sent: u64,
+    /// grpclab, streaming calls: reply messages received.
+    #[serde(default)]
+    pub messages_received: u64,
+    /// grpclab, bidi ping-pong: each request→reply round trip.
+    #[serde(default)]
+    pub round_trip: Option<LatencyStats>,
     /// grpclab: connections re-established during the run.
     pub reconnects: u64,
     /// grpclab: new connections opened because a connection's stream ids ran out.
@@ -473,6 +482,9 @@ impl JsonReport {
             ok: result.ok(),
             errors: result.errors(),
             service_time: result.service_time().map(LatencyStats::of),
+            messages_sent: result.messages().0,
+            messages_received: result.messages().1,
+            round_trip: result.round_trip().map(LatencyStats::of),
             reconnects: result.reconnects,
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,

@@ -128,6 +128,24 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             lines(&service)?
         )?;
     }
+    let (sent, received) = result.messages();
+    if sent + received > 0 {
+        let seconds = result.elapsed.as_secs_f64().max(1e-9);
+        writeln!(
+            out,
+            "  Stream messages:\t{sent} sent ({:.2}/s), {received} received ({:.2}/s)",
+            sent as f64 / seconds,
+            received as f64 / seconds
+        )?;
+    }
+    if let Some(round_trip) = result.round_trip().map(LatencyStats::of) {
+        writeln!(
+            out,
+            "  Ping-pong round trips (a request until its reply), average {}:{}",
+            precise(round_trip.average),
+            lines(&round_trip)?
+        )?;
+    }
     if result.ok() > 0 && result.errors() > 0 {
         writeln!(
             out,

@@ -1,0 +1,304 @@
+//! Streaming gRPC calls over an h2 sender (issue 17; the h2 transport carries them until our
+//! engine streams): client streaming, server streaming, and bidi ping-pong.
+//!
+//! A call's messages are the run's requests in order (ghz's data array), cycled up to
+//! `--stream-call-count` messages, or for as long as `--stream-call-duration` allows, with
+//! `--stream-interval` between sends. Memory stays bounded whatever a stream's length: a
+//! message is written only once the stream's send window has room for it (h2 would buffer
+//! it otherwise), and received data is counted and released as it arrives, never kept.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use grpclab_core::Code;
+use h2::client::SendRequest;
+use h2::{RecvStream, SendStream};
+use http::StatusCode;
+
+use crate::call::{failure_from_h2, status_from, CallFailure, CallTemplate};
+use crate::config::{CallShape, StreamSettings};
+
+/// What one streaming call did, for the recorder.
+#[derive(Debug, Default)]
+pub(crate) struct StreamTally {
+    /// Request messages written.
+    pub sent: u64,
+    /// Reply messages received whole.
+    pub received: u64,
+}
+
+/// Counts whole gRPC messages (5-byte prefix, then the length it announces) in a byte
+/// stream that arrives in arbitrary chunks.
+#[derive(Debug, Default)]
+struct MessageCounter {
+    prefix: [u8; 5],
+    prefix_len: usize,
+    /// Bytes of the current message's body still to come (valid once the prefix is whole).
+    remaining: usize,
+}
+
+impl MessageCounter {
+    /// Feeds a chunk; returns how many messages it completed.
+    fn feed(&mut self, mut data: &[u8]) -> u64 {
+        let mut completed = 0;
+        while !data.is_empty() {
+            if self.prefix_len < 5 {
+                let take = (5 - self.prefix_len).min(data.len());
+                self.prefix[self.prefix_len..self.prefix_len + take].copy_from_slice(&data[..take]);
+                self.prefix_len += take;
+                data = &data[take..];
+                if self.prefix_len == 5 {
+                    let length = u32::from_be_bytes([
+                        self.prefix[1],
+                        self.prefix[2],
+                        self.prefix[3],
+                        self.prefix[4],
+                    ]);
+                    self.remaining = length as usize;
+                    if self.remaining == 0 {
+                        completed += 1;
+                        self.prefix_len = 0;
+                    }
+                }
+                continue;
+            }
+            let take = self.remaining.min(data.len());
+            self.remaining -= take;
+            data = &data[take..];
+            if self.remaining == 0 {
+                completed += 1;
+                self.prefix_len = 0;
+            }
+        }
+        completed
+    }
+
+    /// Whether a message is partly received.
+    fn in_message(&self) -> bool {
+        self.prefix_len > 0
+    }
+}
+
+/// Writes one framed message, waiting for send window as it goes (in pieces when the window
+/// is smaller than the message).
+async fn send_message(
+    body: &mut SendStream<Bytes>,
+    mut message: Bytes,
+    end: bool,
+) -> Result<(), CallFailure> {
+    if message.is_empty() {
+        return body.send_data(message, end).map_err(failure_from_h2);
+    }
+    while !message.is_empty() {
+        body.reserve_capacity(message.len());
+        let granted = loop {
+            match std::future::poll_fn(|cx| body.poll_capacity(cx)).await {
+                Some(Ok(0)) => continue,
+                Some(Ok(n)) => break n,
+                Some(Err(err)) => return Err(failure_from_h2(err)),
+                None => {
+                    return Err(CallFailure::new(
+                        Code::Unavailable,
+                        "the stream closed while sending",
+                    ))
+                }
+            }
+        };
+        let piece = message.split_to(granted.min(message.len()));
+        body.send_data(piece, end && message.is_empty())
+            .map_err(failure_from_h2)?;
+    }
+    Ok(())
+}
+
+/// Reads reply data until `want` more messages are whole (or the stream ends: `false`).
+async fn receive_messages(
+    reply: &mut RecvStream,
+    counter: &mut MessageCounter,
+    want: u64,
+    tally: &mut StreamTally,
+) -> Result<bool, CallFailure> {
+    let mut got = 0;
+    while got < want {
+        let Some(chunk) = reply.data().await else {
+            return Ok(false);
+        };
+        let chunk = chunk.map_err(failure_from_h2)?;
+        let _ = reply.flow_control().release_capacity(chunk.len());
+        let whole = counter.feed(&chunk);
+        got += whole;
+        tally.received += whole;
+    }
+    Ok(true)
+}
+
+/// Reads what is left (counting messages) and the trailers' status.
+async fn finish(
+    mut reply: RecvStream,
+    counter: &mut MessageCounter,
+    tally: &mut StreamTally,
+) -> Result<(), CallFailure> {
+    receive_messages(&mut reply, counter, u64::MAX, tally).await?;
+    if counter.in_message() {
+        return Err(CallFailure::new(
+            Code::Internal,
+            "the stream ended inside a message",
+        ));
+    }
+    match reply.trailers().await.map_err(failure_from_h2)? {
+        Some(trailers) => status_from(&trailers),
+        None => Err(CallFailure::new(
+            Code::Internal,
+            "the server ended the stream without trailers (no grpc-status)",
+        )),
+    }
+}
+
+/// Awaits the response head; `Some(reply)` for a stream to read, or the call's end.
+async fn response_head(response: h2::client::ResponseFuture) -> Result<RecvStream, CallFailure> {
+    let response = response.await.map_err(failure_from_h2)?;
+    let (head, reply) = response.into_parts();
+    if head.status != StatusCode::OK {
+        return Err(CallFailure::new(
+            Code::from_http_status(head.status.as_u16()),
+            format!("HTTP status {}", head.status.as_u16()),
+        ));
+    }
+    if head.headers.contains_key("grpc-status") {
+        // Trailers-Only: the call ended at once (typically an error).
+        status_from(&head.headers)?;
+    }
+    Ok(reply)
+}
+
+/// What a streaming call sends: its shape, ghz's stream settings, and the messages (the
+/// data array, sent in order from the first in every call, cycled).
+pub(crate) struct StreamPlan<'a> {
+    pub shape: CallShape,
+    pub settings: &'a StreamSettings,
+    pub messages: &'a [Bytes],
+}
+
+/// One streaming call; `round_trip` receives each bidi round trip (reply k against request
+/// k's send time).
+pub(crate) async fn streaming_call(
+    sender: &mut SendRequest<Bytes>,
+    template: &CallTemplate,
+    plan: &StreamPlan<'_>,
+    tally: &mut StreamTally,
+    round_trip: &mut dyn FnMut(Duration),
+) -> Result<(), CallFailure> {
+    let StreamPlan {
+        shape,
+        settings,
+        messages,
+    } = *plan;
+    std::future::poll_fn(|cx| sender.poll_ready(cx))
+        .await
+        .map_err(failure_from_h2)?;
+    let (response, mut body) = sender
+        .send_request(template.request(), false)
+        .map_err(failure_from_h2)?;
+    let mut index = 0usize;
+    let mut next = || {
+        let message = messages[index % messages.len()].clone();
+        index += 1;
+        message
+    };
+    let mut counter = MessageCounter::default();
+    let started = Instant::now();
+    // How many messages this call sends: --stream-call-count, else the data array once
+    // (ghz); a duration alone sends until it passes.
+    let count = settings.call_count.unwrap_or(match settings.call_duration {
+        Some(_) => usize::MAX,
+        None => messages.len(),
+    });
+    let more = |sent: u64| {
+        (sent as usize) < count
+            && settings
+                .call_duration
+                .is_none_or(|limit| started.elapsed() < limit)
+    };
+    match shape {
+        CallShape::Unary | CallShape::ServerStreaming => {
+            send_message(&mut body, next(), true).await?;
+            tally.sent += 1;
+            let reply = response_head(response).await?;
+            finish(reply, &mut counter, tally).await
+        }
+        CallShape::ClientStreaming => {
+            while more(tally.sent) {
+                if tally.sent > 0 {
+                    if let Some(interval) = settings.interval {
+                        tokio::time::sleep(interval).await;
+                    }
+                }
+                send_message(&mut body, next(), false).await?;
+                tally.sent += 1;
+            }
+            send_message(&mut body, Bytes::new(), true).await?;
+            let reply = response_head(response).await?;
+            finish(reply, &mut counter, tally).await
+        }
+        CallShape::Bidi => {
+            // Ping-pong: a request, then its reply, then the next request.
+            let mut response = Some(response);
+            let mut reply: Option<RecvStream> = None;
+            while more(tally.sent) {
+                if tally.sent > 0 {
+                    if let Some(interval) = settings.interval {
+                        tokio::time::sleep(interval).await;
+                    }
+                }
+                let sent_at = Instant::now();
+                send_message(&mut body, next(), false).await?;
+                tally.sent += 1;
+                if let Some(head) = response.take() {
+                    reply = Some(response_head(head).await?);
+                }
+                let Some(stream) = reply.as_mut() else {
+                    break;
+                };
+                if !receive_messages(stream, &mut counter, 1, tally).await? {
+                    // The server ended its side early: its trailers say how.
+                    break;
+                }
+                round_trip(sent_at.elapsed());
+            }
+            send_message(&mut body, Bytes::new(), true).await?;
+            let stream = match (reply, response) {
+                (Some(stream), _) => stream,
+                (None, Some(head)) => response_head(head).await?,
+                (None, None) => {
+                    return Err(CallFailure::new(Code::Internal, "no response"));
+                }
+            };
+            finish(stream, &mut counter, tally).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_counted_across_any_chunking() {
+        // Three messages: 3 bytes, empty, 70 bytes.
+        let mut stream = Vec::new();
+        for length in [3usize, 0, 70] {
+            stream.push(0u8);
+            stream.extend_from_slice(&(length as u32).to_be_bytes());
+            stream.extend(std::iter::repeat_n(7u8, length));
+        }
+        for chunk in [1, 2, 5, 6, 7, 64, stream.len()] {
+            let mut counter = MessageCounter::default();
+            let total: u64 = stream.chunks(chunk).map(|c| counter.feed(c)).sum();
+            assert_eq!(total, 3, "chunks of {chunk}");
+            assert!(!counter.in_message());
+        }
+        let mut counter = MessageCounter::default();
+        assert_eq!(counter.feed(&stream[..7]), 0);
+        assert!(counter.in_message(), "a message cut short");
+    }
+}

@@ -1,0 +1,147 @@
+//! Streaming calls (issue 17, first slices): `grpclab load` drives the three streaming shapes
+//! of the built-in streaming echo service (tonic baseline) with ghz's `--stream-*` flags, and
+//! counts every message each way exactly; bidi is driven as ping-pong with each round trip in
+//! its own histogram. Calls to a server without the service count as UNIMPLEMENTED.
+
+mod common;
+
+use common::{grpclab, Server};
+use serde_json::Value;
+
+const SERVICE: &str = "grpclab.streaming.v1.StreamingEcho";
+
+fn load(server: &Server, method: &str, data: &str, extra: &[&str]) -> Value {
+    let output = grpclab()
+        .args(["load", "--insecure", "--no-tui", &server.target()])
+        .args(["--call", &format!("{SERVICE}.{method}"), "-d", data])
+        .args(["-O", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn every_streaming_shape_counts_its_messages_exactly() {
+    let server = Server::start("tonic-mt");
+    // Server streaming: 50 replies to each of 300 calls.
+    let feed = load(
+        &server,
+        "Feed",
+        r#"{"count":50,"payload":"aGVsbG8="}"#,
+        &["-n", "300", "-c", "10"],
+    );
+    assert_eq!(feed["statusCodeDistribution"]["OK"], 300, "{feed}");
+    assert_eq!(
+        (&feed["messagesSent"], &feed["messagesReceived"]),
+        (&300.into(), &15000.into())
+    );
+    // Client streaming: the two-message array cycled to 7 messages, one summary each.
+    let upload = load(
+        &server,
+        "Upload",
+        r#"[{"payload":"YQ=="},{"payload":"YmI="}]"#,
+        &["-n", "100", "-c", "5", "--stream-call-count", "7"],
+    );
+    assert_eq!(upload["statusCodeDistribution"]["OK"], 100, "{upload}");
+    assert_eq!(
+        (&upload["messagesSent"], &upload["messagesReceived"]),
+        (&700.into(), &100.into())
+    );
+    // Bidi ping-pong: 100 round trips per call, each in the round-trip histogram.
+    let ping_pong = load(
+        &server,
+        "PingPong",
+        r#"{"payload":"aGVsbG8="}"#,
+        &["-n", "200", "-c", "10", "--stream-call-count", "100"],
+    );
+    assert_eq!(
+        ping_pong["statusCodeDistribution"]["OK"], 200,
+        "{ping_pong}"
+    );
+    assert_eq!(
+        (&ping_pong["messagesSent"], &ping_pong["messagesReceived"]),
+        (&20000.into(), &20000.into())
+    );
+    let round_trip = &ping_pong["roundTrip"];
+    assert!(round_trip["fastest"].as_u64().unwrap() > 0, "{round_trip}");
+    assert!(
+        round_trip["slowest"].as_u64().unwrap() <= ping_pong["slowest"].as_u64().unwrap(),
+        "a round trip fits inside its call"
+    );
+    // A call duration with an interval: sends stop when the duration has passed.
+    let timed = load(
+        &server,
+        "PingPong",
+        r#"{"payload":"aGVsbG8="}"#,
+        &[
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--stream-call-duration",
+            "100ms",
+            "--stream-interval",
+            "10ms",
+        ],
+    );
+    let sent = timed["messagesSent"].as_u64().unwrap();
+    assert_eq!(timed["statusCodeDistribution"]["OK"], 4, "{timed}");
+    assert!((4..=4 * 11).contains(&sent), "at most 11 per call: {sent}");
+    assert_eq!(timed["messagesReceived"], sent);
+}
+
+#[test]
+fn a_server_without_the_service_answers_unimplemented_for_every_call() {
+    // lab has no reflection: the schema from the .proto file.
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../grpclab-server/proto/streaming.proto"
+    );
+    let server = Server::start("lab");
+    let result = load(
+        &server,
+        "PingPong",
+        r#"{"payload":"YQ=="}"#,
+        &["-n", "50", "-c", "5", "--proto", proto],
+    );
+    assert_eq!(result["count"], 50);
+    assert_eq!(
+        result["statusCodeDistribution"]["Unimplemented"], 50,
+        "{result}"
+    );
+}
+
+#[test]
+fn stream_flags_that_cannot_apply_are_one_line() {
+    let server = Server::start("tonic-mt");
+    let run = |args: &[&str]| {
+        let output = grpclab()
+            .args(["load", "--insecure", "--no-tui", &server.target()])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        )
+    };
+    let (code, stderr) = run(&["--scenario", "complex_proto", "--stream-call-count", "3"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("unary"), "{stderr}");
+    let ping_pong = format!("{SERVICE}.PingPong");
+    let (code, stderr) = run(&["--call", &ping_pong, "-d", "{}", "--validate"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.lines().last().unwrap().contains("--validate"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&["--call", &ping_pong, "-d", "{}", "--stream-call-count", "0"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--stream-call-count"), "{stderr}");
+}

@@ -1,5 +1,5 @@
 //! Generates the tonic services for the scenarios' `helloworld.proto`, the streaming echo
-//! service (`streaming.proto`) and grpclab's admin services.
+//! service (`scenarios/streaming/streaming.proto`) and grpclab's admin services.
 //!
 //! protox compiles the files in-process, so building grpclab needs no protoc. The complex
 //! schema is a superset of the string scenarios' (field numbers agree), so one generated
@@ -16,7 +16,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "helloworld",
         ),
         ("proto", "admin.proto", "grpclab.admin.v1"),
-        ("proto", "streaming.proto", "grpclab.streaming.v1"),
+        (
+            "../../scenarios/streaming",
+            "streaming.proto",
+            "grpclab.streaming.v1",
+        ),
     ];
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     for (dir, file, package) in protos {

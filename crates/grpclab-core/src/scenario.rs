@@ -22,8 +22,12 @@ use crate::framing::frame_message;
 pub struct BuiltinScenario {
     /// The folder name under `scenarios/`, e.g. `complex_proto`.
     pub name: &'static str,
-    /// The text of its `helloworld.proto`.
+    /// The `.proto` file's name (`helloworld.proto`, or `streaming.proto`).
+    pub proto_file: &'static str,
+    /// The text of its `.proto` file.
     pub proto: &'static str,
+    /// The method to call, where the schema has several.
+    pub call: Option<&'static str>,
     /// The text of its `payload`.
     pub payload: &'static str,
 }
@@ -32,13 +36,29 @@ macro_rules! builtin {
     ($name:literal) => {
         BuiltinScenario {
             name: $name,
+            proto_file: "helloworld.proto",
             proto: include_str!(concat!("../../../scenarios/", $name, "/helloworld.proto")),
+            call: None,
             payload: include_str!(concat!("../../../scenarios/", $name, "/payload")),
         }
     };
 }
 
-/// The grpc_bench scenarios, as committed under `scenarios/`.
+/// A streaming scenario: the streaming echo service (`scenarios/streaming/`) and one of its
+/// methods, with the scenario folder's payload (an array: a stream's messages in order).
+macro_rules! streaming {
+    ($name:literal, $call:literal) => {
+        BuiltinScenario {
+            name: $name,
+            proto_file: "streaming.proto",
+            proto: include_str!("../../../scenarios/streaming/streaming.proto"),
+            call: Some($call),
+            payload: include_str!(concat!("../../../scenarios/", $name, "/payload")),
+        }
+    };
+}
+
+/// The grpc_bench scenarios, then the streaming ones, as committed under `scenarios/`.
 pub const BUILTIN: &[BuiltinScenario] = &[
     builtin!("complex_proto"),
     builtin!("string_10B"),
@@ -46,6 +66,21 @@ pub const BUILTIN: &[BuiltinScenario] = &[
     builtin!("string_1kB"),
     builtin!("string_10kB"),
     builtin!("large_complex"),
+    // Bidi ping-pong: 10 round trips of 100-byte messages per call.
+    streaming!(
+        "streaming_ping_pong",
+        "grpclab.streaming.v1.StreamingEcho.PingPong"
+    ),
+    // 100 replies of 1 kB to each request.
+    streaming!(
+        "server_stream_1kB",
+        "grpclab.streaming.v1.StreamingEcho.Feed"
+    ),
+    // 10 messages of 1 kB per call, one summary back.
+    streaming!(
+        "client_stream_1kB",
+        "grpclab.streaming.v1.StreamingEcho.Upload"
+    ),
 ];
 
 /// The file name of a scenario's payload inside its folder.
@@ -326,8 +361,8 @@ impl Scenario {
                 available: builtin_names(),
             }
         })?;
-        let schema = Schema::compile_source("helloworld.proto", builtin.proto)?;
-        let method = schema.method(None)?;
+        let schema = Schema::compile_source(builtin.proto_file, builtin.proto)?;
+        let method = schema.method(builtin.call)?;
         let requests = encode_payload(&method.input(), builtin.payload)?;
         Ok(Scenario {
             name: name.to_owned(),

@@ -33,8 +33,8 @@ pub mod pb {
         include_bytes!(concat!(env!("OUT_DIR"), "/helloworld.fds.bin"));
 }
 
-/// The streaming echo service (`proto/streaming.proto`): bidi ping-pong, server streaming,
-/// client streaming.
+/// The streaming echo service (`scenarios/streaming/streaming.proto`): bidi ping-pong,
+/// server streaming, client streaming.
 #[allow(missing_docs, clippy::all)]
 pub mod pb_streaming {
     tonic::include_proto!("grpclab.streaming.v1");

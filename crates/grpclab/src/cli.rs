@@ -369,7 +369,8 @@ pub struct LoadArgs {
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
     /// A built-in scenario (complex_proto, string_10B, string_100B, string_1kB, string_10kB,
-    /// large_complex) or a scenario folder (*.proto + payload). `grpclab load` with neither this,
+    /// large_complex; streaming: streaming_ping_pong, server_stream_1kB, client_stream_1kB)
+    /// or a scenario folder (*.proto + payload). `grpclab load` with neither this,
     /// --proto nor --protoset asks the server by reflection (as ghz does); `grpclab encode`
     /// then uses complex_proto.
     #[arg(long, value_name = "NAME|DIR", conflicts_with_all = ["proto", "protoset"])]

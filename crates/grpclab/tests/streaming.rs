@@ -101,7 +101,7 @@ fn a_server_without_the_service_answers_unimplemented_for_every_call() {
     // lab has no reflection: the schema from the .proto file.
     let proto = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../grpclab-server/proto/streaming.proto"
+        "/../../scenarios/streaming/streaming.proto"
     );
     let server = Server::start("lab");
     let result = load(
@@ -144,4 +144,60 @@ fn stream_flags_that_cannot_apply_are_one_line() {
     let (code, stderr) = run(&["--call", &ping_pong, "-d", "{}", "--stream-call-count", "0"]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--stream-call-count"), "{stderr}");
+}
+
+/// The built-in streaming scenarios run in `load` and `bench`: each sends its payload array
+/// in order per call; lab, which does not stream yet, is one FAILED row saying so at once.
+#[test]
+fn builtin_streaming_scenarios_run_in_load_and_bench() {
+    let server = Server::start("tonic-mt");
+    for (scenario, sent_per_call, received_per_call) in [
+        ("streaming_ping_pong", 10, 10),
+        ("server_stream_1kB", 1, 100),
+        ("client_stream_1kB", 10, 1),
+    ] {
+        let output = grpclab()
+            .args(["load", "--insecure", "--no-tui", &server.target()])
+            .args(["--scenario", scenario, "-n", "40", "-c", "4", "-O", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 40,
+            "{scenario}: {report}"
+        );
+        assert_eq!(report["messagesSent"], 40 * sent_per_call, "{scenario}");
+        assert_eq!(
+            report["messagesReceived"],
+            40 * received_per_call,
+            "{scenario}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = grpclab()
+        .args(["bench", "tonic-mt", "lab", "--no-tui", "--results-dir"])
+        .arg(dir.path())
+        .envs([
+            ("GRPC_REQUEST_SCENARIO", "streaming_ping_pong"),
+            ("GRPC_BENCHMARK_DURATION", "1s"),
+            ("GRPC_BENCHMARK_WARMUP", "1s"),
+            ("GRPC_CLIENT_CONNECTIONS", "2"),
+            ("GRPC_CLIENT_CONCURRENCY", "20"),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("tonic-mt: ") && stderr.contains(" 0 errors"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("lab: FAILED: the server does not serve grpclab.streaming.v1.StreamingEcho.PingPong (UNIMPLEMENTED)"),
+        "{stderr}"
+    );
 }

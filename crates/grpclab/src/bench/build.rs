@@ -98,7 +98,7 @@ pub fn scenario_dir(scenario: &str, under: &Path) -> std::io::Result<PathBuf> {
     })?;
     let dir = under.join("scenarios").join(builtin.name);
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("helloworld.proto"), builtin.proto)?;
+    std::fs::write(dir.join(builtin.proto_file), builtin.proto)?;
     std::fs::write(dir.join(PAYLOAD_FILE), builtin.payload)?;
     std::fs::canonicalize(dir)
 }

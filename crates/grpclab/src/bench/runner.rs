@@ -167,18 +167,39 @@ fn wait_until_ready(
             Ok(_) => {
                 let mut probe =
                     LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec());
-                // The reply must be the scenario's echo, whoever wrote the server: a peer
-                // that answers OK with the wrong message is not ready, it is wrong.
-                let checker = scenario.clone();
-                probe.validator = Some(std::sync::Arc::new(move |reply: &[u8]| {
-                    checker.check_first_reply(reply)
-                }));
+                probe.shape = shape_of(scenario);
+                if probe.shape == grpclab_load::CallShape::Unary {
+                    // The reply must be the scenario's echo, whoever wrote the server: a peer
+                    // that answers OK with the wrong message is not ready, it is wrong.
+                    let checker = scenario.clone();
+                    probe.validator = Some(std::sync::Arc::new(move |reply: &[u8]| {
+                        checker.check_first_reply(reply)
+                    }));
+                }
                 probe.total = Some(1);
                 probe.concurrency = 1;
                 probe.tls = tls.cloned();
                 probe.timeout = Some(Duration::from_secs(2));
                 match grpclab_load::run(probe, &CancellationToken::new(), &mut |_| {}) {
                     Ok(result) if result.ok() == 1 => return Ok(()),
+                    // The server is up and says it does not serve the call: waiting will
+                    // not change that.
+                    Ok(result)
+                        if result
+                            .status_counts()
+                            .contains_key(&grpclab_core::Code::Unimplemented) =>
+                    {
+                        return Err(format!(
+                            "the server does not serve {} (UNIMPLEMENTED): {}",
+                            scenario.method().full_name(),
+                            result
+                                .error_counts()
+                                .keys()
+                                .next()
+                                .cloned()
+                                .unwrap_or_default()
+                        ));
+                    }
                     Ok(result) => {
                         last_error = format!(
                             "the readiness call failed: {}",
@@ -200,6 +221,13 @@ fn wait_until_ready(
         "not ready within {}s: {last_error}",
         timeout.as_secs()
     ))
+}
+
+/// The scenario method's shape: streaming scenarios send their payload array in order within
+/// each call.
+fn shape_of(scenario: &Scenario) -> grpclab_load::CallShape {
+    let method = scenario.method();
+    grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming())
 }
 
 /// Runs one admin call on `target`'s server with a deadline, on a throwaway runtime (the
@@ -456,6 +484,7 @@ fn measure(
         &context.scenario.path(),
         context.scenario.requests().to_vec(),
     );
+    load.shape = shape_of(context.scenario);
     load.concurrency = config.concurrency;
     load.connections = config.connections;
     load.pacing = if config.qps == 0 {

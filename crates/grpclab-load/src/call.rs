@@ -180,6 +180,11 @@ pub(crate) fn failure_from_h2(err: h2::Error) -> CallFailure {
         };
         return CallFailure::new(code, format!("stream reset by {by}: {reason:?}"));
     }
+    // h2 refusing a use of a stream that has already ended (the server closed it): this
+    // call's problem, not the connection's. Reported as Internal, and the stream goes on.
+    if err.reason().is_none() && !err.is_io() {
+        return CallFailure::new(Code::Internal, format!("stream error: {err}"));
+    }
     CallFailure {
         code: Code::Unavailable,
         message: if err.is_go_away() && err.is_remote() {

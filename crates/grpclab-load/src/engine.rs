@@ -708,9 +708,13 @@ impl StreamConnection {
         if self.state.borrow().generation != self.generation {
             return;
         }
+        // At most a second: a failure taken for a connection loss while the connection is
+        // in fact up (the driver then never publishes news) must not park the stream for
+        // good, or an -n run whose streams all parked would never end.
         tokio::select! {
             _ = self.state.changed() => {}
             _ = stop.cancelled() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
 }

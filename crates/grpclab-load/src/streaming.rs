@@ -227,23 +227,38 @@ pub(crate) async fn streaming_call(
             finish(reply, &mut counter, tally).await
         }
         CallShape::ClientStreaming => {
-            while more(tally.sent) {
+            let mut sending = Ok(());
+            while sending.is_ok() && more(tally.sent) {
                 if tally.sent > 0 {
                     if let Some(interval) = settings.interval {
                         tokio::time::sleep(interval).await;
                     }
                 }
-                send_message(&mut body, next(), false).await?;
-                tally.sent += 1;
+                sending = send_message(&mut body, next(), false).await;
+                if sending.is_ok() {
+                    tally.sent += 1;
+                }
             }
-            send_message(&mut body, Bytes::new(), true).await?;
-            let reply = response_head(response).await?;
-            finish(reply, &mut counter, tally).await
+            if sending.is_ok() {
+                sending = send_message(&mut body, Bytes::new(), true).await;
+            }
+            // A server that ends the call while we send (an error status) makes the send
+            // fail; its status is the call's outcome, not the failed send.
+            let ended = async {
+                let reply = response_head(response).await?;
+                finish(reply, &mut counter, tally).await
+            };
+            match (sending, ended.await) {
+                (_, Err(status)) => Err(status),
+                (Err(send), Ok(())) => Err(send),
+                (Ok(()), Ok(())) => Ok(()),
+            }
         }
         CallShape::Bidi => {
             // Ping-pong: a request, then its reply, then the next request.
             let mut response = Some(response);
             let mut reply: Option<RecvStream> = None;
+            let mut server_ended = false;
             while more(tally.sent) {
                 if tally.sent > 0 {
                     if let Some(interval) = settings.interval {
@@ -251,7 +266,15 @@ pub(crate) async fn streaming_call(
                     }
                 }
                 let sent_at = Instant::now();
-                send_message(&mut body, next(), false).await?;
+                if let Err(send) = send_message(&mut body, next(), false).await {
+                    // The server may have ended the call meanwhile: its status wins.
+                    let stream = match (reply.take(), response.take()) {
+                        (Some(stream), _) => stream,
+                        (None, Some(head)) => response_head(head).await?,
+                        (None, None) => return Err(send),
+                    };
+                    return finish(stream, &mut counter, tally).await.and(Err(send));
+                }
                 tally.sent += 1;
                 if let Some(head) = response.take() {
                     reply = Some(response_head(head).await?);
@@ -261,11 +284,14 @@ pub(crate) async fn streaming_call(
                 };
                 if !receive_messages(stream, &mut counter, 1, tally).await? {
                     // The server ended its side early: its trailers say how.
+                    server_ended = true;
                     break;
                 }
                 round_trip(sent_at.elapsed());
             }
-            send_message(&mut body, Bytes::new(), true).await?;
+            if !server_ended {
+                send_message(&mut body, Bytes::new(), true).await?;
+            }
             let stream = match (reply, response) {
                 (Some(stream), _) => stream,
                 (None, Some(head)) => response_head(head).await?,

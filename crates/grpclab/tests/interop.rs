@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Server;
+use common::{grpclab, Server};
 use std::process::{Command, Stdio};
 
 /// Whether a tool is available; outside CI a missing tool skips the test with a message,
@@ -408,4 +408,106 @@ fn our_tls_client_reads_a_grpcio_tls_server() {
     let stderr = String::from_utf8_lossy(&crossed.stderr);
     assert_eq!(crossed.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("speaks TLS"), "{stderr}");
+}
+
+/// Issue 17: our streaming client against a grpcio streaming server (a server we did not
+/// write): every shape counts its messages exactly, and a server that ends a stream early
+/// with a status has that status counted, with the messages that came before it.
+#[test]
+fn our_streaming_client_reads_a_grpcio_server() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_tools"]),
+        "python3 grpcio-tools",
+    ) {
+        return;
+    }
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/grpcio_streaming_server.py"
+        ))
+        .arg(format!("{repo}/scenarios/streaming"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let target = format!("127.0.0.1:{}", port.trim());
+    let proto = format!("{repo}/scenarios/streaming/streaming.proto");
+    let load = |method: &str, data: &str, extra: &[&str]| -> serde_json::Value {
+        let output = grpclab()
+            .args(["load", "--insecure", "--no-tui", &target, "--proto", &proto])
+            .args([
+                "--call",
+                &format!("grpclab.streaming.v1.StreamingEcho.{method}"),
+            ])
+            .args(["-d", data, "-O", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let ping_pong = load(
+        "PingPong",
+        r#"[{"payload":"YQ=="},{"payload":"Yg=="}]"#,
+        &["-n", "30", "-c", "3", "--stream-call-count", "20"],
+    );
+    assert_eq!(ping_pong["statusCodeDistribution"]["OK"], 30, "{ping_pong}");
+    assert_eq!(ping_pong["messagesSent"], 600);
+    assert_eq!(ping_pong["messagesReceived"], 600);
+    let feed = load(
+        "Feed",
+        r#"{"count":40,"payload":"YQ=="}"#,
+        &["-n", "20", "-c", "2"],
+    );
+    assert_eq!(feed["statusCodeDistribution"]["OK"], 20, "{feed}");
+    assert_eq!(feed["messagesReceived"], 800);
+    let upload = load(
+        "Upload",
+        r#"{"payload":"YWJj"}"#,
+        &["-n", "10", "-c", "2", "--stream-call-count", "25"],
+    );
+    assert_eq!(upload["statusCodeDistribution"]["OK"], 10, "{upload}");
+    assert_eq!(
+        (&upload["messagesSent"], &upload["messagesReceived"]),
+        (&250.into(), &10.into())
+    );
+    // Early ends, with the server's status: a feed cut after 10 replies...
+    let cut = load(
+        "Feed",
+        r#"{"count":5000,"payload":"YQ=="}"#,
+        &["-n", "6", "-c", "2"],
+    );
+    assert_eq!(
+        cut["statusCodeDistribution"]["ResourceExhausted"], 6,
+        "{cut}"
+    );
+    assert_eq!(cut["messagesReceived"], 60);
+    assert!(cut["errorDistribution"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .all(|key| key.contains("at most 1000 replies")));
+    // ...and a ping-pong aborted at its third message (two round trips done).
+    let aborted = load(
+        "PingPong",
+        r#"[{"payload":"YQ=="},{"payload":"Yg=="},{"payload":"YWJvcnQ="}]"#,
+        &["-n", "8", "-c", "2"],
+    );
+    assert_eq!(aborted["statusCodeDistribution"]["Aborted"], 8, "{aborted}");
+    assert_eq!(aborted["messagesSent"], 24);
+    assert_eq!(aborted["messagesReceived"], 16);
+    drop(server.stdin.take());
+    let _ = server.wait();
 }

@@ -201,3 +201,37 @@ fn builtin_streaming_scenarios_run_in_load_and_bench() {
         "{stderr}"
     );
 }
+
+/// A deadline in the middle of a stream (`-t`): every call ends DEADLINE_EXCEEDED, counted
+/// once, with the messages it sent before.
+#[test]
+fn a_deadline_mid_stream_ends_each_call_once() {
+    let server = Server::start("tonic-mt");
+    let result = load(
+        &server,
+        "PingPong",
+        r#"{"payload":"YQ=="}"#,
+        &[
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--stream-call-count",
+            "100",
+            "--stream-interval",
+            "50ms",
+            "-t",
+            "300ms",
+        ],
+    );
+    assert_eq!(result["count"], 4, "{result}");
+    assert_eq!(
+        result["statusCodeDistribution"]["DeadlineExceeded"], 4,
+        "{result}"
+    );
+    let sent = result["messagesSent"].as_u64().unwrap();
+    assert!(
+        sent < 4 * 100,
+        "the calls stopped at their deadline: {sent}"
+    );
+}

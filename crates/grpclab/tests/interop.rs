@@ -59,17 +59,23 @@ fn h2load_say_hello(scheme: &str, server: &Server, request: &std::path::Path) ->
 /// `tls` when given; returns the child (stopped by closing its stdin) and its target.
 fn grpcio_reflection_server(tls: Option<&common::pki::Pair>) -> (std::process::Child, String) {
     let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let mut command = Command::new("python3");
-    command
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/interop/grpcio_reflection_server.py"
-        ))
-        .arg(format!("{repo}/scenarios/complex_proto"));
+    let mut args = vec![format!("{repo}/scenarios/complex_proto")];
     if let Some(pair) = tls {
-        command.arg(&pair.cert).arg(&pair.key);
+        args.push(pair.cert.display().to_string());
+        args.push(pair.key.display().to_string());
     }
-    let mut server = command
+    python_server("grpcio_reflection_server.py", &args)
+}
+
+/// A Python server script of `tests/interop/` that prints its port and serves until its
+/// standard input closes; returns the child and its target.
+fn python_server(script: &str, args: &[String]) -> (std::process::Child, String) {
+    let mut server = Command::new("python3")
+        .arg(format!(
+            "{}/tests/interop/{script}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -422,23 +428,10 @@ fn our_streaming_client_reads_a_grpcio_server() {
         return;
     }
     let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let mut server = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/interop/grpcio_streaming_server.py"
-        ))
-        .arg(format!("{repo}/scenarios/streaming"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let target = format!("127.0.0.1:{}", port.trim());
+    let (mut server, target) = python_server(
+        "grpcio_streaming_server.py",
+        &[format!("{repo}/scenarios/streaming")],
+    );
     let proto = format!("{repo}/scenarios/streaming/streaming.proto");
     let load = |method: &str, data: &str, extra: &[&str]| -> serde_json::Value {
         let output = grpclab()

@@ -719,6 +719,24 @@ impl StreamConnection {
     }
 }
 
+/// Runs a call under the client's deadline (`-t`): past it, the call is dropped (h2 resets
+/// its stream) and ends as DeadlineExceeded.
+async fn within_deadline(
+    timeout: Option<Duration>,
+    call: impl std::future::Future<Output = Result<(), crate::call::CallFailure>>,
+) -> Result<(), crate::call::CallFailure> {
+    match timeout {
+        None => call.await,
+        Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+            Err(crate::call::CallFailure {
+                code: Code::DeadlineExceeded,
+                message: DEADLINE_MESSAGE.to_owned(),
+                connection_lost: false,
+            })
+        }),
+    }
+}
+
 /// Which stream a stream task is: its connection and its place among that connection's
 /// streams (a concurrency schedule lets the first few of each connection run).
 #[derive(Debug, Clone, Copy)]
@@ -802,16 +820,7 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
                     &mut tally,
                     &mut round_trip,
                 );
-                let outcome = match timeout {
-                    None => call.await,
-                    Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
-                        Err(crate::call::CallFailure {
-                            code: Code::DeadlineExceeded,
-                            message: DEADLINE_MESSAGE.to_owned(),
-                            connection_lost: false,
-                        })
-                    }),
-                };
+                let outcome = within_deadline(timeout, call).await;
                 if measured {
                     thread
                         .recorder
@@ -822,16 +831,7 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
             }
             Ok(sender) => {
                 let call = unary_call(sender, &thread.template, thread.next_body(), &mut scratch);
-                let outcome = match timeout {
-                    None => call.await,
-                    Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
-                        Err(crate::call::CallFailure {
-                            code: Code::DeadlineExceeded,
-                            message: DEADLINE_MESSAGE.to_owned(),
-                            connection_lost: false,
-                        })
-                    }),
-                };
+                let outcome = within_deadline(timeout, call).await;
                 outcome.map_err(|failure| connection.explain(failure))
             }
         };

@@ -179,6 +179,26 @@ pub(crate) struct StreamPlan<'a> {
     pub messages: &'a [Bytes],
 }
 
+/// The pause before message `sent` (none before the first): `--stream-interval`.
+async fn pause(settings: &StreamSettings, sent: u64) {
+    if let (true, Some(interval)) = (sent > 0, settings.interval) {
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// The reply stream of a bidi call: the one already read from, else the response's, once
+/// its head arrives.
+async fn opened(
+    reply: Option<RecvStream>,
+    response: Option<h2::client::ResponseFuture>,
+) -> Result<RecvStream, CallFailure> {
+    match (reply, response) {
+        (Some(stream), _) => Ok(stream),
+        (None, Some(head)) => response_head(head).await,
+        (None, None) => Err(CallFailure::new(Code::Internal, "no response")),
+    }
+}
+
 /// One streaming call; `round_trip` receives each bidi round trip (reply k against request
 /// k's send time).
 pub(crate) async fn streaming_call(
@@ -229,11 +249,7 @@ pub(crate) async fn streaming_call(
         CallShape::ClientStreaming => {
             let mut sending = Ok(());
             while sending.is_ok() && more(tally.sent) {
-                if tally.sent > 0 {
-                    if let Some(interval) = settings.interval {
-                        tokio::time::sleep(interval).await;
-                    }
-                }
+                pause(settings, tally.sent).await;
                 sending = send_message(&mut body, next(), false).await;
                 if sending.is_ok() {
                     tally.sent += 1;
@@ -260,19 +276,11 @@ pub(crate) async fn streaming_call(
             let mut reply: Option<RecvStream> = None;
             let mut server_ended = false;
             while more(tally.sent) {
-                if tally.sent > 0 {
-                    if let Some(interval) = settings.interval {
-                        tokio::time::sleep(interval).await;
-                    }
-                }
+                pause(settings, tally.sent).await;
                 let sent_at = Instant::now();
                 if let Err(send) = send_message(&mut body, next(), false).await {
                     // The server may have ended the call meanwhile: its status wins.
-                    let stream = match (reply.take(), response.take()) {
-                        (Some(stream), _) => stream,
-                        (None, Some(head)) => response_head(head).await?,
-                        (None, None) => return Err(send),
-                    };
+                    let stream = opened(reply.take(), response.take()).await?;
                     return finish(stream, &mut counter, tally).await.and(Err(send));
                 }
                 tally.sent += 1;
@@ -292,13 +300,7 @@ pub(crate) async fn streaming_call(
             if !server_ended {
                 send_message(&mut body, Bytes::new(), true).await?;
             }
-            let stream = match (reply, response) {
-                (Some(stream), _) => stream,
-                (None, Some(head)) => response_head(head).await?,
-                (None, None) => {
-                    return Err(CallFailure::new(Code::Internal, "no response"));
-                }
-            };
+            let stream = opened(reply, response).await?;
             finish(stream, &mut counter, tally).await
         }
     }

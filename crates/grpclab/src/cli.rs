@@ -85,7 +85,7 @@ pub struct ReportArgs {
 }
 
 /// `grpclab report`'s formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     /// One self-contained HTML page.
     Html,

@@ -81,7 +81,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Results are on disk already; a closed stdout or stderr only loses the echo.
             let _ = writeln!(std::io::stdout(), "{}", outcome.table);
             let _ = writeln!(std::io::stderr(), "results: {}", outcome.dir.display());
-            let page = outcome.dir.join(grpclab::report::BENCH_REPORT);
+            let page = outcome.dir.join(grpclab::report::REPORT_FILE);
             if page.is_file() {
                 let _ = writeln!(std::io::stderr(), "report: {}", page.display());
             }
@@ -102,7 +102,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             let _ = writeln!(std::io::stderr(), "results: {}", dir.display());
-            let page = dir.join(grpclab::report::BENCH_REPORT);
+            let page = dir.join(grpclab::report::REPORT_FILE);
             if page.is_file() {
                 let _ = writeln!(std::io::stderr(), "report: {}", page.display());
             }

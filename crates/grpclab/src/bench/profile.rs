@@ -251,7 +251,7 @@ impl CpuRecording {
 /// Renders folded stacks (`root;...;leaf COUNT` per line) as a flamegraph at `svg` and the top
 /// functions at `top`: the common end of perf's and Java Flight Recorder's profiles.
 pub fn render(folded: &str, svg: &Path, top: &Path, title: &str) -> Result<CpuProfile, String> {
-    let (weight, shares) = top_functions(folded);
+    let (weight, every) = function_shares(folded);
     if weight == 0 {
         return Err("CPU profile: no samples were recorded (was the server idle?)".to_owned());
     }
@@ -261,7 +261,8 @@ pub fn render(folded: &str, svg: &Path, top: &Path, title: &str) -> Result<CpuPr
     inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut image)
         .map_err(|err| format!("CPU profile failed: flamegraph: {err}"))?;
     std::fs::write(svg, image).map_err(|err| format!("CPU profile failed: {err}"))?;
-    let by_total = top_by_total(folded, weight);
+    let shares = ranked_by_self(every.clone());
+    let by_total = ranked_by_total(every);
     let paths = top_paths(folded, weight);
     let flat_percent = flat_percent(folded, weight);
     let mut text = format!("total sample weight {weight}\n");
@@ -371,9 +372,8 @@ fn top_paths(folded: &str, weight: u64) -> Vec<CallPath> {
         .collect()
 }
 
-/// The top functions by total (inclusive) share.
-fn top_by_total(folded: &str, weight: u64) -> Vec<FunctionShare> {
-    let mut shares = all_shares(folded, weight);
+/// The top functions by total (inclusive) share, from every function's shares.
+fn ranked_by_total(mut shares: Vec<FunctionShare>) -> Vec<FunctionShare> {
     shares.sort_by(|a, b| {
         b.total_percent
             .total_cmp(&a.total_percent)
@@ -385,15 +385,8 @@ fn top_by_total(folded: &str, weight: u64) -> Vec<FunctionShare> {
     shares
 }
 
-/// Self and total shares per function from folded stacks (`a;b;c COUNT` per line), the
-/// top by self time.
-pub fn top_functions(folded: &str) -> (u64, Vec<FunctionShare>) {
-    let total_samples: u64 = folded
-        .lines()
-        .filter_map(folded_line)
-        .map(|(_, count)| count)
-        .sum();
-    let mut shares = all_shares(folded, total_samples);
+/// The top functions by self share, from every function's shares.
+fn ranked_by_self(mut shares: Vec<FunctionShare>) -> Vec<FunctionShare> {
     shares.retain(|share| share.self_percent > 0.0);
     shares.sort_by(|a, b| {
         b.self_percent
@@ -401,14 +394,24 @@ pub fn top_functions(folded: &str) -> (u64, Vec<FunctionShare>) {
             .then(a.function.cmp(&b.function))
     });
     shares.truncate(TOP);
-    (total_samples, shares)
+    shares
 }
 
-/// Every function's self and total share (a function counts once per stack in its total).
-fn all_shares(folded: &str, total_samples: u64) -> Vec<FunctionShare> {
+/// Self and total shares per function from folded stacks (`a;b;c COUNT` per line), the
+/// top by self time.
+pub fn top_functions(folded: &str) -> (u64, Vec<FunctionShare>) {
+    let (weight, shares) = function_shares(folded);
+    (weight, ranked_by_self(shares))
+}
+
+/// The total sample weight and every function's self and total share (a function counts
+/// once per stack in its total), in one pass over the folded stacks.
+fn function_shares(folded: &str) -> (u64, Vec<FunctionShare>) {
+    let mut total_samples = 0u64;
     let mut self_counts: HashMap<&str, u64> = HashMap::new();
     let mut total_counts: HashMap<&str, u64> = HashMap::new();
     for (frames, count) in folded.lines().filter_map(folded_line) {
+        total_samples += count;
         if let Some(leaf) = frames.last() {
             *self_counts.entry(leaf).or_default() += count;
         }
@@ -427,14 +430,15 @@ fn all_shares(folded: &str, total_samples: u64) -> Vec<FunctionShare> {
             100.0 * n as f64 / total_samples as f64
         }
     };
-    total_counts
+    let shares = total_counts
         .iter()
         .map(|(function, total)| FunctionShare {
             function: (*function).to_owned(),
             self_percent: percent(self_counts.get(function).copied().unwrap_or(0)),
             total_percent: percent(*total),
         })
-        .collect()
+        .collect();
+    (total_samples, shares)
 }
 
 #[cfg(test)]
@@ -451,7 +455,7 @@ mod tests {
         assert!((paths[0].percent - 80.0).abs() < 1e-9, "6 + 2 merged");
         assert_eq!(paths[1].frames, ["encode"]);
         assert!((flat_percent(folded, 10) - 20.0).abs() < 1e-9);
-        let by_total = top_by_total(folded, 10);
+        let by_total = ranked_by_total(function_shares(folded).1);
         let serve = by_total.iter().find(|s| s.function == "serve").unwrap();
         assert_eq!((serve.self_percent, serve.total_percent), (0.0, 80.0));
         assert!(

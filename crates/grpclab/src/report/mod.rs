@@ -26,7 +26,7 @@ pub enum Format {
 }
 
 /// The file name `bench` and `compare` write their report under, in the results folder.
-pub const BENCH_REPORT: &str = "report.html";
+pub const REPORT_FILE: &str = "report.html";
 
 /// What a results path holds.
 enum Saved {
@@ -84,7 +84,7 @@ pub fn render(path: &Path, format: Format) -> Result<String, InputError> {
 /// keeps a report; `compare` at its end).
 pub fn write_report(dir: &Path) -> Result<PathBuf, InputError> {
     let page = render(dir, Format::Html)?;
-    let path = dir.join(BENCH_REPORT);
+    let path = dir.join(REPORT_FILE);
     std::fs::write(&path, page)
         .map_err(|err| InputError(format!("cannot write {}: {err}", path.display())))?;
     Ok(path)

@@ -23,10 +23,6 @@ fn ms(value: f64) -> String {
     format!("{value:.3} ms")
 }
 
-fn ms_axis(value: f64) -> String {
-    trim_number(value)
-}
-
 fn count(value: f64) -> String {
     format!("{value:.0}")
 }
@@ -71,7 +67,7 @@ fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
         y_label: "latency (ms)",
         series: &series,
         x_scale: XScale::Percentile,
-        y_format: ms_axis,
+        y_format: trim_number,
         x_names: &[],
     });
     let mut headers = vec!["percentile".to_owned()];
@@ -177,13 +173,18 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
             &numbers(&throughput, count),
         ),
         html::figure(
-            chart("p99 latency per second", "latency (ms)", &p99, ms_axis),
+            chart("p99 latency per second", "latency (ms)", &p99, trim_number),
             "The 99th percentile of each second's successful calls (from a histogram per \
              second, 2 significant digits): the tail, second by second.",
             &numbers(&p99, ms),
         ),
         html::figure(
-            chart("Mean latency per second", "latency (ms)", &mean, ms_axis),
+            chart(
+                "Mean latency per second",
+                "latency (ms)",
+                &mean,
+                trim_number,
+            ),
             "The mean latency of each second's successful calls.",
             &numbers(&mean, ms),
         ),
@@ -765,7 +766,7 @@ pub fn sweep_section(
                 &numbers,
             ),
             html::figure(
-                chart("p99 latency", "latency (ms)", &p99, ms_axis),
+                chart("p99 latency", "latency (ms)", &p99, trim_number),
                 "The 99th percentile at each swept value.",
                 &numbers,
             ),

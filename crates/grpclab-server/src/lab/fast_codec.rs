@@ -11,15 +11,15 @@
 use bytes::{BufMut, BytesMut};
 
 /// Protobuf wire types.
-const VARINT: u8 = 0;
+pub(super) const VARINT: u8 = 0;
 const I64: u8 = 1;
-const LEN: u8 = 2;
+pub(super) const LEN: u8 = 2;
 const I32: u8 = 5;
 
 /// A decoding failure, worded like prost's.
 pub(crate) type DecodeError = String;
 
-fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
+pub(super) fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     for shift in (0..70).step_by(7) {
         let byte = *bytes.get(*at).ok_or("buffer underflow")?;
@@ -35,7 +35,7 @@ fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
     Err("invalid varint".to_owned())
 }
 
-fn key(bytes: &[u8], at: &mut usize) -> Result<(u32, u8), DecodeError> {
+pub(super) fn key(bytes: &[u8], at: &mut usize) -> Result<(u32, u8), DecodeError> {
     let key = varint(bytes, at)?;
     if key > u64::from(u32::MAX) {
         return Err(format!("invalid key value: {key}"));
@@ -51,7 +51,7 @@ fn key(bytes: &[u8], at: &mut usize) -> Result<(u32, u8), DecodeError> {
     Ok((field, wire_type))
 }
 
-fn len_delimited<'a>(bytes: &'a [u8], at: &mut usize) -> Result<&'a [u8], DecodeError> {
+pub(super) fn len_delimited<'a>(bytes: &'a [u8], at: &mut usize) -> Result<&'a [u8], DecodeError> {
     let len = varint(bytes, at)? as usize;
     let end = at
         .checked_add(len)
@@ -74,7 +74,7 @@ fn fixed<'a>(bytes: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], Deco
 
 /// Skips a field of an unknown number (groups, wire types 3 and 4, are refused as prost does
 /// for proto3 messages without them).
-fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), DecodeError> {
+pub(super) fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), DecodeError> {
     match wire_type {
         VARINT => varint(bytes, at).map(|_| ()),
         I64 => fixed(bytes, at, 8).map(|_| ()),
@@ -84,7 +84,7 @@ fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), DecodeError> 
     }
 }
 
-fn expect(wire_type: u8, expected: u8) -> Result<(), DecodeError> {
+pub(super) fn expect(wire_type: u8, expected: u8) -> Result<(), DecodeError> {
     if wire_type == expected {
         Ok(())
     } else {
@@ -296,11 +296,11 @@ impl<'a> HelloView<'a> {
     }
 }
 
-fn varint_len(value: u64) -> usize {
+pub(super) fn varint_len(value: u64) -> usize {
     (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-fn put_varint(out: &mut BytesMut, mut value: u64) {
+pub(super) fn put_varint(out: &mut BytesMut, mut value: u64) {
     while value >= 0x80 {
         out.put_u8((value as u8) | 0x80);
         value >>= 7;

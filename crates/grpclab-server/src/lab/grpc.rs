@@ -20,6 +20,16 @@ use crate::stats::{count_call, snapshot, STATS_PATH};
 /// The `:path` of the scenarios' call.
 pub const SAY_HELLO_PATH: &str = "/helloworld.Greeter/SayHello";
 
+/// The `:path` of the streaming echo's bidi ping-pong.
+pub const PING_PONG_PATH: &str = "/grpclab.streaming.v1.StreamingEcho/PingPong";
+/// The `:path` of the streaming echo's server-streaming feed.
+pub const FEED_PATH: &str = "/grpclab.streaming.v1.StreamingEcho/Feed";
+/// The `:path` of the streaming echo's client-streaming upload.
+pub const UPLOAD_PATH: &str = "/grpclab.streaming.v1.StreamingEcho/Upload";
+
+/// Why lab on the h2 crate answers streaming methods UNIMPLEMENTED.
+pub const STREAMING_ON_OWN_ENGINE_ONLY: &str = "lab on the h2 crate (--transport h2) serves unary calls only; streaming methods are served on lab's own engine (--transport lab, the default)";
+
 /// The methods the lab server serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -31,6 +41,19 @@ pub enum Route {
     HeapProfileStart,
     /// `grpclab.admin.v1.HeapProfile/Stop`.
     HeapProfileStop,
+    /// `grpclab.streaming.v1.StreamingEcho/PingPong` (bidi streaming).
+    PingPong,
+    /// `grpclab.streaming.v1.StreamingEcho/Feed` (server streaming).
+    Feed,
+    /// `grpclab.streaming.v1.StreamingEcho/Upload` (client streaming).
+    Upload,
+}
+
+impl Route {
+    /// Whether the method streams (its messages are handled one by one as they arrive).
+    pub fn is_streaming(self) -> bool {
+        matches!(self, Route::PingPong | Route::Feed | Route::Upload)
+    }
 }
 
 /// A gRPC status with its message, as sent in `grpc-status` / `grpc-message`.
@@ -115,11 +138,14 @@ pub fn check_head(
         path if path == STATS_PATH.as_bytes() => Route::Stats,
         path if path == heap_profile::START_PATH.as_bytes() => Route::HeapProfileStart,
         path if path == heap_profile::STOP_PATH.as_bytes() => Route::HeapProfileStop,
+        path if path == PING_PONG_PATH.as_bytes() => Route::PingPong,
+        path if path == FEED_PATH.as_bytes() => Route::Feed,
+        path if path == UPLOAD_PATH.as_bytes() => Route::Upload,
         path => {
             return Err(HeadRejection::Status(Status {
                 code: Code::Unimplemented,
                 message: Cow::Owned(format!(
-                    "unknown method {}; this server serves {SAY_HELLO_PATH} and {STATS_PATH}",
+                    "unknown method {}; this server serves {SAY_HELLO_PATH}, grpclab.streaming.v1.StreamingEcho and {STATS_PATH}",
                     String::from_utf8_lossy(path)
                 )),
             }))
@@ -233,6 +259,68 @@ fn route_call(head: &CallHead, message: &[u8], implementation: &str) -> Outcome 
             admin_outcome(heap_profile::start(&request.path).map(|()| request.path))
         }
         Route::HeapProfileStop => admin_outcome(heap_profile::stop()),
+        // Streaming methods reach here only on a transport that serves unary calls alone.
+        Route::PingPong | Route::Feed | Route::Upload => Outcome::Status(Status::new(
+            Code::Unimplemented,
+            STREAMING_ON_OWN_ENGINE_ONLY,
+        )),
+    }
+}
+
+/// One ping-pong message: decodes the framed `EchoRequest` (inflated under gzip) and appends
+/// the framed `EchoReply` with its `sequence` to `out`. Replies are sent uncompressed (the
+/// spec lets a server choose identity whatever the client's encoding).
+pub fn ping_pong_message(
+    head: &CallHead,
+    framed: &[u8],
+    sequence: u64,
+    out: &mut BytesMut,
+) -> Result<(), Status> {
+    let message = stream_message(framed, head, "EchoRequest")?;
+    let payload = super::stream_codec::echo_request_payload(&message)
+        .map_err(|err| invalid(&err, "EchoRequest"))?;
+    super::stream_codec::put_echo_reply(out, &message[payload], sequence);
+    count_call();
+    Ok(())
+}
+
+/// A ping-pong message run off the I/O thread (the pool or task placement): its reply, framed.
+pub fn run_ping_pong(head: &CallHead, framed: &[u8], sequence: u64) -> Outcome {
+    REPLY_BUFFER.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        match ping_pong_message(head, framed, sequence, &mut buffer) {
+            Ok(()) => Outcome::Reply(buffer.split().freeze()),
+            Err(status) => {
+                buffer.clear();
+                Outcome::Status(status)
+            }
+        }
+    })
+}
+
+/// A streaming call's message, unframed (and inflated under gzip); the engine splits messages
+/// exactly, so the frame holds one message.
+pub fn stream_message<'a>(
+    framed: &'a [u8],
+    head: &CallHead,
+    type_name: &str,
+) -> Result<Cow<'a, [u8]>, Status> {
+    unframe(framed, head).map_err(|status| Status {
+        code: status.code,
+        message: Cow::Owned(format!(
+            "grpclab.streaming.v1.{type_name}: {}",
+            status.message
+        )),
+    })
+}
+
+/// The status for a request message that does not decode.
+pub fn invalid(err: &str, type_name: &str) -> Status {
+    Status {
+        code: Code::Internal,
+        message: Cow::Owned(format!(
+            "request is not a valid grpclab.streaming.v1.{type_name}: {err}"
+        )),
     }
 }
 

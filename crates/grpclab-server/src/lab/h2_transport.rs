@@ -29,8 +29,9 @@ use tokio_util::sync::{CancellationToken, PollSender};
 
 use super::grpc::{
     check_head, check_prefix, CallHead, HeadRejection, Outcome, RequestHeaders, Status,
+    STREAMING_ON_OWN_ENGINE_ONLY,
 };
-use super::placement::{Job, Placement, PoolSender, Responder};
+use super::placement::{Job, Placement, PoolSender, Responder, Work};
 use super::LabConfig;
 
 /// The implementation name the admin RPC reports.
@@ -250,6 +251,17 @@ impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
             grpc_timeout: parts.headers.get("grpc-timeout").map(HeaderValue::as_bytes),
         };
         match check_head(&headers, Instant::now(), self.config.max_message_bytes) {
+            // Streaming is served on lab's own engine only: answered at once, since a bidi
+            // client waits for replies before it half-closes.
+            Ok(head) if head.route.is_streaming() => {
+                let _ = send_status(
+                    &mut respond,
+                    &Status::new(
+                        grpclab_core::Code::Unimplemented,
+                        STREAMING_ON_OWN_ENGINE_ONLY,
+                    ),
+                );
+            }
             Ok(head) => self.calls.push(PendingCall {
                 head,
                 body,
@@ -346,6 +358,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
                     match state {
                         BodyState::Complete => {
                             let job = Job {
+                                work: Work::Call,
                                 head: call.head,
                                 body: call.received.into_bytes(),
                                 responder: H2Responder {

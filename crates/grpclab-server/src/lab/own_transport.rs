@@ -2,15 +2,21 @@
 //! adapted to the engine's [`Service`] trait. Selected with `--transport lab` (the default).
 
 use bytes::Bytes;
-use grpclab_h2::server::{Dispatch, Reply, RequestHead, Response, Service};
+use grpclab_core::Code;
+use grpclab_h2::server::{Dispatch, Reply, RequestHead, Response, Service, Step, StreamOut};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
-use super::grpc::{check_head, run_call, CallHead, HeadRejection, Outcome, RequestHeaders, Status};
-use super::placement::{Job, Placement, PoolSender, Responder};
+use super::grpc::{
+    check_head, invalid, ping_pong_message, run_call, run_ping_pong, stream_message, CallHead,
+    HeadRejection, Outcome, RequestHeaders, Route, Status,
+};
+use super::placement::{Job, Placement, PoolSender, Responder, Work};
+use super::stream_codec;
 use super::LabConfig;
+use crate::stats::count_call;
 
 const IMPLEMENTATION: &str = "lab";
 
@@ -38,6 +44,38 @@ fn status_response(status: Status) -> Response {
     }
 }
 
+/// What lab keeps for a streaming call of the streaming echo.
+pub enum LabStream {
+    /// Bidi: the next reply's sequence number.
+    PingPong {
+        /// The position of the next request in the stream.
+        sequence: u64,
+    },
+    /// Server streaming: replies still to send once the request has come.
+    Feed {
+        /// The one request message has arrived.
+        requested: bool,
+        /// Replies not yet produced.
+        remaining: u64,
+        /// Each reply's payload (a slice of the request's bytes).
+        payload: Bytes,
+        /// The next reply's sequence number.
+        sequence: u64,
+    },
+    /// Client streaming: what the client has sent so far.
+    Upload {
+        /// Messages received.
+        messages: u64,
+        /// Payload bytes received.
+        bytes: u64,
+    },
+}
+
+/// Ends a streaming call with an error status.
+fn finish_with(out: &mut StreamOut<'_>, status: Status) {
+    out.finish(status.code as u8, status.message);
+}
+
 /// The lab service for one connection.
 pub struct LabService {
     config: Arc<LabConfig>,
@@ -53,6 +91,135 @@ impl LabService {
 
 impl Service for LabService {
     type Call = CallHead;
+    type Stream = LabStream;
+
+    fn open_stream(&mut self, call: &CallHead) -> Option<LabStream> {
+        match call.route {
+            Route::PingPong => Some(LabStream::PingPong { sequence: 0 }),
+            Route::Feed => Some(LabStream::Feed {
+                requested: false,
+                remaining: 0,
+                payload: Bytes::new(),
+                sequence: 0,
+            }),
+            Route::Upload => Some(LabStream::Upload {
+                messages: 0,
+                bytes: 0,
+            }),
+            Route::SayHello | Route::Stats | Route::HeapProfileStart | Route::HeapProfileStop => {
+                None
+            }
+        }
+    }
+
+    fn on_message(
+        &mut self,
+        call: &CallHead,
+        stream: &mut LabStream,
+        message: Bytes,
+        out: &mut StreamOut<'_>,
+    ) -> Step {
+        match stream {
+            LabStream::PingPong { sequence } => self.ping_pong(call, sequence, message, out),
+            LabStream::Feed {
+                requested,
+                remaining,
+                payload,
+                ..
+            } => {
+                if *requested {
+                    finish_with(
+                        out,
+                        Status::new(
+                            Code::Internal,
+                            "more than one request message on a server-streaming call",
+                        ),
+                    );
+                    return Step::Done;
+                }
+                *requested = true;
+                let request = match stream_message(&message, call, "FeedRequest") {
+                    Ok(request) => request,
+                    Err(status) => {
+                        finish_with(out, status);
+                        return Step::Done;
+                    }
+                };
+                match stream_codec::feed_request(&request) {
+                    Ok((count, range)) => {
+                        count_call();
+                        *remaining = u64::from(count);
+                        *payload = match request {
+                            // A slice of the request: no copy.
+                            Cow::Borrowed(_) => message.slice(5 + range.start..5 + range.end),
+                            Cow::Owned(inflated) => Bytes::copy_from_slice(&inflated[range]),
+                        };
+                        out.set_producing(true);
+                    }
+                    Err(err) => finish_with(out, invalid(&err, "FeedRequest")),
+                }
+                Step::Done
+            }
+            LabStream::Upload { messages, bytes } => {
+                let decoded = stream_message(&message, call, "EchoRequest").and_then(|request| {
+                    stream_codec::echo_request_payload(&request)
+                        .map_err(|err| invalid(&err, "EchoRequest"))
+                });
+                match decoded {
+                    Ok(payload) => {
+                        count_call();
+                        *messages += 1;
+                        *bytes += payload.len() as u64;
+                    }
+                    Err(status) => finish_with(out, status),
+                }
+                Step::Done
+            }
+        }
+    }
+
+    fn on_half_close(&mut self, _: &CallHead, stream: &mut LabStream, out: &mut StreamOut<'_>) {
+        match stream {
+            LabStream::PingPong { .. } => out.finish(0, Cow::Borrowed("")),
+            // The replies go on being produced; the call ends when they are all out.
+            LabStream::Feed {
+                requested: true, ..
+            } => {}
+            LabStream::Feed { .. } => finish_with(
+                out,
+                Status::new(
+                    Code::Internal,
+                    "the server-streaming call ended without its request message",
+                ),
+            ),
+            LabStream::Upload { messages, bytes } => {
+                stream_codec::put_upload_summary(out.buffer(), *messages, *bytes);
+                out.finish(0, Cow::Borrowed(""));
+            }
+        }
+    }
+
+    fn on_room(&mut self, _: &CallHead, stream: &mut LabStream, out: &mut StreamOut<'_>) {
+        let LabStream::Feed {
+            remaining,
+            payload,
+            sequence,
+            ..
+        } = stream
+        else {
+            out.set_producing(false);
+            return;
+        };
+        while *remaining > 0 && out.room() > 0 {
+            stream_codec::put_echo_reply(out.buffer(), payload, *sequence);
+            *sequence += 1;
+            *remaining -= 1;
+        }
+        if *remaining == 0 {
+            out.set_producing(false);
+            out.finish(0, Cow::Borrowed(""));
+        }
+    }
 
     fn accept(&mut self, head: &RequestHead<'_>, now: Instant) -> Result<CallHead, Response> {
         let headers = RequestHeaders {
@@ -96,28 +263,100 @@ impl Service for LabService {
     }
 
     fn call(&mut self, call: CallHead, body: Bytes, reply: Reply) -> Dispatch<CallHead> {
-        if let Some(delay) = self.config.handler_delay {
-            // A deliberately slow handler (experiments): it blocks, as a slow handler does.
-            std::thread::sleep(delay);
-        }
-        let offload = match self.config.placement {
-            Placement::Inline => false,
+        self.unary(call, body, reply)
+    }
+}
+
+impl LabService {
+    /// Whether the decode placement sends a request of `len` bytes off the I/O task.
+    fn offload(&self, len: usize) -> bool {
+        match self.config.placement {
+            Placement::Inline | Placement::Task => false,
             Placement::Pool => true,
             Placement::Adaptive => self
                 .pool
                 .as_ref()
-                .is_some_and(|pool| pool.adaptive_offload(body.len(), self.config.offload_above)),
-            Placement::Task => {
-                tokio::spawn(async move {
-                    reply.send(response(run_call(&call, &body, IMPLEMENTATION)));
-                });
-                return Dispatch::Later;
+                .is_some_and(|pool| pool.adaptive_offload(len, self.config.offload_above)),
+        }
+    }
+
+    /// One ping-pong message, where the decode placement says: inline (the reply straight into
+    /// the outbox), a task, or the pool (answered later; the stream's next message waits).
+    fn ping_pong(
+        &mut self,
+        call: &CallHead,
+        sequence: &mut u64,
+        message: Bytes,
+        out: &mut StreamOut<'_>,
+    ) -> Step {
+        if let Some(delay) = self.config.handler_delay {
+            std::thread::sleep(delay);
+        }
+        let this = *sequence;
+        if self.config.placement == Placement::Task {
+            let reply = out.later();
+            let head = *call;
+            tokio::spawn(async move {
+                reply.send(response(run_ping_pong(&head, &message, this)));
+            });
+            *sequence += 1;
+            return Step::Later;
+        }
+        if let Some(pool) = self.pool.as_ref().filter(|_| self.offload(message.len())) {
+            let job = Job {
+                work: Work::PingPong { sequence: this },
+                head: *call,
+                body: message,
+                responder: EngineResponder(out.later()),
+                implementation: IMPLEMENTATION,
+            };
+            match pool.sender.try_send(job) {
+                Ok(()) => {
+                    *sequence += 1;
+                    return Step::Later;
+                }
+                // A full queue: the stream keeps the message and offers it again.
+                Err(mpsc::error::TrySendError::Full(job)) => return Step::Busy(job.body),
+                // The pool is shutting down: answer here.
+                Err(mpsc::error::TrySendError::Closed(job)) => {
+                    return self.ping_pong_inline(call, sequence, &job.body, out)
+                }
             }
-        };
-        let Some(pool) = self.pool.as_ref().filter(|_| offload) else {
+        }
+        self.ping_pong_inline(call, sequence, &message, out)
+    }
+
+    fn ping_pong_inline(
+        &mut self,
+        call: &CallHead,
+        sequence: &mut u64,
+        message: &[u8],
+        out: &mut StreamOut<'_>,
+    ) -> Step {
+        match ping_pong_message(call, message, *sequence, out.buffer()) {
+            Ok(()) => *sequence += 1,
+            Err(status) => finish_with(out, status),
+        }
+        Step::Done
+    }
+
+    /// A unary call, where the decode placement says.
+    fn unary(&mut self, call: CallHead, body: Bytes, reply: Reply) -> Dispatch<CallHead> {
+        if let Some(delay) = self.config.handler_delay {
+            // A deliberately slow handler (experiments): it blocks, as a slow handler does.
+            std::thread::sleep(delay);
+        }
+        if self.config.placement == Placement::Task {
+            tokio::spawn(async move {
+                reply.send(response(run_call(&call, &body, IMPLEMENTATION)));
+            });
+            return Dispatch::Later;
+        }
+        let Some(pool) = self.pool.as_ref().filter(|_| self.offload(body.len())) else {
             return Dispatch::Respond(response(run_call(&call, &body, IMPLEMENTATION)));
         };
         let job = Job {
+            work: Work::Call,
             head: call,
             body,
             responder: EngineResponder(reply),

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
-use super::grpc::{run_call, CallHead, Outcome};
+use super::grpc::{run_call, run_ping_pong, CallHead, Outcome};
 
 /// Where calls run; see the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +69,22 @@ pub trait Responder: Send + 'static {
     fn respond(self, outcome: Outcome);
 }
 
-/// A call ready to run: its head, its whole body, and the way back.
+/// What a job runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// A unary call: its whole body.
+    Call,
+    /// One message of a bidi ping-pong stream, answered with this sequence number.
+    PingPong {
+        /// The message's position in its stream.
+        sequence: u64,
+    },
+}
+
+/// A call (or one message of a stream) ready to run: its head, its body, and the way back.
 pub struct Job<R> {
+    /// What to run.
+    pub work: Work,
     /// The checked headers.
     pub head: CallHead,
     /// The body (one framed message).
@@ -84,7 +98,10 @@ pub struct Job<R> {
 impl<R: Responder> Job<R> {
     /// Decodes, handles, encodes and responds.
     pub fn run(self) {
-        let outcome = run_call(&self.head, &self.body, self.implementation);
+        let outcome = match self.work {
+            Work::Call => run_call(&self.head, &self.body, self.implementation),
+            Work::PingPong { sequence } => run_ping_pong(&self.head, &self.body, sequence),
+        };
         self.responder.respond(outcome);
     }
 }

@@ -26,6 +26,11 @@ use tokio_util::sync::CancellationToken;
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
 use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
 
+mod streaming;
+
+use streaming::StreamingCall;
+pub use streaming::{Step, StreamOut, OUTBOX_LIMIT};
+
 /// Settings of a server connection.
 #[derive(Debug, Clone, Copy)]
 pub struct ServerSettings {
@@ -157,6 +162,46 @@ pub trait Service {
     fn deadline_exceeded(&self) -> Response;
     /// The body is complete (one framed message, or whatever the client sent).
     fn call(&mut self, call: Self::Call, body: Bytes, reply: Reply) -> Dispatch<Self::Call>;
+
+    /// What the service keeps for a streaming call (`()` for a service that has none).
+    type Stream;
+
+    /// Whether an accepted call streams. `Some(state)`: its request messages are handed over
+    /// one by one as they arrive ([`Service::on_message`]), the service may send any number of
+    /// replies, and ends the call with a status (see the `streaming` module); `None`: a unary
+    /// call, whose whole body goes to [`Service::call`].
+    fn open_stream(&mut self, call: &Self::Call) -> Option<Self::Stream>;
+
+    /// One request message of a streaming call (framed: the 5-byte prefix and the message).
+    fn on_message(
+        &mut self,
+        call: &Self::Call,
+        stream: &mut Self::Stream,
+        message: Bytes,
+        out: &mut StreamOut<'_>,
+    ) -> Step {
+        let _ = (call, stream, message);
+        out.finish(12, Cow::Borrowed("streaming calls are not served"));
+        Step::Done
+    }
+
+    /// The client half-closed a streaming call (every message before it has been handed over).
+    /// The service ends the call now or later ([`StreamOut::finish`]).
+    fn on_half_close(
+        &mut self,
+        call: &Self::Call,
+        stream: &mut Self::Stream,
+        out: &mut StreamOut<'_>,
+    ) {
+        let _ = (call, stream);
+        out.finish(0, Cow::Borrowed(""));
+    }
+
+    /// A producing call ([`StreamOut::set_producing`]) has room for more replies.
+    fn on_room(&mut self, call: &Self::Call, stream: &mut Self::Stream, out: &mut StreamOut<'_>) {
+        let _ = (call, stream);
+        out.set_producing(false);
+    }
 }
 
 /// How much service work (calls run inline, responses encoded) a connection does before it
@@ -181,7 +226,7 @@ const WRITE_BACKLOG_LIMIT: usize = 256 * 1024;
 /// connection is dropped: a half-closed peer that never reads cannot hold the socket.
 const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_secs(30);
 
-enum StreamState<C> {
+enum StreamState<C, T> {
     /// Headers in; body arriving.
     Receiving {
         call: C,
@@ -198,6 +243,8 @@ enum StreamState<C> {
     /// still counts against SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §5.1.2), and frames the
     /// peer sends meanwhile (WINDOW_UPDATE, RST_STREAM) meet it half-closed, not closed.
     Flushing,
+    /// A streaming call (boxed: unary streams stay small).
+    Streaming(Box<StreamingCall<C, T>>),
 }
 
 /// How many stream ids reset by us are remembered, so frames the peer sent before it saw the
@@ -263,8 +310,8 @@ impl Body {
     }
 }
 
-struct Stream<C> {
-    state: StreamState<C>,
+struct Stream<C, T> {
+    state: StreamState<C, T>,
     /// What the peer may still send on this stream.
     recv_window: i64,
     /// Consumed and not yet returned with a stream WINDOW_UPDATE.
@@ -412,7 +459,9 @@ struct Connection<S: Service> {
     settings: ServerSettings,
     decoder: Decoder,
     encoder: Encoder,
-    streams: StreamMap<Stream<S::Call>>,
+    streams: StreamMap<Stream<S::Call, S::Stream>>,
+    /// Streaming calls whose next message met a busy service, to offer again.
+    streams_busy: Vec<u32>,
     /// Streams with response data blocked on flow control, in arrival order.
     blocked: VecDeque<u32>,
     /// Calls the service could not take yet.
@@ -533,6 +582,10 @@ pub async fn serve_connection<S: Service>(
             connection.out.clear();
             written = 0;
             connection.flushed();
+            if !connection.blocked.is_empty() {
+                // Streaming replies wait for the write backlog too: it has drained.
+                connection.send_blocked();
+            }
             // Answers just written gave their requests' window back: return it now (the
             // client may be waiting for it, with nothing else to wake us).
             connection.flush_window_updates();
@@ -566,6 +619,7 @@ pub async fn serve_connection<S: Service>(
                 .streams
                 .values()
                 .any(|s| matches!(s.state, StreamState::Running))
+            && !connection.streaming_in_service()
         {
             return;
         }
@@ -605,7 +659,7 @@ pub async fn serve_connection<S: Service>(
         let backlog = connection.out.len() - written;
         let want_write = backlog > 0 || socket.wants_flush();
         let want_read = !read_closed && backlog < WRITE_BACKLOG_LIMIT;
-        let busy = !connection.busy.is_empty();
+        let busy = !connection.busy.is_empty() || !connection.streams_busy.is_empty();
         tokio::select! {
             ready = socket.readable(), if want_read => {
                 if ready.is_err() {
@@ -670,6 +724,9 @@ pub async fn serve_connection<S: Service>(
             }
         }
         connection.retry_busy();
+        if !connection.streams_busy.is_empty() {
+            connection.retry_busy_streams();
+        }
     }
 }
 
@@ -724,6 +781,7 @@ impl<S: Service> Connection<S> {
             decoder: Decoder::new(4096),
             encoder: Encoder::default(),
             streams: StreamMap::default(),
+            streams_busy: Vec::new(),
             blocked: VecDeque::new(),
             busy: VecDeque::new(),
             replies_tx,
@@ -877,6 +935,7 @@ impl<S: Service> Connection<S> {
                 self.drop_stream(header.stream);
                 self.blocked.retain(|s| *s != header.stream);
                 self.busy.retain(|(s, _, _)| *s != header.stream);
+                self.streams_busy.retain(|s| *s != header.stream);
                 Ok(())
             }
             kind::SETTINGS => self.on_settings(header, &payload),
@@ -1116,6 +1175,26 @@ impl<S: Service> Connection<S> {
                     self.complete(stream_id);
                     Ok(())
                 }
+                // A streaming call's trailers: its half-close.
+                Some(Stream {
+                    state: StreamState::Streaming(call),
+                    ..
+                }) if !call.half_closed
+                    && end_stream
+                    && self.head.pseudo_seen == 0
+                    && !self.head.malformed =>
+                {
+                    self.on_stream_trailers(stream_id);
+                    Ok(())
+                }
+                // HEADERS on a stream the client has half-closed: §5.1.
+                Some(Stream {
+                    state: StreamState::Streaming(call),
+                    ..
+                }) if call.half_closed => {
+                    self.reset(stream_id, code::STREAM_CLOSED);
+                    Ok(())
+                }
                 Some(_) => {
                     self.reset(stream_id, code::PROTOCOL_ERROR);
                     Ok(())
@@ -1160,6 +1239,21 @@ impl<S: Service> Connection<S> {
         match self.service.accept(&head, self.turn_started) {
             Ok(call) => {
                 let deadline = self.service.deadline(&call);
+                if let Some(state) = self.service.open_stream(&call) {
+                    let streaming =
+                        StreamingCall::new(call, state, deadline, self.head.content_length);
+                    self.streams.insert(
+                        stream_id,
+                        Stream {
+                            state: StreamState::Streaming(Box::new(streaming)),
+                            ..stream
+                        },
+                    );
+                    if end_stream {
+                        self.on_stream_trailers(stream_id);
+                    }
+                    return Ok(());
+                }
                 self.streams.insert(
                     stream_id,
                     Stream {
@@ -1232,6 +1326,18 @@ impl<S: Service> Connection<S> {
             self.conn_recv_unacked += size;
             self.reset(header.stream, code::FLOW_CONTROL_ERROR);
             return Ok(());
+        }
+        if let StreamState::Streaming(call) = &stream.state {
+            if !call.half_closed {
+                self.on_stream_data(
+                    header.stream,
+                    header.has(flags::END_STREAM),
+                    payload,
+                    range,
+                    size,
+                );
+                return Ok(());
+            }
         }
         let StreamState::Receiving {
             body,
@@ -1428,6 +1534,7 @@ impl<S: Service> Connection<S> {
             .values()
             .filter_map(|s| match &s.state {
                 StreamState::Receiving { deadline, .. } => *deadline,
+                StreamState::Streaming(call) => call.deadline,
                 _ => None,
             })
             .min()
@@ -1440,6 +1547,29 @@ impl<S: Service> Connection<S> {
             .filter(|(_, s)| matches!(&s.state, StreamState::Receiving { deadline: Some(d), .. } if *d <= now))
             .map(|(id, _)| *id)
             .collect();
+        let expired_streams: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(&s.state, StreamState::Streaming(call) if call.deadline.is_some_and(|d| d <= now)))
+            .map(|(id, _)| *id)
+            .collect();
+        for stream_id in expired_streams {
+            let response = Response::Status {
+                code: 4,
+                message: Cow::Borrowed("deadline exceeded during the stream"),
+            };
+            let half_closed = matches!(
+                self.streams.get(&stream_id).map(|s| &s.state),
+                Some(StreamState::Streaming(call)) if call.half_closed
+            );
+            self.abort_stream(stream_id, response);
+            // The call is over for both sides: a client still sending is told to stop
+            // (abort_stream did, with NO_ERROR); one that has half-closed gets CANCEL, as for
+            // unary calls (§8.1: the server may reset after its response).
+            if half_closed {
+                frame::write_rst_stream(&mut self.out, stream_id, code::CANCEL);
+            }
+        }
         for stream_id in expired {
             let response = self.service.deadline_exceeded();
             self.respond(stream_id, response);
@@ -1452,6 +1582,10 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get(&stream_id) else {
             return; // reset by the client meanwhile
         };
+        if let StreamState::Streaming(_) = stream.state {
+            self.on_stream_reply(stream_id, response);
+            return;
+        }
         // Answered before the request ended (415, RESOURCE_EXHAUSTED, a deadline): after the
         // response, RST_STREAM(NO_ERROR) asks the client to stop sending (§8.1), and its late
         // DATA is ignored rather than answered with STREAM_CLOSED.
@@ -1473,32 +1607,7 @@ impl<S: Service> Connection<S> {
                 self.end_with_headers(stream_id);
             }
             Response::Status { code, message } => {
-                self.encoder.begin_block(&mut self.block_scratch);
-                self.grpc_head();
-                if let Some(accepted) = self.settings.accept_encoding {
-                    self.encoder.field(
-                        b"grpc-accept-encoding",
-                        accepted,
-                        Indexing::Incremental,
-                        &mut self.block_scratch,
-                    );
-                }
-                let status = code.to_string();
-                self.encoder.field(
-                    b"grpc-status",
-                    status.as_bytes(),
-                    Indexing::Incremental,
-                    &mut self.block_scratch,
-                );
-                if !message.is_empty() {
-                    let encoded = percent_encode(&message);
-                    self.encoder.field(
-                        b"grpc-message",
-                        encoded.as_bytes(),
-                        Indexing::Without,
-                        &mut self.block_scratch,
-                    );
-                }
+                self.status_block(code, &message, true);
                 self.end_with_headers(stream_id);
             }
             Response::Message(data) | Response::Gzip(data) => {
@@ -1565,6 +1674,51 @@ impl<S: Service> Connection<S> {
         self.finish_stream(stream_id);
     }
 
+    /// Encodes a status into `block_scratch`: a trailers-only response (`:status`,
+    /// `content-type`, `grpc-accept-encoding` when configured) or the trailers after messages;
+    /// `grpc-status 0` after messages comes from the cached block.
+    fn status_block(&mut self, code: u8, message: &str, trailers_only: bool) {
+        self.block_scratch.clear();
+        if !trailers_only && code == 0 && message.is_empty() {
+            self.ok_trailers_block.write(
+                &mut self.encoder,
+                &mut self.block_scratch,
+                |encoder, block| {
+                    encoder.field(b"grpc-status", b"0", Indexing::Incremental, block);
+                },
+            );
+            return;
+        }
+        self.encoder.begin_block(&mut self.block_scratch);
+        if trailers_only {
+            self.grpc_head();
+            if let Some(accepted) = self.settings.accept_encoding {
+                self.encoder.field(
+                    b"grpc-accept-encoding",
+                    accepted,
+                    Indexing::Incremental,
+                    &mut self.block_scratch,
+                );
+            }
+        }
+        let status = code.to_string();
+        self.encoder.field(
+            b"grpc-status",
+            status.as_bytes(),
+            Indexing::Incremental,
+            &mut self.block_scratch,
+        );
+        if !message.is_empty() {
+            let encoded = percent_encode(message);
+            self.encoder.field(
+                b"grpc-message",
+                encoded.as_bytes(),
+                Indexing::Without,
+                &mut self.block_scratch,
+            );
+        }
+    }
+
     fn grpc_head(&mut self) {
         self.encoder.field(
             b":status",
@@ -1587,6 +1741,11 @@ impl<S: Service> Connection<S> {
             return true;
         };
         let StreamState::Sending { data, trailers } = &mut stream.state else {
+            if let StreamState::Streaming(_) = stream.state {
+                self.drive_stream(stream_id);
+                // Blocked again (window or backlog): it is back in `blocked`.
+                return !self.blocked.contains(&stream_id);
+            }
             return true;
         };
         while !data.is_empty() {
@@ -1663,11 +1822,19 @@ impl<S: Service> Connection<S> {
         }
     }
 
+    /// Resumes streams waiting for window, in order. A stream blocked on its own window goes
+    /// to the back and the others still get their turn (a client that stalls one stream stalls
+    /// only that stream); the walk stops when the connection's window or the write backlog is
+    /// spent.
     fn send_blocked(&mut self) {
-        while let Some(stream_id) = self.blocked.pop_front() {
-            if !self.send_stream(stream_id) {
-                break;
+        for _ in 0..self.blocked.len() {
+            if self.conn_send_window <= 0 {
+                return;
             }
+            let Some(stream_id) = self.blocked.pop_front() else {
+                return;
+            };
+            self.send_stream(stream_id);
         }
     }
 
@@ -1712,20 +1879,38 @@ pub fn percent_encode(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A service that answers every call at once with its own body, for [`feed_server`].
+/// A service that answers every call at once with its own body, for [`feed_server`]; calls
+/// whose path starts with `/s` stream, echoing each message as it comes.
 struct EchoService;
 
 impl Service for EchoService {
-    type Call = ();
+    /// Whether the call streams.
+    type Call = bool;
+    type Stream = ();
 
-    fn accept(&mut self, head: &RequestHead<'_>, _: Instant) -> Result<(), Response> {
+    fn accept(&mut self, head: &RequestHead<'_>, _: Instant) -> Result<bool, Response> {
         if head.path.is_empty() {
             return Err(Response::Http(404));
         }
-        Ok(())
+        Ok(head.path.starts_with(b"/s"))
     }
 
-    fn deadline(&self, _: &()) -> Option<Instant> {
+    fn open_stream(&mut self, streaming: &bool) -> Option<()> {
+        streaming.then_some(())
+    }
+
+    fn on_message(
+        &mut self,
+        _: &bool,
+        _: &mut (),
+        message: Bytes,
+        out: &mut StreamOut<'_>,
+    ) -> Step {
+        out.buffer().extend_from_slice(&message);
+        Step::Done
+    }
+
+    fn deadline(&self, _: &bool) -> Option<Instant> {
         None
     }
 
@@ -1747,7 +1932,7 @@ impl Service for EchoService {
         }
     }
 
-    fn call(&mut self, _: (), body: Bytes, _: Reply) -> Dispatch<()> {
+    fn call(&mut self, _: bool, body: Bytes, _: Reply) -> Dispatch<bool> {
         Dispatch::Respond(Response::Message(body))
     }
 }

@@ -143,10 +143,10 @@ fn python_grpcio_client_interoperates() {
 
 /// Issue 17, first slice: the streaming echo service on the tonic baseline, driven by Python
 /// grpcio (a client we did not write) in all three streaming shapes: strict and pipelined
-/// ping-pong, a feed, an upload, a cancel mid-stream. (lab serves it with issue 17's engine
-/// work; then it joins this list.)
+/// ping-pong, a feed, an upload, a cancel mid-stream; against tonic and against lab on its own
+/// engine with each decode placement (a ping-pong message runs where the placement says).
 #[test]
-fn python_grpcio_streams_with_the_tonic_baseline() {
+fn python_grpcio_streams_with_tonic_and_lab() {
     if !available(
         Command::new("python3").args(["-c", "import grpc"]),
         "python3 grpcio",
@@ -157,8 +157,16 @@ fn python_grpcio_streams_with_the_tonic_baseline() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/interop/grpcio_streaming_client.py"
     );
-    for implementation in ["tonic-mt", "tonic-st"] {
-        let server = Server::start(implementation);
+    let servers: [&[&str]; 5] = [
+        &["--impl", "tonic-mt"],
+        &["--impl", "tonic-st"],
+        &["--impl", "lab"],
+        &["--impl", "lab", "--decode", "pool"],
+        &["--impl", "lab", "--decode", "task"],
+    ];
+    for args in servers {
+        let implementation = args.join(" ");
+        let server = Server::start_with(args);
         let output = Command::new("python3")
             .arg(script)
             .arg(server.addr.to_string())

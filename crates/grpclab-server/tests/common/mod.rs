@@ -288,6 +288,12 @@ impl RawConnection {
         self.tcp.write_all(bytes)
     }
 
+    /// Turns Nagle's algorithm off: a client doing strict round trips of small frames would
+    /// otherwise wait for delayed ACKs (40 ms each).
+    pub fn set_nodelay(&self) {
+        self.tcp.set_nodelay(true).unwrap();
+    }
+
     /// Frames sent from now on wait for [`RawConnection::end_batch`], then leave in one write.
     pub fn begin_batch(&mut self) {
         self.batch = Some(Vec::new());

@@ -1,4 +1,4 @@
-//! A client connection for unary gRPC calls, driven from inside: the connection task itself
+//! A client connection for gRPC calls, driven from inside: the connection task itself
 //! keeps up to `slots` calls in flight, asking a [`CallSource`] for the next call whenever a
 //! slot is free and reporting each completion back to it. No task, lock or channel per call:
 //! each turn reads everything the socket has, completes what it can, starts what the source
@@ -6,6 +6,12 @@
 //!
 //! After the first call the request header block is a few bytes: the encoder indexes
 //! `:path`, `:authority`, `content-type`, `te` and the caller's constant metadata.
+//!
+//! Streaming calls ([`RequestTemplate::stream`]) run on the same loop: each call's messages are
+//! written one at a time as the windows, the write buffer and the plan allow (ping-pong: the
+//! next message once the previous one's reply is whole; `interval` apart; until `count` or
+//! `duration`), replies are counted as whole messages across DATA frames and released at once,
+//! and the source hears of each round trip and, when the call ends, of its message counts.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -64,6 +70,90 @@ pub enum CallEnd {
     DeadlineExceeded,
 }
 
+/// How every call of a connection streams (ghz's `--stream-*` semantics).
+#[derive(Debug, Clone)]
+pub struct StreamSpec {
+    /// The framed messages, sent in order from the first in every call, cycled.
+    pub messages: Vec<Bytes>,
+    /// Messages per call (`usize::MAX`: until `duration`).
+    pub count: usize,
+    /// Stop sending once the call is this old.
+    pub duration: Option<Duration>,
+    /// The pause between two sends.
+    pub interval: Option<Duration>,
+    /// Bidi ping-pong: the next message waits for the previous one's reply; the half-close
+    /// follows the last reply. Otherwise messages go out as fast as the plan allows and the
+    /// half-close follows the last message.
+    pub ping_pong: bool,
+}
+
+impl StreamSpec {
+    /// Whether a call that started at `started` and has sent `sent` messages sends another.
+    fn more(&self, sent: u64, started: Instant) -> bool {
+        (sent as usize) < self.count && self.duration.is_none_or(|limit| started.elapsed() < limit)
+    }
+}
+
+/// Counts whole gRPC messages (5-byte prefix, then the length it announces) in a byte stream
+/// that arrives in arbitrary chunks, keeping none of it.
+#[derive(Debug, Default, Clone)]
+pub struct MessageCounter {
+    prefix: [u8; 5],
+    prefix_len: usize,
+    /// Bytes of the current message's body still to come (valid once the prefix is whole).
+    remaining: usize,
+    /// The largest length a prefix has announced.
+    largest: usize,
+}
+
+impl MessageCounter {
+    /// Feeds a chunk; returns how many messages it completed.
+    pub fn feed(&mut self, mut data: &[u8]) -> u64 {
+        let mut completed = 0;
+        while !data.is_empty() {
+            if self.prefix_len < 5 {
+                let take = (5 - self.prefix_len).min(data.len());
+                self.prefix[self.prefix_len..self.prefix_len + take].copy_from_slice(&data[..take]);
+                self.prefix_len += take;
+                data = &data[take..];
+                if self.prefix_len == 5 {
+                    let length = u32::from_be_bytes([
+                        self.prefix[1],
+                        self.prefix[2],
+                        self.prefix[3],
+                        self.prefix[4],
+                    ]) as usize;
+                    self.remaining = length;
+                    self.largest = self.largest.max(length);
+                    if length == 0 {
+                        completed += 1;
+                        self.prefix_len = 0;
+                    }
+                }
+                continue;
+            }
+            let take = self.remaining.min(data.len());
+            self.remaining -= take;
+            data = &data[take..];
+            if self.remaining == 0 {
+                completed += 1;
+                self.prefix_len = 0;
+            }
+        }
+        completed
+    }
+
+    /// Whether a message is partly received.
+    pub fn in_message(&self) -> bool {
+        self.prefix_len > 0
+    }
+
+    /// The largest message length any prefix has announced.
+    pub fn largest(&self) -> usize {
+        self.largest
+    }
+}
+
 /// The load engine's side of a connection: where calls come from and results go.
 pub trait CallSource {
     /// The next call to start; `in_flight` calls are started and not ended, and `free_slots`
@@ -74,6 +164,15 @@ pub trait CallSource {
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant);
     /// Whether replies must be kept (validation); otherwise only their length is counted.
     fn keeps_replies(&self) -> bool;
+    /// A ping-pong round trip of a streaming call: a reply, against its request's write.
+    fn round_trip(&mut self, token: CallToken, latency: Duration) {
+        let _ = (token, latency);
+    }
+    /// A streaming call is over (reported just before its end): the messages it wrote and the
+    /// whole messages it received.
+    fn stream_messages(&mut self, token: CallToken, sent: u64, received: u64) {
+        let _ = (token, sent, received);
+    }
 }
 
 /// What every request carries, set once per connection.
@@ -97,6 +196,9 @@ pub struct RequestTemplate {
     /// long): while calls are in flight, a PING once nothing has arrived for this long; the
     /// connection is lost when nothing arrives within as long again. `None`: no PINGs.
     pub keepalive: Option<Duration>,
+    /// Streaming calls: how each call sends its messages (`None`: unary calls, whose body is
+    /// the source's).
+    pub stream: Option<StreamSpec>,
 }
 
 /// Why a connection ended before its source said stop.
@@ -157,6 +259,30 @@ struct Call {
     headers_seen: bool,
     recv_unacked: u32,
     send_window: i64,
+    /// The request's last DATA frame ends the stream when `pending` is written (unary; a
+    /// streaming call's known-last message).
+    end_with_pending: bool,
+    /// A streaming call's progress (boxed: unary calls stay small).
+    stream: Option<Box<ClientStream>>,
+}
+
+/// Where a streaming call is.
+struct ClientStream {
+    /// Index of the next message in the spec's array.
+    next_index: usize,
+    /// Messages written (wholly queued).
+    sent: u64,
+    started: Instant,
+    /// The next message may go at this instant (`interval`).
+    next_at: Option<Instant>,
+    /// The next message may go now.
+    ready: bool,
+    /// Ping-pong: a message is out and its reply not yet whole; when it was written.
+    awaiting_reply: Option<Instant>,
+    /// Our END_STREAM is written.
+    half_closed: bool,
+    counter: MessageCounter,
+    received: u64,
 }
 
 /// A call started (its ticket taken, its deadline running) but not yet written: the server's
@@ -220,6 +346,12 @@ struct Connection<'s, S: CallSource> {
     /// pseudo-header rules (unknown or request pseudo-headers, one after a regular field).
     scratch_status_fields: u8,
     scratch_malformed: bool,
+    /// Streaming calls only: when the earliest `next_at` is due.
+    stream_wake: Option<Instant>,
+    /// Scratch for the streams to pump this turn.
+    stream_scratch: Vec<u32>,
+    /// A stream could send now but the write buffer was full: pump again once it drains.
+    streams_waiting_room: bool,
 }
 
 /// Runs calls on `socket` until the source says stop and every call has ended (`Ok`), or the
@@ -265,6 +397,9 @@ pub async fn run_connection<S: CallSource>(
         scratch_http: 0,
         scratch_status_fields: 0,
         scratch_malformed: false,
+        stream_wake: None,
+        stream_scratch: Vec::new(),
+        streams_waiting_room: false,
     };
     connection.out.extend_from_slice(frame::PREFACE);
     frame::write_settings(
@@ -305,6 +440,11 @@ pub async fn run_connection<S: CallSource>(
         if written == connection.out.len() {
             connection.out.clear();
             written = 0;
+            if std::mem::take(&mut connection.streams_waiting_room) {
+                // Streams that could send met a full buffer: now it has room (a timer that
+                // fires at once brings the loop back to them, after whatever is readable).
+                connection.stream_wake = Some(Instant::now());
+            }
         } else if written >= READ_CHUNK && written * 2 >= connection.out.len() {
             // Keep the unwritten tail at the front, so a slow reader's buffer does not only grow.
             connection.out.drain(..written);
@@ -350,6 +490,7 @@ pub async fn run_connection<S: CallSource>(
             .chain(connection.busy_until)
             .chain((!connection.peer_settings_seen).then_some(preface_deadline))
             .chain(keepalive_wake)
+            .chain(connection.stream_wake)
             .min();
         if let Some(at) = wake {
             timer.as_mut().reset(at.into());
@@ -406,11 +547,14 @@ impl<S: CallSource> Connection<'_, S> {
     /// Hands back the calls in flight and the calls started but not yet written, for the
     /// caller to count as lost.
     fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<(CallToken, Instant)>) {
-        let mut calls: Vec<(CallToken, Instant)> = self
-            .calls
-            .drain()
-            .map(|(_, call)| (call.token, call.sent))
-            .collect();
+        let mut calls: Vec<(CallToken, Instant)> = Vec::with_capacity(self.calls.len());
+        for (_, call) in self.calls.drain() {
+            if let Some(stream) = &call.stream {
+                self.source
+                    .stream_messages(call.token, stream.sent, stream.received);
+            }
+            calls.push((call.token, call.sent));
+        }
         calls.extend(self.unsent.drain(..).map(|call| (call.token, call.sent)));
         (end, calls)
     }
@@ -454,8 +598,17 @@ impl<S: CallSource> Connection<'_, S> {
     /// cannot be written wait in `unsent`, oldest first; in the steady state none do, and a
     /// new call goes straight to the write buffer.
     fn start_calls(&mut self, released_until: Instant, pending_out: usize) {
-        let writable = self.peer_settings_seen && self.go_away.is_none();
         let budget = OUT_HIGH_WATER.saturating_sub(pending_out) + self.out.len();
+        self.start_new_calls(released_until, budget);
+        if self.template.stream.is_some() {
+            // After the new calls: a call just started may be ready for its next message.
+            self.pump_streams(budget);
+        }
+    }
+
+    /// The new calls of [`Connection::start_calls`], within `budget` bytes of write buffer.
+    fn start_new_calls(&mut self, released_until: Instant, budget: usize) {
+        let writable = self.peer_settings_seen && self.go_away.is_none();
         if writable {
             while !self.unsent.is_empty() && self.may_write(budget) {
                 if let Some(call) = self.unsent.pop_front() {
@@ -565,12 +718,34 @@ impl<S: CallSource> Connection<'_, S> {
             self.peer_max_frame,
         );
         let keep = self.source.keeps_replies();
+        let (body, streaming, end_with_pending) = match &self.template.stream {
+            None => (body, None, true),
+            Some(spec) => {
+                let first = spec.messages.first().cloned().unwrap_or_default();
+                let state = ClientStream {
+                    next_index: 1,
+                    sent: 0,
+                    started: sent,
+                    next_at: None,
+                    ready: false,
+                    awaiting_reply: None,
+                    half_closed: false,
+                    counter: MessageCounter::default(),
+                    received: 0,
+                };
+                // Client streaming ends its stream with its last message.
+                let last = !spec.ping_pong && spec.count <= 1;
+                (first, Some(Box::new(state)), last)
+            }
+        };
         self.calls.insert(
             stream,
             Call {
                 token,
                 sent,
                 deadline,
+                end_with_pending,
+                stream: streaming,
                 pending: body,
                 http_status: 0,
                 grpc_status: None,
@@ -582,10 +757,14 @@ impl<S: CallSource> Connection<'_, S> {
                 send_window: self.peer_initial_window,
             },
         );
-        self.send_pending(stream);
+        if self.send_pending(stream) {
+            self.message_written(stream);
+        }
     }
 
-    /// Sends as much of a request's body as the windows allow; the last frame ends the stream.
+    /// Sends as much of a request's body (a streaming call: its current message) as the
+    /// windows allow; the last frame ends the stream when `end_with_pending` says so. Returns
+    /// whether it is all written.
     fn send_pending(&mut self, stream: u32) -> bool {
         let max_frame = self.peer_max_frame;
         let Some(call) = self.calls.get_mut(&stream) else {
@@ -605,7 +784,7 @@ impl<S: CallSource> Connection<'_, S> {
             let take = (allowed.max(0) as usize).min(call.pending.len());
             let chunk = call.pending.split_to(take);
             let last = call.pending.is_empty();
-            frame::write_data(&mut self.out, stream, &chunk, last);
+            frame::write_data(&mut self.out, stream, &chunk, last && call.end_with_pending);
             self.conn_send_window -= chunk.len() as i64;
             call.send_window -= chunk.len() as i64;
             if last {
@@ -619,12 +798,133 @@ impl<S: CallSource> Connection<'_, S> {
             if !self.send_pending(stream) {
                 break;
             }
+            self.message_written(stream);
         }
+    }
+
+    /// A streaming call's message is wholly written: count it, and plan what follows (wait
+    /// for its reply, the next message now or after the interval, or the half-close).
+    fn message_written(&mut self, stream_id: u32) {
+        let Some(spec) = &self.template.stream else {
+            return;
+        };
+        let Some(call) = self.calls.get_mut(&stream_id) else {
+            return;
+        };
+        let Some(stream) = call.stream.as_mut() else {
+            return;
+        };
+        if stream.half_closed {
+            return;
+        }
+        stream.sent += 1;
+        if call.end_with_pending {
+            stream.half_closed = true;
+            return;
+        }
+        if spec.ping_pong {
+            stream.awaiting_reply = Some(Instant::now());
+            return;
+        }
+        Self::plan_next(
+            spec,
+            stream,
+            &mut self.out,
+            stream_id,
+            &mut self.stream_wake,
+        );
+    }
+
+    /// After a message (client streaming) or its reply (ping-pong): the next message now or
+    /// after the interval, or the half-close when the plan is done.
+    fn plan_next(
+        spec: &StreamSpec,
+        stream: &mut ClientStream,
+        out: &mut Vec<u8>,
+        stream_id: u32,
+        wake: &mut Option<Instant>,
+    ) {
+        if !spec.more(stream.sent, stream.started) {
+            frame::write_data(out, stream_id, &[], true);
+            stream.half_closed = true;
+            return;
+        }
+        match spec.interval {
+            Some(interval) => {
+                let at = Instant::now() + interval;
+                stream.next_at = Some(at);
+                *wake = Some(wake.map_or(at, |earlier| earlier.min(at)));
+            }
+            None => stream.ready = true,
+        }
+    }
+
+    /// Writes the next message of every streaming call whose plan allows one now, while the
+    /// write buffer stays under `budget` (the rest go on a later turn).
+    fn pump_streams(&mut self, budget: usize) {
+        let now = self.stream_wake.map(|_| Instant::now());
+        let mut due = std::mem::take(&mut self.stream_scratch);
+        due.clear();
+        let mut wake: Option<Instant> = None;
+        for (id, call) in self.calls.iter_mut() {
+            let Some(stream) = call.stream.as_mut() else {
+                continue;
+            };
+            if let (Some(at), Some(now)) = (stream.next_at, now) {
+                if at <= now {
+                    stream.next_at = None;
+                    stream.ready = true;
+                } else {
+                    wake = Some(wake.map_or(at, |earlier| earlier.min(at)));
+                }
+            }
+            if stream.ready && call.pending.is_empty() && !stream.half_closed {
+                due.push(*id);
+            }
+        }
+        self.stream_wake = wake;
+        for stream_id in due.drain(..) {
+            // A client-streaming call keeps writing while it may: each message written makes
+            // the next ready at once (no interval).
+            loop {
+                if self.out.len() >= budget {
+                    self.streams_waiting_room = true;
+                    break;
+                }
+                let Some(spec) = self.template.stream.as_ref() else {
+                    break;
+                };
+                let Some(call) = self.calls.get_mut(&stream_id) else {
+                    break;
+                };
+                let Some(stream) = call.stream.as_mut() else {
+                    break;
+                };
+                if !stream.ready || stream.half_closed || !call.pending.is_empty() {
+                    break;
+                }
+                stream.ready = false;
+                let message = &spec.messages[stream.next_index % spec.messages.len()];
+                stream.next_index += 1;
+                call.pending = message.clone();
+                // Client streaming ends with its last message when the count says it is.
+                call.end_with_pending = !spec.ping_pong && stream.sent + 1 >= spec.count as u64;
+                if !self.send_pending(stream_id) {
+                    break;
+                }
+                self.message_written(stream_id);
+            }
+        }
+        self.stream_scratch = due;
     }
 
     fn finish(&mut self, stream: u32, end: CallEnd) {
         if let Some(call) = self.calls.remove(&stream) {
             self.blocked.retain(|s| *s != stream);
+            if let Some(progress) = &call.stream {
+                self.source
+                    .stream_messages(call.token, progress.sent, progress.received);
+            }
             self.source
                 .completed(call.token, call.sent, end, Instant::now());
         }
@@ -946,6 +1246,50 @@ impl<S: CallSource> Connection<'_, S> {
             return Ok(());
         }
         call.received += range.len();
+        if let Some(stream) = call.stream.as_mut() {
+            let whole = stream.counter.feed(&payload[range.clone()]);
+            stream.received += whole;
+            call.recv_unacked += size;
+            let too_large = self
+                .template
+                .max_reply_message
+                .filter(|max| stream.counter.largest() > *max);
+            if let Some(max) = too_large {
+                let largest = stream.counter.largest();
+                frame::write_rst_stream(&mut self.out, header.stream, code::CANCEL);
+                self.finish(
+                    header.stream,
+                    CallEnd::Status(
+                        8,
+                        format!(
+                            "grpc: received message larger than max ({largest} vs. {max}) (--max-recv-message-size)"
+                        ),
+                    ),
+                );
+                return Ok(());
+            }
+            if whole > 0 {
+                if let (Some(written), Some(spec)) =
+                    (stream.awaiting_reply.take(), &self.template.stream)
+                {
+                    self.source.round_trip(call.token, written.elapsed());
+                    Self::plan_next(
+                        spec,
+                        stream,
+                        &mut self.out,
+                        header.stream,
+                        &mut self.stream_wake,
+                    );
+                }
+            }
+            if header.has(flags::END_STREAM) {
+                self.end_stream(header.stream);
+            } else if call.recv_unacked >= STREAM_WINDOW / 2 {
+                frame::write_window_update(&mut self.out, header.stream, call.recv_unacked);
+                call.recv_unacked = 0;
+            }
+            return Ok(());
+        }
         if let Some(max) = self.template.max_reply_message {
             // The body is the 5-byte prefix and the message: past max + 5, the message is over.
             if call.received > max.saturating_add(5) {
@@ -987,7 +1331,13 @@ impl<S: CallSource> Connection<'_, S> {
         let Some(call) = self.calls.get_mut(&stream) else {
             return;
         };
+        let streaming = call.stream.as_ref();
         let end = match (call.http_status, call.grpc_status) {
+            _ if streaming.is_some_and(|s| s.counter.in_message()) => {
+                CallEnd::Malformed("the stream ended inside a message")
+            }
+            // A stream may carry no message at all (a feed of 0).
+            (200, Some(0)) if streaming.is_some() => CallEnd::Ok(None),
             (200, Some(0)) if call.received == 0 => {
                 CallEnd::Malformed("status OK but no reply message")
             }
@@ -997,7 +1347,7 @@ impl<S: CallSource> Connection<'_, S> {
             (http, None) => CallEnd::Http(http),
         };
         // If our request body is still going out, stop it: the call is over.
-        if !call.pending.is_empty() {
+        if !call.pending.is_empty() || call.stream.as_ref().is_some_and(|s| !s.half_closed) {
             frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
         }
         self.finish(stream, end);
@@ -1023,4 +1373,30 @@ pub fn percent_decode(value: &[u8]) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_counted_across_any_chunking() {
+        // Three messages: 3 bytes, empty, 70 bytes.
+        let mut stream = Vec::new();
+        for length in [3usize, 0, 70] {
+            stream.push(0u8);
+            stream.extend_from_slice(&(length as u32).to_be_bytes());
+            stream.extend(std::iter::repeat_n(7u8, length));
+        }
+        for chunk in [1, 2, 5, 6, 7, 64, stream.len()] {
+            let mut counter = MessageCounter::default();
+            let total: u64 = stream.chunks(chunk).map(|c| counter.feed(c)).sum();
+            assert_eq!(total, 3, "chunks of {chunk}");
+            assert!(!counter.in_message());
+            assert_eq!(counter.largest(), 70);
+        }
+        let mut counter = MessageCounter::default();
+        assert_eq!(counter.feed(&stream[..7]), 0);
+        assert!(counter.in_message(), "a message cut short");
+    }
 }

@@ -408,12 +408,8 @@ impl LoadConfig {
             )));
         }
         self.threads = self.threads.min(self.connections);
-        if self.shape != CallShape::Unary {
-            // Streaming calls run on the h2 crate until our engine streams (issue 17).
-            self.transport = Transport::H2;
-            if self.stream.call_count == Some(0) {
-                return fail("--stream-call-count must be at least 1");
-            }
+        if self.shape != CallShape::Unary && self.stream.call_count == Some(0) {
+            return fail("--stream-call-count must be at least 1");
         }
         Ok(())
     }

@@ -529,7 +529,7 @@ pub(crate) struct ThreadState {
     /// Templates only: this thread's generator and text buffer, and its worker id.
     render_state: RefCell<(grpclab_core::template::Random, String)>,
     worker_id: String,
-    recorder: RefCell<Recorder>,
+    pub(crate) recorder: RefCell<Recorder>,
     /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
     /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
     outstanding: Cell<u64>,

@@ -11,6 +11,7 @@ use grpclab_core::tls::TlsClient;
 use grpclab_core::Code;
 use grpclab_h2::client::{
     run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, NextCall, RequestTemplate,
+    StreamSpec,
 };
 use grpclab_h2::frame::code as h2_code;
 use grpclab_h2::Socket;
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
 use crate::call::CallFailure;
+use crate::config::CallShape;
 use crate::engine::{ThreadState, EARLY_WAKE};
 use crate::schedule::Ticket;
 
@@ -137,6 +139,37 @@ pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
         first_stream_id: config.first_stream_id,
         max_reply_message: config.max_recv_message_bytes,
         keepalive: config.keepalive,
+        stream: stream_spec(config),
+    }
+}
+
+/// How a streaming method's calls send (ghz's `--stream-*` flags); `None` for unary calls.
+fn stream_spec(config: &crate::LoadConfig) -> Option<StreamSpec> {
+    let settings = &config.stream;
+    // Messages per call: --stream-call-count, else the data array once (ghz); a duration
+    // alone sends until it passes.
+    let count = settings.call_count.unwrap_or(match settings.call_duration {
+        Some(_) => usize::MAX,
+        None => config.requests.len(),
+    });
+    let messages = config.requests.clone();
+    match config.shape {
+        CallShape::Unary => None,
+        // One request, then the replies.
+        CallShape::ServerStreaming => Some(StreamSpec {
+            messages,
+            count: 1,
+            duration: None,
+            interval: None,
+            ping_pong: false,
+        }),
+        CallShape::ClientStreaming | CallShape::Bidi => Some(StreamSpec {
+            messages,
+            count,
+            duration: settings.call_duration,
+            interval: settings.interval,
+            ping_pong: config.shape == CallShape::Bidi,
+        }),
     }
 }
 
@@ -202,6 +235,21 @@ impl CallSource for LabSource {
 
     fn keeps_replies(&self) -> bool {
         self.thread.template.validator.is_some()
+    }
+
+    fn round_trip(&mut self, token: CallToken, latency: Duration) {
+        if token.measured {
+            self.thread.recorder.borrow_mut().record_round_trip(latency);
+        }
+    }
+
+    fn stream_messages(&mut self, token: CallToken, sent: u64, received: u64) {
+        if token.measured {
+            self.thread
+                .recorder
+                .borrow_mut()
+                .record_messages(sent, received);
+        }
     }
 }
 

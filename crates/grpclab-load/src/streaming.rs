@@ -1,5 +1,5 @@
-//! Streaming gRPC calls over an h2 sender (issue 17; the h2 transport carries them until our
-//! engine streams): client streaming, server streaming, and bidi ping-pong.
+//! Streaming gRPC calls over an h2 sender (`--transport h2`, the reference; our engine streams
+//! in `grpclab_h2::client`): client streaming, server streaming, and bidi ping-pong.
 //!
 //! A call's messages are the run's requests in order (ghz's data array), cycled up to
 //! `--stream-call-count` messages, or for as long as `--stream-call-duration` allows, with
@@ -15,6 +15,8 @@ use h2::client::SendRequest;
 use h2::{RecvStream, SendStream};
 use http::StatusCode;
 
+use grpclab_h2::client::MessageCounter;
+
 use crate::call::{failure_from_h2, status_from, CallFailure, CallTemplate};
 use crate::config::{CallShape, StreamSettings};
 
@@ -25,58 +27,6 @@ pub(crate) struct StreamTally {
     pub sent: u64,
     /// Reply messages received whole.
     pub received: u64,
-}
-
-/// Counts whole gRPC messages (5-byte prefix, then the length it announces) in a byte
-/// stream that arrives in arbitrary chunks.
-#[derive(Debug, Default)]
-struct MessageCounter {
-    prefix: [u8; 5],
-    prefix_len: usize,
-    /// Bytes of the current message's body still to come (valid once the prefix is whole).
-    remaining: usize,
-}
-
-impl MessageCounter {
-    /// Feeds a chunk; returns how many messages it completed.
-    fn feed(&mut self, mut data: &[u8]) -> u64 {
-        let mut completed = 0;
-        while !data.is_empty() {
-            if self.prefix_len < 5 {
-                let take = (5 - self.prefix_len).min(data.len());
-                self.prefix[self.prefix_len..self.prefix_len + take].copy_from_slice(&data[..take]);
-                self.prefix_len += take;
-                data = &data[take..];
-                if self.prefix_len == 5 {
-                    let length = u32::from_be_bytes([
-                        self.prefix[1],
-                        self.prefix[2],
-                        self.prefix[3],
-                        self.prefix[4],
-                    ]);
-                    self.remaining = length as usize;
-                    if self.remaining == 0 {
-                        completed += 1;
-                        self.prefix_len = 0;
-                    }
-                }
-                continue;
-            }
-            let take = self.remaining.min(data.len());
-            self.remaining -= take;
-            data = &data[take..];
-            if self.remaining == 0 {
-                completed += 1;
-                self.prefix_len = 0;
-            }
-        }
-        completed
-    }
-
-    /// Whether a message is partly received.
-    fn in_message(&self) -> bool {
-        self.prefix_len > 0
-    }
 }
 
 /// Writes one framed message, waiting for send window as it goes (in pieces when the window
@@ -303,30 +253,5 @@ pub(crate) async fn streaming_call(
             let stream = opened(reply, response).await?;
             finish(stream, &mut counter, tally).await
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_are_counted_across_any_chunking() {
-        // Three messages: 3 bytes, empty, 70 bytes.
-        let mut stream = Vec::new();
-        for length in [3usize, 0, 70] {
-            stream.push(0u8);
-            stream.extend_from_slice(&(length as u32).to_be_bytes());
-            stream.extend(std::iter::repeat_n(7u8, length));
-        }
-        for chunk in [1, 2, 5, 6, 7, 64, stream.len()] {
-            let mut counter = MessageCounter::default();
-            let total: u64 = stream.chunks(chunk).map(|c| counter.feed(c)).sum();
-            assert_eq!(total, 3, "chunks of {chunk}");
-            assert!(!counter.in_message());
-        }
-        let mut counter = MessageCounter::default();
-        assert_eq!(counter.feed(&stream[..7]), 0);
-        assert!(counter.in_message(), "a message cut short");
     }
 }

@@ -205,14 +205,6 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         if args.stream_dynamic_messages {
             return refuse("--stream-dynamic-messages");
         }
-        if config.transport == grpclab_load::Transport::Lab {
-            // Best effort on a closed stderr.
-            let _ = writeln!(
-                std::io::stderr(),
-                "grpclab load: {} streams: it runs on the h2 transport (our engine streams later, issue 17)",
-                method.full_name()
-            );
-        }
     } else if args.stream_call_count.is_some()
         || args.stream_call_duration.is_some()
         || args.stream_interval.is_some()

@@ -441,74 +441,78 @@ fn our_streaming_client_reads_a_grpcio_server() {
         &[format!("{repo}/scenarios/streaming")],
     );
     let proto = format!("{repo}/scenarios/streaming/streaming.proto");
-    let load = |method: &str, data: &str, extra: &[&str]| -> serde_json::Value {
-        let output = grpclab()
-            .args(["load", "--insecure", "--no-tui", &target, "--proto", &proto])
-            .args([
-                "--call",
-                &format!("grpclab.streaming.v1.StreamingEcho.{method}"),
-            ])
-            .args(["-d", data, "-O", "json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+    // Both client transports: our engine (the default) and the h2 crate (the reference).
+    for transport in ["lab", "h2"] {
+        let load = |method: &str, data: &str, extra: &[&str]| -> serde_json::Value {
+            let output = grpclab()
+                .args(["load", "--insecure", "--no-tui", &target, "--proto", &proto])
+                .args(["--transport", transport])
+                .args([
+                    "--call",
+                    &format!("grpclab.streaming.v1.StreamingEcho.{method}"),
+                ])
+                .args(["-d", data, "-O", "json"])
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            serde_json::from_slice(&output.stdout).unwrap()
+        };
+        let ping_pong = load(
+            "PingPong",
+            r#"[{"payload":"YQ=="},{"payload":"Yg=="}]"#,
+            &["-n", "30", "-c", "3", "--stream-call-count", "20"],
         );
-        serde_json::from_slice(&output.stdout).unwrap()
-    };
-    let ping_pong = load(
-        "PingPong",
-        r#"[{"payload":"YQ=="},{"payload":"Yg=="}]"#,
-        &["-n", "30", "-c", "3", "--stream-call-count", "20"],
-    );
-    assert_eq!(ping_pong["statusCodeDistribution"]["OK"], 30, "{ping_pong}");
-    assert_eq!(ping_pong["messagesSent"], 600);
-    assert_eq!(ping_pong["messagesReceived"], 600);
-    let feed = load(
-        "Feed",
-        r#"{"count":40,"payload":"YQ=="}"#,
-        &["-n", "20", "-c", "2"],
-    );
-    assert_eq!(feed["statusCodeDistribution"]["OK"], 20, "{feed}");
-    assert_eq!(feed["messagesReceived"], 800);
-    let upload = load(
-        "Upload",
-        r#"{"payload":"YWJj"}"#,
-        &["-n", "10", "-c", "2", "--stream-call-count", "25"],
-    );
-    assert_eq!(upload["statusCodeDistribution"]["OK"], 10, "{upload}");
-    assert_eq!(
-        (&upload["messagesSent"], &upload["messagesReceived"]),
-        (&250.into(), &10.into())
-    );
-    // Early ends, with the server's status: a feed cut after 10 replies...
-    let cut = load(
-        "Feed",
-        r#"{"count":5000,"payload":"YQ=="}"#,
-        &["-n", "6", "-c", "2"],
-    );
-    assert_eq!(
-        cut["statusCodeDistribution"]["ResourceExhausted"], 6,
-        "{cut}"
-    );
-    assert_eq!(cut["messagesReceived"], 60);
-    assert!(cut["errorDistribution"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .all(|key| key.contains("at most 1000 replies")));
-    // ...and a ping-pong aborted at its third message (two round trips done).
-    let aborted = load(
-        "PingPong",
-        r#"[{"payload":"YQ=="},{"payload":"Yg=="},{"payload":"YWJvcnQ="}]"#,
-        &["-n", "8", "-c", "2"],
-    );
-    assert_eq!(aborted["statusCodeDistribution"]["Aborted"], 8, "{aborted}");
-    assert_eq!(aborted["messagesSent"], 24);
-    assert_eq!(aborted["messagesReceived"], 16);
+        assert_eq!(ping_pong["statusCodeDistribution"]["OK"], 30, "{ping_pong}");
+        assert_eq!(ping_pong["messagesSent"], 600);
+        assert_eq!(ping_pong["messagesReceived"], 600);
+        let feed = load(
+            "Feed",
+            r#"{"count":40,"payload":"YQ=="}"#,
+            &["-n", "20", "-c", "2"],
+        );
+        assert_eq!(feed["statusCodeDistribution"]["OK"], 20, "{feed}");
+        assert_eq!(feed["messagesReceived"], 800);
+        let upload = load(
+            "Upload",
+            r#"{"payload":"YWJj"}"#,
+            &["-n", "10", "-c", "2", "--stream-call-count", "25"],
+        );
+        assert_eq!(upload["statusCodeDistribution"]["OK"], 10, "{upload}");
+        assert_eq!(
+            (&upload["messagesSent"], &upload["messagesReceived"]),
+            (&250.into(), &10.into())
+        );
+        // Early ends, with the server's status: a feed cut after 10 replies...
+        let cut = load(
+            "Feed",
+            r#"{"count":5000,"payload":"YQ=="}"#,
+            &["-n", "6", "-c", "2"],
+        );
+        assert_eq!(
+            cut["statusCodeDistribution"]["ResourceExhausted"], 6,
+            "{cut}"
+        );
+        assert_eq!(cut["messagesReceived"], 60);
+        assert!(cut["errorDistribution"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|key| key.contains("at most 1000 replies")));
+        // ...and a ping-pong aborted at its third message (two round trips done).
+        let aborted = load(
+            "PingPong",
+            r#"[{"payload":"YQ=="},{"payload":"Yg=="},{"payload":"YWJvcnQ="}]"#,
+            &["-n", "8", "-c", "2"],
+        );
+        assert_eq!(aborted["statusCodeDistribution"]["Aborted"], 8, "{aborted}");
+        assert_eq!(aborted["messagesSent"], 24);
+        assert_eq!(aborted["messagesReceived"], 16);
+    }
     drop(server.stdin.take());
     let _ = server.wait();
 }

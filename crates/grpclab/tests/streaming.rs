@@ -37,11 +37,18 @@ fn load(server: &Server, method: &str, data: &str, extra: &[&str]) -> Value {
 #[test]
 fn every_streaming_shape_counts_its_messages_exactly() {
     for implementation in ["tonic-mt", "lab"] {
-        every_shape_counted_on(&Server::start(implementation));
+        let server = Server::start(implementation);
+        // Our engine (the default) and the h2 crate's transport (the reference).
+        every_shape_counted_on(&server, &[]);
+        every_shape_counted_on(&server, &["--transport", "h2"]);
     }
 }
 
-fn every_shape_counted_on(server: &Server) {
+fn every_shape_counted_on(server: &Server, transport: &[&str]) {
+    let load = |server: &Server, method: &str, data: &str, extra: &[&str]| {
+        let extra: Vec<&str> = extra.iter().chain(transport).copied().collect();
+        load(server, method, data, &extra)
+    };
     // Server streaming: 50 replies to each of 300 calls.
     let feed = load(
         server,

@@ -147,4 +147,8 @@ def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, con
         "rss_mib": rss / 1024,
         "peak_rss_mib": hwm / 1024,
         "client_us": client_cpu * 1e6 / max(report["count"], 1),
+        "client_cpu_s": client_cpu,
+        "server_cpu_s": cpu,
+        "served": calls,
+        "report": report,
     }

@@ -219,6 +219,34 @@ fn builtin_streaming_scenarios_run_in_load_and_bench() {
         );
     }
     assert!(output.status.success(), "{stderr}");
+    // The table gains the messages per second each way: 10 round trips per call, so as many
+    // messages received as sent, ten per call.
+    let folder = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.is_dir())
+        .unwrap();
+    let table = std::fs::read_to_string(folder.join("table.txt")).unwrap();
+    assert!(
+        table.contains("msgs/s sent") && table.contains("msgs/s recv"),
+        "{table}"
+    );
+    for implementation in ["tonic-mt", "lab"] {
+        let row = std::fs::read_to_string(folder.join(format!("{implementation}.json"))).unwrap();
+        let row: Value = serde_json::from_str(&row).unwrap();
+        let load = &row["load"];
+        let window_s = load["measuredWindow"].as_f64().unwrap() / 1e9;
+        let sent_rate = load["messagesSent"].as_f64().unwrap() / window_s;
+        let line = table
+            .lines()
+            .rfind(|line| line.starts_with(&format!("| {implementation} ")))
+            .unwrap();
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let shown: f64 = cells[4].parse().unwrap();
+        assert!((shown - sent_rate).abs() <= 1.0, "{line} vs {sent_rate}");
+        assert_eq!(cells[4], cells[5], "ping-pong: as many each way: {line}");
+        assert_eq!(load["messagesSent"], load["count"].as_u64().unwrap() * 10);
+    }
 }
 
 /// A deadline in the middle of a stream (`-t`): every call ends DEADLINE_EXCEEDED, counted
@@ -258,4 +286,82 @@ fn deadline_mid_stream_on(server: &Server) {
         sent < 4 * 100,
         "the calls stopped at their deadline: {sent}"
     );
+}
+
+/// Sends a signal to a process (`kill -SIG PID`).
+fn signal(pid: u32, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Long ping-pong calls against lab: `-n 12 -c 4`, each call a stream far longer than the run.
+fn long_streams(server: &Server, transport: &str, extra: &[&str]) -> std::process::Child {
+    grpclab()
+        .args(["load", "--insecure", "--no-tui", &server.target()])
+        .args(["--proto", PROTO, "--call", &format!("{SERVICE}.PingPong")])
+        .args(["-d", r#"{"payload":"YQ=="}"#, "-O", "json"])
+        .args(["-n", "12", "-c", "4", "--transport", transport])
+        .args(["--stream-call-count", "1000000", "--stream-interval", "1ms"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn report_of(load: std::process::Child) -> Value {
+    let output = load.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", output.status);
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// A server that dies in the middle of its streams: every call of a `-n` run is counted once
+/// (the streams in flight and the calls that found no server: Unavailable), with the messages
+/// the lost streams had exchanged.
+#[test]
+fn a_server_that_dies_mid_stream_costs_each_call_once() {
+    for transport in ["lab", "h2"] {
+        let mut server = Server::start("lab");
+        let load = long_streams(&server, transport, &[]);
+        // Let the streams get going (not a timed assertion: any moment mid-stream will do).
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        server.child.kill().unwrap();
+        let report = report_of(load);
+        assert_eq!(report["count"], 12, "{transport}: {report}");
+        assert_eq!(
+            report["statusCodeDistribution"]["Unavailable"], 12,
+            "{transport}: {report}"
+        );
+        let (sent, received) = (
+            report["messagesSent"].as_u64().unwrap(),
+            report["messagesReceived"].as_u64().unwrap(),
+        );
+        assert!(received > 0, "{transport}: the streams were under way");
+        assert!(
+            received <= sent && sent <= received + 4,
+            "{transport}: ping-pong, at most one message per stream unanswered: {sent} sent, {received} received"
+        );
+    }
+}
+
+/// A server stopped (SIGSTOP) in the middle of its streams: each call ends at its deadline,
+/// once, and the run ends with exactly N calls.
+#[test]
+fn a_server_stopped_mid_stream_ends_every_call_at_its_deadline() {
+    for transport in ["lab", "h2"] {
+        let server = Server::start("lab");
+        let load = long_streams(&server, transport, &["-t", "1s"]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        signal(server.child.id(), "STOP");
+        let report = report_of(load);
+        signal(server.child.id(), "CONT");
+        assert_eq!(report["count"], 12, "{transport}: {report}");
+        assert_eq!(
+            report["statusCodeDistribution"]["DeadlineExceeded"], 12,
+            "{transport}: {report}"
+        );
+    }
 }

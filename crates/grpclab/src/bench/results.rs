@@ -63,8 +63,10 @@ fn timestamp() -> String {
     format!("{}T{}", &digits[2..8], &digits[8..14])
 }
 
-/// The table's columns: grpc_bench's first, in the same meaning, then ours.
-pub const COLUMNS: [&str; 10] = [
+/// The table's columns: grpc_bench's first, in the same meaning, then ours (errors,
+/// allocations per request, and for streaming calls the messages per second each way: sent by
+/// the client, received by it; `-` for unary calls).
+pub const COLUMNS: [&str; 12] = [
     "name",
     "req/s",
     "avg. latency",
@@ -75,7 +77,21 @@ pub const COLUMNS: [&str; 10] = [
     "avg. memory",
     "errors",
     "allocs/req",
+    "msgs/s sent",
+    "msgs/s recv",
 ];
+
+/// Messages per second of the measured window, sent and received, for a streaming call's row.
+pub fn message_rates(load: &crate::export::JsonReport) -> Option<(f64, f64)> {
+    let streamed = load.messages_sent > 0 || load.messages_received > 0;
+    (streamed && load.measured_window > 0).then(|| {
+        let seconds = load.measured_window as f64 / 1e9;
+        (
+            load.messages_sent as f64 / seconds,
+            load.messages_received as f64 / seconds,
+        )
+    })
+}
 
 /// One table row as text cells.
 pub fn row_cells(result: &ImplResult) -> Vec<String> {
@@ -109,6 +125,9 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         result
             .allocations_per_call
             .map_or_else(|| "-".to_owned(), |a| format!("{a:.1}")),
+        message_rates(load).map_or_else(|| "-".to_owned(), |(sent, _)| format!("{sent:.0}")),
+        message_rates(load)
+            .map_or_else(|| "-".to_owned(), |(_, received)| format!("{received:.0}")),
     ]
 }
 
@@ -173,15 +192,27 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
         .max()
         .unwrap_or(0)
         .max(18);
+    // The message rates only when some row streamed: unary tables keep their shape.
+    let streamed = rows
+        .iter()
+        .any(|cells| cells[10] != "-" && !cells[10].is_empty());
     out.push_str(&format!(
-        "| {:<name_width$} | {:>6} | {:>10} |\n",
+        "| {:<name_width$} | {:>6} | {:>10} |",
         COLUMNS[0], COLUMNS[8], COLUMNS[9]
     ));
+    if streamed {
+        out.push_str(&format!(" {:>11} | {:>11} |", COLUMNS[10], COLUMNS[11]));
+    }
+    out.push('\n');
     for cells in &rows {
         out.push_str(&format!(
-            "| {:<name_width$} | {:>6} | {:>10} |\n",
+            "| {:<name_width$} | {:>6} | {:>10} |",
             cells[0], cells[8], cells[9]
         ));
+        if streamed {
+            out.push_str(&format!(" {:>11} | {:>11} |", cells[10], cells[11]));
+        }
+        out.push('\n');
     }
     for line in failures(results).iter().chain(footer) {
         out.push_str(line);

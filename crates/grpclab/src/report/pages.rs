@@ -317,7 +317,7 @@ fn results_section(rows: &[ImplResult]) -> Section {
         .iter()
         .map(|row| {
             let cells = row_cells(row);
-            let numbers: [Option<f64>; 10] = match (&row.load, row.status) {
+            let numbers: [Option<f64>; 12] = match (&row.load, row.status) {
                 (Some(load), RowStatus::Ok) => {
                     let at = |p: f64| load.percentile(p).map(|ns| ns as f64 / 1e6);
                     [
@@ -331,9 +331,11 @@ fn results_section(rows: &[ImplResult]) -> Section {
                         Some(row.usage.memory_average_bytes as f64),
                         Some(load.errors as f64),
                         row.allocations_per_call,
+                        crate::bench::results::message_rates(load).map(|(sent, _)| sent),
+                        crate::bench::results::message_rates(load).map(|(_, received)| received),
                     ]
                 }
-                _ => [None; 10],
+                _ => [None; 12],
             };
             cells
                 .into_iter()
@@ -356,7 +358,8 @@ fn results_section(rows: &[ImplResult]) -> Section {
     }
     body.push_str(&html::paragraph(
         "req/s over the measured window; latency of successful calls; avg. cpu in percent of \
-         one core; avg. memory: the server's mean resident set. Click a column to sort.",
+         one core; avg. memory: the server's mean resident set; msgs/s: a streaming call's \
+         messages each way over the window (- for unary calls). Click a column to sort.",
     ));
     Section {
         id: "table".to_owned(),

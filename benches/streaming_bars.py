@@ -8,8 +8,8 @@ scenario (10 round trips of 100 B per call, strict ping-pong) over --connections
 Three loads:
   - servers at saturation: closed loop with our engine as the client; msgs/s each server
     serves at the same concurrency, and its CPU per message;
-  - servers at an equal offered rate: open loop at --rate calls/s (10 messages each), which
-    both serve; server CPU per message;
+  - servers at equal offered rates: open loop at each of --rates calls/s (10 messages each),
+    which both serve; server CPU per message;
   - clients against lab: our engine (`--transport lab`) and the h2 crate (`--transport h2`),
     closed loop; the client's CPU per message it sent.
 Server CPU per message = Δ(utime+stime) of the server after the warmup / Δ messages its admin
@@ -17,7 +17,7 @@ counters report served (both servers count one per ping-pong message). Client CP
 = the client's CPU after the warmup / messages it sent in the measured window. Rounds alternate
 the sides so drift hits both; tables show medians; ratios are per round, then the median.
 
-Usage: benches/streaming_bars.py [--rounds 5] [--duration 8] [--warmup 2] [--rate 4000]
+Usage: benches/streaming_bars.py [--rounds 5] [--duration 8] [--warmup 2] [--rates 4000,16000]
        [--concurrency 64] [--connections 4]
 """
 import argparse
@@ -69,15 +69,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--rate", type=int, default=4000, help="calls/s of the equal-rate load")
+    parser.add_argument("--rates", default="4000,16000",
+                        help="calls/s of the equal-rate loads, comma-separated (10 messages per call)")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--connections", type=int, default=4)
     args = parser.parse_args()
     build()
     servers = {"tonic-mt": ["--impl", "tonic-mt"], "lab": ["--impl", "lab"]}
     clients = {"client lab engine": ["--transport", "lab"], "client h2 crate": ["--transport", "h2"]}
+    rates = [int(rate) for rate in args.rates.split(",") if rate]
     saturation = {name: [] for name in servers}
-    equal_rate = {name: [] for name in servers}
+    equal_rate = {rate: {name: [] for name in servers} for rate in rates}
     client_rows = {name: [] for name in clients}
 
     def window(impl_args, load_args):
@@ -92,12 +94,13 @@ def main():
             print(f"round {round_no} saturation {name:9} {row['msgs']:>9.0f} msgs/s  server "
                   f"{row['server_us']:.3f} µs/msg ({row['server_cpu_pct']:.0f}% CPU)  errors {row['errors']}",
                   flush=True)
-        for name, impl_args in servers.items():
-            row = window(impl_args, ["--rps", str(args.rate)])
-            equal_rate[name].append(row)
-            print(f"round {round_no} {args.rate} calls/s {name:9} {row['msgs']:>9.0f} msgs/s  server "
-                  f"{row['server_us']:.3f} µs/msg ({row['server_cpu_pct']:.0f}% CPU)  errors {row['errors']}",
-                  flush=True)
+        for rate in rates:
+            for name, impl_args in servers.items():
+                row = window(impl_args, ["--rps", str(rate)])
+                equal_rate[rate][name].append(row)
+                print(f"round {round_no} {rate} calls/s {name:9} {row['msgs']:>9.0f} msgs/s  server "
+                      f"{row['server_us']:.3f} µs/msg ({row['server_cpu_pct']:.0f}% CPU)  errors {row['errors']}",
+                      flush=True)
         for name, load_args in clients.items():
             row = window(servers["lab"], load_args)
             client_rows[name].append(row)
@@ -109,13 +112,15 @@ def main():
           f"{args.concurrency} streams, {args.duration}s after {args.warmup}s warmup, server (1 thread) on "
           f"CPU 0, grpclab load (1 thread) on CPU 1; medians of {args.rounds} rounds")
     table("servers at saturation (client: our engine)", saturation, servers)
-    table(f"servers at {args.rate} calls/s = {args.rate * 10} msgs/s offered (client: our engine)",
-          equal_rate, servers)
+    for rate in rates:
+        table(f"servers at {rate} calls/s = {rate * 10} msgs/s offered (client: our engine)",
+              equal_rate[rate], servers)
     table("clients against lab at saturation", client_rows, clients)
     print()
     print(f"lab / tonic-mt msgs/s at saturation: {ratio(saturation, 'lab', 'tonic-mt', 'msgs'):.2f}x (bar >= 5)")
-    print(f"lab / tonic-mt server CPU per message at {args.rate} calls/s: "
-          f"{ratio(equal_rate, 'lab', 'tonic-mt', 'server_us'):.3f} (bar <= 0.333)")
+    for rate in rates:
+        print(f"lab / tonic-mt server CPU per message at {rate * 10} msgs/s offered: "
+              f"{ratio(equal_rate[rate], 'lab', 'tonic-mt', 'server_us'):.3f} (bar <= 0.333)")
     print(f"our engine / h2 crate client CPU per message against lab: "
           f"{ratio(client_rows, 'client lab engine', 'client h2 crate', 'client_us'):.3f} (bar <= 0.5)")
 

@@ -277,8 +277,14 @@ struct ClientStream {
     next_at: Option<Instant>,
     /// The next message may go now.
     ready: bool,
-    /// Ping-pong: a message is out and its reply not yet whole; when it was written.
+    /// Ping-pong: a message is out and its reply not yet whole; the round trip's reference.
     awaiting_reply: Option<Instant>,
+    /// Open loop (a call with an intended time): when the next message was meant to go — the
+    /// call's intended time for the first, the previous reply's arrival (or that plus the
+    /// interval) for the others. A round trip counts from the earlier of this and the write,
+    /// so a message the client held back (a full write buffer, no window) is charged its
+    /// wait, as open-loop calls are (coordinated omission).
+    intended: Option<Instant>,
     /// Our END_STREAM is written.
     half_closed: bool,
     counter: MessageCounter,
@@ -729,6 +735,7 @@ impl<S: CallSource> Connection<'_, S> {
                     next_at: None,
                     ready: false,
                     awaiting_reply: None,
+                    intended: token.intended,
                     half_closed: false,
                     counter: MessageCounter::default(),
                     received: 0,
@@ -823,15 +830,19 @@ impl<S: CallSource> Connection<'_, S> {
             return;
         }
         if spec.ping_pong {
-            stream.awaiting_reply = Some(Instant::now());
+            let written = Instant::now();
+            let planned = stream.intended.take();
+            stream.awaiting_reply = Some(planned.map_or(written, |at| at.min(written)));
             return;
         }
+        let open_loop = call.token.intended.is_some();
         Self::plan_next(
             spec,
             stream,
             &mut self.out,
             stream_id,
             &mut self.stream_wake,
+            open_loop,
         );
     }
 
@@ -843,19 +854,28 @@ impl<S: CallSource> Connection<'_, S> {
         out: &mut Vec<u8>,
         stream_id: u32,
         wake: &mut Option<Instant>,
+        open_loop: bool,
     ) {
         if !spec.more(stream.sent, stream.started) {
             frame::write_data(out, stream_id, &[], true);
             stream.half_closed = true;
             return;
         }
-        match spec.interval {
+        let now = Instant::now();
+        let at = match spec.interval {
             Some(interval) => {
-                let at = Instant::now() + interval;
+                let at = now + interval;
                 stream.next_at = Some(at);
                 *wake = Some(wake.map_or(at, |earlier| earlier.min(at)));
+                at
             }
-            None => stream.ready = true,
+            None => {
+                stream.ready = true;
+                now
+            }
+        };
+        if open_loop {
+            stream.intended = Some(at);
         }
     }
 
@@ -1279,6 +1299,7 @@ impl<S: CallSource> Connection<'_, S> {
                         &mut self.out,
                         header.stream,
                         &mut self.stream_wake,
+                        call.token.intended.is_some(),
                     );
                 }
             }

@@ -812,6 +812,7 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
                     shape: config.shape,
                     settings: &config.stream,
                     messages: &thread.requests,
+                    intended,
                 };
                 let call = crate::streaming::streaming_call(
                     sender,

@@ -127,6 +127,11 @@ pub(crate) struct StreamPlan<'a> {
     pub shape: CallShape,
     pub settings: &'a StreamSettings,
     pub messages: &'a [Bytes],
+    /// Open loop: the call's intended send time. Each ping-pong round trip then counts from
+    /// the earlier of its message's intended time (the call's for the first; the previous
+    /// reply's arrival plus the interval for the others) and its actual send, as open-loop
+    /// calls do (coordinated omission).
+    pub intended: Option<Instant>,
 }
 
 /// The pause before message `sent` (none before the first): `--stream-interval`.
@@ -162,6 +167,7 @@ pub(crate) async fn streaming_call(
         shape,
         settings,
         messages,
+        intended,
     } = *plan;
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
@@ -225,9 +231,11 @@ pub(crate) async fn streaming_call(
             let mut response = Some(response);
             let mut reply: Option<RecvStream> = None;
             let mut server_ended = false;
+            let mut planned = intended;
             while more(tally.sent) {
                 pause(settings, tally.sent).await;
-                let sent_at = Instant::now();
+                let now = Instant::now();
+                let sent_at = planned.take().map_or(now, |at| at.min(now));
                 if let Err(send) = send_message(&mut body, next(), false).await {
                     // The server may have ended the call meanwhile: its status wins.
                     let stream = opened(reply.take(), response.take()).await?;
@@ -246,6 +254,9 @@ pub(crate) async fn streaming_call(
                     break;
                 }
                 round_trip(sent_at.elapsed());
+                if intended.is_some() {
+                    planned = Some(Instant::now() + settings.interval.unwrap_or_default());
+                }
             }
             if !server_ended {
                 send_message(&mut body, Bytes::new(), true).await?;

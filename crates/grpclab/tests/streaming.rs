@@ -365,3 +365,40 @@ fn a_server_stopped_mid_stream_ends_every_call_at_its_deadline() {
         );
     }
 }
+
+/// Open loop: a ping-pong round trip counts from its message's intended time. One stream,
+/// calls due every millisecond, each call ten round trips 20 ms apart (at least 180 ms): the
+/// third call cannot start before the first two have taken 360 ms, so its first round trip,
+/// counted from the call's intended time, is at least that long — although the server answers
+/// every message at once.
+#[test]
+fn open_loop_round_trips_count_from_the_intended_time() {
+    let server = Server::start("lab");
+    for transport in ["lab", "h2"] {
+        let report = load(
+            &server,
+            "PingPong",
+            r#"{"payload":"YQ=="}"#,
+            &[
+                "-n",
+                "3",
+                "-c",
+                "1",
+                "--rps",
+                "1000",
+                "--stream-call-count",
+                "10",
+                "--stream-interval",
+                "20ms",
+                "--transport",
+                transport,
+            ],
+        );
+        assert_eq!(report["statusCodeDistribution"]["OK"], 3, "{report}");
+        let slowest = report["roundTrip"]["slowest"].as_u64().unwrap();
+        assert!(
+            slowest >= 350_000_000,
+            "{transport}: the third call's first round trip waited for the first two: {slowest} ns"
+        );
+    }
+}

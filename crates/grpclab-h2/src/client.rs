@@ -85,6 +85,19 @@ pub struct StreamSpec {
     /// follows the last reply. Otherwise messages go out as fast as the plan allows and the
     /// half-close follows the last message.
     pub ping_pong: bool,
+    /// Where each call's messages come from.
+    pub messages_from: MessagesFrom,
+}
+
+/// Where a streaming call's messages come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessagesFrom {
+    /// [`StreamSpec::messages`], the same for every call.
+    Spec,
+    /// [`CallSource::call_messages`], once per call (a template rendered per call).
+    EachCall,
+    /// [`CallSource::message`], once per message (a template rendered per message).
+    EachMessage,
 }
 
 impl StreamSpec {
@@ -167,6 +180,15 @@ pub trait CallSource {
     /// A ping-pong round trip of a streaming call: a reply, against its request's write.
     fn round_trip(&mut self, token: CallToken, latency: Duration) {
         let _ = (token, latency);
+    }
+    /// A streaming call's messages ([`MessagesFrom::EachCall`]), asked once as it starts.
+    fn call_messages(&mut self) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// Message `index` of a streaming call ([`MessagesFrom::EachMessage`]).
+    fn message(&mut self, index: u64) -> Bytes {
+        let _ = index;
+        Bytes::new()
     }
     /// A streaming call is over (reported just before its end): the messages it wrote and the
     /// whole messages it received.
@@ -289,6 +311,8 @@ struct ClientStream {
     half_closed: bool,
     counter: MessageCounter,
     received: u64,
+    /// [`MessagesFrom::EachCall`]: this call's messages.
+    messages: Vec<Bytes>,
 }
 
 /// A call started (its ticket taken, its deadline running) but not yet written: the server's
@@ -727,8 +751,17 @@ impl<S: CallSource> Connection<'_, S> {
         let (body, streaming, end_with_pending) = match &self.template.stream {
             None => (body, None, true),
             Some(spec) => {
-                let first = spec.messages.first().cloned().unwrap_or_default();
+                let mut messages = Vec::new();
+                let first = match spec.messages_from {
+                    MessagesFrom::Spec => spec.messages.first().cloned().unwrap_or_default(),
+                    MessagesFrom::EachCall => {
+                        messages = self.source.call_messages();
+                        messages.first().cloned().unwrap_or_default()
+                    }
+                    MessagesFrom::EachMessage => self.source.message(0),
+                };
                 let state = ClientStream {
+                    messages,
                     next_index: 1,
                     sent: 0,
                     started: sent,
@@ -924,9 +957,15 @@ impl<S: CallSource> Connection<'_, S> {
                     break;
                 }
                 stream.ready = false;
-                let message = &spec.messages[stream.next_index % spec.messages.len()];
+                let index = stream.next_index;
                 stream.next_index += 1;
-                call.pending = message.clone();
+                call.pending = match spec.messages_from {
+                    MessagesFrom::Spec => spec.messages[index % spec.messages.len()].clone(),
+                    MessagesFrom::EachCall => {
+                        stream.messages[index % stream.messages.len()].clone()
+                    }
+                    MessagesFrom::EachMessage => self.source.message(index as u64),
+                };
                 // Client streaming ends with its last message when the count says it is.
                 call.end_with_pending = !spec.ping_pong && stream.sent + 1 >= spec.count as u64;
                 if !self.send_pending(stream_id) {

@@ -9,14 +9,17 @@ use std::time::Duration;
 /// Checks a reply message (without its gRPC prefix); `Err` carries why it is wrong.
 pub type ReplyValidator = Arc<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
 
-/// Renders one call's request (ghz's call templates): the call's number and worker, the
-/// thread's generator and a reused text buffer in; the framed request (uncompressed) out.
+/// Renders a call's payload (ghz's call templates): the call's number and worker, the
+/// thread's generator and a reused text buffer in; the framed messages (uncompressed) out —
+/// one, or an array's elements in order. A unary call takes element `number % len`; a
+/// streaming call sends them in order (rendered once per call, or once per message with
+/// `--stream-dynamic-messages`).
 pub type RequestRenderer = Arc<
     dyn Fn(
             &grpclab_core::template::CallContext<'_>,
             &mut grpclab_core::template::Random,
             &mut String,
-        ) -> Result<bytes::Bytes, String>
+        ) -> Result<Vec<bytes::Bytes>, String>
         + Send
         + Sync,
 >;
@@ -156,6 +159,9 @@ pub struct StreamSettings {
     pub call_duration: Option<Duration>,
     /// `--stream-interval`: the pause between two sends.
     pub interval: Option<Duration>,
+    /// `--stream-dynamic-messages`: with a call template, render it again for every message
+    /// (message `k` is element `k % len` of that rendering); otherwise once per call.
+    pub dynamic_messages: bool,
 }
 
 /// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)

@@ -523,7 +523,7 @@ fn client_thread(
 pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
     pub(crate) template: Rc<CallTemplate>,
-    requests: Vec<Bytes>,
+    pub(crate) requests: Vec<Bytes>,
     /// Round-robin position in `requests`.
     next_request: Cell<usize>,
     /// Templates only: this thread's generator and text buffer, and its worker id.
@@ -573,6 +573,13 @@ impl ThreadState {
     /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).
     #[cold]
     fn render_body(&self, renderer: &crate::config::RequestRenderer) -> Bytes {
+        let (number, messages) = self.render(renderer);
+        messages[(number % messages.len() as u64) as usize].clone()
+    }
+
+    /// Renders the template once with the next request number: that number and the framed
+    /// messages (never empty: a failed rendering is counted and sends call 0's request).
+    fn render(&self, renderer: &crate::config::RequestRenderer) -> (u64, Vec<Bytes>) {
         use std::sync::atomic::Ordering::Relaxed;
         let number = self.shared.request_number.fetch_add(1, Relaxed);
         let mut state = self.render_state.borrow_mut();
@@ -582,17 +589,43 @@ impl ThreadState {
             worker_id: &self.worker_id,
             now: std::time::SystemTime::now(),
         };
-        let body = match renderer(&context, random, text) {
-            Ok(body) => body,
-            Err(_) => {
+        let messages = match renderer(&context, random, text) {
+            Ok(messages) if !messages.is_empty() => messages,
+            _ => {
                 self.shared.render_failures.fetch_add(1, Relaxed);
-                return self.requests[0].clone();
+                return (number, vec![self.requests[0].clone()]);
             }
         };
         if self.template.gzip {
-            return grpclab_core::framing::gzip_framed(&body);
+            let compressed = messages
+                .iter()
+                .map(grpclab_core::framing::gzip_framed)
+                .collect();
+            return (number, compressed);
         }
-        body
+        (number, messages)
+    }
+
+    /// A streaming call's messages when the payload is a template rendered once per call
+    /// (`None`: no template, or one rendered per message).
+    pub(crate) fn call_messages(&self) -> Option<Vec<Bytes>> {
+        let renderer = self.shared.config.renderer.as_ref()?;
+        if self.shared.config.stream.dynamic_messages {
+            return None;
+        }
+        Some(self.render(renderer).1)
+    }
+
+    /// Message `index` of a streaming call under `--stream-dynamic-messages`: the template
+    /// rendered anew, its element `index % len` (the plain data array without a template).
+    pub(crate) fn dynamic_message(&self, index: u64) -> Bytes {
+        match &self.shared.config.renderer {
+            Some(renderer) => {
+                let messages = self.render(renderer).1;
+                messages[(index % messages.len() as u64) as usize].clone()
+            }
+            None => self.requests[(index % self.requests.len() as u64) as usize].clone(),
+        }
     }
 
     pub(crate) fn record(
@@ -808,10 +841,14 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
                         thread.recorder.borrow_mut().record_round_trip(latency);
                     }
                 };
+                let call_messages = thread.call_messages();
+                let dynamic = |index: u64| thread.dynamic_message(index);
                 let plan = crate::streaming::StreamPlan {
                     shape: config.shape,
                     settings: &config.stream,
-                    messages: &thread.requests,
+                    messages: call_messages.as_deref().unwrap_or(&thread.requests),
+                    dynamic: (config.renderer.is_some() && config.stream.dynamic_messages)
+                        .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
                     intended,
                 };
                 let call = crate::streaming::streaming_call(

@@ -6,12 +6,13 @@
 //! completion. Scheduling and recording are the same as on the h2 path (`engine.rs`): the
 //! same [`Schedule`](crate::schedule) tickets, the same latency rule, the same recorder.
 
+use bytes::Bytes;
 use grpclab_core::framing::unframe_maybe_gzip;
 use grpclab_core::tls::TlsClient;
 use grpclab_core::Code;
 use grpclab_h2::client::{
-    run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, NextCall, RequestTemplate,
-    StreamSpec,
+    run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, MessagesFrom, NextCall,
+    RequestTemplate, StreamSpec,
 };
 use grpclab_h2::frame::code as h2_code;
 use grpclab_h2::Socket;
@@ -153,6 +154,11 @@ fn stream_spec(config: &crate::LoadConfig) -> Option<StreamSpec> {
         None => config.requests.len(),
     });
     let messages = config.requests.clone();
+    let messages_from = match (&config.renderer, settings.dynamic_messages) {
+        (None, _) => MessagesFrom::Spec,
+        (Some(_), false) => MessagesFrom::EachCall,
+        (Some(_), true) => MessagesFrom::EachMessage,
+    };
     match config.shape {
         CallShape::Unary => None,
         // One request, then the replies.
@@ -162,6 +168,7 @@ fn stream_spec(config: &crate::LoadConfig) -> Option<StreamSpec> {
             duration: None,
             interval: None,
             ping_pong: false,
+            messages_from,
         }),
         CallShape::ClientStreaming | CallShape::Bidi => Some(StreamSpec {
             messages,
@@ -169,6 +176,7 @@ fn stream_spec(config: &crate::LoadConfig) -> Option<StreamSpec> {
             duration: settings.call_duration,
             interval: settings.interval,
             ping_pong: config.shape == CallShape::Bidi,
+            messages_from,
         }),
     }
 }
@@ -235,6 +243,16 @@ impl CallSource for LabSource {
 
     fn keeps_replies(&self) -> bool {
         self.thread.template.validator.is_some()
+    }
+
+    fn call_messages(&mut self) -> Vec<Bytes> {
+        self.thread
+            .call_messages()
+            .unwrap_or_else(|| self.thread.requests.clone())
+    }
+
+    fn message(&mut self, index: u64) -> Bytes {
+        self.thread.dynamic_message(index)
     }
 
     fn round_trip(&mut self, token: CallToken, latency: Duration) {

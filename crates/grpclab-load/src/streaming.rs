@@ -127,6 +127,9 @@ pub(crate) struct StreamPlan<'a> {
     pub shape: CallShape,
     pub settings: &'a StreamSettings,
     pub messages: &'a [Bytes],
+    /// `--stream-dynamic-messages` with a template: message `k` rendered anew (instead of
+    /// `messages`).
+    pub dynamic: Option<&'a dyn Fn(u64) -> Bytes>,
     /// Open loop: the call's intended send time. Each ping-pong round trip then counts from
     /// the earlier of its message's intended time (the call's for the first; the previous
     /// reply's arrival plus the interval for the others) and its actual send, as open-loop
@@ -167,6 +170,7 @@ pub(crate) async fn streaming_call(
         shape,
         settings,
         messages,
+        dynamic,
         intended,
     } = *plan;
     std::future::poll_fn(|cx| sender.poll_ready(cx))
@@ -177,7 +181,10 @@ pub(crate) async fn streaming_call(
         .map_err(failure_from_h2)?;
     let mut index = 0usize;
     let mut next = || {
-        let message = messages[index % messages.len()].clone();
+        let message = match dynamic {
+            Some(render) => render(index as u64),
+            None => messages[index % messages.len()].clone(),
+        };
         index += 1;
         message
     };

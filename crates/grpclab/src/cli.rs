@@ -180,7 +180,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     pub stream_call_count: Option<usize>,
 
-    /// ghz's --stream-dynamic-messages (templates rendered per message): not supported yet.
+    /// ghz's --stream-dynamic-messages: in streaming calls, render the call template (-d with
+    /// {{...}}) again for every message instead of once per call.
     #[arg(long)]
     pub stream_dynamic_messages: bool,
 

@@ -188,6 +188,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         call_count: args.stream_call_count,
         call_duration: args.stream_call_duration,
         interval: args.stream_interval,
+        dynamic_messages: args.stream_dynamic_messages,
     };
     if config.shape != grpclab_load::CallShape::Unary {
         let refuse = |what: &str| {
@@ -198,12 +199,6 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         };
         if args.validate {
             return refuse("--validate");
-        }
-        if config.renderer.is_some() {
-            return refuse("a call template in -d");
-        }
-        if args.stream_dynamic_messages {
-            return refuse("--stream-dynamic-messages");
         }
     } else if args.stream_call_count.is_some()
         || args.stream_call_duration.is_some()
@@ -754,11 +749,10 @@ fn template_renderer(
             template.render(context, random, text);
             let requests = grpclab_core::scenario::encode_payload(&input, text)
                 .map_err(|err| format!("call {}: {err}", context.request_number))?;
-            let count = requests.len().max(1) as u64;
-            requests
-                .into_iter()
-                .nth((context.request_number % count) as usize)
-                .ok_or_else(|| "the payload rendered to an empty array".to_owned())
+            if requests.is_empty() {
+                return Err("the payload rendered to an empty array".to_owned());
+            }
+            Ok(requests)
         },
     )
 }

@@ -70,12 +70,22 @@ fn grpcio_reflection_server(tls: Option<&common::pki::Pair>) -> (std::process::C
 /// A Python server script of `tests/interop/` that prints its port and serves until its
 /// standard input closes; returns the child and its target.
 fn python_server(script: &str, args: &[String]) -> (std::process::Child, String) {
+    python_server_with_env(script, args, &[])
+}
+
+/// [`python_server`] with extra environment variables.
+fn python_server_with_env(
+    script: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> (std::process::Child, String) {
     let mut server = Command::new("python3")
         .arg(format!(
             "{}/tests/interop/{script}",
             env!("CARGO_MANIFEST_DIR")
         ))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -515,4 +525,77 @@ fn our_streaming_client_reads_a_grpcio_server() {
     }
     drop(server.stdin.take());
     let _ = server.wait();
+}
+
+/// Call templates on streaming calls (ghz's meaning): the payload is rendered once per call
+/// (its array's messages cycled), or once per message with `--stream-dynamic-messages`. The
+/// grpcio server logs every Upload's payloads, so what was rendered is seen on the wire.
+#[test]
+fn streaming_templates_render_per_call_or_per_message() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_tools"]),
+        "python3 grpcio-tools",
+    ) {
+        return;
+    }
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let dir = tempfile::tempdir().unwrap();
+    let proto = format!("{repo}/scenarios/streaming/streaming.proto");
+    // randomString 8: eight letters and digits, valid base64 for the bytes field.
+    let data = r#"[{"payload":"{{randomString 8}}"},{"payload":"{{randomString 8}}"}]"#;
+    for transport in ["lab", "h2"] {
+        for dynamic in [false, true] {
+            let log = dir.path().join(format!("{transport}-{dynamic}.log"));
+            let (mut server, target) = python_server_with_env(
+                "grpcio_streaming_server.py",
+                &[format!("{repo}/scenarios/streaming")],
+                &[("PAYLOAD_LOG", log.to_str().unwrap())],
+            );
+            let mut command = grpclab();
+            command
+                .args(["load", "--insecure", "--no-tui", &target, "--proto", &proto])
+                .args(["--call", "grpclab.streaming.v1.StreamingEcho.Upload"])
+                .args(["-d", data, "-n", "6", "-c", "2", "--stream-call-count", "4"])
+                .args(["--transport", transport, "-O", "json"]);
+            if dynamic {
+                command.arg("--stream-dynamic-messages");
+            }
+            let output = command.output().unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(report["statusCodeDistribution"]["OK"], 6, "{report}");
+            drop(server.stdin.take());
+            let _ = server.wait();
+            let calls: Vec<Vec<String>> = std::fs::read_to_string(&log)
+                .unwrap()
+                .lines()
+                .map(|line| line.split(',').map(str::to_owned).collect())
+                .collect();
+            assert_eq!(calls.len(), 6, "{transport} {dynamic}: {calls:?}");
+            let mut all = std::collections::HashSet::new();
+            for call in &calls {
+                assert_eq!(call.len(), 4, "{call:?}");
+                assert!(
+                    call.iter().all(|payload| payload.len() == 12),
+                    "6 bytes: {call:?}"
+                );
+                if dynamic {
+                    // Every message rendered anew.
+                    let distinct: std::collections::HashSet<_> = call.iter().collect();
+                    assert_eq!(distinct.len(), 4, "{transport}: {call:?}");
+                } else {
+                    // One rendering per call, its two messages cycled.
+                    assert_eq!((&call[0], &call[1]), (&call[2], &call[3]), "{call:?}");
+                    assert_ne!(call[0], call[1], "{call:?}");
+                }
+                all.extend(call.iter().cloned());
+            }
+            let expected = if dynamic { 24 } else { 12 };
+            assert_eq!(all.len(), expected, "{transport} {dynamic}: calls differ");
+        }
+    }
 }

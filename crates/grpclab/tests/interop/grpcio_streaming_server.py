@@ -9,7 +9,9 @@ Behaviour, so a client's accounting can be checked exactly:
   is b"abort" ends the call with ABORTED ("told to abort") instead of a reply;
 - Feed sends `count` replies; a count above 1000 sends 10 replies, then ends with
   RESOURCE_EXHAUSTED ("at most 1000 replies");
-- Upload counts messages and bytes.
+- Upload counts messages and bytes; with PAYLOAD_LOG set in its environment, each Upload call
+  also appends one line to that file: its payloads, hex, comma-separated (so a test can see
+  what a client's templates rendered).
 """
 import os
 import sys
@@ -33,6 +35,8 @@ def main():
     sys.path.insert(0, out)
     import streaming_pb2
     import streaming_pb2_grpc
+    log_path = os.environ.get("PAYLOAD_LOG")
+    log_lock = threading.Lock()
 
     class Echo(streaming_pb2_grpc.StreamingEchoServicer):
         def PingPong(self, requests, context):
@@ -51,9 +55,14 @@ def main():
 
         def Upload(self, requests, context):
             messages = size = 0
+            payloads = []
             for request in requests:
                 messages += 1
                 size += len(request.payload)
+                payloads.append(request.payload.hex())
+            if log_path:
+                with log_lock, open(log_path, "a") as log:
+                    log.write(",".join(payloads) + "\n")
             return streaming_pb2.UploadSummary(messages=messages, bytes=size)
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))

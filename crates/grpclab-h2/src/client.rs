@@ -223,6 +223,17 @@ pub struct RequestTemplate {
     pub stream: Option<StreamSpec>,
 }
 
+/// A call that was in flight (or started and not yet written) on a connection that was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostCall {
+    /// The caller's reference.
+    pub token: CallToken,
+    /// When its first frame was queued (or it started, if never written).
+    pub sent: Instant,
+    /// A streaming call's messages written and received whole before the loss.
+    pub messages: (u64, u64),
+}
+
 /// Why a connection ended before its source said stop.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectionEnd {
@@ -393,7 +404,7 @@ pub async fn run_connection<S: CallSource>(
     slots: usize,
     source: &mut S,
     stop: &CancellationToken,
-) -> Result<(), (ConnectionEnd, Vec<(CallToken, Instant)>)> {
+) -> Result<(), (ConnectionEnd, Vec<LostCall>)> {
     let first_stream = template.first_stream_id.max(1) | 1;
     let mut connection = Connection {
         source,
@@ -576,16 +587,24 @@ pub async fn run_connection<S: CallSource>(
 impl<S: CallSource> Connection<'_, S> {
     /// Hands back the calls in flight and the calls started but not yet written, for the
     /// caller to count as lost.
-    fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<(CallToken, Instant)>) {
-        let mut calls: Vec<(CallToken, Instant)> = Vec::with_capacity(self.calls.len());
-        for (_, call) in self.calls.drain() {
-            if let Some(stream) = &call.stream {
-                self.source
-                    .stream_messages(call.token, stream.sent, stream.received);
-            }
-            calls.push((call.token, call.sent));
-        }
-        calls.extend(self.unsent.drain(..).map(|call| (call.token, call.sent)));
+    fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<LostCall>) {
+        let mut calls: Vec<LostCall> = self
+            .calls
+            .drain()
+            .map(|(_, call)| LostCall {
+                token: call.token,
+                sent: call.sent,
+                messages: call
+                    .stream
+                    .as_ref()
+                    .map_or((0, 0), |s| (s.sent, s.received)),
+            })
+            .collect();
+        calls.extend(self.unsent.drain(..).map(|call| LostCall {
+            token: call.token,
+            sent: call.sent,
+            messages: (0, 0),
+        }));
         (end, calls)
     }
 

@@ -647,6 +647,7 @@ impl ThreadState {
         {
             // One of the first `--skipFirst` calls of the run: it ran and ended, and is left
             // out of the figures, as ghz leaves it out of its report.
+            self.recorder.borrow_mut().discard_messages();
             self.shared.progress[self.progress_slot]
                 .add(outcome.as_ref().err().map(|failure| failure.code));
             return;

@@ -452,8 +452,12 @@ pub(crate) async fn connection_loop(
                 Err((end, lost)) => {
                     planned = end == ConnectionEnd::StreamIdsExhausted;
                     let reason = end.to_string();
-                    for (token, sent) in lost {
-                        source.lost(token, sent, &reason);
+                    for call in lost {
+                        let (sent, received) = call.messages;
+                        if sent > 0 || received > 0 {
+                            source.stream_messages(call.token, sent, received);
+                        }
+                        source.lost(call.token, call.sent, &reason);
                     }
                 }
             }

@@ -60,6 +60,12 @@ pub struct SecondStats {
     /// The 99th percentile of the same (2 significant digits; 0 without any).
     #[serde(default)]
     pub latency_p99_ns: u64,
+    /// Streaming calls: request messages written by the calls that ended in this second.
+    #[serde(default)]
+    pub messages_sent: u64,
+    /// Streaming calls: reply messages received whole by the calls that ended in this second.
+    #[serde(default)]
+    pub messages_received: u64,
 }
 
 impl SecondStats {
@@ -69,6 +75,8 @@ impl SecondStats {
         self.latency_sum_ns += other.latency_sum_ns;
         self.latency_max_ns = self.latency_max_ns.max(other.latency_max_ns);
         self.in_flight_max += other.in_flight_max;
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
     }
 
     /// The mean latency of this second's successful calls, if it had any.
@@ -89,6 +97,10 @@ pub struct CallDetail {
     pub code: Code,
     /// For a failed call, its [`error_key`].
     pub error: Option<Box<str>>,
+    /// A streaming call's request messages written (0 for unary calls).
+    pub messages_sent: u64,
+    /// A streaming call's reply messages received whole.
+    pub messages_received: u64,
 }
 
 /// The first `limit` measured calls, one [`CallDetail`] each (`--details`). Bounded: a long run
@@ -169,6 +181,9 @@ pub struct Recorder {
     pub messages_received: u64,
     /// Bidi ping-pong: each request→reply round trip (nanoseconds), measured calls only.
     pub round_trip: Option<Histogram<u64>>,
+    /// The messages of the streaming call about to be recorded ([`Recorder::record_messages`]),
+    /// taken by its `record_ok` or `record_error`.
+    pending_messages: (u64, u64),
 }
 
 /// Significant digits of the per-second latency histograms: enough for a p99 to 1 %.
@@ -209,13 +224,33 @@ impl Recorder {
             messages_sent: 0,
             messages_received: 0,
             round_trip: None,
+            pending_messages: (0, 0),
         }
     }
 
-    /// A streaming call's messages, each way.
+    /// A streaming call's messages, each way: counted with the call recorded next (its
+    /// `record_ok` or `record_error`), in the totals, its second and its detail.
     pub fn record_messages(&mut self, sent: u64, received: u64) {
-        self.messages_sent += sent;
-        self.messages_received += received;
+        self.pending_messages = (sent, received);
+    }
+
+    /// A call left out of the figures (`--skipFirst`): its messages go with it.
+    pub fn discard_messages(&mut self) {
+        self.pending_messages = (0, 0);
+    }
+
+    /// Counts the pending messages (see [`Recorder::record_messages`]) for a call that ended
+    /// `since_start` into the window; returns them for its detail.
+    fn take_messages(&mut self, since_start: Duration) -> (u64, u64) {
+        let (sent, received) = std::mem::take(&mut self.pending_messages);
+        if sent > 0 || received > 0 {
+            self.messages_sent += sent;
+            self.messages_received += received;
+            let second = self.second(since_start);
+            second.messages_sent += sent;
+            second.messages_received += received;
+        }
+        (sent, received)
     }
 
     /// One bidi round trip: a request until its reply.
@@ -303,12 +338,15 @@ impl Recorder {
         second.count += 1;
         second.latency_sum_ns += latency_ns;
         second.latency_max_ns = second.latency_max_ns.max(latency_ns);
+        let (messages_sent, messages_received) = self.take_messages(since_start);
         if let Some(details) = &mut self.details {
             details.push(|| CallDetail {
                 ended_ns: saturating_ns(since_start),
                 latency_ns,
                 code: Code::Ok,
                 error: None,
+                messages_sent,
+                messages_received,
             });
         }
     }
@@ -329,12 +367,15 @@ impl Recorder {
         second.count += 1;
         second.errors += 1;
         let key = error_key(code, message);
+        let (messages_sent, messages_received) = self.take_messages(since_start);
         if let Some(details) = &mut self.details {
             details.push(|| CallDetail {
                 ended_ns: saturating_ns(since_start),
                 latency_ns: saturating_ns(latency),
                 code,
                 error: Some(key.as_str().into()),
+                messages_sent,
+                messages_received,
             });
         }
         self.add_message(key, 1);

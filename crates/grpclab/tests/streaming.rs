@@ -402,3 +402,71 @@ fn open_loop_round_trips_count_from_the_intended_time() {
         );
     }
 }
+
+/// Per-message figures in the CSV outputs: `-O csv` gives each call's messages each way,
+/// `-O csv-seconds` the messages of the calls that ended in each second; both add up to the
+/// run's totals. Unary runs keep ghz's columns.
+#[test]
+fn csv_outputs_carry_each_calls_messages() {
+    let server = Server::start("lab");
+    let run = |args: &[&str]| -> String {
+        let output = grpclab()
+            .args(["load", "--insecure", "--no-tui", &server.target()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let upload = [
+        "--proto",
+        PROTO,
+        "--call",
+        "grpclab.streaming.v1.StreamingEcho.Upload",
+        "-d",
+        r#"{"payload":"YQ=="}"#,
+        "-n",
+        "20",
+        "-c",
+        "4",
+        "--stream-call-count",
+        "7",
+    ];
+    let csv = run(&[&upload[..], &["-O", "csv"]].concat());
+    let mut lines = csv.lines().skip(1);
+    assert_eq!(
+        lines.next(),
+        Some("duration (ms),status,error,messages sent,messages received")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 20, "{csv}");
+    for row in &rows {
+        assert!(row.ends_with(",OK,,7,1"), "{row}");
+    }
+    let seconds = run(&[&upload[..], &["-O", "csv-seconds"]].concat());
+    let mut lines = seconds.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        &header[header.len() - 2..],
+        ["messages_sent", "messages_received"]
+    );
+    let (mut sent, mut received) = (0, 0);
+    for line in lines {
+        let cells: Vec<u64> = line
+            .split(',')
+            .rev()
+            .take(2)
+            .map(|cell| cell.parse().unwrap())
+            .collect();
+        received += cells[0];
+        sent += cells[1];
+    }
+    assert_eq!((sent, received), (140, 20), "{seconds}");
+    // A unary run keeps ghz's three columns.
+    let unary = run(&["--scenario", "complex_proto", "-n", "5", "-O", "csv"]);
+    assert_eq!(unary.lines().nth(1), Some("duration (ms),status,error"));
+}

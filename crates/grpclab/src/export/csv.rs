@@ -2,9 +2,10 @@
 //! first line, the header `duration (ms),status,error`, then each call's latency in
 //! milliseconds with two decimals, its status name and its error text (empty when OK).
 //!
-//! The calls are the ones `--details` kept (the first N; `-O csv` turns details on). One
-//! difference from ghz: a field holding a comma, a quote or a line break is quoted as RFC 4180
-//! says, where ghz writes it bare and breaks the row.
+//! The calls are the ones `--details` kept (the first N; `-O csv` turns details on). Two
+//! differences from ghz: a field holding a comma, a quote or a line break is quoted as RFC 4180
+//! says, where ghz writes it bare and breaks the row; and a run of streaming calls adds two
+//! columns, each call's `messages sent` and `messages received` (unary runs keep ghz's three).
 
 use std::fmt::Write as _;
 
@@ -15,7 +16,11 @@ pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        let streamed = report.result.messages() != (0, 0);
         let mut out = String::from("\nduration (ms),status,error");
+        if streamed {
+            out.push_str(",messages sent,messages received");
+        }
         if let Some(log) = report.result.details() {
             for call in &log.calls {
                 write!(
@@ -25,6 +30,9 @@ impl Exporter for CsvExporter {
                     call.code.name(),
                     quoted(call.error.as_deref().unwrap_or_default())
                 )?;
+                if streamed {
+                    write!(out, ",{},{}", call.messages_sent, call.messages_received)?;
+                }
             }
         }
         out.push('\n');

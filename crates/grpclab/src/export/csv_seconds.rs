@@ -8,14 +8,21 @@ pub struct CsvSecondsExporter;
 
 impl Exporter for CsvSecondsExporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        // A run of streaming calls adds the messages of the calls that ended in each second.
+        let streamed = report.result.messages() != (0, 0);
         let mut out =
-            String::from("second,count,errors,average_ns,slowest_ns,in_flight_max,p50_ns,p99_ns\n");
+            String::from("second,count,errors,average_ns,slowest_ns,in_flight_max,p50_ns,p99_ns");
+        out.push_str(if streamed {
+            ",messages_sent,messages_received\n"
+        } else {
+            "\n"
+        });
         for (second, stats) in report.result.per_second().iter().enumerate() {
             let average = stats
                 .mean_latency_ns()
                 .map(|ns| ns.to_string())
                 .unwrap_or_default();
-            writeln!(
+            write!(
                 out,
                 "{second},{},{},{average},{},{},{},{}",
                 stats.count,
@@ -25,6 +32,10 @@ impl Exporter for CsvSecondsExporter {
                 stats.latency_p50_ns,
                 stats.latency_p99_ns
             )?;
+            if streamed {
+                write!(out, ",{},{}", stats.messages_sent, stats.messages_received)?;
+            }
+            out.push('\n');
         }
         Ok(out.into_bytes())
     }

@@ -522,6 +522,19 @@ fn our_streaming_client_reads_a_grpcio_server() {
         assert_eq!(aborted["statusCodeDistribution"]["Aborted"], 8, "{aborted}");
         assert_eq!(aborted["messagesSent"], 24);
         assert_eq!(aborted["messagesReceived"], 16);
+        // ...and one the server cancels at its third message: CANCELLED, counted once each.
+        let cancelled = load(
+            "PingPong",
+            r#"[{"payload":"YQ=="},{"payload":"Yg=="},{"payload":"Y2FuY2Vs"}]"#,
+            &["-n", "6", "-c", "2"],
+        );
+        assert_eq!(cancelled["count"], 6, "{cancelled}");
+        assert_eq!(
+            cancelled["statusCodeDistribution"]["Canceled"], 6,
+            "{cancelled}"
+        );
+        assert_eq!(cancelled["messagesSent"], 18);
+        assert_eq!(cancelled["messagesReceived"], 12);
     }
     drop(server.stdin.take());
     let _ = server.wait();

@@ -6,7 +6,8 @@ Usage: grpcio_streaming_server.py PROTO_DIR   (PROTO_DIR holds streaming.proto)
 
 Behaviour, so a client's accounting can be checked exactly:
 - PingPong echoes each request, in order, with its sequence number; a request whose payload
-  is b"abort" ends the call with ABORTED ("told to abort") instead of a reply;
+  is b"abort" ends the call with ABORTED ("told to abort") instead of a reply, one whose
+  payload is b"cancel" cancels the call (the server resets the stream);
 - Feed sends `count` replies; a count above 1000 sends 10 replies, then ends with
   RESOURCE_EXHAUSTED ("at most 1000 replies");
 - Upload counts messages and bytes; with PAYLOAD_LOG set in its environment, each Upload call
@@ -43,6 +44,9 @@ def main():
             for sequence, request in enumerate(requests):
                 if request.payload == b"abort":
                     context.abort(grpc.StatusCode.ABORTED, "told to abort")
+                if request.payload == b"cancel":
+                    context.cancel()
+                    return
                 yield streaming_pb2.EchoReply(payload=request.payload, sequence=sequence)
 
         def Feed(self, request, context):

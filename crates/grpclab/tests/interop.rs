@@ -612,3 +612,60 @@ fn streaming_templates_render_per_call_or_per_message() {
         }
     }
 }
+
+/// grpcio-reflection's client (v1alpha, a client we did not write) reads lab's reflection
+/// (served on lab's own engine) as it reads tonic's: the services, and descriptors it can
+/// build types from, imports included.
+#[test]
+fn grpcio_reflection_client_reads_lab_and_tonic() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_reflection"]),
+        "python3 grpcio-reflection",
+    ) {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/grpcio_reflection_client.py"
+    );
+    for implementation in ["lab", "tonic-mt"] {
+        let server = Server::start(implementation);
+        let output = Command::new("python3")
+            .arg(script)
+            .arg(server.addr.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{implementation}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let services = seen["services"].as_array().unwrap();
+        for service in [
+            "helloworld.Greeter",
+            "grpclab.streaming.v1.StreamingEcho",
+            "grpc.reflection.v1alpha.ServerReflection",
+        ] {
+            assert!(
+                services.iter().any(|s| s == service),
+                "{implementation}: {seen}"
+            );
+        }
+        assert_eq!(
+            seen["ping_pong"],
+            serde_json::json!([
+                "grpclab.streaming.v1.EchoRequest",
+                "grpclab.streaming.v1.EchoReply",
+                true,
+                true
+            ]),
+            "{implementation}"
+        );
+        assert_eq!(
+            seen["hello_fields"],
+            serde_json::json!(["request"]),
+            "{implementation}"
+        );
+    }
+}

@@ -44,7 +44,31 @@ const PAYLOAD: &str = r#"{"request":{"name":"reflected","n":7,"pets":[{"name":"r
 
 #[test]
 fn reflection_supplies_the_schema_when_no_schema_flag_is_given() {
-    let server = Server::start("tonic-st");
+    // tonic's reflection service, and lab's own (served on its engine).
+    for implementation in ["tonic-st", "lab"] {
+        reflection_supplies_the_schema_on(&Server::start(implementation));
+    }
+    // A streaming method's schema from lab's reflection: the call streams.
+    let lab = Server::start("lab");
+    let output = load(&[
+        &lab.target(),
+        "--call",
+        "grpclab.streaming.v1.StreamingEcho.PingPong",
+        "-d",
+        r#"{"payload":"YQ=="}"#,
+        "-n",
+        "20",
+        "--stream-call-count",
+        "3",
+        "-O",
+        "json",
+    ]);
+    let report = report(&output);
+    assert_eq!(report["statusCodeDistribution"]["OK"], 20, "{report}");
+    assert_eq!(report["messagesReceived"], 60, "{report}");
+}
+
+fn reflection_supplies_the_schema_on(server: &Server) {
     let target = server.target();
     let output = load(&[
         &target,
@@ -102,8 +126,9 @@ fn without_reflection_or_a_call_the_error_says_what_to_give() {
         &load(&[&tonic.target(), "--call", "shop.Cart.Add", "-n", "5"]),
         &["no service 'shop.Cart'", "helloworld.Greeter"],
     );
-    // lab offers no reflection: say so, and how to give the schema instead.
-    let lab = Server::start_with(&["--impl", "lab", "--threads", "1"]);
+    // lab on the h2 crate offers no reflection (nor any streaming call): say so, and how to
+    // give the schema instead.
+    let lab = Server::start_with(&["--impl", "lab", "--transport", "h2", "--threads", "1"]);
     assert_input_error(
         &load(&[
             &lab.target(),

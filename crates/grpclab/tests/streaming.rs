@@ -11,7 +11,7 @@ use serde_json::Value;
 
 const SERVICE: &str = "grpclab.streaming.v1.StreamingEcho";
 
-/// The streaming echo's .proto (lab has no reflection yet).
+/// The streaming echo's .proto (tests that do not depend on reflection name it).
 const PROTO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../scenarios/streaming/streaming.proto"

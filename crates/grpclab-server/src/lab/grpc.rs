@@ -47,12 +47,17 @@ pub enum Route {
     Feed,
     /// `grpclab.streaming.v1.StreamingEcho/Upload` (client streaming).
     Upload,
+    /// `grpc.reflection.v1` or `v1alpha` `ServerReflection/ServerReflectionInfo` (bidi).
+    Reflection,
 }
 
 impl Route {
     /// Whether the method streams (its messages are handled one by one as they arrive).
     pub fn is_streaming(self) -> bool {
-        matches!(self, Route::PingPong | Route::Feed | Route::Upload)
+        matches!(
+            self,
+            Route::PingPong | Route::Feed | Route::Upload | Route::Reflection
+        )
     }
 }
 
@@ -141,6 +146,11 @@ pub fn check_head(
         path if path == PING_PONG_PATH.as_bytes() => Route::PingPong,
         path if path == FEED_PATH.as_bytes() => Route::Feed,
         path if path == UPLOAD_PATH.as_bytes() => Route::Upload,
+        path if path == super::reflection::V1_PATH.as_bytes()
+            || path == super::reflection::V1ALPHA_PATH.as_bytes() =>
+        {
+            Route::Reflection
+        }
         path => {
             return Err(HeadRejection::Status(Status {
                 code: Code::Unimplemented,
@@ -260,10 +270,9 @@ fn route_call(head: &CallHead, message: &[u8], implementation: &str) -> Outcome 
         }
         Route::HeapProfileStop => admin_outcome(heap_profile::stop()),
         // Streaming methods reach here only on a transport that serves unary calls alone.
-        Route::PingPong | Route::Feed | Route::Upload => Outcome::Status(Status::new(
-            Code::Unimplemented,
-            STREAMING_ON_OWN_ENGINE_ONLY,
-        )),
+        Route::PingPong | Route::Feed | Route::Upload | Route::Reflection => Outcome::Status(
+            Status::new(Code::Unimplemented, STREAMING_ON_OWN_ENGINE_ONLY),
+        ),
     }
 }
 
@@ -276,9 +285,9 @@ pub fn ping_pong_message(
     sequence: u64,
     out: &mut BytesMut,
 ) -> Result<(), Status> {
-    let message = stream_message(framed, head, "EchoRequest")?;
+    let message = stream_message(framed, head, ECHO_REQUEST)?;
     let payload = super::stream_codec::echo_request_payload(&message)
-        .map_err(|err| invalid(&err, "EchoRequest"))?;
+        .map_err(|err| invalid(&err, ECHO_REQUEST))?;
     super::stream_codec::put_echo_reply(out, &message[payload], sequence);
     count_call();
     Ok(())
@@ -298,8 +307,13 @@ pub fn run_ping_pong(head: &CallHead, framed: &[u8], sequence: u64) -> Outcome {
     })
 }
 
+/// The streaming echo's request types, as errors name them.
+pub const ECHO_REQUEST: &str = "grpclab.streaming.v1.EchoRequest";
+/// See [`ECHO_REQUEST`].
+pub const FEED_REQUEST: &str = "grpclab.streaming.v1.FeedRequest";
+
 /// A streaming call's message, unframed (and inflated under gzip); the engine splits messages
-/// exactly, so the frame holds one message.
+/// exactly, so the frame holds one message. `type_name` (fully qualified) names it in errors.
 pub fn stream_message<'a>(
     framed: &'a [u8],
     head: &CallHead,
@@ -307,10 +321,7 @@ pub fn stream_message<'a>(
 ) -> Result<Cow<'a, [u8]>, Status> {
     unframe(framed, head).map_err(|status| Status {
         code: status.code,
-        message: Cow::Owned(format!(
-            "grpclab.streaming.v1.{type_name}: {}",
-            status.message
-        )),
+        message: Cow::Owned(format!("{type_name}: {}", status.message)),
     })
 }
 
@@ -318,9 +329,7 @@ pub fn stream_message<'a>(
 pub fn invalid(err: &str, type_name: &str) -> Status {
     Status {
         code: Code::Internal,
-        message: Cow::Owned(format!(
-            "request is not a valid grpclab.streaming.v1.{type_name}: {err}"
-        )),
+        message: Cow::Owned(format!("request is not a valid {type_name}: {err}")),
     }
 }
 

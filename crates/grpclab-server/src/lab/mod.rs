@@ -15,6 +15,7 @@ pub mod grpc;
 mod h2_transport;
 mod own_transport;
 pub mod placement;
+mod reflection;
 mod stream_codec;
 
 use std::io::Write;

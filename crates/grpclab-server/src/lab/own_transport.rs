@@ -1,7 +1,7 @@
 //! The `lab` server on grpclab's own HTTP/2 engine (`grpclab-h2`): the gRPC layer in `grpc.rs`
 //! adapted to the engine's [`Service`] trait. Selected with `--transport lab` (the default).
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use grpclab_core::Code;
 use grpclab_h2::server::{Dispatch, Reply, RequestHead, Response, Service, Step, StreamOut};
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::grpc::{
     check_head, invalid, ping_pong_message, run_call, run_ping_pong, stream_message, CallHead,
-    HeadRejection, Outcome, RequestHeaders, Route, Status,
+    HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST, FEED_REQUEST,
 };
 use super::placement::{Job, Placement, PoolSender, Responder, Work};
 use super::stream_codec;
@@ -69,6 +69,8 @@ pub enum LabStream {
         /// Payload bytes received.
         bytes: u64,
     },
+    /// Server reflection: one response per request.
+    Reflection,
 }
 
 /// Ends a streaming call with an error status.
@@ -106,6 +108,7 @@ impl Service for LabService {
                 messages: 0,
                 bytes: 0,
             }),
+            Route::Reflection => Some(LabStream::Reflection),
             Route::SayHello | Route::Stats | Route::HeapProfileStart | Route::HeapProfileStop => {
                 None
             }
@@ -138,7 +141,7 @@ impl Service for LabService {
                     return Step::Done;
                 }
                 *requested = true;
-                let request = match stream_message(&message, call, "FeedRequest") {
+                let request = match stream_message(&message, call, FEED_REQUEST) {
                     Ok(request) => request,
                     Err(status) => {
                         finish_with(out, status);
@@ -156,14 +159,14 @@ impl Service for LabService {
                         };
                         out.set_producing(true);
                     }
-                    Err(err) => finish_with(out, invalid(&err, "FeedRequest")),
+                    Err(err) => finish_with(out, invalid(&err, FEED_REQUEST)),
                 }
                 Step::Done
             }
             LabStream::Upload { messages, bytes } => {
-                let decoded = stream_message(&message, call, "EchoRequest").and_then(|request| {
+                let decoded = stream_message(&message, call, ECHO_REQUEST).and_then(|request| {
                     stream_codec::echo_request_payload(&request)
-                        .map_err(|err| invalid(&err, "EchoRequest"))
+                        .map_err(|err| invalid(&err, ECHO_REQUEST))
                 });
                 match decoded {
                     Ok(payload) => {
@@ -175,12 +178,28 @@ impl Service for LabService {
                 }
                 Step::Done
             }
+            LabStream::Reflection => {
+                const REQUEST: &str = "grpc.reflection.v1.ServerReflectionRequest";
+                let answer = stream_message(&message, call, REQUEST).and_then(|request| {
+                    super::reflection::answer(&request).map_err(|err| invalid(&err, REQUEST))
+                });
+                match answer {
+                    Ok(response) => {
+                        let buffer = out.buffer();
+                        buffer.put_u8(0);
+                        buffer.put_u32(response.len() as u32);
+                        buffer.extend_from_slice(&response);
+                    }
+                    Err(status) => finish_with(out, status),
+                }
+                Step::Done
+            }
         }
     }
 
     fn on_half_close(&mut self, _: &CallHead, stream: &mut LabStream, out: &mut StreamOut<'_>) {
         match stream {
-            LabStream::PingPong { .. } => out.finish(0, Cow::Borrowed("")),
+            LabStream::PingPong { .. } | LabStream::Reflection => out.finish(0, Cow::Borrowed("")),
             // The replies go on being produced; the call ends when they are all out.
             LabStream::Feed {
                 requested: true, ..

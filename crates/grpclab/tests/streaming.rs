@@ -470,3 +470,44 @@ fn csv_outputs_carry_each_calls_messages() {
     let unary = run(&["--scenario", "complex_proto", "-n", "5", "-O", "csv"]);
     assert_eq!(unary.lines().nth(1), Some("duration (ms),status,error"));
 }
+
+/// `grpclab compare` takes a streaming scenario like any other: every round of both sides
+/// streams (its records carry the messages), and the verdict is computed.
+#[test]
+fn compare_runs_a_streaming_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = grpclab()
+        .args(["compare", "tonic-mt", "lab", "--rounds", "2"])
+        .args(["--duration", "1s", "--warmup", "1s", "--results-dir"])
+        .arg(dir.path())
+        .env("GRPC_REQUEST_SCENARIO", "streaming_ping_pong")
+        .env("GRPC_CLIENT_CONCURRENCY", "20")
+        .env("GRPC_CLIENT_CONNECTIONS", "2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let folder = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.is_dir())
+        .unwrap();
+    let compare: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("compare.json")).unwrap())
+            .unwrap();
+    assert_eq!(compare["baseline"], "tonic-mt", "{compare}");
+    assert!(compare["comparisons"][0]["rps"]["ratio"].as_f64().unwrap() > 0.0);
+    for round in ["a-1", "a-2", "b-1", "b-2"] {
+        let record: Value = serde_json::from_str(
+            &std::fs::read_to_string(folder.join(format!("{round}.json"))).unwrap(),
+        )
+        .unwrap();
+        let load = &record["load"];
+        assert_eq!(load["errors"], 0, "{round}: {load}");
+        assert_eq!(
+            load["messagesSent"],
+            load["count"].as_u64().unwrap() * 10,
+            "{round}"
+        );
+    }
+}

@@ -469,6 +469,23 @@ fn csv_outputs_carry_each_calls_messages() {
     // A unary run keeps ghz's three columns.
     let unary = run(&["--scenario", "complex_proto", "-n", "5", "-O", "csv"]);
     assert_eq!(unary.lines().nth(1), Some("duration (ms),status,error"));
+    // The HTML page's summary has the messages each way and, for ping-pong, the round trips.
+    let page = run(&[
+        "--scenario",
+        "streaming_ping_pong",
+        "-n",
+        "30",
+        "-O",
+        "html",
+    ]);
+    for row in [
+        "<td>messages sent</td><td class=\"num\" data-sort=\"300\">300</td>",
+        "<td>messages received</td><td class=\"num\" data-sort=\"300\">300</td>",
+        "msgs/s sent",
+        "round trip p99",
+    ] {
+        assert!(page.contains(row), "{row} not in the page");
+    }
 }
 
 /// `grpclab compare` takes a streaming scenario like any other: every round of both sides

@@ -567,6 +567,45 @@ fn relative(dir: &Path, path: &str) -> String {
         .map_or_else(|| path.display().to_string(), |p| p.display().to_string())
 }
 
+/// A streaming run's summary rows: messages each way, their rates over the window, and the
+/// ping-pong round trips (none for a unary run).
+fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
+    let Some((sent_rate, received_rate)) = crate::bench::results::message_rates(load) else {
+        return Vec::new();
+    };
+    let mut rows = vec![
+        (
+            "messages sent",
+            load.messages_sent as f64,
+            load.messages_sent.to_string(),
+        ),
+        (
+            "messages received",
+            load.messages_received as f64,
+            load.messages_received.to_string(),
+        ),
+        ("msgs/s sent", sent_rate, count(sent_rate)),
+        ("msgs/s received", received_rate, count(received_rate)),
+    ];
+    if let Some(round_trip) = &load.round_trip {
+        let at = |percentage: f64| {
+            round_trip
+                .latency_distribution
+                .iter()
+                .find(|point| point.percentage == percentage)
+                .map(|point| point.latency as f64 / 1e6)
+        };
+        let average = round_trip.average as f64 / 1e6;
+        rows.push(("round trip average", average, ms(average)));
+        for (label, percentage) in [("round trip p50", 50.0), ("round trip p99", 99.0)] {
+            if let Some(value) = at(percentage) {
+                rows.push((label, value, ms(value)));
+            }
+        }
+    }
+    rows
+}
+
 /// The page for one load run.
 pub fn load_page(name: &str, load: &JsonReport) -> Page {
     let runs = [(name, load)];
@@ -605,6 +644,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
         ),
     ]
     .into_iter()
+    .chain(stream_rows(load))
     .map(|(label, value, text)| vec![Cell::text(label), Cell::number(text, value)])
     .collect();
     let histogram: Vec<(String, f64)> = load

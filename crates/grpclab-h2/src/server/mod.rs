@@ -1591,7 +1591,6 @@ impl<S: Service> Connection<S> {
         // DATA is ignored rather than answered with STREAM_CLOSED.
         let early = matches!(stream.state, StreamState::Receiving { .. })
             && !matches!(response, Response::Message(_) | Response::Gzip(_));
-        let max_frame = self.peer_max_frame;
         let response_is_gzip = matches!(response, Response::Gzip(_));
         self.block_scratch.clear();
         match response {
@@ -1611,42 +1610,7 @@ impl<S: Service> Connection<S> {
                 self.end_with_headers(stream_id);
             }
             Response::Message(data) | Response::Gzip(data) => {
-                let accept_encoding = self.settings.accept_encoding;
-                let (block, gzip) = match response_is_gzip {
-                    false => (&mut self.head_block, false),
-                    true => (&mut self.gzip_head_block, true),
-                };
-                block.write(
-                    &mut self.encoder,
-                    &mut self.block_scratch,
-                    |encoder, block| {
-                        encoder.field(b":status", b"200", Indexing::Incremental, block);
-                        encoder.field(
-                            b"content-type",
-                            b"application/grpc",
-                            Indexing::Incremental,
-                            block,
-                        );
-                        if gzip {
-                            encoder.field(b"grpc-encoding", b"gzip", Indexing::Incremental, block);
-                            if let Some(accepted) = accept_encoding {
-                                encoder.field(
-                                    b"grpc-accept-encoding",
-                                    accepted,
-                                    Indexing::Incremental,
-                                    block,
-                                );
-                            }
-                        }
-                    },
-                );
-                frame::write_headers(
-                    &mut self.out,
-                    stream_id,
-                    &self.block_scratch,
-                    false,
-                    max_frame,
-                );
+                self.write_response_head(stream_id, response_is_gzip);
                 if let Some(stream) = self.streams.get_mut(&stream_id) {
                     stream.state = StreamState::Sending {
                         data,
@@ -1659,6 +1623,49 @@ impl<S: Service> Connection<S> {
         if early {
             self.reset(stream_id, code::NO_ERROR);
         }
+    }
+
+    /// Writes a response's HEADERS, not ending the stream: `:status 200` and `content-type`,
+    /// with `grpc-encoding: gzip` (and `grpc-accept-encoding`) for a gzip response; from the
+    /// cached blocks, so after the first response they are a few bytes.
+    fn write_response_head(&mut self, stream_id: u32, gzip: bool) {
+        self.block_scratch.clear();
+        let accept_encoding = self.settings.accept_encoding;
+        let block = match gzip {
+            false => &mut self.head_block,
+            true => &mut self.gzip_head_block,
+        };
+        block.write(
+            &mut self.encoder,
+            &mut self.block_scratch,
+            |encoder, block| {
+                encoder.field(b":status", b"200", Indexing::Incremental, block);
+                encoder.field(
+                    b"content-type",
+                    b"application/grpc",
+                    Indexing::Incremental,
+                    block,
+                );
+                if gzip {
+                    encoder.field(b"grpc-encoding", b"gzip", Indexing::Incremental, block);
+                    if let Some(accepted) = accept_encoding {
+                        encoder.field(
+                            b"grpc-accept-encoding",
+                            accepted,
+                            Indexing::Incremental,
+                            block,
+                        );
+                    }
+                }
+            },
+        );
+        frame::write_headers(
+            &mut self.out,
+            stream_id,
+            &self.block_scratch,
+            false,
+            self.peer_max_frame,
+        );
     }
 
     /// Sends the header block in `block_scratch` as the stream's last frame (trailers-only or

@@ -31,7 +31,6 @@ use tokio::sync::mpsc;
 
 use super::{Connection, Reply, Response, Service, StreamState, WRITE_BACKLOG_LIMIT};
 use crate::frame::{self, code};
-use crate::hpack::Indexing;
 
 /// Reply bytes a streaming call may have waiting to be sent before the engine stops handing it
 /// request messages (or asking it to produce): a client that does not read holds at most this
@@ -423,6 +422,19 @@ impl<S: Service> Connection<S> {
     /// allow, then the trailers once the call has ended and its replies are out. Returns whether
     /// the stream is still open and sent everything it had (so the service may produce more).
     fn send_streaming(&mut self, stream_id: u32) -> bool {
+        // The response's HEADERS go with its first reply (a call ended before any reply gets
+        // a trailers-only response instead).
+        let needs_head = match self.streams.get_mut(&stream_id).map(|s| &mut s.state) {
+            Some(StreamState::Streaming(call)) => {
+                let needs_head = !call.head_sent && !call.outbox.data.is_empty();
+                call.head_sent |= needs_head;
+                needs_head
+            }
+            _ => return false,
+        };
+        if needs_head {
+            self.write_response_head(stream_id, false);
+        }
         let max_frame = self.peer_max_frame;
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return false;
@@ -430,30 +442,6 @@ impl<S: Service> Connection<S> {
         let StreamState::Streaming(call) = &mut stream.state else {
             return false;
         };
-        if !call.head_sent && !call.outbox.data.is_empty() {
-            call.head_sent = true;
-            self.block_scratch.clear();
-            self.head_block.write(
-                &mut self.encoder,
-                &mut self.block_scratch,
-                |encoder, block| {
-                    encoder.field(b":status", b"200", Indexing::Incremental, block);
-                    encoder.field(
-                        b"content-type",
-                        b"application/grpc",
-                        Indexing::Incremental,
-                        block,
-                    );
-                },
-            );
-            frame::write_headers(
-                &mut self.out,
-                stream_id,
-                &self.block_scratch,
-                false,
-                max_frame,
-            );
-        }
         while !call.outbox.data.is_empty() {
             let backlog_room = WRITE_BACKLOG_LIMIT as i64 - self.out.len() as i64;
             let allowed = self

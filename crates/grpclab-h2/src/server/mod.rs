@@ -1772,23 +1772,11 @@ impl<S: Service> Connection<S> {
             stream.send_window_offset -= chunk.len() as i64;
         }
         if *trailers {
-            self.block_scratch.clear();
-            self.ok_trailers_block.write(
-                &mut self.encoder,
-                &mut self.block_scratch,
-                |encoder, block| {
-                    encoder.field(b"grpc-status", b"0", Indexing::Incremental, block);
-                },
-            );
-            frame::write_headers(
-                &mut self.out,
-                stream_id,
-                &self.block_scratch,
-                true,
-                max_frame,
-            );
+            self.status_block(0, "", false);
+            self.end_with_headers(stream_id);
+        } else {
+            self.finish_stream(stream_id);
         }
-        self.finish_stream(stream_id);
         true
     }
 

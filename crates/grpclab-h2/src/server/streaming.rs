@@ -467,14 +467,7 @@ impl<S: Service> Connection<S> {
         let early = !call.half_closed;
         let trailers_only = !call.head_sent;
         self.status_block(status, &message, trailers_only);
-        frame::write_headers(
-            &mut self.out,
-            stream_id,
-            &self.block_scratch,
-            true,
-            max_frame,
-        );
-        self.finish_stream(stream_id);
+        self.end_with_headers(stream_id);
         if early {
             // The client is still sending: ask it to stop (§8.1).
             self.reset(stream_id, code::NO_ERROR);

@@ -1,4 +1,5 @@
-//! A server connection for unary gRPC calls.
+//! A server connection for gRPC calls: unary here, streaming in `streaming.rs` (the parts of a
+//! turn that hand messages over one by one and send replies as flow control allows).
 //!
 //! One task per connection owns the socket, a read buffer and a write buffer. Each turn of its
 //! loop reads everything the socket has, parses every complete frame, runs the calls whose

@@ -324,6 +324,8 @@ struct ClientStream {
     received: u64,
     /// [`MessagesFrom::EachCall`]: this call's messages.
     messages: Vec<Bytes>,
+    /// The run stopped: no message after the one out (see [`Connection::end_streams`]).
+    ending: bool,
 }
 
 /// A call started (its ticket taken, its deadline running) but not yet written: the server's
@@ -461,8 +463,9 @@ pub async fn run_connection<S: CallSource>(
     let timer = tokio::time::sleep(Duration::from_secs(3600));
     tokio::pin!(timer);
     loop {
-        if stop.is_cancelled() {
+        if stop.is_cancelled() && !connection.stopped {
             connection.stopped = true;
+            connection.end_streams();
         }
         let pending_out = connection.out.len() - written;
         connection.start_calls(connection.released_until, pending_out);
@@ -579,7 +582,10 @@ pub async fn run_connection<S: CallSource>(
                 }
                 connection.expire(now);
             }
-            _ = stop.cancelled(), if !connection.stopped => connection.stopped = true,
+            _ = stop.cancelled(), if !connection.stopped => {
+                connection.stopped = true;
+                connection.end_streams();
+            }
         }
     }
 }
@@ -780,6 +786,9 @@ impl<S: CallSource> Connection<'_, S> {
                     MessagesFrom::EachMessage => self.source.message(0),
                 };
                 let state = ClientStream {
+                    // Written after the run stopped (it waited for the server's SETTINGS or
+                    // a stream slot): its first message is its last.
+                    ending: self.stopped,
                     messages,
                     next_index: 1,
                     sent: 0,
@@ -793,7 +802,7 @@ impl<S: CallSource> Connection<'_, S> {
                     received: 0,
                 };
                 // Client streaming ends its stream with its last message.
-                let last = !spec.ping_pong && spec.count <= 1;
+                let last = (!spec.ping_pong && spec.count <= 1) || self.stopped;
                 (first, Some(Box::new(state)), last)
             }
         };
@@ -908,7 +917,7 @@ impl<S: CallSource> Connection<'_, S> {
         wake: &mut Option<Instant>,
         open_loop: bool,
     ) {
-        if !spec.more(stream.sent, stream.started) {
+        if stream.ending || !spec.more(stream.sent, stream.started) {
             frame::write_data(out, stream_id, &[], true);
             stream.half_closed = true;
             return;
@@ -928,6 +937,34 @@ impl<S: CallSource> Connection<'_, S> {
         };
         if open_loop {
             stream.intended = Some(at);
+        }
+    }
+
+    /// The run stopped (its duration ended, or Ctrl-C): every streaming call stops sending and
+    /// half-closes — at once when nothing of it is out, after its pending reply (ping-pong) or
+    /// with its message being written — so it ends promptly with its status and its messages
+    /// counted, instead of running past the run's end until the drain limit abandons it.
+    fn end_streams(&mut self) {
+        if self.template.stream.is_none() {
+            return;
+        }
+        for (id, call) in self.calls.iter_mut() {
+            let Some(stream) = call.stream.as_mut() else {
+                continue;
+            };
+            if stream.half_closed {
+                continue;
+            }
+            stream.ending = true;
+            stream.ready = false;
+            stream.next_at = None;
+            if !call.pending.is_empty() {
+                // The message being written ends the stream.
+                call.end_with_pending = true;
+            } else if stream.awaiting_reply.is_none() {
+                frame::write_data(&mut self.out, *id, &[], true);
+                stream.half_closed = true;
+            }
         }
     }
 

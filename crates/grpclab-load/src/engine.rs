@@ -851,6 +851,7 @@ async fn stream_loop(thread: Rc<ThreadState>, slot: StreamSlot, mut connection: 
                     dynamic: (config.renderer.is_some() && config.stream.dynamic_messages)
                         .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
                     intended,
+                    stop: &stop,
                 };
                 let call = crate::streaming::streaming_call(
                     sender,

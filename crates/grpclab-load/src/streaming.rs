@@ -135,12 +135,19 @@ pub(crate) struct StreamPlan<'a> {
     /// reply's arrival plus the interval for the others) and its actual send, as open-loop
     /// calls do (coordinated omission).
     pub intended: Option<Instant>,
+    /// The run's stop (its duration ended, or Ctrl-C): the call sends nothing more and
+    /// half-closes, so it ends promptly with its messages counted.
+    pub stop: &'a tokio_util::sync::CancellationToken,
 }
 
-/// The pause before message `sent` (none before the first): `--stream-interval`.
-async fn pause(settings: &StreamSettings, sent: u64) {
+/// The pause before message `sent` (none before the first): `--stream-interval`, cut short
+/// when the run stops.
+async fn pause(settings: &StreamSettings, sent: u64, stop: &tokio_util::sync::CancellationToken) {
     if let (true, Some(interval)) = (sent > 0, settings.interval) {
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.cancelled() => {}
+        }
     }
 }
 
@@ -172,6 +179,7 @@ pub(crate) async fn streaming_call(
         messages,
         dynamic,
         intended,
+        stop,
     } = *plan;
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
@@ -198,6 +206,7 @@ pub(crate) async fn streaming_call(
     });
     let more = |sent: u64| {
         (sent as usize) < count
+            && !stop.is_cancelled()
             && settings
                 .call_duration
                 .is_none_or(|limit| started.elapsed() < limit)
@@ -212,7 +221,10 @@ pub(crate) async fn streaming_call(
         CallShape::ClientStreaming => {
             let mut sending = Ok(());
             while sending.is_ok() && more(tally.sent) {
-                pause(settings, tally.sent).await;
+                pause(settings, tally.sent, stop).await;
+                if stop.is_cancelled() {
+                    break;
+                }
                 sending = send_message(&mut body, next(), false).await;
                 if sending.is_ok() {
                     tally.sent += 1;
@@ -240,7 +252,10 @@ pub(crate) async fn streaming_call(
             let mut server_ended = false;
             let mut planned = intended;
             while more(tally.sent) {
-                pause(settings, tally.sent).await;
+                pause(settings, tally.sent, stop).await;
+                if stop.is_cancelled() {
+                    break;
+                }
                 let now = Instant::now();
                 let sent_at = planned.take().map_or(now, |at| at.min(now));
                 if let Err(send) = send_message(&mut body, next(), false).await {

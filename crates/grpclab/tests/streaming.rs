@@ -528,3 +528,38 @@ fn compare_runs_a_streaming_scenario() {
         );
     }
 }
+
+/// A timed run whose streams would outlast it: at the run's end each stream stops sending and
+/// half-closes, so every call ends with its status and its messages counted (not abandoned at
+/// the drain limit with its messages lost).
+#[test]
+fn a_timed_run_ends_its_streams_gracefully() {
+    let server = Server::start("lab");
+    for transport in ["lab", "h2"] {
+        let report = load(
+            &server,
+            "PingPong",
+            r#"{"payload":"YQ=="}"#,
+            &[
+                "-z",
+                "1s",
+                "-c",
+                "4",
+                "--stream-call-duration",
+                "60s",
+                "--stream-interval",
+                "10ms",
+                "--transport",
+                transport,
+            ],
+        );
+        assert_eq!(report["count"], 4, "{transport}: {report}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 4,
+            "{transport}: {report}"
+        );
+        let sent = report["messagesSent"].as_u64().unwrap();
+        assert!(sent > 4, "{transport}: {report}");
+        assert_eq!(report["messagesReceived"], sent, "{transport}");
+    }
+}

@@ -395,6 +395,9 @@ struct Connection<'s, S: CallSource> {
     stream_scratch: Vec<u32>,
     /// A stream could send now but the write buffer was full: pump again once it drains.
     streams_waiting_room: bool,
+    /// The run stopped (its `stop` token: duration over, or Ctrl-C; not a source that simply
+    /// has no more calls): streams end (see [`Connection::end_streams`]).
+    streams_ending: bool,
 }
 
 /// Runs calls on `socket` until the source says stop and every call has ended (`Ok`), or the
@@ -443,6 +446,7 @@ pub async fn run_connection<S: CallSource>(
         stream_wake: None,
         stream_scratch: Vec::new(),
         streams_waiting_room: false,
+        streams_ending: false,
     };
     connection.out.extend_from_slice(frame::PREFACE);
     frame::write_settings(
@@ -463,7 +467,7 @@ pub async fn run_connection<S: CallSource>(
     let timer = tokio::time::sleep(Duration::from_secs(3600));
     tokio::pin!(timer);
     loop {
-        if stop.is_cancelled() && !connection.stopped {
+        if stop.is_cancelled() && !connection.streams_ending {
             connection.stopped = true;
             connection.end_streams();
         }
@@ -582,7 +586,7 @@ pub async fn run_connection<S: CallSource>(
                 }
                 connection.expire(now);
             }
-            _ = stop.cancelled(), if !connection.stopped => {
+            _ = stop.cancelled(), if !connection.stopped || !connection.streams_ending => {
                 connection.stopped = true;
                 connection.end_streams();
             }
@@ -788,7 +792,7 @@ impl<S: CallSource> Connection<'_, S> {
                 let state = ClientStream {
                     // Written after the run stopped (it waited for the server's SETTINGS or
                     // a stream slot): its first message is its last.
-                    ending: self.stopped,
+                    ending: self.streams_ending,
                     messages,
                     next_index: 1,
                     sent: 0,
@@ -802,7 +806,7 @@ impl<S: CallSource> Connection<'_, S> {
                     received: 0,
                 };
                 // Client streaming ends its stream with its last message.
-                let last = (!spec.ping_pong && spec.count <= 1) || self.stopped;
+                let last = (!spec.ping_pong && spec.count <= 1) || self.streams_ending;
                 (first, Some(Box::new(state)), last)
             }
         };
@@ -940,12 +944,21 @@ impl<S: CallSource> Connection<'_, S> {
         }
     }
 
-    /// The run stopped (its duration ended, or Ctrl-C): every streaming call stops sending and
-    /// half-closes — at once when nothing of it is out, after its pending reply (ping-pong) or
-    /// with its message being written — so it ends promptly with its status and its messages
-    /// counted, instead of running past the run's end until the drain limit abandons it.
+    /// The run stopped (its duration ended, or Ctrl-C): streaming calls whose plan is bounded
+    /// by time (`duration`) stop sending and half-close — at once when nothing of it is out,
+    /// after its pending reply (ping-pong) or with its message being written — so they end
+    /// promptly with their status and messages counted, instead of running on until the drain
+    /// limit abandons them. Calls bounded by a count finish their plan, as unary calls in
+    /// flight finish (the drain limit bounds the wait).
     fn end_streams(&mut self) {
-        if self.template.stream.is_none() {
+        // Set for unary runs too: it also says the stop was seen (the loop's select arm).
+        self.streams_ending = true;
+        if self
+            .template
+            .stream
+            .as_ref()
+            .is_none_or(|spec| spec.duration.is_none())
+        {
             return;
         }
         for (id, call) in self.calls.iter_mut() {

@@ -135,18 +135,26 @@ pub(crate) struct StreamPlan<'a> {
     /// reply's arrival plus the interval for the others) and its actual send, as open-loop
     /// calls do (coordinated omission).
     pub intended: Option<Instant>,
-    /// The run's stop (its duration ended, or Ctrl-C): the call sends nothing more and
-    /// half-closes, so it ends promptly with its messages counted.
+    /// The run's stop (its duration ended, or Ctrl-C): a call bounded by time
+    /// (`--stream-call-duration`) sends nothing more and half-closes, so it ends promptly with
+    /// its messages counted; a call bounded by a count finishes its plan.
     pub stop: &'a tokio_util::sync::CancellationToken,
 }
 
 /// The pause before message `sent` (none before the first): `--stream-interval`, cut short
-/// when the run stops.
-async fn pause(settings: &StreamSettings, sent: u64, stop: &tokio_util::sync::CancellationToken) {
+/// when `stop` (if given) fires.
+async fn pause(
+    settings: &StreamSettings,
+    sent: u64,
+    stop: Option<&tokio_util::sync::CancellationToken>,
+) {
     if let (true, Some(interval)) = (sent > 0, settings.interval) {
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = stop.cancelled() => {}
+        match stop {
+            Some(stop) => tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = stop.cancelled() => {}
+            },
+            None => tokio::time::sleep(interval).await,
         }
     }
 }
@@ -204,9 +212,12 @@ pub(crate) async fn streaming_call(
         Some(_) => usize::MAX,
         None => messages.len(),
     });
+    // Only a plan bounded by time ends early at the run's stop.
+    let ends_at_stop = settings.call_duration.is_some();
+    let stopped = || ends_at_stop && stop.is_cancelled();
     let more = |sent: u64| {
         (sent as usize) < count
-            && !stop.is_cancelled()
+            && !stopped()
             && settings
                 .call_duration
                 .is_none_or(|limit| started.elapsed() < limit)
@@ -221,8 +232,8 @@ pub(crate) async fn streaming_call(
         CallShape::ClientStreaming => {
             let mut sending = Ok(());
             while sending.is_ok() && more(tally.sent) {
-                pause(settings, tally.sent, stop).await;
-                if stop.is_cancelled() {
+                pause(settings, tally.sent, ends_at_stop.then_some(stop)).await;
+                if stopped() {
                     break;
                 }
                 sending = send_message(&mut body, next(), false).await;
@@ -252,8 +263,8 @@ pub(crate) async fn streaming_call(
             let mut server_ended = false;
             let mut planned = intended;
             while more(tally.sent) {
-                pause(settings, tally.sent, stop).await;
-                if stop.is_cancelled() {
+                pause(settings, tally.sent, ends_at_stop.then_some(stop)).await;
+                if stopped() {
                     break;
                 }
                 let now = Instant::now();

@@ -529,8 +529,8 @@ fn compare_runs_a_streaming_scenario() {
     }
 }
 
-/// A timed run whose streams would outlast it: at the run's end each stream stops sending and
-/// half-closes, so every call ends with its status and its messages counted (not abandoned at
+/// A timed run whose streams (bounded by `--stream-call-duration`) would outlast it: at the
+/// run's end each stream stops sending and half-closes, so every call ends with its status and its messages counted (not abandoned at
 /// the drain limit with its messages lost).
 #[test]
 fn a_timed_run_ends_its_streams_gracefully() {

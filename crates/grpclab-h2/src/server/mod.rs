@@ -227,7 +227,7 @@ const WRITE_BACKLOG_LIMIT: usize = 256 * 1024;
 /// connection is dropped: a half-closed peer that never reads cannot hold the socket.
 const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_secs(30);
 
-enum StreamState<C, T> {
+enum StreamState<C> {
     /// Headers in; body arriving.
     Receiving {
         call: C,
@@ -244,8 +244,9 @@ enum StreamState<C, T> {
     /// still counts against SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §5.1.2), and frames the
     /// peer sends meanwhile (WINDOW_UPDATE, RST_STREAM) meet it half-closed, not closed.
     Flushing,
-    /// A streaming call (boxed: unary streams stay small).
-    Streaming(Box<StreamingCall<C, T>>),
+    /// A streaming call, whose state is in `Connection::streaming` (see the `streaming`
+    /// module: kept apart so that unary streams and their drop code stay as small as before).
+    Streaming,
 }
 
 /// How many stream ids reset by us are remembered, so frames the peer sent before it saw the
@@ -311,8 +312,8 @@ impl Body {
     }
 }
 
-struct Stream<C, T> {
-    state: StreamState<C, T>,
+struct Stream<C> {
+    state: StreamState<C>,
     /// What the peer may still send on this stream.
     recv_window: i64,
     /// Consumed and not yet returned with a stream WINDOW_UPDATE.
@@ -460,7 +461,9 @@ struct Connection<S: Service> {
     settings: ServerSettings,
     decoder: Decoder,
     encoder: Encoder,
-    streams: StreamMap<Stream<S::Call, S::Stream>>,
+    streams: StreamMap<Stream<S::Call>>,
+    /// The streaming calls, by stream id (their streams are `StreamState::Streaming`).
+    streaming: StreamMap<StreamingCall<S::Call, S::Stream>>,
     /// Streaming calls whose next message met a busy service, to offer again.
     streams_busy: Vec<u32>,
     /// Streams with response data blocked on flow control, in arrival order.
@@ -782,6 +785,7 @@ impl<S: Service> Connection<S> {
             decoder: Decoder::new(4096),
             encoder: Encoder::default(),
             streams: StreamMap::default(),
+            streaming: StreamMap::default(),
             streams_busy: Vec::new(),
             blocked: VecDeque::new(),
             busy: VecDeque::new(),
@@ -1166,6 +1170,8 @@ impl<S: Service> Connection<S> {
             })?;
 
         if stream_id <= self.last_stream {
+            // A streaming call's half-close so far (None: not a streaming call).
+            let stream_half_closed = self.streaming.get(&stream_id).map(|call| call.half_closed);
             // Trailers on a stream we know, or headers on a closed one.
             return match self.streams.get_mut(&stream_id) {
                 // Trailers: END_STREAM, and no pseudo-header (§8.1, §8.3).
@@ -1178,9 +1184,9 @@ impl<S: Service> Connection<S> {
                 }
                 // A streaming call's trailers: its half-close.
                 Some(Stream {
-                    state: StreamState::Streaming(call),
+                    state: StreamState::Streaming,
                     ..
-                }) if !call.half_closed
+                }) if stream_half_closed == Some(false)
                     && end_stream
                     && self.head.pseudo_seen == 0
                     && !self.head.malformed =>
@@ -1190,9 +1196,9 @@ impl<S: Service> Connection<S> {
                 }
                 // HEADERS on a stream the client has half-closed: §5.1.
                 Some(Stream {
-                    state: StreamState::Streaming(call),
+                    state: StreamState::Streaming,
                     ..
-                }) if call.half_closed => {
+                }) if stream_half_closed == Some(true) => {
                     self.reset(stream_id, code::STREAM_CLOSED);
                     Ok(())
                 }
@@ -1241,18 +1247,7 @@ impl<S: Service> Connection<S> {
             Ok(call) => {
                 let deadline = self.service.deadline(&call);
                 if let Some(state) = self.service.open_stream(&call) {
-                    let streaming =
-                        StreamingCall::new(call, state, deadline, self.head.content_length);
-                    self.streams.insert(
-                        stream_id,
-                        Stream {
-                            state: StreamState::Streaming(Box::new(streaming)),
-                            ..stream
-                        },
-                    );
-                    if end_stream {
-                        self.on_stream_trailers(stream_id);
-                    }
+                    self.open_streaming_call(stream_id, stream, call, state, deadline, end_stream);
                     return Ok(());
                 }
                 self.streams.insert(
@@ -1328,8 +1323,12 @@ impl<S: Service> Connection<S> {
             self.reset(header.stream, code::FLOW_CONTROL_ERROR);
             return Ok(());
         }
-        if let StreamState::Streaming(call) = &stream.state {
-            if !call.half_closed {
+        if let StreamState::Streaming = stream.state {
+            if self
+                .streaming
+                .get(&header.stream)
+                .is_some_and(|call| !call.half_closed)
+            {
                 self.on_stream_data(
                     header.stream,
                     header.has(flags::END_STREAM),
@@ -1429,7 +1428,13 @@ impl<S: Service> Connection<S> {
     /// Forgets a stream, giving back the connection window it held.
     fn drop_stream(&mut self, stream_id: u32) {
         self.release(stream_id);
-        self.streams.remove(&stream_id);
+        if let Some(Stream {
+            state: StreamState::Streaming,
+            ..
+        }) = self.streams.remove(&stream_id)
+        {
+            self.streaming.remove(&stream_id);
+        }
     }
 
     /// Bodies still arriving can deadlock the budget: when the client's window cannot finish
@@ -1535,9 +1540,9 @@ impl<S: Service> Connection<S> {
             .values()
             .filter_map(|s| match &s.state {
                 StreamState::Receiving { deadline, .. } => *deadline,
-                StreamState::Streaming(call) => call.deadline,
                 _ => None,
             })
+            .chain(self.streaming.values().filter_map(|call| call.deadline))
             .min()
     }
 
@@ -1549,9 +1554,9 @@ impl<S: Service> Connection<S> {
             .map(|(id, _)| *id)
             .collect();
         let expired_streams: Vec<u32> = self
-            .streams
+            .streaming
             .iter()
-            .filter(|(_, s)| matches!(&s.state, StreamState::Streaming(call) if call.deadline.is_some_and(|d| d <= now)))
+            .filter(|(_, call)| call.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
         for stream_id in expired_streams {
@@ -1559,10 +1564,10 @@ impl<S: Service> Connection<S> {
                 code: 4,
                 message: Cow::Borrowed("deadline exceeded during the stream"),
             };
-            let half_closed = matches!(
-                self.streams.get(&stream_id).map(|s| &s.state),
-                Some(StreamState::Streaming(call)) if call.half_closed
-            );
+            let half_closed = self
+                .streaming
+                .get(&stream_id)
+                .is_some_and(|call| call.half_closed);
             self.abort_stream(stream_id, response);
             // The call is over for both sides: a client still sending is told to stop
             // (abort_stream did, with NO_ERROR); one that has half-closed gets CANCEL, as for
@@ -1583,7 +1588,7 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get(&stream_id) else {
             return; // reset by the client meanwhile
         };
-        if let StreamState::Streaming(_) = stream.state {
+        if let StreamState::Streaming = stream.state {
             self.on_stream_reply(stream_id, response);
             return;
         }
@@ -1749,7 +1754,7 @@ impl<S: Service> Connection<S> {
             return true;
         };
         let StreamState::Sending { data, trailers } = &mut stream.state else {
-            if let StreamState::Streaming(_) = stream.state {
+            if let StreamState::Streaming = stream.state {
                 self.drive_stream(stream_id);
                 // Blocked again (window or backlog): it is back in `blocked`.
                 return !self.blocked.contains(&stream_id);
@@ -1854,6 +1859,7 @@ impl<S: Service> Connection<S> {
         self.going_away = false;
         self.go_away(error.code, error.reason.as_bytes());
         self.streams.clear();
+        self.streaming.clear();
         self.busy.clear();
         self.blocked.clear();
     }

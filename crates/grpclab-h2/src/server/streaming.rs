@@ -1,8 +1,11 @@
 //! Streaming calls on a server connection: request messages handed to the service one by one
 //! as they arrive, any number of replies, trailers when the service ends the call.
 //!
-//! A streaming call lives in its stream as [`StreamState::Streaming`]. Its path through a
-//! connection's turn:
+//! A streaming call's stream is marked `StreamState::Streaming`; the call itself lives in the
+//! connection's `streaming` map, beside the streams, so that a unary stream's state (and the
+//! code that drops it on every call) is what it was before streaming existed: the A/B found
+//! 74 instructions per unary call in a `StreamState` drop glue grown too big to inline. Its
+//! path through a connection's turn:
 //!
 //! ```text
 //! DATA ──► split into whole messages (zero-copy when a message sits in one frame; a message
@@ -131,6 +134,7 @@ pub(super) struct StreamingCall<C, T> {
 }
 
 impl<C, T> StreamingCall<C, T> {
+    #[inline(never)]
     pub(super) fn new(
         call: C,
         state: T,
@@ -209,6 +213,7 @@ impl<S: Service> Connection<S> {
     /// DATA for a streaming call that has not half-closed. `payload` is the frame's whole
     /// payload, `range` its data without padding, `size` what it cost in flow control (already
     /// taken from both receive windows).
+    #[inline(never)]
     pub(super) fn on_stream_data(
         &mut self,
         stream_id: u32,
@@ -218,10 +223,10 @@ impl<S: Service> Connection<S> {
         size: u32,
     ) {
         let max_message = self.service.max_message_bytes();
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return;
-        };
-        let StreamState::Streaming(call) = &mut stream.state else {
+        let (Some(stream), Some(call)) = (
+            self.streams.get_mut(&stream_id),
+            self.streaming.get_mut(&stream_id),
+        ) else {
             return;
         };
         // Padding carries nothing to consume: its window goes back at once. The data is held
@@ -260,11 +265,36 @@ impl<S: Service> Connection<S> {
         self.drive_stream(stream_id);
     }
 
+    /// An accepted call the service streams: its stream becomes `Streaming` (kept out of line:
+    /// `on_header_block` is on every unary call's path, and inlining this would grow it).
+    #[inline(never)]
+    pub(super) fn open_streaming_call(
+        &mut self,
+        stream_id: u32,
+        stream: super::Stream<S::Call>,
+        call: S::Call,
+        state: S::Stream,
+        deadline: Option<Instant>,
+        end_stream: bool,
+    ) {
+        let streaming = StreamingCall::new(call, state, deadline, self.head.content_length);
+        self.streaming.insert(stream_id, streaming);
+        self.streams.insert(
+            stream_id,
+            super::Stream {
+                state: StreamState::Streaming,
+                ..stream
+            },
+        );
+        if end_stream {
+            self.on_stream_trailers(stream_id);
+        }
+    }
+
     /// The client's trailers (HEADERS with END_STREAM) on a streaming call: its half-close.
+    #[inline(never)]
     pub(super) fn on_stream_trailers(&mut self, stream_id: u32) {
-        if let Some(StreamState::Streaming(call)) =
-            self.streams.get_mut(&stream_id).map(|s| &mut s.state)
-        {
+        if let Some(call) = self.streaming.get_mut(&stream_id) {
             if let Some(declared) = call.content_length {
                 if declared != call.received {
                     self.reset(stream_id, code::PROTOCOL_ERROR);
@@ -286,7 +316,10 @@ impl<S: Service> Connection<S> {
         stream.held -= bytes;
         self.conn_recv_unacked += bytes;
         stream.recv_unacked += bytes;
-        let call_open = matches!(&stream.state, StreamState::Streaming(call) if !call.half_closed);
+        let call_open = self
+            .streaming
+            .get(&stream_id)
+            .is_some_and(|call| !call.half_closed);
         if call_open && stream.recv_unacked >= self.settings.initial_window_size / 2 {
             let increment = std::mem::take(&mut stream.recv_unacked);
             stream.recv_window += i64::from(increment);
@@ -296,16 +329,17 @@ impl<S: Service> Connection<S> {
 
     /// Hands the service what it can take now, and sends what it produced; repeats while
     /// sending made room for more.
+    #[inline(never)]
     pub(super) fn drive_stream(&mut self, stream_id: u32) {
         loop {
             self.deliver(stream_id);
             if !self.send_streaming(stream_id) {
                 return;
             }
-            let again = match self.streams.get(&stream_id).map(|s| &s.state) {
-                Some(StreamState::Streaming(call)) => call.can_deliver(),
-                _ => false,
-            };
+            let again = self
+                .streaming
+                .get(&stream_id)
+                .is_some_and(StreamingCall::can_deliver);
             if !again {
                 return;
             }
@@ -316,10 +350,7 @@ impl<S: Service> Connection<S> {
     /// take them (see [`StreamingCall::can_deliver`]).
     fn deliver(&mut self, stream_id: u32) {
         loop {
-            let Some(stream) = self.streams.get_mut(&stream_id) else {
-                return;
-            };
-            let StreamState::Streaming(call) = &mut stream.state else {
+            let Some(call) = self.streaming.get_mut(&stream_id) else {
                 return;
             };
             if !call.can_deliver() {
@@ -372,11 +403,9 @@ impl<S: Service> Connection<S> {
     }
 
     /// The answer to a message the service took ([`Step::Later`]), or an error it ended with.
+    #[inline(never)]
     pub(super) fn on_stream_reply(&mut self, stream_id: u32, response: Response) {
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return;
-        };
-        let StreamState::Streaming(call) = &mut stream.state else {
+        let Some(call) = self.streaming.get_mut(&stream_id) else {
             return;
         };
         let taken = call.in_service.take().unwrap_or(0);
@@ -400,11 +429,9 @@ impl<S: Service> Connection<S> {
 
     /// Ends a streaming call at once with `response`'s status (a transport-level failure:
     /// an oversized or truncated message, a deadline): replies not yet sent are dropped.
+    #[inline(never)]
     pub(super) fn abort_stream(&mut self, stream_id: u32, response: Response) {
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return;
-        };
-        let StreamState::Streaming(call) = &mut stream.state else {
+        let Some(call) = self.streaming.get_mut(&stream_id) else {
             return;
         };
         let (code, message) = match response {
@@ -424,22 +451,22 @@ impl<S: Service> Connection<S> {
     fn send_streaming(&mut self, stream_id: u32) -> bool {
         // The response's HEADERS go with its first reply (a call ended before any reply gets
         // a trailers-only response instead).
-        let needs_head = match self.streams.get_mut(&stream_id).map(|s| &mut s.state) {
-            Some(StreamState::Streaming(call)) => {
+        let needs_head = match self.streaming.get_mut(&stream_id) {
+            Some(call) => {
                 let needs_head = !call.head_sent && !call.outbox.data.is_empty();
                 call.head_sent |= needs_head;
                 needs_head
             }
-            _ => return false,
+            None => return false,
         };
         if needs_head {
             self.write_response_head(stream_id, false);
         }
         let max_frame = self.peer_max_frame;
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return false;
-        };
-        let StreamState::Streaming(call) = &mut stream.state else {
+        let (Some(stream), Some(call)) = (
+            self.streams.get_mut(&stream_id),
+            self.streaming.get_mut(&stream_id),
+        ) else {
             return false;
         };
         while !call.outbox.data.is_empty() {
@@ -466,6 +493,8 @@ impl<S: Service> Connection<S> {
         };
         let early = !call.half_closed;
         let trailers_only = !call.head_sent;
+        // The call is over; its stream lives on (Flushing) until the trailers are written.
+        self.streaming.remove(&stream_id);
         self.status_block(status, &message, trailers_only);
         self.end_with_headers(stream_id);
         if early {
@@ -476,13 +505,13 @@ impl<S: Service> Connection<S> {
     }
 
     /// Whether any streaming call's service work can still produce bytes.
+    #[inline(never)]
     pub(super) fn streaming_in_service(&self) -> bool {
-        self.streams
-            .values()
-            .any(|s| matches!(&s.state, StreamState::Streaming(call) if call.in_service()))
+        self.streaming.values().any(StreamingCall::in_service)
     }
 
     /// Offers streams whose message met a busy service again.
+    #[inline(never)]
     pub(super) fn retry_busy_streams(&mut self) {
         for stream_id in std::mem::take(&mut self.streams_busy) {
             self.drive_stream(stream_id);

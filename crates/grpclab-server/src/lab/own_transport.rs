@@ -288,6 +288,7 @@ impl Service for LabService {
 
 impl LabService {
     /// Whether the decode placement sends a request of `len` bytes off the I/O task.
+    #[inline]
     fn offload(&self, len: usize) -> bool {
         match self.config.placement {
             Placement::Inline | Placement::Task => false,
@@ -360,6 +361,7 @@ impl LabService {
     }
 
     /// A unary call, where the decode placement says.
+    #[inline]
     fn unary(&mut self, call: CallHead, body: Bytes, reply: Reply) -> Dispatch<CallHead> {
         if let Some(delay) = self.config.handler_delay {
             // A deliberately slow handler (experiments): it blocks, as a slow handler does.

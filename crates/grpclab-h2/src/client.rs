@@ -101,6 +101,28 @@ pub enum MessagesFrom {
 }
 
 impl StreamSpec {
+    /// Message `index` of a call: the spec's, the call's own (`own`, rendered once for it), or
+    /// the source's, rendered for it (see [`MessagesFrom`]); cycled.
+    fn message<S: CallSource>(&self, source: &mut S, own: &[Bytes], index: usize) -> Bytes {
+        let cycled = |list: &[Bytes]| {
+            list.get(index % list.len().max(1))
+                .cloned()
+                .unwrap_or_default()
+        };
+        match self.messages_from {
+            MessagesFrom::Spec => cycled(&self.messages),
+            MessagesFrom::EachCall => cycled(own),
+            MessagesFrom::EachMessage => source.message(index as u64),
+        }
+    }
+
+    /// Whether a call that has written `sent` messages ends its stream with the next one:
+    /// client streaming's known-last message, or any message once the run is `ending`
+    /// (ping-pong otherwise half-closes after its last reply).
+    fn ends_with_next(&self, sent: u64, ending: bool) -> bool {
+        ending || (!self.ping_pong && sent + 1 >= self.count as u64)
+    }
+
     /// Whether a call that started at `started` and has sent `sent` messages sends another.
     fn more(&self, sent: u64, started: Instant) -> bool {
         (sent as usize) < self.count && self.duration.is_none_or(|limit| started.elapsed() < limit)
@@ -129,13 +151,7 @@ impl MessageCounter {
                 self.prefix[self.prefix_len..self.prefix_len + take].copy_from_slice(&data[..take]);
                 self.prefix_len += take;
                 data = &data[take..];
-                if self.prefix_len == 5 {
-                    let length = u32::from_be_bytes([
-                        self.prefix[1],
-                        self.prefix[2],
-                        self.prefix[3],
-                        self.prefix[4],
-                    ]) as usize;
+                if let Some(length) = crate::declared_message_len(&self.prefix[..self.prefix_len]) {
                     self.remaining = length;
                     self.largest = self.largest.max(length);
                     if length == 0 {
@@ -780,15 +796,11 @@ impl<S: CallSource> Connection<'_, S> {
         let (body, streaming, end_with_pending) = match &self.template.stream {
             None => (body, None, true),
             Some(spec) => {
-                let mut messages = Vec::new();
-                let first = match spec.messages_from {
-                    MessagesFrom::Spec => spec.messages.first().cloned().unwrap_or_default(),
-                    MessagesFrom::EachCall => {
-                        messages = self.source.call_messages();
-                        messages.first().cloned().unwrap_or_default()
-                    }
-                    MessagesFrom::EachMessage => self.source.message(0),
+                let messages = match spec.messages_from {
+                    MessagesFrom::EachCall => self.source.call_messages(),
+                    MessagesFrom::Spec | MessagesFrom::EachMessage => Vec::new(),
                 };
+                let first = spec.message(&mut *self.source, &messages, 0);
                 let state = ClientStream {
                     // Written after the run stopped (it waited for the server's SETTINGS or
                     // a stream slot): its first message is its last.
@@ -805,8 +817,7 @@ impl<S: CallSource> Connection<'_, S> {
                     counter: MessageCounter::default(),
                     received: 0,
                 };
-                // Client streaming ends its stream with its last message.
-                let last = (!spec.ping_pong && spec.count <= 1) || self.streams_ending;
+                let last = spec.ends_with_next(0, self.streams_ending);
                 (first, Some(Box::new(state)), last)
             }
         };
@@ -1028,15 +1039,8 @@ impl<S: CallSource> Connection<'_, S> {
                 stream.ready = false;
                 let index = stream.next_index;
                 stream.next_index += 1;
-                call.pending = match spec.messages_from {
-                    MessagesFrom::Spec => spec.messages[index % spec.messages.len()].clone(),
-                    MessagesFrom::EachCall => {
-                        stream.messages[index % stream.messages.len()].clone()
-                    }
-                    MessagesFrom::EachMessage => self.source.message(index as u64),
-                };
-                // Client streaming ends with its last message when the count says it is.
-                call.end_with_pending = !spec.ping_pong && stream.sent + 1 >= spec.count as u64;
+                call.pending = spec.message(&mut *self.source, &stream.messages, index);
+                call.end_with_pending = spec.ends_with_next(stream.sent, stream.ending);
                 if !self.send_pending(stream_id) {
                     break;
                 }

@@ -21,6 +21,15 @@ mod stream_map;
 
 pub use io::{await_tls13_verdict, Socket};
 
+/// The length a gRPC message prefix announces (a flag byte, then the length as a big-endian
+/// `u32`), once `bytes` holds the whole 5-byte prefix.
+pub(crate) fn declared_message_len(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [_, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d]) as usize),
+        _ => None,
+    }
+}
+
 /// Which HTTP/2 implementation a grpclab client or server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {

@@ -299,8 +299,7 @@ impl Body {
             Body::One(b) => b,
             Body::Many(b) => b,
         };
-        (bytes.len() >= 5)
-            .then(|| u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize)
+        crate::declared_message_len(bytes)
     }
 
     fn into_bytes(self) -> Bytes {

@@ -173,38 +173,23 @@ impl<C, T> StreamingCall<C, T> {
     }
 }
 
-/// Splits whole framed messages off `bytes` into `pending`; returns the declared length of a
-/// message over `max` if one starts, leaving the rest in `bytes`.
-fn split_messages(bytes: &mut Bytes, pending: &mut VecDeque<Bytes>, max: usize) -> Option<usize> {
-    while bytes.len() >= 5 {
-        let declared = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
-        if declared > max {
-            return Some(declared);
-        }
-        if bytes.len() < 5 + declared {
-            break;
-        }
-        pending.push_back(bytes.split_to(5 + declared));
-    }
-    None
-}
-
-/// The same over a gathering buffer.
-fn split_gathered(
-    partial: &mut BytesMut,
+/// Moves every whole framed message at the front of `buffer` to `pending` (`split` takes the
+/// first `n` bytes off as `Bytes`: a slice of a frame's payload, or of the gathering buffer);
+/// returns the declared length of a message over `max` if one starts, leaving the rest.
+fn split_messages<B: std::ops::Deref<Target = [u8]>>(
+    buffer: &mut B,
     pending: &mut VecDeque<Bytes>,
     max: usize,
+    split: impl Fn(&mut B, usize) -> Bytes,
 ) -> Option<usize> {
-    while partial.len() >= 5 {
-        let declared =
-            u32::from_be_bytes([partial[1], partial[2], partial[3], partial[4]]) as usize;
+    while let Some(declared) = crate::declared_message_len(buffer) {
         if declared > max {
             return Some(declared);
         }
-        if partial.len() < 5 + declared {
+        if buffer.len() < 5 + declared {
             break;
         }
-        pending.push_back(partial.split_to(5 + declared).freeze());
+        pending.push_back(split(buffer, 5 + declared));
     }
     None
 }
@@ -245,14 +230,17 @@ impl<S: Service> Connection<S> {
         }
         let too_large = if call.partial.is_empty() {
             let mut data = payload.slice(range);
-            let too_large = split_messages(&mut data, &mut call.pending, max_message);
+            let too_large =
+                split_messages(&mut data, &mut call.pending, max_message, Bytes::split_to);
             if too_large.is_none() && !data.is_empty() {
                 call.partial.extend_from_slice(&data);
             }
             too_large
         } else {
             call.partial.extend_from_slice(&payload[range]);
-            split_gathered(&mut call.partial, &mut call.pending, max_message)
+            split_messages(&mut call.partial, &mut call.pending, max_message, |b, n| {
+                b.split_to(n).freeze()
+            })
         };
         if end_stream {
             call.half_closed = true;

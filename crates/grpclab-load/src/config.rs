@@ -95,16 +95,20 @@ pub struct ConcurrencySteps {
     pub max_duration: Option<Duration>,
 }
 
+/// How long a connection may take to open before the run reports it unreachable, unless
+/// [`LoadConfig::connect_timeout`] says otherwise: ghz's default for `--connect-timeout`.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Streams a concurrency schedule may reach at most (each is a slot the engine keeps).
 pub const MAX_SCHEDULED_STREAMS: usize = 100_000;
 
 impl ConcurrencySteps {
-    pub(crate) fn staircase(&self, run: Option<Duration>) -> crate::schedule::Staircase {
+    pub(crate) fn staircase(&self, run: Option<Duration>) -> crate::staircase::Staircase {
         let limit = match (self.max_duration, run) {
             (Some(max), Some(run)) => Some(max.min(run)),
             (max, run) => max.or(run),
         };
-        crate::schedule::Staircase::new(
+        crate::staircase::Staircase::new(
             self.start as f64,
             self.step as f64,
             self.step_duration,
@@ -279,6 +283,12 @@ impl std::fmt::Debug for LoadConfig {
 pub struct ConfigError(pub String);
 
 impl LoadConfig {
+    /// How many streams connection `connection` carries: `concurrency` spread evenly.
+    pub(crate) fn streams_on(&self, connection: usize) -> usize {
+        let base = self.concurrency / self.connections;
+        base + usize::from(connection < self.concurrency % self.connections)
+    }
+
     /// What happens to calls in flight at the end: `duration_stop` for a timed run; an `-n`
     /// run always waits (its calls end by their own deadlines).
     pub fn end_of_run(&self) -> DurationStop {
@@ -306,7 +316,7 @@ impl LoadConfig {
             warmup: Duration::ZERO,
             timeout: Some(Duration::from_secs(20)),
             threads: 1,
-            connect_timeout: crate::lab_transport::CONNECT_TIMEOUT,
+            connect_timeout: CONNECT_TIMEOUT,
             validator: None,
             transport: Transport::Lab,
             details: None,

@@ -14,28 +14,31 @@
 //! Measuring never prints: progress goes to a callback, results to the caller's exporters.
 //!
 //! Cost: each distinct request is encoded once by the caller and shared by reference; streams
-//! hold their own connection handle, and recorders are per thread. The transport sits behind
-//! [`call`](crate) and [`connection`](crate) so a faster HTTP/2 engine can replace h2.
+//! hold their own connection handle, and recorders are per thread.
+//!
+//! Layers, top to bottom (a module imports only from below it): `run` (the controller and
+//! client threads) → `transport` (the seam: `engine` and `h2`, with `dial` beneath both) →
+//! `thread` (tickets, bodies, recording) → `schedule` → `config`, `staircase`, `recorder`,
+//! `progress`, `result`, `outcome`.
 #![deny(missing_docs)]
 
-mod call;
 pub mod config;
-mod connection;
-mod engine;
-mod lab_transport;
+mod outcome;
 pub mod progress;
 pub mod recorder;
 pub mod result;
+mod run;
 mod schedule;
-mod streaming;
+mod staircase;
+mod thread;
+mod transport;
 
 pub use config::{
     CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
-    RequestRenderer, StreamSettings, Transport,
+    RequestRenderer, StreamSettings, Transport, CONNECT_TIMEOUT,
 };
-pub use engine::{drain_limit, run, LoadError};
-pub use lab_transport::CONNECT_TIMEOUT;
 pub use progress::{ProgressSnapshot, ProgressTarget, SecondLatency};
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
+pub use run::{drain_limit, run, LoadError};
 pub use tokio_util::sync::CancellationToken;

@@ -13,17 +13,15 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-/// The socket under an h2 connection: plaintext TCP or TLS over it.
-pub(crate) type Io =
-    tokio_util::either::Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Pause after the first failed reconnection attempt; doubles per failed attempt up to
-/// [`MAX_BACKOFF`].
-const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
-/// Longest pause between reconnection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
+use crate::transport::dial::{connect_tcp, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
+
+/// The socket under an h2 connection: plaintext TCP or TLS over it.
+pub(crate) type Io =
+    tokio_util::either::Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
+
 /// Stream flow-control window we grant the server: replies up to 1 MiB need no WINDOW_UPDATE
 /// round trip.
 const STREAM_WINDOW: u32 = 1 << 20;
@@ -47,10 +45,10 @@ pub(crate) async fn connect(
     timeout: Duration,
     tls: Option<&TlsClient>,
 ) -> Result<(SendRequest<Bytes>, Connection<Io, Bytes>), String> {
-    let tcp = crate::lab_transport::connect_tcp(target, timeout).await?;
+    let tcp = connect_tcp(target, timeout).await?;
     let io = match tls {
         None => Io::Left(tcp),
-        Some(tls) => Io::Right(crate::lab_transport::tls_handshake(tcp, tls, timeout).await?),
+        Some(tls) => Io::Right(tls_handshake(tcp, tls, timeout).await?),
     };
     h2::client::Builder::new()
         // Until the server's SETTINGS arrives, one stream at a time (h2 assumes 100): the

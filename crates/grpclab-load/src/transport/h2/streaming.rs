@@ -17,8 +17,9 @@ use http::StatusCode;
 
 use grpclab_h2::client::MessageCounter;
 
-use crate::call::{failure_from_h2, status_from, CallFailure, CallTemplate};
+use super::unary::{failure_from_h2, status_from, CallTemplate};
 use crate::config::{CallShape, StreamSettings};
+use crate::outcome::CallFailure;
 
 /// What one streaming call did, for the recorder.
 #[derive(Debug, Default)]

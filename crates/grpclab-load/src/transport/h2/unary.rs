@@ -7,27 +7,8 @@ use h2::client::SendRequest;
 use http::{HeaderMap, Request, StatusCode, Uri};
 
 use crate::config::ReplyValidator;
+use crate::outcome::{CallFailure, CONNECTION_LOST, REPLY_INFLATE_LIMIT};
 use grpclab_h2::client::percent_decode;
-
-/// How a call ended, when it did not end with OK.
-#[derive(Debug)]
-pub(crate) struct CallFailure {
-    pub code: Code,
-    pub message: String,
-    /// The failure concerns the whole connection (I/O error, GOAWAY), not just this stream:
-    /// the stream must wait for the connection driver to reconnect.
-    pub connection_lost: bool,
-}
-
-impl CallFailure {
-    pub(crate) fn new(code: Code, message: impl Into<String>) -> CallFailure {
-        CallFailure {
-            code,
-            message: message.into(),
-            connection_lost: false,
-        }
-    }
-}
 
 /// What every call on a thread shares: the request line and headers, built once.
 pub(crate) struct CallTemplate {
@@ -39,9 +20,6 @@ pub(crate) struct CallTemplate {
     /// `--max-recv-message-size`.
     pub max_reply_message: Option<usize>,
 }
-
-/// The most a compressed reply may inflate to before it is refused (when validating).
-pub(crate) const REPLY_INFLATE_LIMIT: usize = 64 << 20;
 
 impl CallTemplate {
     /// A fresh request. h2 takes requests by value, so the header map is cloned per call: the
@@ -158,9 +136,6 @@ pub(crate) fn status_from(headers: &HeaderMap) -> Result<(), CallFailure> {
         }
     }
 }
-
-/// What a call that lost its connection without a known reason reports.
-pub(crate) const CONNECTION_LOST: &str = "connection lost";
 
 /// Maps an h2 error to the status a gRPC client reports (the gRPC spec's mapping of RST_STREAM
 /// codes; transport failures are Unavailable).

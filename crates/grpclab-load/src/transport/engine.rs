@@ -1,10 +1,11 @@
-//! The load engine on grpclab's own HTTP/2 engine (`--transport lab`, the default).
+//! The run loop's calls on grpclab's own HTTP/2 engine (`--transport lab`, the default).
 //!
 //! Here a connection is not shared by stream tasks: one task per connection runs
 //! [`grpclab_h2::client::run_connection`], which keeps the connection's share of the streams
 //! in flight itself and asks this module's [`LabSource`] for each next call and reports each
-//! completion. Scheduling and recording are the same as on the h2 path (`engine.rs`): the
-//! same [`Schedule`](crate::schedule) tickets, the same latency rule, the same recorder.
+//! completion. Scheduling and recording are the same as on the h2 crate's path
+//! ([`super::h2`]): the same [`Schedule`](crate::schedule) tickets, the same latency rule,
+//! the same recorder, all through [`ThreadState`].
 
 use bytes::Bytes;
 use grpclab_core::framing::unframe_maybe_gzip;
@@ -18,84 +19,49 @@ use grpclab_h2::frame::code as h2_code;
 use grpclab_h2::Socket;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 
-use crate::call::CallFailure;
-use crate::config::CallShape;
-use crate::engine::{ThreadState, EARLY_WAKE};
+use super::dial::{connect_tcp, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
+use super::Reconnects;
+use crate::config::{CallShape, LoadConfig};
+use crate::outcome::{CallFailure, DEADLINE_MESSAGE, REPLY_INFLATE_LIMIT};
 use crate::schedule::Ticket;
+use crate::thread::{ThreadState, EARLY_WAKE};
 
-/// First pause after a failed reconnection attempt; doubles up to [`MAX_BACKOFF`].
-const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
-/// Longest pause between reconnection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// How long a connection may take to open before the run reports it unreachable, unless
-/// `LoadConfig::connect_timeout` says otherwise: ghz's default for `--connect-timeout`.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Opens a TCP connection with TCP_NODELAY (both transports use it): without it, Nagle's
-/// algorithm holds small frames back, which a latency benchmark must not allow.
-pub(crate) async fn connect_tcp(
-    target: std::net::SocketAddr,
-    timeout: Duration,
-) -> Result<TcpStream, String> {
-    let tcp = tokio::time::timeout(timeout, TcpStream::connect(target))
-        .await
-        .map_err(|_| {
-            format!("connecting to {target} timed out after {timeout:?} (--connect-timeout); is the server running and listening there?")
-        })?
-        .map_err(|err| format!("cannot connect to {target}: {err}; is the server running and listening there?"))?;
-    tcp.set_nodelay(true)
-        .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
-    Ok(tcp)
-}
-
-/// Runs the client side of a TLS handshake on `tcp` (within `timeout`); the error says in one
-/// line what went wrong and which flag fixes it.
-pub(crate) async fn tls_handshake(
-    tcp: TcpStream,
-    tls: &TlsClient,
-    timeout: Duration,
-) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
-    let target = tcp
-        .peer_addr()
-        .map_or_else(|_| "the server".to_owned(), |addr| addr.to_string());
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(&tls.config));
-    let mut stream = tokio::time::timeout(timeout, connector.connect(tls.server_name.clone(), tcp))
-        .await
-        .map_err(|_| {
-            format!(
-                "the TLS handshake with {target} timed out after {timeout:?} (--connect-timeout): \
-                 does the server speak TLS on that port? (--insecure for plaintext)"
-            )
-        })?
-        .map_err(|err| {
-            format!(
-                "{target}: {}",
-                grpclab_core::tls::explain_handshake_error(&err)
-            )
-        })?;
-    let (tcp, session) = stream.get_mut();
-    grpclab_h2::await_tls13_verdict(tcp, session, timeout.min(CLIENT_VERDICT_WAIT))
-        .await
-        .map_err(|err| format!("{target}: {}", grpclab_core::tls::explain_tls_error(&err)))?;
-    let (_, session) = stream.get_ref();
-    if let Some(protocol) = session.alpn_protocol() {
-        if protocol != grpclab_core::tls::ALPN_H2 {
-            return Err(format!(
-                "{target} chose the application protocol '{}' over TLS, not HTTP/2 (ALPN h2) as gRPC requires",
-                String::from_utf8_lossy(protocol)
-            ));
-        }
+/// Opens this thread's connections (`indexes`) before the run starts.
+pub(crate) async fn open(
+    config: &LoadConfig,
+    indexes: impl Iterator<Item = usize>,
+) -> Result<Vec<(usize, Socket)>, String> {
+    let mut connections = Vec::new();
+    for index in indexes {
+        let socket = connect(config.target, config.connect_timeout, config.tls.as_ref()).await?;
+        connections.push((index, socket));
     }
-    Ok(stream)
+    Ok(connections)
 }
 
-/// How long a TLS 1.3 client waits after its handshake for the server's first record.
-const CLIENT_VERDICT_WAIT: Duration = Duration::from_secs(1);
+/// Starts one task per connection, each running its share of the streams.
+pub(crate) fn start(
+    connections: Vec<(usize, Socket)>,
+    thread: &Rc<ThreadState>,
+    reconnects: &Reconnects,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    connections
+        .into_iter()
+        .map(|(index, socket)| {
+            tokio::task::spawn_local(connection_loop(
+                Rc::clone(thread),
+                socket,
+                index,
+                thread.shared.config.streams_on(index),
+                reconnects.clone(),
+            ))
+        })
+        .collect()
+}
 
 /// Opens a connection for our engine: TCP, then TLS when configured.
-pub(crate) async fn connect(
+async fn connect(
     target: std::net::SocketAddr,
     timeout: Duration,
     tls: Option<&TlsClient>,
@@ -111,7 +77,7 @@ pub(crate) async fn connect(
 }
 
 /// The request template for the engine: path, authority, and the constant headers.
-pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
+fn request_template(config: &LoadConfig) -> RequestTemplate {
     let mut headers = vec![(
         "user-agent".to_owned(),
         concat!("grpclab/", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -145,7 +111,7 @@ pub(crate) fn request_template(config: &crate::LoadConfig) -> RequestTemplate {
 }
 
 /// How a streaming method's calls send (ghz's `--stream-*` flags); `None` for unary calls.
-fn stream_spec(config: &crate::LoadConfig) -> Option<StreamSpec> {
+fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
     let settings = &config.stream;
     // Messages per call: --stream-call-count, else the data array once (ghz); a duration
     // alone sends until it passes.
@@ -227,7 +193,7 @@ impl CallSource for LabSource {
         let Some(&(at, measured)) = self.held.front() else {
             return NextCall::Stop;
         };
-        // Send up to EARLY_WAKE early (see engine.rs): latency then counts from the earlier
+        // Send up to EARLY_WAKE early (see its doc): latency then counts from the earlier
         // of intended and actual send, so an early send is never flattering.
         let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
         if wake > now {
@@ -242,7 +208,7 @@ impl CallSource for LabSource {
     }
 
     fn keeps_replies(&self) -> bool {
-        self.thread.template.validator.is_some()
+        self.thread.shared.config.validator.is_some()
     }
 
     fn call_messages(&mut self) -> Vec<Bytes> {
@@ -336,12 +302,12 @@ impl LabSource {
             })
         };
         match end {
-            CallEnd::Ok(reply) => match (&self.thread.template.validator, reply) {
+            CallEnd::Ok(reply) => match (&self.thread.shared.config.validator, reply) {
                 (Some(validator), Some(reply)) => {
                     let message = unframe_maybe_gzip(
                         &reply,
-                        self.thread.template.gzip,
-                        crate::call::REPLY_INFLATE_LIMIT,
+                        self.thread.shared.config.gzip,
+                        REPLY_INFLATE_LIMIT,
                     )
                     .map_err(|err| format!("invalid reply: {err}"))
                     .and_then(|message| {
@@ -379,10 +345,7 @@ impl LabSource {
                 fail(code, message)
             }
             CallEnd::Malformed(reason) => fail(Code::Internal, reason.to_owned()),
-            CallEnd::DeadlineExceeded => fail(
-                Code::DeadlineExceeded,
-                crate::engine::DEADLINE_MESSAGE.to_owned(),
-            ),
+            CallEnd::DeadlineExceeded => fail(Code::DeadlineExceeded, DEADLINE_MESSAGE.to_owned()),
         }
     }
 }
@@ -413,18 +376,10 @@ fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
     true
 }
 
-/// Where a connection counts its new connections.
-pub(crate) struct Reconnects {
-    /// After losing a connection.
-    pub(crate) unplanned: Rc<std::cell::Cell<u64>>,
-    /// After using every stream id of a connection (no call failed).
-    pub(crate) planned: Rc<std::cell::Cell<u64>>,
-}
-
 /// One connection's life: run calls; when the connection is lost, count its calls in flight
 /// as Unavailable and reconnect (at once, then with backoff while attempts fail). When its
 /// stream ids run out, open a new one (a planned reconnect: nothing fails).
-pub(crate) async fn connection_loop(
+async fn connection_loop(
     thread: Rc<ThreadState>,
     first: Socket,
     connection: usize,

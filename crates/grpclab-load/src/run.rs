@@ -1,0 +1,356 @@
+//! The run loop: client threads, and the controller that starts, watches and stops them.
+//!
+//! Thread-per-core: each client thread runs one current-thread tokio runtime that owns its
+//! connections outright, so nothing on the hot path is shared between threads except the
+//! [`Schedule`] (two relaxed atomics). Each thread records into its own [`Recorder`]; the
+//! controller merges them once, at the end.
+//!
+//! A run goes: every thread connects its connections (any failure aborts the run with an
+//! error before anything is measured) → the controller starts the schedule → streams send
+//! until the schedule says stop → calls still in flight get [`drain_limit`] to finish →
+//! recorders merge into a [`LoadResult`].
+
+use grpclab_core::Code;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{DurationStop, LoadConfig};
+use crate::progress::{totals, LiveSeconds, ProgressSnapshot, ProgressTarget, ThreadProgress};
+use crate::recorder::Recorder;
+use crate::result::{EndReason, LoadResult};
+use crate::schedule::Schedule;
+use crate::thread::{Shared, ThreadState};
+use crate::transport::{Connections, Reconnects};
+
+/// How often the controller reports progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+/// The longest calls still in flight at the end may take to finish before they are abandoned.
+const MAX_DRAIN: Duration = Duration::from_secs(5);
+/// How much longer than the call timeout a `-n` run's drain waits: the calls' own deadline
+/// timers fire first, so they end as DeadlineExceeded rather than as abandoned.
+const DEADLINE_SLACK: Duration = Duration::from_secs(1);
+
+/// Why a run could not start or could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The target could not be reached (or its TLS handshake failed) before the run started;
+    /// the message says what to check.
+    #[error("{0}")]
+    Connect(String),
+    /// A client thread could not be started.
+    #[error("cannot start a client thread: {0}")]
+    Thread(String),
+}
+
+/// How long calls still running once the last ticket is due may take to finish; calls past it
+/// are abandoned and counted as `Canceled`. A timed run's window is its duration, so its tail
+/// gets the call timeout, at most [`MAX_DRAIN`]. A `-n` run asked for N calls, each with its
+/// deadline: its tail gets the whole call timeout plus [`DEADLINE_SLACK`] ([`MAX_DRAIN`]
+/// without one), so its last calls end by their own deadlines and count as what they are.
+pub fn drain_limit(config: &LoadConfig) -> Duration {
+    if config.end_of_run() != DurationStop::Wait {
+        // --duration-stop close|ignore: nothing waits.
+        return Duration::ZERO;
+    }
+    match (config.duration, config.timeout) {
+        (None, Some(timeout)) => timeout + DEADLINE_SLACK,
+        (_, timeout) => timeout.unwrap_or(MAX_DRAIN).min(MAX_DRAIN),
+    }
+}
+
+/// What one thread hands back.
+struct ThreadOutcome {
+    recorder: Recorder,
+    reconnects: u64,
+    planned_reconnects: u64,
+    abandoned: u64,
+    /// `--duration-stop ignore`: calls in flight at the end, left out.
+    ignored: u64,
+    last_completion: Option<Instant>,
+}
+
+/// Runs the load described by `config` and returns what it measured.
+///
+/// `cancel` ends the run early (Ctrl-C): calls stop, in-flight calls drain, and the result
+/// covers what was measured. `on_progress` is called about ten times a second from the calling
+/// thread; it must not block.
+pub fn run(
+    mut config: LoadConfig,
+    cancel: &CancellationToken,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Result<LoadResult, LoadError> {
+    config.validate()?;
+    if config.gzip {
+        // Compressed once per distinct request, before the run: the hot path sends the
+        // compressed bytes as it sends any request (a refcount clone).
+        config.requests = config
+            .requests
+            .iter()
+            .map(grpclab_core::framing::gzip_framed)
+            .collect();
+    }
+    let threads = config.threads;
+    let target = match config.duration {
+        Some(duration) => ProgressTarget::Duration(duration),
+        None => ProgressTarget::Total(config.total.unwrap_or(0)),
+    };
+    let shared = Arc::new(Shared {
+        progress: (0..threads).map(|_| ThreadProgress::default()).collect(),
+        skipped: AtomicU64::new(0),
+        request_number: AtomicU64::new(0),
+        render_failures: AtomicU64::new(0),
+        live: config.live_latency.then(LiveSeconds::default),
+        config,
+    });
+
+    // Start the threads; each connects, reports, then waits for the schedule.
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let (done_tx, done_rx) = mpsc::channel::<Option<ThreadOutcome>>();
+    let mut go_senders = Vec::with_capacity(threads);
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let (go_tx, go_rx) = oneshot::channel::<Option<Arc<Schedule>>>();
+        go_senders.push(go_tx);
+        let shared = Arc::clone(&shared);
+        let ready_tx = ready_tx.clone();
+        let done_tx = done_tx.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("grpclab-client-{index}"))
+            .spawn(move || {
+                let outcome = client_thread(index, &shared, ready_tx, go_rx);
+                let _ = done_tx.send(outcome);
+            })
+            .map_err(|err| LoadError::Thread(err.to_string()))?;
+        handles.push(handle);
+    }
+    drop(ready_tx);
+    drop(done_tx);
+
+    let mut connect_error = None;
+    for _ in 0..threads {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(message)) => connect_error = connect_error.or(Some(message)),
+            Err(_) => {
+                connect_error =
+                    connect_error.or(Some("a client thread ended before connecting".to_owned()))
+            }
+        }
+    }
+    if let Some(message) = connect_error {
+        for go in go_senders {
+            let _ = go.send(None);
+        }
+        for handle in handles {
+            let _ = handle.join();
+        }
+        return Err(LoadError::Connect(message));
+    }
+
+    let config = &shared.config;
+    let stop = cancel.child_token();
+    let mut schedule = Schedule::new(
+        config.pacing,
+        config.warmup,
+        config.duration,
+        config.total,
+        stop.clone(),
+    );
+    if let Some(steps) = config.concurrency_steps {
+        schedule.limit_concurrency(
+            steps.staircase(config.duration.map(|d| d + config.warmup)),
+            config.connections,
+        );
+    }
+    let schedule = Arc::new(schedule);
+    let started_at = SystemTime::now() + config.warmup;
+    for go in go_senders {
+        let _ = go.send(Some(Arc::clone(&schedule)));
+    }
+
+    // Watch: report progress, end the measured window on time, collect finished threads.
+    let run_start = Instant::now();
+    let mut outcomes = Vec::with_capacity(threads);
+    let mut last_report = (run_start, 0u64);
+    while outcomes.len() < threads {
+        match done_rx.recv_timeout(PROGRESS_INTERVAL) {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if schedule.end().is_some_and(|end| now >= end) {
+            stop.cancel();
+        }
+        let (completed, errors, errors_by_code) = totals(&shared.progress);
+        let interval = now.duration_since(last_report.0).as_secs_f64();
+        let current_rps = if interval > 0.0 {
+            completed.saturating_sub(last_report.1) as f64 / interval
+        } else {
+            0.0
+        };
+        last_report = (now, completed);
+        on_progress(&ProgressSnapshot {
+            measured: now.saturating_duration_since(schedule.measure_from()),
+            warming_up: now < schedule.measure_from(),
+            completed,
+            errors,
+            current_rps,
+            target,
+            errors_by_code,
+            last_second: shared.live.as_ref().and_then(|live| live.latest()),
+        });
+    }
+    for handle in handles {
+        let _ = handle.join();
+    }
+
+    let open_loop = config.pacing.is_open_loop();
+    let mut recorder = Recorder::new(open_loop, config.details);
+    let mut reconnects = 0;
+    let mut planned_reconnects = 0;
+    let mut abandoned = 0;
+    let mut ignored = 0;
+    let mut last_completion: Option<Instant> = None;
+    for outcome in outcomes.into_iter().flatten() {
+        recorder.merge(&outcome.recorder);
+        reconnects += outcome.reconnects;
+        planned_reconnects += outcome.planned_reconnects;
+        abandoned += outcome.abandoned;
+        ignored += outcome.ignored;
+        last_completion = last_completion.max(outcome.last_completion);
+    }
+    recorder.finish_seconds();
+    let end_reason = if cancel.is_cancelled() {
+        EndReason::Cancel
+    } else if config.total.is_some_and(|total| {
+        let skipped = shared.skipped.load(Relaxed).min(config.skip_first);
+        recorder.count() + skipped >= total
+    }) {
+        EndReason::Total
+    } else {
+        EndReason::Timeout
+    };
+    let measured_end = match (config.duration, end_reason) {
+        // A timed run's window is its duration, plus however long the last calls took to
+        // drain; a window cut short by Ctrl-C or -n ends with the last completion.
+        (Some(_), EndReason::Timeout) => last_completion
+            .max(schedule.end())
+            .unwrap_or_else(Instant::now),
+        _ => last_completion.unwrap_or_else(Instant::now),
+    };
+    Ok(LoadResult {
+        started_at,
+        elapsed: measured_end.saturating_duration_since(schedule.measure_from()),
+        whole_run: measured_end.saturating_duration_since(schedule.start()),
+        end_reason,
+        recorder,
+        reconnects,
+        planned_reconnects,
+        abandoned,
+        ignored,
+        render_failures: shared.render_failures.load(Relaxed),
+    })
+}
+
+/// One client thread: connect, wait for the start, run its streams, drain, hand back results.
+fn client_thread(
+    index: usize,
+    shared: &Arc<Shared>,
+    ready: mpsc::Sender<Result<(), String>>,
+    go: oneshot::Receiver<Option<Arc<Schedule>>>,
+) -> Option<ThreadOutcome> {
+    let config = &shared.config;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            let _ = ready.send(Err(format!("cannot start a client runtime: {err}")));
+            return None;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async move {
+        // This thread's connections: every `threads`-th one, starting at `index`.
+        let indexes = (index..config.connections).step_by(config.threads);
+        let connections = match Connections::open(config, indexes).await {
+            Ok(connections) => connections,
+            Err(message) => {
+                let _ = ready.send(Err(message));
+                return None;
+            }
+        };
+        let _ = ready.send(Ok(()));
+        let schedule = go.await.ok().flatten()?;
+
+        let thread = Rc::new(ThreadState::new(
+            index,
+            Arc::clone(&schedule),
+            Arc::clone(shared),
+        ));
+        let drivers_stop = schedule.stop_token().child_token();
+        let reconnects = Reconnects::default();
+        let streams = connections.start(&thread, &reconnects, &drivers_stop);
+
+        // Wait for the streams. Once the schedule hands out no more tickets (the budget is
+        // spent, the duration is over, or Ctrl-C), the calls still running get the drain
+        // limit, counted from when the last ticket was due: a server that stalls cannot hold
+        // the run, and every measured ticket is either recorded or abandoned.
+        let all_streams = async {
+            for stream in streams {
+                let _ = stream.await;
+            }
+        };
+        let drain_deadline = async {
+            schedule.issued_all().cancelled().await;
+            let now = Instant::now();
+            let from = schedule.last_due().map_or(now, |due| due.max(now));
+            tokio::time::sleep_until((from + drain_limit(config)).into()).await;
+        };
+        let abandoned = tokio::select! {
+            _ = all_streams => 0,
+            _ = drain_deadline => thread.outstanding(),
+        };
+        drivers_stop.cancel();
+        let mut recorder = thread.recorder.borrow().clone();
+        // --duration-stop ignore: the calls in flight at the end are left out entirely.
+        let ignored = if config.end_of_run() == DurationStop::Ignore {
+            abandoned
+        } else {
+            0
+        };
+        let abandoned = abandoned - ignored;
+        if abandoned > 0 {
+            let since = Instant::now().saturating_duration_since(schedule.measure_from());
+            // Each was in flight for at least the drain limit: its latency as recorded (for
+            // the average over all calls) is that lower bound.
+            let waited = drain_limit(config);
+            let why = if config.end_of_run() == DurationStop::Close {
+                "still in flight when the duration ended (--duration-stop close)"
+            } else {
+                "still in flight when the run ended (drain limit reached)"
+            };
+            for _ in 0..abandoned {
+                recorder.record_error(Code::Canceled, why, waited, since);
+            }
+        }
+        Some(ThreadOutcome {
+            recorder,
+            reconnects: reconnects.unplanned.get(),
+            planned_reconnects: reconnects.planned.get(),
+            abandoned,
+            ignored,
+            last_completion: thread.last_completion(),
+        })
+    })
+}

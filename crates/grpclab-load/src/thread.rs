@@ -1,0 +1,251 @@
+//! What the streams of one client thread share, and the one place where a call's end is
+//! recorded: both transports take tickets, bodies and the recorder from here, so scheduling,
+//! the latency rule and the figures are the same whichever HTTP/2 engine carried the call.
+//!
+//! Below the transports and the run loop: it imports the schedule, the configuration and the
+//! recorder, never a transport.
+
+use bytes::Bytes;
+use grpclab_core::Code;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::config::{LoadConfig, RequestRenderer};
+use crate::outcome::{CallFailure, DEADLINE_MESSAGE};
+use crate::progress::{LiveSeconds, ThreadProgress};
+use crate::recorder::Recorder;
+use crate::schedule::{Schedule, Ticket};
+
+/// How early an open-loop call is sent before its intended time: two ticks of tokio's 1 ms
+/// timer wheel, because the runtime parks in epoll with millisecond timeouts and may itself
+/// wake up to a tick late. Latency then counts from the earlier of the intended and the
+/// actual send, so an early send is measured as its plain service time and never flatters
+/// the server.
+pub(crate) const EARLY_WAKE: Duration = Duration::from_millis(2);
+
+/// Everything the threads of one run share.
+pub(crate) struct Shared {
+    pub(crate) config: LoadConfig,
+    pub(crate) progress: Vec<ThreadProgress>,
+    /// Measured calls ended so far while `config.skip_first` is not yet reached: the first
+    /// that many are left out of the results (ghz's `--skipFirst`). Untouched when it is 0.
+    pub(crate) skipped: AtomicU64,
+    /// The next request number for templates (ghz's `.RequestNumber`: one count for the run).
+    /// Touched only when `config.renderer` is set.
+    pub(crate) request_number: AtomicU64,
+    /// Calls whose template rendering failed (sent with call 0's request instead).
+    pub(crate) render_failures: AtomicU64,
+    /// `config.live_latency`: each thread's finished seconds, for the progress snapshots.
+    pub(crate) live: Option<LiveSeconds>,
+}
+
+/// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
+pub(crate) struct ThreadState {
+    pub(crate) schedule: Arc<Schedule>,
+    pub(crate) requests: Vec<Bytes>,
+    /// Round-robin position in `requests`.
+    next_request: Cell<usize>,
+    /// Templates only: this thread's generator and text buffer, and its worker id.
+    render_state: RefCell<(grpclab_core::template::Random, String)>,
+    worker_id: String,
+    pub(crate) recorder: RefCell<Recorder>,
+    /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
+    /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
+    outstanding: Cell<u64>,
+    last_completion: Cell<Option<Instant>>,
+    progress_slot: usize,
+    /// Live view: how many of the recorder's finished seconds were handed over.
+    live_published: Cell<usize>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl ThreadState {
+    /// Thread `index`'s state for a run that has started with `schedule`.
+    pub(crate) fn new(index: usize, schedule: Arc<Schedule>, shared: Arc<Shared>) -> ThreadState {
+        let config = &shared.config;
+        ThreadState {
+            schedule,
+            requests: config.requests.clone(),
+            next_request: Cell::new(index),
+            render_state: RefCell::new((
+                grpclab_core::template::Random::new(
+                    (index as u64 + 1)
+                        ^ SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_nanos() as u64),
+                ),
+                String::new(),
+            )),
+            worker_id: format!("g{index}"),
+            recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
+            outstanding: Cell::new(0),
+            last_completion: Cell::new(None),
+            progress_slot: index,
+            live_published: Cell::new(0),
+            shared,
+        }
+    }
+
+    /// Measured tickets taken and not yet recorded.
+    pub(crate) fn outstanding(&self) -> u64 {
+        self.outstanding.get()
+    }
+
+    /// When this thread's last measured call ended.
+    pub(crate) fn last_completion(&self) -> Option<Instant> {
+        self.last_completion.get()
+    }
+    /// The next ticket from the schedule; a measured one is outstanding until recorded (or
+    /// given back with [`ThreadState::drop_ticket`]).
+    pub(crate) fn take_ticket(&self) -> Ticket {
+        let ticket = self.schedule.next_ticket();
+        if let Ticket::Send { measured: true, .. } = ticket {
+            self.outstanding.set(self.outstanding.get() + 1);
+        }
+        ticket
+    }
+
+    /// A ticket that will never be sent (the run was stopped before it was due): it is not a
+    /// call, so it is neither recorded nor abandoned.
+    pub(crate) fn drop_ticket(&self, measured: bool) {
+        if measured {
+            self.outstanding
+                .set(self.outstanding.get().saturating_sub(1));
+        }
+    }
+
+    pub(crate) fn next_body(&self) -> Bytes {
+        if let Some(renderer) = &self.shared.config.renderer {
+            return self.render_body(renderer);
+        }
+        let index = self.next_request.get();
+        self.next_request.set(index.wrapping_add(1));
+        // Cloning `Bytes` shares the encoded request: a reference count, no copy.
+        self.requests[index % self.requests.len()].clone()
+    }
+
+    /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).
+    #[cold]
+    fn render_body(&self, renderer: &RequestRenderer) -> Bytes {
+        let (number, messages) = self.render(renderer);
+        messages[(number % messages.len() as u64) as usize].clone()
+    }
+
+    /// Renders the template once with the next request number: that number and the framed
+    /// messages (never empty: a failed rendering is counted and sends call 0's request).
+    fn render(&self, renderer: &RequestRenderer) -> (u64, Vec<Bytes>) {
+        let number = self.shared.request_number.fetch_add(1, Relaxed);
+        let mut state = self.render_state.borrow_mut();
+        let (random, text) = &mut *state;
+        let context = grpclab_core::template::CallContext {
+            request_number: number,
+            worker_id: &self.worker_id,
+            now: std::time::SystemTime::now(),
+        };
+        let messages = match renderer(&context, random, text) {
+            Ok(messages) if !messages.is_empty() => messages,
+            _ => {
+                self.shared.render_failures.fetch_add(1, Relaxed);
+                return (number, vec![self.requests[0].clone()]);
+            }
+        };
+        if self.shared.config.gzip {
+            let compressed = messages
+                .iter()
+                .map(grpclab_core::framing::gzip_framed)
+                .collect();
+            return (number, compressed);
+        }
+        (number, messages)
+    }
+
+    /// A streaming call's messages when the payload is a template rendered once per call
+    /// (`None`: no template, or one rendered per message).
+    pub(crate) fn call_messages(&self) -> Option<Vec<Bytes>> {
+        let renderer = self.shared.config.renderer.as_ref()?;
+        if self.shared.config.stream.dynamic_messages {
+            return None;
+        }
+        Some(self.render(renderer).1)
+    }
+
+    /// Message `index` of a streaming call under `--stream-dynamic-messages`: the template
+    /// rendered anew, its element `index % len` (the plain data array without a template).
+    pub(crate) fn dynamic_message(&self, index: u64) -> Bytes {
+        match &self.shared.config.renderer {
+            Some(renderer) => {
+                let messages = self.render(renderer).1;
+                messages[(index % messages.len() as u64) as usize].clone()
+            }
+            None => self.requests[(index % self.requests.len() as u64) as usize].clone(),
+        }
+    }
+
+    pub(crate) fn record(
+        &self,
+        outcome: &Result<(), CallFailure>,
+        latency: Duration,
+        service: Duration,
+        done: Instant,
+    ) {
+        let in_flight = self.outstanding.get();
+        self.outstanding.set(in_flight.saturating_sub(1));
+        let skip_first = self.shared.config.skip_first;
+        if skip_first > 0 && self.shared.skipped.fetch_add(1, Relaxed) < skip_first {
+            // One of the first `--skipFirst` calls of the run: it ran and ended, and is left
+            // out of the figures, as ghz leaves it out of its report.
+            self.recorder.borrow_mut().discard_messages();
+            self.shared.progress[self.progress_slot]
+                .add(outcome.as_ref().err().map(|failure| failure.code));
+            return;
+        }
+        let since = done.saturating_duration_since(self.schedule.measure_from());
+        // A reply that came after the deadline is late, whichever won the race between it and
+        // the timer (whose granularity is a millisecond): a gRPC client gives up at its
+        // deadline, so the call counts as DeadlineExceeded, as grpc-go would report it.
+        let late = outcome.is_ok()
+            && self
+                .shared
+                .config
+                .timeout
+                .is_some_and(|limit| service > limit);
+        let mut recorder = self.recorder.borrow_mut();
+        match outcome {
+            Ok(()) if late => {
+                recorder.record_error(Code::DeadlineExceeded, DEADLINE_MESSAGE, latency, since)
+            }
+            Ok(()) => recorder.record_ok(latency, service, since),
+            Err(failure) => recorder.record_error(failure.code, &failure.message, latency, since),
+        }
+        recorder.note_in_flight(in_flight, since);
+        if let Some(live) = &self.shared.live {
+            // A live view: hand over each second's histogram once it is set aside.
+            let finished = recorder.finished_seconds();
+            while self.live_published.get() < finished.len() {
+                let (second, bytes) = &finished[self.live_published.get()];
+                live.publish(*second, bytes.clone());
+                self.live_published.set(self.live_published.get() + 1);
+            }
+        }
+        self.last_completion.set(Some(done));
+        let failed = match outcome {
+            Ok(()) if late => Some(Code::DeadlineExceeded),
+            Ok(()) => None,
+            Err(failure) => Some(failure.code),
+        };
+        self.shared.progress[self.progress_slot].add(failed);
+    }
+
+    /// A call sent during the warmup has ended: counted apart if it ended after the window
+    /// began (see `Recorder::warmup_calls_in_window`).
+    pub(crate) fn record_warmup_call(&self, latency: Duration, done: Instant) {
+        if done >= self.schedule.measure_from() {
+            self.recorder
+                .borrow_mut()
+                .record_warmup_call_in_window(latency);
+        }
+    }
+}

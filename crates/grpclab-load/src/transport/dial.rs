@@ -1,0 +1,71 @@
+//! Dialing a target, for both transports: TCP with TCP_NODELAY, then TLS when configured,
+//! each error one line that says what to check; and the reconnection backoff both use.
+
+use grpclab_core::tls::TlsClient;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+/// First pause after a failed reconnection attempt; doubles up to [`MAX_BACKOFF`].
+pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest pause between reconnection attempts.
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Opens a TCP connection with TCP_NODELAY (both transports use it): without it, Nagle's
+/// algorithm holds small frames back, which a latency benchmark must not allow.
+pub(crate) async fn connect_tcp(
+    target: std::net::SocketAddr,
+    timeout: Duration,
+) -> Result<TcpStream, String> {
+    let tcp = tokio::time::timeout(timeout, TcpStream::connect(target))
+        .await
+        .map_err(|_| {
+            format!("connecting to {target} timed out after {timeout:?} (--connect-timeout); is the server running and listening there?")
+        })?
+        .map_err(|err| format!("cannot connect to {target}: {err}; is the server running and listening there?"))?;
+    tcp.set_nodelay(true)
+        .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
+    Ok(tcp)
+}
+
+/// Runs the client side of a TLS handshake on `tcp` (within `timeout`); the error says in one
+/// line what went wrong and which flag fixes it.
+pub(crate) async fn tls_handshake(
+    tcp: TcpStream,
+    tls: &TlsClient,
+    timeout: Duration,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+    let target = tcp
+        .peer_addr()
+        .map_or_else(|_| "the server".to_owned(), |addr| addr.to_string());
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(&tls.config));
+    let mut stream = tokio::time::timeout(timeout, connector.connect(tls.server_name.clone(), tcp))
+        .await
+        .map_err(|_| {
+            format!(
+                "the TLS handshake with {target} timed out after {timeout:?} (--connect-timeout): \
+                 does the server speak TLS on that port? (--insecure for plaintext)"
+            )
+        })?
+        .map_err(|err| {
+            format!(
+                "{target}: {}",
+                grpclab_core::tls::explain_handshake_error(&err)
+            )
+        })?;
+    let (tcp, session) = stream.get_mut();
+    grpclab_h2::await_tls13_verdict(tcp, session, timeout.min(CLIENT_VERDICT_WAIT))
+        .await
+        .map_err(|err| format!("{target}: {}", grpclab_core::tls::explain_tls_error(&err)))?;
+    let (_, session) = stream.get_ref();
+    if let Some(protocol) = session.alpn_protocol() {
+        if protocol != grpclab_core::tls::ALPN_H2 {
+            return Err(format!(
+                "{target} chose the application protocol '{}' over TLS, not HTTP/2 (ALPN h2) as gRPC requires",
+                String::from_utf8_lossy(protocol)
+            ));
+        }
+    }
+    Ok(stream)
+}
+
+/// How long a TLS 1.3 client waits after its handshake for the server's first record.
+const CLIENT_VERDICT_WAIT: Duration = Duration::from_secs(1);

@@ -1,0 +1,334 @@
+//! The run loop's calls on the h2 crate (`--transport h2`): the reference transport, kept to
+//! check our engine against a widely used HTTP/2 implementation.
+//!
+//! A task per stream slot takes tickets and runs one call at a time over its connection's
+//! shared h2 sender; a driver task per connection runs h2's connection future and reconnects
+//! ([`connection`]). Unary calls are in [`unary`], streaming calls in [`streaming`].
+
+mod connection;
+mod streaming;
+mod unary;
+
+use bytes::Bytes;
+use grpclab_core::framing::format_grpc_timeout;
+use grpclab_core::Code;
+use h2::client::SendRequest;
+use http::{HeaderMap, HeaderValue, Uri};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::Reconnects;
+use crate::config::{CallShape, LoadConfig};
+use crate::outcome::{CallFailure, CONNECTION_LOST, DEADLINE_MESSAGE};
+use crate::schedule::Ticket;
+use crate::thread::{ThreadState, EARLY_WAKE};
+use connection::{ConnectionState, Io};
+use unary::{unary_call, CallTemplate};
+
+/// One thread's connections on the h2 crate, opened before the run starts.
+pub(crate) struct Connections {
+    /// The request line and headers every call of this thread sends.
+    template: Rc<CallTemplate>,
+    /// Each connection's index in the run, its sender and its connection future.
+    open: Vec<(usize, SendRequest<Bytes>, h2::client::Connection<Io, Bytes>)>,
+}
+
+/// Opens this thread's connections (`indexes`) before the run starts.
+pub(crate) async fn open(
+    config: &LoadConfig,
+    indexes: impl Iterator<Item = usize>,
+) -> Result<Connections, String> {
+    let template = Rc::new(call_template(config)?);
+    let mut open = Vec::new();
+    for index in indexes {
+        let (sender, driver) =
+            connection::connect(config.target, config.connect_timeout, config.tls.as_ref()).await?;
+        open.push((index, sender, driver));
+    }
+    Ok(Connections { template, open })
+}
+
+/// Starts a driver task per connection and a task per stream slot; the drivers stop with
+/// `drivers_stop` once the streams are done.
+pub(crate) fn start(
+    connections: Connections,
+    thread: &Rc<ThreadState>,
+    reconnects: &Reconnects,
+    drivers_stop: &CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let config = &thread.shared.config;
+    let mut streams = Vec::new();
+    for (connection_index, sender, driver) in connections.open {
+        let (state_tx, state_rx) = watch::channel(ConnectionState {
+            generation: 0,
+            sender: Some(sender.clone()),
+            down_reason: String::new(),
+        });
+        tokio::task::spawn_local(connection::drive(
+            connection::Dial {
+                target: config.target,
+                connect_timeout: config.connect_timeout,
+                tls: config.tls.clone(),
+                keepalive: config.keepalive,
+            },
+            driver,
+            state_tx,
+            drivers_stop.clone(),
+            Rc::clone(&reconnects.unplanned),
+        ));
+        for index in 0..config.streams_on(connection_index) {
+            streams.push(tokio::task::spawn_local(stream_loop(
+                Rc::clone(thread),
+                Rc::clone(&connections.template),
+                StreamSlot {
+                    connection: connection_index,
+                    index,
+                },
+                StreamConnection {
+                    state: state_rx.clone(),
+                    sender: Some(sender.clone()),
+                    generation: 0,
+                },
+            )));
+        }
+    }
+    streams
+}
+
+/// The request headers every call of the run sends (an error: the path or authority cannot
+/// make a URI).
+fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
+    let uri: Uri = format!("http://{}{}", config.authority, config.path)
+        .parse()
+        .map_err(|err| format!("invalid call path or authority: {err}"))?;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
+    headers.insert(
+        http::header::USER_AGENT,
+        HeaderValue::from_static(concat!("grpclab/", env!("CARGO_PKG_VERSION"))),
+    );
+    if let Some(timeout) = config.timeout {
+        let value = HeaderValue::from_str(&format_grpc_timeout(timeout))
+            .map_err(|err| format!("invalid timeout: {err}"))?;
+        headers.insert("grpc-timeout", value);
+    }
+    if config.gzip {
+        headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
+        headers.insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
+    }
+    for (name, value) in &config.metadata {
+        headers.append(name.clone(), value.clone());
+    }
+    Ok(CallTemplate {
+        uri,
+        headers,
+        validator: config.validator.clone(),
+        gzip: config.gzip,
+        max_reply_message: config.max_recv_message_bytes,
+    })
+}
+
+/// A stream's view of its connection: its own sender handle, refreshed only after a failure.
+struct StreamConnection {
+    state: watch::Receiver<ConnectionState>,
+    sender: Option<SendRequest<Bytes>>,
+    generation: u64,
+}
+
+impl StreamConnection {
+    /// The live sender, or why there is none.
+    fn sender(&mut self) -> Result<&mut SendRequest<Bytes>, String> {
+        if self.sender.is_none() {
+            let state = self.state.borrow_and_update();
+            self.generation = state.generation;
+            match &state.sender {
+                Some(sender) => self.sender = Some(sender.clone()),
+                None => return Err(state.down_reason.clone()),
+            }
+        }
+        self.sender
+            .as_mut()
+            .ok_or_else(|| "no connection".to_owned())
+    }
+
+    /// A call that failed with a bare "connection lost" takes the driver's reason when it has
+    /// one (e.g. the keepalive gave the connection up).
+    fn explain(&self, mut failure: CallFailure) -> CallFailure {
+        if failure.connection_lost && failure.message == CONNECTION_LOST {
+            let state = self.state.borrow();
+            if !state.down_reason.is_empty() {
+                failure.message.clone_from(&state.down_reason);
+            }
+        }
+        failure
+    }
+
+    /// After a connection-level failure: forget the sender and wait until the driver has
+    /// news (reconnected, or another attempt failed), so a dead connection is not hammered.
+    async fn wait_for_change(&mut self, stop: &CancellationToken) {
+        self.sender = None;
+        if self.state.borrow().generation != self.generation {
+            return;
+        }
+        // At most a second: a failure taken for a connection loss while the connection is
+        // in fact up (the driver then never publishes news) must not park the stream for
+        // good, or an -n run whose streams all parked would never end.
+        tokio::select! {
+            _ = self.state.changed() => {}
+            _ = stop.cancelled() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+/// Runs a call under the client's deadline (`-t`): past it, the call is dropped (h2 resets
+/// its stream) and ends as DeadlineExceeded.
+async fn within_deadline(
+    timeout: Option<Duration>,
+    call: impl std::future::Future<Output = Result<(), CallFailure>>,
+) -> Result<(), CallFailure> {
+    match timeout {
+        None => call.await,
+        Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+            Err(CallFailure {
+                code: Code::DeadlineExceeded,
+                message: DEADLINE_MESSAGE.to_owned(),
+                connection_lost: false,
+            })
+        }),
+    }
+}
+
+/// Which stream a stream task is: its connection and its place among that connection's
+/// streams (a concurrency schedule lets the first few of each connection run).
+#[derive(Debug, Clone, Copy)]
+struct StreamSlot {
+    connection: usize,
+    index: usize,
+}
+
+/// A concurrency schedule: waits until `slot` may send; false when it never will again or
+/// the run has stopped handing out calls. Without a schedule, true at once.
+async fn wait_for_turn(thread: &ThreadState, slot: StreamSlot, stop: &CancellationToken) -> bool {
+    loop {
+        let (allowed, next_change) = thread.schedule.streams_allowed(slot.connection);
+        if slot.index < allowed {
+            return true;
+        }
+        let Some(at) = next_change else {
+            return false;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = stop.cancelled() => return false,
+            _ = thread.schedule.issued_all().cancelled() => return false,
+        }
+    }
+}
+
+/// One stream slot: take a ticket, (open loop: wait for its time), call, record, repeat.
+async fn stream_loop(
+    thread: Rc<ThreadState>,
+    template: Rc<CallTemplate>,
+    slot: StreamSlot,
+    mut connection: StreamConnection,
+) {
+    let mut scratch = Vec::new();
+    let stop = thread.schedule.stop_token().clone();
+    let timeout = thread.shared.config.timeout;
+    loop {
+        if !wait_for_turn(&thread, slot, &stop).await {
+            return;
+        }
+        let Ticket::Send { intended, measured } = thread.take_ticket() else {
+            return;
+        };
+        if let Some(intended) = intended {
+            // tokio's timer fires on the first millisecond tick at or after its deadline, so
+            // sleeping until `intended` would send a millisecond or more late and charge that
+            // lateness to the server: wake EARLY_WAKE early instead.
+            let wake = intended.checked_sub(EARLY_WAKE).unwrap_or(intended);
+            if wake > Instant::now() {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(wake.into()) => {}
+                    _ = stop.cancelled() => {
+                        thread.drop_ticket(measured);
+                        return;
+                    }
+                }
+            }
+        }
+        let sent = Instant::now();
+        let outcome = match connection.sender() {
+            Err(reason) => Err(CallFailure {
+                code: Code::Unavailable,
+                message: reason,
+                connection_lost: true,
+            }),
+            Ok(sender) if thread.shared.config.shape != CallShape::Unary => {
+                let config = &thread.shared.config;
+                let mut tally = streaming::StreamTally::default();
+                let mut round_trip = |latency: Duration| {
+                    if measured {
+                        thread.recorder.borrow_mut().record_round_trip(latency);
+                    }
+                };
+                let call_messages = thread.call_messages();
+                let dynamic = |index: u64| thread.dynamic_message(index);
+                let plan = streaming::StreamPlan {
+                    shape: config.shape,
+                    settings: &config.stream,
+                    messages: call_messages.as_deref().unwrap_or(&thread.requests),
+                    dynamic: (config.renderer.is_some() && config.stream.dynamic_messages)
+                        .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
+                    intended,
+                    stop: &stop,
+                };
+                let call = streaming::streaming_call(
+                    sender,
+                    &template,
+                    &plan,
+                    &mut tally,
+                    &mut round_trip,
+                );
+                let outcome = within_deadline(timeout, call).await;
+                if measured {
+                    thread
+                        .recorder
+                        .borrow_mut()
+                        .record_messages(tally.sent, tally.received);
+                }
+                outcome.map_err(|failure| connection.explain(failure))
+            }
+            Ok(sender) => {
+                let call = unary_call(sender, &template, thread.next_body(), &mut scratch);
+                let outcome = within_deadline(timeout, call).await;
+                outcome.map_err(|failure| connection.explain(failure))
+            }
+        };
+        let done = Instant::now();
+        let from = intended.map_or(sent, |intended| intended.min(sent));
+        let latency = done.saturating_duration_since(from);
+        if measured {
+            thread.record(
+                &outcome,
+                latency,
+                done.saturating_duration_since(sent),
+                done,
+            );
+        } else {
+            thread.record_warmup_call(latency, done);
+        }
+        if let Err(failure) = outcome {
+            if failure.connection_lost {
+                connection.wait_for_change(&stop).await;
+            }
+        }
+    }
+}

@@ -1,29 +1,27 @@
 //! The `grpclab` command line, as a library so tests can call each command in-process.
 //!
-//! - [`cli`]: clap definitions.
-//! - [`bench`]: `grpclab bench`, the grpc_bench harness (the main job).
-//! - [`compare`]: `grpclab compare A B`, interleaved A/B runs with confidence intervals.
-//! - [`config_file`]: `grpclab load --config FILE` (ghz's config file, as flags).
-//! - [`load_cmd`]: `grpclab load` (flags → [`grpclab_load::LoadConfig`] → run → export).
-//! - [`encode_cmd`]: `grpclab encode` (a scenario's request as framed bytes, for h2load).
-//! - [`serve_cmd`]: `grpclab serve` (built-in servers from [`grpclab_server`]).
-//! - [`stats_cmd`]: `grpclab stats` (a built-in server's admin counters).
-//! - [`export`]: one exporter per output format behind the [`export::Exporter`] trait.
-//! - [`reflection`]: a call's descriptors from the server (gRPC server reflection).
+//! Layers, top to bottom; a module imports only from the layers below it:
+//!
+//! 1. [`cli`]: clap's definitions and one module per verb (`load`, `serve`, `bench`,
+//!    `compare`, `encode`, `stats`, ghz's `--config` file): flags → typed settings → run →
+//!    print. The only layer that sees clap.
+//! 2. [`report`]: the HTML and Markdown pages of load, bench and compare results (charts
+//!    with their numbers beside them); renders saved results, never measures.
+//! 3. The harness: [`bench`] (grpc_bench on one binary: suite, build, process, limits,
+//!    sampler, profiles, sweeps, the results folder) and [`compare`] (A/B/n rounds with
+//!    intervals).
+//! 4. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
+//!    [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from the
+//!    server.
 #![deny(missing_docs)]
 
 pub mod bench;
 pub mod cli;
 pub mod compare;
-pub mod config_file;
-pub mod encode_cmd;
 pub mod export;
 pub mod live;
-pub mod load_cmd;
 pub mod reflection;
 pub mod report;
-pub mod serve_cmd;
-pub mod stats_cmd;
 
 /// A problem with what the user asked for (a flag, a file, a payload, an unreachable target):
 /// printed as one line, exit code 2.

@@ -2,11 +2,8 @@
 //! the error and chooses the exit code.
 
 use clap::Parser;
-use grpclab::cli::{Cli, Command};
-use grpclab::{
-    bench, compare, encode_cmd, load_cmd, serve_cmd, stats_cmd, InputError, EXIT_FAILURE,
-    EXIT_INPUT,
-};
+use grpclab::cli::{self, Cli, Command};
+use grpclab::{bench, compare, InputError, EXIT_FAILURE, EXIT_INPUT};
 use grpclab_load::CancellationToken;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -25,7 +22,7 @@ fn main() -> ExitCode {
     if let Command::Load(args) = &cli.command {
         if let Some(path) = &args.config {
             let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-            match grpclab::config_file::expand(&argv, path, !args.target.is_empty()) {
+            match cli::config_file::expand(&argv, path, !args.target.is_empty()) {
                 Ok(expanded) => cli = Cli::parse_from(expanded),
                 Err(err) => {
                     let _ = writeln!(std::io::stderr(), "error: {err}");
@@ -50,7 +47,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => {
-            let prepared = bench::prepare(&args)?;
+            let prepared = cli::bench::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let live = !args.no_tui && std::io::stderr().is_terminal();
@@ -67,9 +64,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let mut show = |snapshot: &grpclab_load::ProgressSnapshot| {
                         view.borrow_mut().update(snapshot)
                     };
-                    bench::execute(prepared, &cancel, &mut lines, Some(&mut show))
+                    bench::execute(prepared, &cancel, &mut lines, Some(&mut show), &write_page)
                 }
-                None => bench::execute(prepared, &cancel, &mut progress_line(&cancel), None),
+                None => bench::execute(
+                    prepared,
+                    &cancel,
+                    &mut progress_line(&cancel),
+                    None,
+                    &write_page,
+                ),
             };
             if let Some(view) = view {
                 // The lines shown in the view stay on the terminal after it closes.
@@ -92,13 +95,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Compare(args) => {
-            let prepared = compare::prepare(&args)?;
+            let prepared = cli::compare::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
-            let (report, dir) = compare::execute(prepared, &cancel, &mut progress_line(&cancel))?;
+            let (report, dir) =
+                compare::execute(prepared, &cancel, &mut progress_line(&cancel), &write_page)?;
             let text = match args.format {
-                grpclab::cli::CompareFormat::Text => compare::render(&report),
-                grpclab::cli::CompareFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+                cli::args::CompareFormat::Text => compare::render(&report),
+                cli::args::CompareFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             let _ = writeln!(std::io::stderr(), "results: {}", dir.display());
@@ -109,14 +113,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Load(args) => {
-            let prepared = load_cmd::prepare(&args)?;
+            let prepared = cli::load::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
-            load_cmd::execute(prepared, &cancel)?;
+            cli::load::execute(prepared, &cancel)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Encode(args) => {
-            let written = encode_cmd::execute(&args)?;
+            let written = cli::encode::execute(&args)?;
             let _ = writeln!(
                 std::io::stderr(),
                 "wrote {written} bytes to {}",
@@ -132,24 +136,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats(args) => {
-            let stats = stats_cmd::fetch_for(&args)?;
+            let stats = cli::stats::fetch_for(&args)?;
             println!("{}", serde_json::to_string_pretty(&stats)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
-            let config = serve_cmd::prepare(&args)?;
-            serve_cmd::execute(&config)?;
+            let config = cli::serve::prepare(&args)?;
+            cli::serve::execute(&config)?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 /// `grpclab report`: renders saved results; returns the file written (none for `-o -`).
-fn report_cmd(args: &grpclab::cli::ReportArgs) -> anyhow::Result<Option<std::path::PathBuf>> {
+/// Renders a results folder's page from the files the harness just wrote.
+fn write_page(dir: &std::path::Path) -> Result<(), InputError> {
+    grpclab::report::write_report(dir).map(|_| ())
+}
+
+fn report_cmd(args: &cli::args::ReportArgs) -> anyhow::Result<Option<std::path::PathBuf>> {
     use grpclab::report::Format;
     let format = match args.format {
-        grpclab::cli::ReportFormat::Html => Format::Html,
-        grpclab::cli::ReportFormat::Md => Format::Markdown,
+        cli::args::ReportFormat::Html => Format::Html,
+        cli::args::ReportFormat::Md => Format::Markdown,
     };
     let text = grpclab::report::render(&args.results, format)?;
     let extension = match format {

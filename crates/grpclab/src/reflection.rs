@@ -18,11 +18,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::load_cmd::ReflectFrom;
+use grpclab_core::tls::TlsClient;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse};
+
+/// Where `grpclab load` asks for descriptors when no schema flag is given: the server, by
+/// reflection, with these request headers.
+pub struct ReflectFrom<'a> {
+    /// The server.
+    pub target: SocketAddr,
+    /// How long connecting may take.
+    pub connect_timeout: std::time::Duration,
+    /// Headers for the reflection requests.
+    pub metadata: &'a [(HeaderName, HeaderValue)],
+    /// TLS, as the load itself uses it; `None` is plaintext.
+    pub tls: Option<&'a TlsClient>,
+}
 
 /// How long reflection may take in all, connection included.
 const REFLECTION_TIMEOUT: Duration = Duration::from_secs(10);

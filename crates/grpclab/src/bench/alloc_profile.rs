@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::runner::{admin_call, file_name};
+use super::admin::admin_call;
+use super::names::file_name;
 
 /// How many sites each list keeps.
 const TOP: usize = 15;

@@ -147,7 +147,7 @@ pub fn prepare(
     let (hash, complete) = input_hash(spec, command, &workdir, scenario_dir);
     placeholders.build_dir = workdir.join(".build").join(format!(
         "{}-{hash:016x}",
-        super::runner::sanitize(scenario_name)
+        super::names::sanitize(scenario_name)
     ));
     let stamp = placeholders.build_dir.join(STAMP);
     if complete && stamp.is_file() {

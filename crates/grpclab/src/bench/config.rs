@@ -5,9 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::BenchSettings;
-use crate::InputError;
-
 /// Everything one `grpclab bench` run is configured with.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BenchConfig {
@@ -48,33 +45,6 @@ pub struct BenchConfig {
 
 fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format!("{}s", duration.as_secs_f64()))
-}
-
-/// One setting: the flag if given, else the environment variable, else the default.
-fn setting<T>(
-    flag_value: Option<&str>,
-    flag: &str,
-    variable: &str,
-    default: &str,
-    example: &str,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<T, InputError> {
-    let (source, text) = match (flag_value, std::env::var(variable)) {
-        (Some(value), _) => (flag.to_owned(), value.to_owned()),
-        (None, Ok(value)) => (variable.to_owned(), value),
-        (None, Err(std::env::VarError::NotUnicode(_))) => {
-            return Err(InputError(format!("{variable} is not valid UTF-8")))
-        }
-        (None, Err(std::env::VarError::NotPresent)) => {
-            return parse(default)
-                .map_err(|e| InputError(format!("built-in default of {variable} is invalid: {e}")))
-        }
-    };
-    parse(text.trim()).map_err(|reason| {
-        InputError(format!(
-            "{source}='{text}' is invalid: {reason}; e.g. {variable}={example}"
-        ))
-    })
 }
 
 /// The most streams or connections a run may ask for: far beyond any server's limits, and
@@ -154,119 +124,12 @@ fn parse_cpus_within(text: &str, cores: usize) -> Result<f64, String> {
     Ok(cpus)
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// A duration as the settings take it (`20s`, `1m30s`, `500ms`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     grpclab_core::duration::parse_duration(text)
 }
 
 impl BenchConfig {
-    /// Reads flags, then the environment, then the defaults.
-    pub fn from_args(args: &BenchSettings) -> Result<BenchConfig, InputError> {
-        let duration = setting(
-            args.duration.as_deref(),
-            "--duration",
-            "GRPC_BENCHMARK_DURATION",
-            "20s",
-            "20s",
-            parse_duration,
-        )?;
-        if duration.is_zero() {
-            return Err(InputError(
-                "GRPC_BENCHMARK_DURATION must be longer than 0s".to_owned(),
-            ));
-        }
-        let config = BenchConfig {
-            duration,
-            warmup: setting(
-                args.warmup.as_deref(),
-                "--warmup",
-                "GRPC_BENCHMARK_WARMUP",
-                "5s",
-                "5s",
-                |t| {
-                    if t.trim() == "0" {
-                        Ok(Duration::ZERO)
-                    } else {
-                        parse_duration(t)
-                    }
-                },
-            )?,
-            server_cpus: setting(
-                args.server_cpus.as_deref(),
-                "--server-cpus",
-                "GRPC_SERVER_CPUS",
-                "1",
-                "1",
-                parse_cpus,
-            )?,
-            server_ram: setting(
-                args.server_ram.as_deref(),
-                "--server-ram",
-                "GRPC_SERVER_RAM",
-                "512m",
-                "512m",
-                parse_memory,
-            )?,
-            connections: setting(
-                args.connections.as_deref(),
-                "--connections",
-                "GRPC_CLIENT_CONNECTIONS",
-                "50",
-                "50",
-                parse_streams,
-            )?,
-            concurrency: setting(
-                args.concurrency.as_deref(),
-                "--concurrency",
-                "GRPC_CLIENT_CONCURRENCY",
-                "1000",
-                "1000",
-                parse_streams,
-            )?,
-            qps: setting(
-                args.qps.as_deref(),
-                "--qps",
-                "GRPC_CLIENT_QPS",
-                "0",
-                "0",
-                parse_qps,
-            )?,
-            client_cpus: setting(
-                args.client_cpus.as_deref(),
-                "--client-cpus",
-                "GRPC_CLIENT_CPUS",
-                "1",
-                "1",
-                parse_client_cpus,
-            )?,
-            scenario: setting(
-                args.scenario.as_deref(),
-                "--scenario",
-                "GRPC_REQUEST_SCENARIO",
-                "complex_proto",
-                "complex_proto",
-                |t| {
-                    if t.is_empty() {
-                        Err("empty".to_owned())
-                    } else {
-                        Ok(t.to_owned())
-                    }
-                },
-            )?,
-            ready_timeout: args.ready_timeout,
-            stop_grace: args.stop_grace,
-            results_dir: args.results_dir.clone(),
-            tls: args.tls,
-            tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
-        };
-        if config.connections > config.concurrency {
-            return Err(InputError(format!(
-                "GRPC_CLIENT_CONNECTIONS ({}) is more than GRPC_CLIENT_CONCURRENCY ({}): each connection needs a stream",
-                config.connections, config.concurrency
-            )));
-        }
-        Ok(config)
-    }
-
     /// The settings as grpc_bench's variables, for `bench.params`.
     pub fn as_variables(&self) -> Vec<(&'static str, String)> {
         vec![

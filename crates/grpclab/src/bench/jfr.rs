@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::alloc_profile::{AllocProfile, AllocationPoint};
+use super::names::file_name;
 use super::profile::CpuProfile;
-use super::runner::file_name;
 
 /// The recording's name inside the JVM.
 const RECORDING: &str = "grpclab";

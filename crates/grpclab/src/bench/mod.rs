@@ -14,22 +14,13 @@
 //!
 //! The runner measures and reports progress through a callback; `execute` prints.
 
-use runner::RowStatus as Status;
-
-/// How a row that did not measure is named in tables and progress lines.
-pub fn status_word(status: Status) -> &'static str {
-    match status {
-        Status::Ok => "OK",
-        Status::Failed => "FAILED",
-        Status::Skipped => "SKIPPED",
-    }
-}
-
+pub mod admin;
 pub mod alloc_profile;
 pub mod build;
 pub mod config;
 pub mod jfr;
 pub mod limits;
+pub mod names;
 pub mod process;
 pub mod profile;
 pub mod results;
@@ -41,7 +32,6 @@ pub mod sweep;
 use grpclab_core::Scenario;
 use grpclab_load::CancellationToken;
 
-use crate::cli::BenchArgs;
 use crate::InputError;
 use config::BenchConfig;
 use results::ResultsDir;
@@ -77,18 +67,40 @@ pub struct PlannedRun {
     pub scenario: Scenario,
 }
 
+/// What a bench is asked to run, already typed: the settings, the suite, which of its
+/// implementations, the sweep axes as given (`KEY=V1,V2`) and what to profile.
+pub struct BenchRequest<'a> {
+    /// The settings (flags, environment, defaults).
+    pub config: BenchConfig,
+    /// The suite's implementations.
+    pub suite: Vec<ImplementationSpec>,
+    /// Which to run, by name (empty: all).
+    pub implementations: &'a [String],
+    /// `--sweep` axes, as typed.
+    pub sweep: &'a [String],
+    /// `--profile cpu|cpu-dwarf`: how stacks are walked, if profiling.
+    pub profile_cpu: Option<profile::CallGraph>,
+    /// `--profile alloc`.
+    pub profile_alloc: bool,
+}
+
 /// Validates everything before any server starts.
-pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
-    let config = BenchConfig::from_args(&args.settings)?;
+pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
+    let BenchRequest {
+        config,
+        suite,
+        implementations,
+        sweep,
+        profile_cpu,
+        profile_alloc,
+    } = request;
     let load_scenario = |name: &str| {
         Scenario::load(name, None)
             .map_err(|err| InputError(format!("GRPC_REQUEST_SCENARIO='{name}': {err}")))
     };
     load_scenario(&config.scenario)?;
-    let suite = suite_of(&args.settings)?;
-    let implementations = suite::select(suite, &args.implementations)?;
-    let axes = args
-        .sweep
+    let implementations = suite::select(suite, implementations)?;
+    let axes = sweep
         .iter()
         .map(|text| sweep::parse_axis(text))
         .collect::<Result<Vec<_>, _>>()?;
@@ -100,13 +112,13 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
             let (run_config, run_spec) = sweep::apply(&config, spec, &combination)?;
             let scenario = load_scenario(&run_config.scenario)?;
             if let Some(other) = runs.iter().find(|r: &&PlannedRun| {
-                runner::sanitize(&r.spec.name) == runner::sanitize(&run_spec.name)
+                names::sanitize(&r.spec.name) == names::sanitize(&run_spec.name)
             }) {
                 return Err(InputError(format!(
                     "the runs '{}' and '{}' would both write {}.json; give them names that differ in letters, digits, '-', '_' or '.'",
                     other.spec.name,
                     run_spec.name,
-                    runner::sanitize(&run_spec.name)
+                    names::sanitize(&run_spec.name)
                 )));
             }
             runs.push(PlannedRun {
@@ -122,22 +134,14 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
         config,
         axes,
         runs,
-        profile_cpu: if args.profile.contains(&crate::cli::ProfileKind::CpuDwarf) {
-            Some(profile::CallGraph::Dwarf)
-        } else if args.profile.contains(&crate::cli::ProfileKind::Cpu) {
-            Some(profile::CallGraph::FramePointers)
-        } else {
-            None
-        },
-        profile_alloc: args.profile.contains(&crate::cli::ProfileKind::Alloc),
+        profile_cpu,
+        profile_alloc,
     })
 }
 
 /// The suite the settings name (`--suite`), or the built-in servers.
-pub fn suite_of(
-    settings: &crate::cli::BenchSettings,
-) -> Result<Vec<ImplementationSpec>, InputError> {
-    match &settings.suite {
+pub fn suite_of(path: Option<&std::path::Path>) -> Result<Vec<ImplementationSpec>, InputError> {
+    match path {
         Some(path) => suite::load_suite(path),
         None => {
             let exe = std::env::current_exe()
@@ -214,12 +218,15 @@ pub(crate) fn results_and_cores(
 }
 
 /// Runs every implementation in turn, writing results after each; `progress` receives one
-/// line per phase.
+/// line per phase, `snapshots` the load's progress, and `after_write` the results folder
+/// each time its tables were written (the caller renders its pages from them: measuring
+/// never renders).
 pub fn execute(
     prepared: PreparedBench,
     cancel: &CancellationToken,
     progress: &mut dyn FnMut(&str),
     mut snapshots: Option<&mut dyn FnMut(&grpclab_load::ProgressSnapshot)>,
+    after_write: &dyn Fn(&std::path::Path) -> Result<(), InputError>,
 ) -> anyhow::Result<BenchOutcome> {
     let config = &prepared.config;
     let available = limits::available_cores();
@@ -283,7 +290,7 @@ pub fn execute(
             (status, _) => format!(
                 "{}: {}: {}",
                 result.name,
-                status_word(*status),
+                runner::status_word(*status),
                 result.reason.as_deref().unwrap_or("")
             ),
         };
@@ -308,9 +315,8 @@ pub fn execute(
         results.push(result);
         let notes = footer_with_limits(&footer, &results);
         dir.write_tables(&results, &notes)?;
-        // The page is rendered from the files just written (reporting never measures); a
-        // page that cannot be written costs the run nothing but the page.
-        if let Err(err) = crate::report::write_report(dir.path()) {
+        // A page that cannot be written costs the run nothing but the page.
+        if let Err(err) = after_write(dir.path()) {
             progress(&format!("WARNING: no report page: {err}"));
         }
     }
@@ -398,148 +404,6 @@ fn params(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    /// Values a user could type, sane and absurd: numbers of every shape, floats the parsers
-    /// must refuse, huge ones, units, signs, empty and non-ASCII text.
-    fn typed_values(seed: &mut u64) -> Vec<String> {
-        let mut values: Vec<String> = [
-            "0",
-            "1",
-            "2",
-            "-1",
-            "0.5",
-            "0.01",
-            "0.001",
-            "1e9",
-            "1e20",
-            "inf",
-            "-inf",
-            "NaN",
-            "nan",
-            "18446744073709551615",
-            "18446744073709551616",
-            "99999999999999999999999",
-            "1.7976931348623157e308",
-            "0x10",
-            " 3 ",
-            "",
-            " ",
-            "1s",
-            "20s",
-            "0s",
-            "1ms",
-            "1ns",
-            "99999999999h",
-            "100000000000000000000s",
-            "1m30s",
-            "512m",
-            "1g",
-            "9999999g",
-            "4m",
-            "1k",
-            "lots",
-            "🙂",
-            "1,2",
-            "=",
-            "a b",
-            "1e-9",
-            "+5",
-            "٣",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        // And random strings over a small, number-heavy alphabet.
-        let alphabet = b"0123456789.-+eEinfNaskmgh ";
-        for _ in 0..300 {
-            let mut text = String::new();
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            let len = (*seed % 12) as usize;
-            for i in 0..len {
-                let pick = (*seed >> (i * 5 % 60)) as usize % alphabet.len();
-                text.push(alphabet[pick] as char);
-            }
-            values.push(text);
-        }
-        values
-    }
-
-    fn prepare_from(args: &[&str]) -> Option<Result<PreparedBench, InputError>> {
-        let mut argv = vec!["grpclab", "bench"];
-        argv.extend_from_slice(args);
-        // A value clap refuses never reaches our parsers (clap exits 2 itself).
-        let cli = Cli::try_parse_from(argv).ok()?;
-        let Command::Bench(bench) = cli.command else {
-            return None;
-        };
-        Some(prepare(&bench))
-    }
-
-    /// Issue 10: `grpclab bench` never panics on a value a user can type: every flag and
-    /// sweep value is accepted or refused with a message naming it.
-    #[test]
-    fn every_typed_value_is_accepted_or_refused_by_name_never_a_panic() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let values = typed_values(&mut seed);
-        let flags = [
-            ("--duration", "GRPC_BENCHMARK_DURATION"),
-            ("--warmup", "GRPC_BENCHMARK_WARMUP"),
-            ("--server-cpus", "GRPC_SERVER_CPUS"),
-            ("--server-ram", "GRPC_SERVER_RAM"),
-            ("--connections", "GRPC_CLIENT_CONNECTIONS"),
-            ("--concurrency", "GRPC_CLIENT_CONCURRENCY"),
-            ("--qps", "GRPC_CLIENT_QPS"),
-            ("--client-cpus", "GRPC_CLIENT_CPUS"),
-        ];
-        let sweep_keys = [
-            "concurrency",
-            "connections",
-            "qps",
-            "server_cpus",
-            "client_cpus",
-        ];
-        for value in &values {
-            for (flag, variable) in flags {
-                let flag_and_value = format!("{flag}={value}");
-                let outcome = std::panic::catch_unwind(|| prepare_from(&[&flag_and_value]));
-                let Ok(outcome) = outcome else {
-                    panic!("{flag_and_value} panicked");
-                };
-                if let Some(Err(err)) = outcome {
-                    assert!(
-                        err.0.contains(flag) || err.0.contains(variable),
-                        "{flag_and_value}: {}",
-                        err.0
-                    );
-                }
-            }
-            for key in sweep_keys {
-                let sweep = format!("{key}={value}");
-                let outcome = std::panic::catch_unwind(|| {
-                    prepare_from(&["--concurrency=1000000", "--sweep", &sweep])
-                });
-                let Ok(outcome) = outcome else {
-                    panic!("--sweep {sweep} panicked");
-                };
-                if let Some(Err(err)) = outcome {
-                    assert!(err.0.contains("--sweep"), "--sweep {sweep}: {}", err.0);
-                }
-            }
-        }
-        // The ones the issue found, refused.
-        for absurd in ["1e9", "1e20", "inf", "NaN"] {
-            let sweep = format!("server_cpus={absurd}");
-            let outcome = prepare_from(&["--sweep", &sweep]).expect("clap accepts it");
-            assert!(outcome.is_err(), "--sweep {sweep} was accepted");
-            let flag = format!("--server-cpus={absurd}");
-            let outcome = prepare_from(&[&flag]).expect("clap accepts it");
-            assert!(outcome.is_err(), "{flag} was accepted");
-        }
-    }
 
     #[test]
     fn the_footer_names_limits_from_the_first_row_that_had_any() {

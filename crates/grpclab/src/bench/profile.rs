@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::runner::file_name;
+use super::names::file_name;
 
 /// Sampling frequency (Hz): enough samples in a few seconds, little overhead.
 const FREQUENCY: &str = "499";

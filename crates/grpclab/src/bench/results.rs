@@ -7,7 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::runner::{sanitize, ImplResult, RowStatus};
+use super::names::sanitize;
+use super::runner::{ImplResult, RowStatus};
 
 /// A results folder for one `grpclab bench` run.
 pub struct ResultsDir {
@@ -102,7 +103,7 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
     else {
         let mut cells = vec![
             result.name.clone(),
-            super::status_word(result.status).to_owned(),
+            super::runner::status_word(result.status).to_owned(),
         ];
         cells.extend(std::iter::repeat_n(String::new(), COLUMNS.len() - 2));
         return cells;
@@ -160,7 +161,7 @@ fn failures(results: &[ImplResult]) -> Vec<String> {
             let mut line = format!(
                 "{} {}: {}",
                 r.name,
-                super::status_word(r.status),
+                super::runner::status_word(r.status),
                 r.reason.as_deref().unwrap_or("unknown")
             );
             if !r.stderr_tail.is_empty() {

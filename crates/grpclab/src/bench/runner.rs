@@ -9,8 +9,10 @@ use serde::Serialize;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::admin::admin_call;
 use super::config::BenchConfig;
 use super::limits::{self, AppliedLimits, CorePlan, ServerCgroup};
+use super::names::sanitize;
 use super::process::{describe_exit, Launch, ServerProcess};
 use super::sampler::{Sampler, Usage};
 use super::suite::{ImplementationSpec, Readiness};
@@ -26,6 +28,15 @@ pub enum RowStatus {
     Failed,
     /// Not run: its toolchain is missing (the reason says what to install).
     Skipped,
+}
+
+/// How a row's status is named in tables and progress lines.
+pub fn status_word(status: RowStatus) -> &'static str {
+    match status {
+        RowStatus::Ok => "OK",
+        RowStatus::Failed => "FAILED",
+        RowStatus::Skipped => "SKIPPED",
+    }
 }
 
 /// Everything about one implementation's run, as written to `<name>.json`.
@@ -230,21 +241,6 @@ fn shape_of(scenario: &Scenario) -> grpclab_load::CallShape {
     grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming())
 }
 
-/// Runs one admin call on `target`'s server with a deadline, on a throwaway runtime (the
-/// harness is synchronous; admin calls are a few per run).
-pub(crate) fn admin_call<T>(
-    limit: Duration,
-    future: impl std::future::Future<Output = Result<T, String>>,
-) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| format!("cannot start a runtime: {err}"))?;
-    runtime
-        .block_on(async { tokio::time::timeout(limit, future).await })
-        .map_err(|_| format!("the server did not answer within {} s", limit.as_secs()))?
-}
-
 fn fetch_stats(
     target: &str,
     tls: Option<&TlsClient>,
@@ -255,13 +251,6 @@ fn fetch_stats(
     )
     .ok()
     .filter(|stats| stats.counting)
-}
-
-/// A path's file name, as the records name the files beside them.
-pub(crate) fn file_name(path: &std::path::Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 fn process_alive(pid: u32) -> bool {
@@ -529,7 +518,7 @@ fn measure(
     let profile_dir = context.cpu_profile_dir.clone();
     let call_graph = context.cpu_call_graph;
     let alloc_dir = context.alloc_profile_dir.clone();
-    let profile_name = super::runner::sanitize(name);
+    let profile_name = sanitize(name);
     let cpu_usage_file = cgroup.and_then(ServerCgroup::cpu_usage_file);
     let monitor_tls = tls_client.clone();
     let monitor = std::thread::spawn(move || {
@@ -774,17 +763,4 @@ fn group_pids(pgid: u32) -> Vec<u32> {
         }
     });
     pids
-}
-
-/// A name safe for file and cgroup names.
-pub fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

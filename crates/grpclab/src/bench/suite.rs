@@ -129,7 +129,7 @@ pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
                 spec.name
             )));
         }
-        let file = super::runner::sanitize(&spec.name);
+        let file = super::names::sanitize(&spec.name);
         if let Some(other) = files.insert(file.clone(), spec.name.clone()) {
             return Err(InputError(format!(
                 "--suite {}: the names '{other}' and '{}' would both write {file}.json; rename one (names differ only in letters, digits, '-', '_' and '.')",

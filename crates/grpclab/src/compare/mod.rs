@@ -15,7 +15,6 @@ use serde::Serialize;
 use crate::bench::config::BenchConfig;
 use crate::bench::runner::{run_one, ImplResult, RowStatus, RunContext};
 use crate::bench::suite::{self, shell_quote, ImplementationSpec};
-use crate::cli::CompareArgs;
 use crate::InputError;
 use stats::{compare, Better, Comparison};
 
@@ -60,10 +59,15 @@ fn side(
     Ok(spec)
 }
 
-/// Validates the arguments before anything runs.
-pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
-    let config = BenchConfig::from_args(&args.settings)?;
-    if args.rounds < 2 {
+/// Validates a comparison before anything runs: `sides` as typed ("NAME [ARGS...]", A
+/// first), each found in `suite`, `rounds` per side.
+pub fn prepare(
+    config: BenchConfig,
+    suite: &[ImplementationSpec],
+    sides: &[String],
+    rounds: usize,
+) -> Result<PreparedCompare, InputError> {
+    if rounds < 2 {
         return Err(InputError(
             "--rounds must be at least 2: an interval needs two samples per side".to_owned(),
         ));
@@ -74,23 +78,21 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
             config.scenario
         ))
     })?;
-    if args.sides.len() < 2 || args.sides.len() > MAX_SIDES {
+    if sides.len() < 2 || sides.len() > MAX_SIDES {
         return Err(InputError(format!(
             "compare takes 2 to {MAX_SIDES} sides (A B [C ...]), got {}",
-            args.sides.len()
+            sides.len()
         )));
     }
-    let suite = crate::bench::suite_of(&args.settings)?;
-    let sides = args
-        .sides
+    let sides = sides
         .iter()
         .enumerate()
-        .map(|(index, text)| Ok((text.clone(), side(text, &suite, &label(index))?)))
+        .map(|(index, text)| Ok((text.clone(), side(text, suite, &label(index))?)))
         .collect::<Result<Vec<_>, InputError>>()?;
     Ok(PreparedCompare {
         sides,
         config,
-        rounds: args.rounds,
+        rounds,
         scenario,
     })
 }
@@ -138,6 +140,7 @@ pub fn execute(
     prepared: PreparedCompare,
     cancel: &CancellationToken,
     progress: &mut dyn FnMut(&str),
+    after_write: &dyn Fn(&std::path::Path) -> Result<(), InputError>,
 ) -> anyhow::Result<(CompareReport, std::path::PathBuf)> {
     let config = &prepared.config;
     let (dir, cores) =
@@ -226,7 +229,7 @@ pub fn execute(
     std::fs::write(dir.path().join("compare.txt"), render(&report))?;
     // The page is rendered from the files just written; a page that cannot be written costs
     // the comparison nothing but the page.
-    if let Err(err) = crate::report::write_report(dir.path()) {
+    if let Err(err) = after_write(dir.path()) {
         progress(&format!("WARNING: no report page: {err}"));
     }
     Ok((report, dir.path().to_path_buf()))

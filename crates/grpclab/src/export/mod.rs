@@ -19,8 +19,6 @@ use grpclab_load::LoadResult;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::cli::OutputFormat;
-
 /// The TLS flags of a run, as given (ghz's options report them by these names).
 #[derive(Debug, Clone, Default)]
 pub struct TlsOptions {
@@ -147,36 +145,6 @@ pub struct Report {
 pub trait Exporter {
     /// The rendered bytes.
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
-}
-
-/// `-O html`: the run's page (the same `grpclab report` renders from `-O json`).
-pub struct HtmlExporter;
-
-impl Exporter for HtmlExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
-        let json = JsonReport::from_report(report);
-        let name = report
-            .options
-            .name
-            .clone()
-            .unwrap_or_else(|| "run".to_owned());
-        Ok(crate::report::load_html(&name, &json).into_bytes())
-    }
-}
-
-/// The exporter for a format.
-pub fn exporter_for(format: OutputFormat) -> Box<dyn Exporter> {
-    match format {
-        OutputFormat::Summary => Box::new(SummaryExporter),
-        OutputFormat::Json => Box::new(JsonExporter),
-        OutputFormat::Pretty => Box::new(PrettyJsonExporter),
-        OutputFormat::Csv => Box::new(CsvExporter),
-        OutputFormat::CsvSeconds => Box::new(CsvSecondsExporter),
-        OutputFormat::InfluxSummary => Box::new(InfluxSummaryExporter),
-        OutputFormat::InfluxDetails => Box::new(InfluxDetailsExporter),
-        OutputFormat::Prometheus => Box::new(PrometheusExporter),
-        OutputFormat::Html => Box::new(HtmlExporter),
-    }
 }
 
 /// The percentiles ghz reports (runner/reporter.go), as integer percentages.

@@ -90,9 +90,19 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, InputError> {
     Ok(path)
 }
 
-/// The page of one load run, for `load -O html`.
-pub fn load_html(name: &str, report: &JsonReport) -> String {
-    html::render(&pages::load_page(name, report))
+/// `load -O html`: the run's page (the same `grpclab report` renders from `-O json`).
+pub struct LoadPageExporter;
+
+impl crate::export::Exporter for LoadPageExporter {
+    fn render(&self, report: &crate::export::Report) -> anyhow::Result<Vec<u8>> {
+        let json = JsonReport::from_report(report);
+        let name = report
+            .options
+            .name
+            .clone()
+            .unwrap_or_else(|| "run".to_owned());
+        Ok(html::render(&pages::load_page(&name, &json)).into_bytes())
+    }
 }
 
 fn read(path: &Path) -> Result<Saved, InputError> {

@@ -352,7 +352,7 @@ fn results_section(rows: &[ImplResult]) -> Section {
         body.push_str(&format!(
             "<p class=\"note\">{} {}: {}</p>",
             escape(&row.name),
-            crate::bench::status_word(row.status),
+            crate::bench::runner::status_word(row.status),
             escape(row.reason.as_deref().unwrap_or("no reason recorded"))
         ));
     }

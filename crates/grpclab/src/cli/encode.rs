@@ -1,8 +1,8 @@
 //! `grpclab encode`: write a scenario's request as one framed gRPC message, so other clients
 //! (h2load's `-d`, curl) can send exactly the bytes grpclab sends.
 
-use crate::cli::EncodeArgs;
-use crate::load_cmd::load_scenario;
+use super::args::EncodeArgs;
+use super::load::load_scenario;
 use crate::InputError;
 
 /// Encodes and writes the request; returns how many bytes were written.

@@ -6,7 +6,7 @@ use grpclab_server::{Implementation, ServeConfig};
 use std::io::Write;
 use std::net::SocketAddr;
 
-use crate::cli::ServeArgs;
+use super::args::ServeArgs;
 use crate::InputError;
 
 /// Validates the flags into a server configuration.

@@ -34,7 +34,7 @@ impl From<StatsReply> for Stats {
 }
 
 /// Calls `Stats/Get` on the server `grpclab stats` names, over TLS when its flags ask.
-pub fn fetch_for(args: &crate::cli::StatsArgs) -> Result<Stats, InputError> {
+pub fn fetch_for(args: &super::args::StatsArgs) -> Result<Stats, InputError> {
     if !(args.tls || args.cacert.is_some() || args.cname.is_some() || args.skip_tls) {
         return fetch(&args.target, None).map_err(|InputError(message)| {
             InputError(format!(

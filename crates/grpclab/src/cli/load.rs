@@ -19,8 +19,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cli::{LoadArgs, OutputFormat, ScenarioArgs};
-use crate::export::{exporter_for, Report, RunOptions, TlsOptions};
+use super::args::{LoadArgs, OutputFormat, ScenarioArgs};
+use super::exporter_for;
+use crate::export::{Report, RunOptions, TlsOptions};
+use crate::reflection::ReflectFrom;
 use crate::InputError;
 
 /// The scenario used when neither --scenario nor --proto is given.
@@ -540,19 +542,6 @@ fn concurrency_steps(args: &LoadArgs) -> Result<Option<ConcurrencySteps>, InputE
         end: args.concurrency_end,
         max_duration: args.concurrency_max_duration,
     }))
-}
-
-/// Where `grpclab load` asks for descriptors when no schema flag is given: the server, by
-/// reflection, with these request headers.
-pub struct ReflectFrom<'a> {
-    /// The server.
-    pub target: SocketAddr,
-    /// How long connecting may take.
-    pub connect_timeout: std::time::Duration,
-    /// Headers for the reflection requests.
-    pub metadata: &'a [(HeaderName, HeaderValue)],
-    /// TLS, as the load itself uses it; `None` is plaintext.
-    pub tls: Option<&'a TlsClient>,
 }
 
 /// What the scenario flags resolved to.

@@ -1,0 +1,315 @@
+//! `grpclab bench`'s flags and grpc_bench's environment variables, resolved into the
+//! harness's typed settings ([`BenchConfig`], [`BenchRequest`]).
+
+use std::time::Duration;
+
+use super::args::{BenchArgs, BenchSettings, ProfileKind};
+use crate::bench::config::{
+    parse_client_cpus, parse_cpus, parse_duration, parse_memory, parse_qps, parse_streams,
+    BenchConfig,
+};
+use crate::bench::profile::CallGraph;
+use crate::bench::{BenchRequest, PreparedBench};
+use crate::InputError;
+
+/// Validates `grpclab bench`'s arguments into a bench ready to run.
+pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
+    let profile_cpu = if args.profile.contains(&ProfileKind::CpuDwarf) {
+        Some(CallGraph::Dwarf)
+    } else if args.profile.contains(&ProfileKind::Cpu) {
+        Some(CallGraph::FramePointers)
+    } else {
+        None
+    };
+    crate::bench::prepare(BenchRequest {
+        config: bench_config(&args.settings)?,
+        suite: crate::bench::suite_of(args.settings.suite.as_deref())?,
+        implementations: &args.implementations,
+        sweep: &args.sweep,
+        profile_cpu,
+        profile_alloc: args.profile.contains(&ProfileKind::Alloc),
+    })
+}
+
+/// One setting: the flag if given, else the environment variable, else the default.
+fn setting<T>(
+    flag_value: Option<&str>,
+    flag: &str,
+    variable: &str,
+    default: &str,
+    example: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, InputError> {
+    let (source, text) = match (flag_value, std::env::var(variable)) {
+        (Some(value), _) => (flag.to_owned(), value.to_owned()),
+        (None, Ok(value)) => (variable.to_owned(), value),
+        (None, Err(std::env::VarError::NotUnicode(_))) => {
+            return Err(InputError(format!("{variable} is not valid UTF-8")))
+        }
+        (None, Err(std::env::VarError::NotPresent)) => {
+            return parse(default)
+                .map_err(|e| InputError(format!("built-in default of {variable} is invalid: {e}")))
+        }
+    };
+    parse(text.trim()).map_err(|reason| {
+        InputError(format!(
+            "{source}='{text}' is invalid: {reason}; e.g. {variable}={example}"
+        ))
+    })
+}
+
+/// The bench settings: each flag if given, else its grpc_bench environment variable, else the
+/// default.
+pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
+    let duration = setting(
+        args.duration.as_deref(),
+        "--duration",
+        "GRPC_BENCHMARK_DURATION",
+        "20s",
+        "20s",
+        parse_duration,
+    )?;
+    if duration.is_zero() {
+        return Err(InputError(
+            "GRPC_BENCHMARK_DURATION must be longer than 0s".to_owned(),
+        ));
+    }
+    let config = BenchConfig {
+        duration,
+        warmup: setting(
+            args.warmup.as_deref(),
+            "--warmup",
+            "GRPC_BENCHMARK_WARMUP",
+            "5s",
+            "5s",
+            |t| {
+                if t.trim() == "0" {
+                    Ok(Duration::ZERO)
+                } else {
+                    parse_duration(t)
+                }
+            },
+        )?,
+        server_cpus: setting(
+            args.server_cpus.as_deref(),
+            "--server-cpus",
+            "GRPC_SERVER_CPUS",
+            "1",
+            "1",
+            parse_cpus,
+        )?,
+        server_ram: setting(
+            args.server_ram.as_deref(),
+            "--server-ram",
+            "GRPC_SERVER_RAM",
+            "512m",
+            "512m",
+            parse_memory,
+        )?,
+        connections: setting(
+            args.connections.as_deref(),
+            "--connections",
+            "GRPC_CLIENT_CONNECTIONS",
+            "50",
+            "50",
+            parse_streams,
+        )?,
+        concurrency: setting(
+            args.concurrency.as_deref(),
+            "--concurrency",
+            "GRPC_CLIENT_CONCURRENCY",
+            "1000",
+            "1000",
+            parse_streams,
+        )?,
+        qps: setting(
+            args.qps.as_deref(),
+            "--qps",
+            "GRPC_CLIENT_QPS",
+            "0",
+            "0",
+            parse_qps,
+        )?,
+        client_cpus: setting(
+            args.client_cpus.as_deref(),
+            "--client-cpus",
+            "GRPC_CLIENT_CPUS",
+            "1",
+            "1",
+            parse_client_cpus,
+        )?,
+        scenario: setting(
+            args.scenario.as_deref(),
+            "--scenario",
+            "GRPC_REQUEST_SCENARIO",
+            "complex_proto",
+            "complex_proto",
+            |t| {
+                if t.is_empty() {
+                    Err("empty".to_owned())
+                } else {
+                    Ok(t.to_owned())
+                }
+            },
+        )?,
+        ready_timeout: args.ready_timeout,
+        stop_grace: args.stop_grace,
+        results_dir: args.results_dir.clone(),
+        tls: args.tls,
+        tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
+    };
+    if config.connections > config.concurrency {
+        return Err(InputError(format!(
+            "GRPC_CLIENT_CONNECTIONS ({}) is more than GRPC_CLIENT_CONCURRENCY ({}): each connection needs a stream",
+            config.connections, config.concurrency
+        )));
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::args::{Cli, Command};
+    use clap::Parser;
+
+    /// Values a user could type, sane and absurd: numbers of every shape, floats the parsers
+    /// must refuse, huge ones, units, signs, empty and non-ASCII text.
+    fn typed_values(seed: &mut u64) -> Vec<String> {
+        let mut values: Vec<String> = [
+            "0",
+            "1",
+            "2",
+            "-1",
+            "0.5",
+            "0.01",
+            "0.001",
+            "1e9",
+            "1e20",
+            "inf",
+            "-inf",
+            "NaN",
+            "nan",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "1.7976931348623157e308",
+            "0x10",
+            " 3 ",
+            "",
+            " ",
+            "1s",
+            "20s",
+            "0s",
+            "1ms",
+            "1ns",
+            "99999999999h",
+            "100000000000000000000s",
+            "1m30s",
+            "512m",
+            "1g",
+            "9999999g",
+            "4m",
+            "1k",
+            "lots",
+            "🙂",
+            "1,2",
+            "=",
+            "a b",
+            "1e-9",
+            "+5",
+            "٣",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        // And random strings over a small, number-heavy alphabet.
+        let alphabet = b"0123456789.-+eEinfNaskmgh ";
+        for _ in 0..300 {
+            let mut text = String::new();
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            let len = (*seed % 12) as usize;
+            for i in 0..len {
+                let pick = (*seed >> (i * 5 % 60)) as usize % alphabet.len();
+                text.push(alphabet[pick] as char);
+            }
+            values.push(text);
+        }
+        values
+    }
+
+    fn prepare_from(args: &[&str]) -> Option<Result<PreparedBench, InputError>> {
+        let mut argv = vec!["grpclab", "bench"];
+        argv.extend_from_slice(args);
+        // A value clap refuses never reaches our parsers (clap exits 2 itself).
+        let cli = Cli::try_parse_from(argv).ok()?;
+        let Command::Bench(bench) = cli.command else {
+            return None;
+        };
+        Some(prepare(&bench))
+    }
+
+    /// Issue 10: `grpclab bench` never panics on a value a user can type: every flag and
+    /// sweep value is accepted or refused with a message naming it.
+    #[test]
+    fn every_typed_value_is_accepted_or_refused_by_name_never_a_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let values = typed_values(&mut seed);
+        let flags = [
+            ("--duration", "GRPC_BENCHMARK_DURATION"),
+            ("--warmup", "GRPC_BENCHMARK_WARMUP"),
+            ("--server-cpus", "GRPC_SERVER_CPUS"),
+            ("--server-ram", "GRPC_SERVER_RAM"),
+            ("--connections", "GRPC_CLIENT_CONNECTIONS"),
+            ("--concurrency", "GRPC_CLIENT_CONCURRENCY"),
+            ("--qps", "GRPC_CLIENT_QPS"),
+            ("--client-cpus", "GRPC_CLIENT_CPUS"),
+        ];
+        let sweep_keys = [
+            "concurrency",
+            "connections",
+            "qps",
+            "server_cpus",
+            "client_cpus",
+        ];
+        for value in &values {
+            for (flag, variable) in flags {
+                let flag_and_value = format!("{flag}={value}");
+                let outcome = std::panic::catch_unwind(|| prepare_from(&[&flag_and_value]));
+                let Ok(outcome) = outcome else {
+                    panic!("{flag_and_value} panicked");
+                };
+                if let Some(Err(err)) = outcome {
+                    assert!(
+                        err.0.contains(flag) || err.0.contains(variable),
+                        "{flag_and_value}: {}",
+                        err.0
+                    );
+                }
+            }
+            for key in sweep_keys {
+                let sweep = format!("{key}={value}");
+                let outcome = std::panic::catch_unwind(|| {
+                    prepare_from(&["--concurrency=1000000", "--sweep", &sweep])
+                });
+                let Ok(outcome) = outcome else {
+                    panic!("--sweep {sweep} panicked");
+                };
+                if let Some(Err(err)) = outcome {
+                    assert!(err.0.contains("--sweep"), "--sweep {sweep}: {}", err.0);
+                }
+            }
+        }
+        // The ones the issue found, refused.
+        for absurd in ["1e9", "1e20", "inf", "NaN"] {
+            let sweep = format!("server_cpus={absurd}");
+            let outcome = prepare_from(&["--sweep", &sweep]).expect("clap accepts it");
+            assert!(outcome.is_err(), "--sweep {sweep} was accepted");
+            let flag = format!("--server-cpus={absurd}");
+            let outcome = prepare_from(&[&flag]).expect("clap accepts it");
+            assert!(outcome.is_err(), "{flag} was accepted");
+        }
+    }
+}

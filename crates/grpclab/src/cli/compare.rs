@@ -1,0 +1,13 @@
+//! `grpclab compare`'s arguments, resolved into a typed comparison.
+
+use super::args::CompareArgs;
+use super::bench::bench_config;
+use crate::compare::PreparedCompare;
+use crate::InputError;
+
+/// Validates `grpclab compare`'s arguments into a comparison ready to run.
+pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
+    let config = bench_config(&args.settings)?;
+    let suite = crate::bench::suite_of(args.settings.suite.as_deref())?;
+    crate::compare::prepare(config, &suite, &args.sides, args.rounds)
+}

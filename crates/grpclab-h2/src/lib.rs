@@ -6,6 +6,8 @@
 //!   and the validation that turns a malformed frame into the right connection or stream error.
 //! - [`client`]: a client connection that runs the calls itself (unary, and streaming calls
 //!   by a plan): the load engine's fast path.
+//! - [`grpc`]: gRPC beside HTTP/2 (the message prefix, `grpc-message` percent-encoding), for
+//!   the client, the server and the crates above.
 //! - [`Socket`]: the byte pipe under a connection, plaintext TCP or TLS (rustls).
 //! - [`server`]: a server connection that reads everything available, runs the calls (a
 //!   streaming call's messages one by one as they arrive), and writes all their responses in
@@ -14,21 +16,13 @@
 
 pub mod client;
 pub mod frame;
+pub mod grpc;
 pub mod hpack;
 mod io;
 pub mod server;
 mod stream_map;
 
 pub use io::{await_tls13_verdict, Socket};
-
-/// The length a gRPC message prefix announces (a flag byte, then the length as a big-endian
-/// `u32`), once `bytes` holds the whole 5-byte prefix.
-pub(crate) fn declared_message_len(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [_, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d]) as usize),
-        _ => None,
-    }
-}
 
 /// Which HTTP/2 implementation a grpclab client or server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

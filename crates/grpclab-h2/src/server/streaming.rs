@@ -182,7 +182,7 @@ fn split_messages<B: std::ops::Deref<Target = [u8]>>(
     max: usize,
     split: impl Fn(&mut B, usize) -> Bytes,
 ) -> Option<usize> {
-    while let Some(declared) = crate::declared_message_len(buffer) {
+    while let Some(declared) = crate::grpc::declared_message_len(buffer) {
         if declared > max {
             return Some(declared);
         }

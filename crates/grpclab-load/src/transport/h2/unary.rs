@@ -8,7 +8,7 @@ use http::{HeaderMap, Request, StatusCode, Uri};
 
 use crate::config::ReplyValidator;
 use crate::outcome::{CallFailure, CONNECTION_LOST, REPLY_INFLATE_LIMIT};
-use grpclab_h2::client::percent_decode;
+use grpclab_h2::grpc::percent_decode;
 
 /// What every call on a thread shares: the request line and headers, built once.
 pub(crate) struct CallTemplate {
@@ -179,13 +179,6 @@ pub(crate) fn failure_from_h2(err: h2::Error) -> CallFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grpc_message_is_percent_decoded() {
-        assert_eq!(percent_decode(b"no%20such%20thing"), "no such thing");
-        assert_eq!(percent_decode(b"100%"), "100%");
-        assert_eq!(percent_decode(b"%zz"), "%zz");
-    }
 
     #[test]
     fn status_is_read_from_trailers() {

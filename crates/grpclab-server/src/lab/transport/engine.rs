@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
-use super::grpc::{
+use crate::lab::config::LabConfig;
+use crate::lab::grpc::{
     check_head, invalid, ping_pong_message, run_call, run_ping_pong, stream_message, CallHead,
     HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST, FEED_REQUEST,
 };
-use super::placement::{Job, Placement, PoolSender, Responder, Work};
-use super::stream_codec;
-use super::LabConfig;
+use crate::lab::placement::{Job, Placement, PoolSender, Responder, Work};
+use crate::lab::stream_codec;
 use crate::stats::count_call;
 
 const IMPLEMENTATION: &str = "lab";
@@ -181,7 +181,7 @@ impl Service for LabService {
             LabStream::Reflection => {
                 const REQUEST: &str = "grpc.reflection.v1.ServerReflectionRequest";
                 let answer = stream_message(&message, call, REQUEST).and_then(|request| {
-                    super::reflection::answer(&request).map_err(|err| invalid(&err, REQUEST))
+                    crate::lab::reflection::answer(&request).map_err(|err| invalid(&err, REQUEST))
                 });
                 match answer {
                     Ok(response) => {

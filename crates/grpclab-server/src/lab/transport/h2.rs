@@ -15,7 +15,7 @@
 
 use bytes::{Bytes, BytesMut};
 use grpclab_core::framing::PREFIX_LEN;
-use grpclab_h2::server::percent_encode;
+use grpclab_h2::grpc::percent_encode;
 use h2::server::SendResponse;
 use h2::RecvStream;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
@@ -27,12 +27,12 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::grpc::{
+use crate::lab::config::LabConfig;
+use crate::lab::grpc::{
     check_head, check_prefix, CallHead, HeadRejection, Outcome, RequestHeaders, Status,
     STREAMING_ON_OWN_ENGINE_ONLY,
 };
-use super::placement::{Job, Placement, PoolSender, Responder, Work};
-use super::LabConfig;
+use crate::lab::placement::{Job, Placement, PoolSender, Responder, Work};
 
 /// The implementation name the admin RPC reports.
 const IMPLEMENTATION: &str = "lab";
@@ -466,16 +466,4 @@ pub async fn serve_connection<T: AsyncRead + AsyncWrite + Unpin>(
         task.poll(cx)
     })
     .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::percent_encode;
-
-    #[test]
-    fn grpc_messages_are_percent_encoded() {
-        assert_eq!(percent_encode("100% done"), "100%25 done");
-        assert_eq!(percent_encode("é"), "%C3%A9");
-        assert_eq!(percent_encode("plain"), "plain");
-    }
 }

@@ -1,0 +1,675 @@
+//! A client connection for gRPC calls, driven from inside: the connection task itself
+//! keeps up to `slots` calls in flight, asking a [`CallSource`] for the next call whenever a
+//! slot is free and reporting each completion back to it. No task, lock or channel per call:
+//! each turn reads everything the socket has, completes what it can, starts what the source
+//! allows, and writes every frame in one go.
+//!
+//! After the first call the request header block is a few bytes: the encoder indexes
+//! `:path`, `:authority`, `content-type`, `te` and the caller's constant metadata.
+//!
+//! Streaming calls ([`RequestTemplate::stream`]) run on the same loop: each call's messages are
+//! written one at a time as the windows, the write buffer and the plan allow (ping-pong: the
+//! next message once the previous one's reply is whole; `interval` apart; until `count` or
+//! `duration`), replies are counted as whole messages across DATA frames and released at once,
+//! and the source hears of each round trip and, when the call ends, of its message counts.
+
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+
+use crate::io::Socket;
+use crate::stream_map::StreamMap;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
+use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
+
+mod receive;
+mod send;
+mod source;
+mod streaming;
+
+pub use source::{
+    CallEnd, CallSource, CallToken, ConnectionEnd, LostCall, NextCall, RequestTemplate,
+};
+pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
+
+const READ_CHUNK: usize = 64 * 1024;
+/// The opaque data of our keepalive PINGs.
+const KEEPALIVE_PING: &[u8; 8] = b"grpclab\0";
+/// The largest stream id (RFC 9113 §5.1.1: 31 bits).
+const MAX_STREAM_ID: u32 = 0x7fff_ffff;
+/// How long the server may take to send its SETTINGS (its connection preface, RFC 9113 §3.4).
+/// No stream opens before it arrives, so the first batch already respects the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS; calls started meanwhile wait, deadlines running.
+const PREFACE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes waiting to be written above which no new request is written: a server that stops
+/// reading makes calls wait (with their deadlines running) instead of growing the buffer.
+const OUT_HIGH_WATER: usize = 256 * 1024;
+/// Bytes waiting to be written above which the connection stops reading too: a server that
+/// sends frames needing an answer (PING, SETTINGS) but never reads cannot grow our memory.
+const OUT_HARD_LIMIT: usize = 1024 * 1024;
+/// The stream window we grant: replies up to 1 MiB need no WINDOW_UPDATE round trip.
+const STREAM_WINDOW: u32 = 1 << 20;
+/// The connection window we grant.
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+struct Call {
+    token: CallToken,
+    sent: Instant,
+    deadline: Option<Instant>,
+    /// Request data not yet sent (flow control).
+    pending: Bytes,
+    http_status: u16,
+    grpc_status: Option<u32>,
+    grpc_message: String,
+    received: usize,
+    reply: Option<BytesMut>,
+    headers_seen: bool,
+    recv_unacked: u32,
+    send_window: i64,
+    /// The request's last DATA frame ends the stream when `pending` is written (unary; a
+    /// streaming call's known-last message).
+    end_with_pending: bool,
+    /// A streaming call's progress (boxed: unary calls stay small).
+    stream: Option<Box<ClientStream>>,
+}
+
+/// Where a streaming call is.
+struct ClientStream {
+    /// Index of the next message in the spec's array.
+    next_index: usize,
+    /// Messages written (wholly queued).
+    sent: u64,
+    started: Instant,
+    /// The next message may go at this instant (`interval`).
+    next_at: Option<Instant>,
+    /// The next message may go now.
+    ready: bool,
+    /// Ping-pong: a message is out and its reply not yet whole; the round trip's reference.
+    awaiting_reply: Option<Instant>,
+    /// Open loop (a call with an intended time): when the next message was meant to go — the
+    /// call's intended time for the first, the previous reply's arrival (or that plus the
+    /// interval) for the others. A round trip counts from the earlier of this and the write,
+    /// so a message the client held back (a full write buffer, no window) is charged its
+    /// wait, as open-loop calls are (coordinated omission).
+    intended: Option<Instant>,
+    /// Our END_STREAM is written.
+    half_closed: bool,
+    counter: MessageCounter,
+    received: u64,
+    /// [`MessagesFrom::EachCall`]: this call's messages.
+    messages: Vec<Bytes>,
+    /// The run stopped: no message after the one out (see [`Connection::end_streams`]).
+    ending: bool,
+}
+
+/// A call started (its ticket taken, its deadline running) but not yet written: the server's
+/// SETTINGS has not arrived, its stream limit is reached, or the server is not reading.
+struct UnsentCall {
+    token: CallToken,
+    sent: Instant,
+    deadline: Option<Instant>,
+    body: Bytes,
+}
+
+/// A HEADERS frame waiting for its CONTINUATIONs.
+struct PartialHeaders {
+    stream: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+struct Connection<'s, S: CallSource> {
+    source: &'s mut S,
+    template: RequestTemplate,
+    slots: usize,
+    decoder: Decoder,
+    encoder: Encoder,
+    calls: StreamMap<Call>,
+    /// Started calls not yet written, oldest first (see [`UnsentCall`]).
+    unsent: VecDeque<UnsentCall>,
+    blocked: VecDeque<u32>,
+    next_stream: u32,
+    peer_max_streams: usize,
+    /// Whether the server's SETTINGS (its connection preface) has arrived; no stream opens
+    /// before, so the server's stream limit is known before the first batch.
+    peer_settings_seen: bool,
+    peer_max_frame: usize,
+    peer_initial_window: i64,
+    conn_send_window: i64,
+    conn_recv_unacked: u32,
+    partial: Option<PartialHeaders>,
+    stopped: bool,
+    /// The server's GOAWAY: its last stream id (which may only go down, RFC 9113 §6.8) and
+    /// its error code.
+    go_away: Option<(u32, u32)>,
+    wait_until: Option<Instant>,
+    /// When a busy source ([`NextCall::Busy`]) wants to be asked again.
+    busy_until: Option<Instant>,
+    /// Keepalive only: when bytes last arrived, and when our unanswered PING went out.
+    last_read: Instant,
+    ping_sent: Option<Instant>,
+    /// Scheduled (open-loop) calls are released only up to this instant, which advances when
+    /// the timer fires: sends then go out together on timer ticks, many calls per write, as
+    /// they would from a batch of timers — instead of one or two calls per write whenever a
+    /// response happens to wake the connection.
+    released_until: Instant,
+    out: Vec<u8>,
+    block: Vec<u8>,
+    request_block: CachedBlock,
+    scratch_status: Option<u32>,
+    scratch_message: String,
+    scratch_http: u16,
+    /// The last header block's shape: `:status` fields seen, and whether it broke the
+    /// pseudo-header rules (unknown or request pseudo-headers, one after a regular field).
+    scratch_status_fields: u8,
+    scratch_malformed: bool,
+    /// Streaming calls only: when the earliest `next_at` is due.
+    stream_wake: Option<Instant>,
+    /// Scratch for the streams to pump this turn.
+    stream_scratch: Vec<u32>,
+    /// A stream could send now but the write buffer was full: pump again once it drains.
+    streams_waiting_room: bool,
+    /// The run stopped (its `stop` token: duration over, or Ctrl-C; not a source that simply
+    /// has no more calls): streams end (see [`Connection::end_streams`]).
+    streams_ending: bool,
+}
+
+/// Runs calls on `socket` until the source says stop and every call has ended (`Ok`), or the
+/// connection fails (the calls in flight are reported as lost by the caller). `stop` ends the
+/// run early: no new calls; calls in flight still finish.
+pub async fn run_connection<S: CallSource>(
+    mut socket: Socket,
+    template: RequestTemplate,
+    slots: usize,
+    source: &mut S,
+    stop: &CancellationToken,
+) -> Result<(), (ConnectionEnd, Vec<LostCall>)> {
+    let first_stream = template.first_stream_id.max(1) | 1;
+    let mut connection = Connection {
+        source,
+        template,
+        slots: slots.max(1),
+        decoder: Decoder::new(4096),
+        encoder: Encoder::default(),
+        calls: StreamMap::with_capacity_and_hasher(slots, Default::default()),
+        unsent: VecDeque::new(),
+        blocked: VecDeque::new(),
+        next_stream: first_stream,
+        peer_max_streams: usize::MAX,
+        peer_settings_seen: false,
+        peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
+        peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+        conn_recv_unacked: 0,
+        partial: None,
+        stopped: false,
+        go_away: None,
+        wait_until: None,
+        busy_until: None,
+        last_read: Instant::now(),
+        ping_sent: None,
+        released_until: Instant::now(),
+        out: Vec::with_capacity(READ_CHUNK),
+        block: Vec::new(),
+        request_block: CachedBlock::default(),
+        scratch_status: None,
+        scratch_message: String::new(),
+        scratch_http: 0,
+        scratch_status_fields: 0,
+        scratch_malformed: false,
+        stream_wake: None,
+        stream_scratch: Vec::new(),
+        streams_waiting_room: false,
+        streams_ending: false,
+    };
+    connection.out.extend_from_slice(frame::PREFACE);
+    frame::write_settings(
+        &mut connection.out,
+        &[
+            (setting::ENABLE_PUSH, 0),
+            (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+        ],
+    );
+    frame::write_window_update(
+        &mut connection.out,
+        0,
+        CONNECTION_WINDOW - frame::DEFAULT_WINDOW,
+    );
+    let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut written = 0usize;
+    let preface_deadline = Instant::now() + PREFACE_TIMEOUT;
+    let timer = tokio::time::sleep(Duration::from_secs(3600));
+    tokio::pin!(timer);
+    loop {
+        if stop.is_cancelled() && !connection.streams_ending {
+            connection.stopped = true;
+            connection.end_streams();
+        }
+        let pending_out = connection.out.len() - written;
+        connection.start_calls(connection.released_until, pending_out);
+        if socket.wants_flush() {
+            if let Err(err) = socket.flush() {
+                return Err(connection.lost(ConnectionEnd::Lost(err.to_string())));
+            }
+        }
+        while written < connection.out.len() {
+            match socket.try_write(&connection.out[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(err) => return Err(connection.lost(ConnectionEnd::Lost(err.to_string()))),
+            }
+        }
+        if written == connection.out.len() {
+            connection.out.clear();
+            written = 0;
+            if std::mem::take(&mut connection.streams_waiting_room) {
+                // Streams that could send met a full buffer: now it has room (a timer that
+                // fires at once brings the loop back to them, after whatever is readable).
+                connection.stream_wake = Some(Instant::now());
+            }
+        } else if written >= READ_CHUNK && written * 2 >= connection.out.len() {
+            // Keep the unwritten tail at the front, so a slow reader's buffer does not only grow.
+            connection.out.drain(..written);
+            written = 0;
+        }
+        if connection.calls.is_empty() && connection.unsent.is_empty() {
+            if connection.stopped {
+                // Nothing is waiting for an answer: unsent control frames (a RST_STREAM for an
+                // expired call, a WINDOW_UPDATE) matter to no one once we close.
+                return Ok(());
+            }
+            if let Some((_, code)) = connection.go_away {
+                return Err(connection.lost(ConnectionEnd::GoAway(code)));
+            }
+            if connection.ids_left() == 0 {
+                frame::write_goaway(
+                    &mut connection.out,
+                    0,
+                    code::NO_ERROR,
+                    b"stream ids exhausted",
+                );
+                let _ = socket.try_write(&connection.out[written..]);
+                let _ = socket.flush();
+                return Err(connection.lost(ConnectionEnd::StreamIdsExhausted));
+            }
+        }
+        let now = Instant::now();
+        if !connection.peer_settings_seen && now >= preface_deadline {
+            return Err(connection.lost(ConnectionEnd::NoPreface(PREFACE_TIMEOUT)));
+        }
+        let keepalive_wake = match connection.keepalive(now) {
+            Ok(wake) => wake,
+            Err(end) => return Err(connection.lost(end)),
+        };
+        // Wake for the next scheduled call, the earliest deadline, the preface's, or the
+        // keepalive's.
+        let wake = connection
+            .calls
+            .values()
+            .filter_map(|c| c.deadline)
+            .chain(connection.unsent.iter().filter_map(|c| c.deadline))
+            .chain(connection.wait_until)
+            .chain(connection.busy_until)
+            .chain((!connection.peer_settings_seen).then_some(preface_deadline))
+            .chain(keepalive_wake)
+            .chain(connection.stream_wake)
+            .min();
+        if let Some(at) = wake {
+            timer.as_mut().reset(at.into());
+        }
+        let pending_out = connection.out.len() - written;
+        let want_write = pending_out > 0 || socket.wants_flush();
+        // A server that does not read cannot make us buffer without limit: past the hard
+        // limit we stop reading until our writes drain (deadlines still fire).
+        let want_read = pending_out < OUT_HARD_LIMIT;
+        tokio::select! {
+            ready = socket.readable(), if want_read => {
+                if let Err(err) = ready {
+                    return Err(connection.lost(ConnectionEnd::Lost(err.to_string())));
+                }
+                if read_buf.capacity() - read_buf.len() < READ_CHUNK / 4 {
+                    read_buf.reserve(READ_CHUNK);
+                }
+                match socket.read_available(&mut read_buf) {
+                    Ok(0) => return Err(connection.lost(ConnectionEnd::Lost("the server closed the connection".to_owned()))),
+                    Ok(_) => {
+                        if connection.template.keepalive.is_some() {
+                            // Anything from the server proves it alive (as in grpc-go).
+                            connection.last_read = Instant::now();
+                            connection.ping_sent = None;
+                        }
+                        if let Err(error) = connection.on_bytes(&mut read_buf) {
+                            frame::write_goaway(&mut connection.out, 0, error.code, error.reason.as_bytes());
+                            let _ = socket.try_write(&connection.out[written..]);
+                            let _ = socket.flush();
+                            return Err(connection.lost(ConnectionEnd::Protocol(error)));
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(err) => return Err(connection.lost(ConnectionEnd::Lost(err.to_string()))),
+                }
+            }
+            _ = socket.writable(), if want_write => {}
+            _ = &mut timer, if wake.is_some() => {
+                let now = Instant::now();
+                connection.released_until = now;
+                if connection.busy_until.is_some_and(|at| at <= now) {
+                    // Asked again below (or never, once stopped): a past instant must not
+                    // keep the timer firing.
+                    connection.busy_until = None;
+                }
+                connection.expire(now);
+            }
+            _ = stop.cancelled(), if !connection.stopped || !connection.streams_ending => {
+                connection.stopped = true;
+                connection.end_streams();
+            }
+        }
+    }
+}
+
+impl<S: CallSource> Connection<'_, S> {
+    /// Hands back the calls in flight and the calls started but not yet written, for the
+    /// caller to count as lost.
+    fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<LostCall>) {
+        let mut calls: Vec<LostCall> = self
+            .calls
+            .drain()
+            .map(|(_, call)| LostCall {
+                token: call.token,
+                sent: call.sent,
+                messages: call
+                    .stream
+                    .as_ref()
+                    .map_or((0, 0), |s| (s.sent, s.received)),
+            })
+            .collect();
+        calls.extend(self.unsent.drain(..).map(|call| LostCall {
+            token: call.token,
+            sent: call.sent,
+            messages: (0, 0),
+        }));
+        (end, calls)
+    }
+
+    /// Keepalive (`--keepalive`): sends a PING once nothing has arrived for the keepalive
+    /// time while calls are in flight, and gives the connection up when nothing arrives
+    /// within as long after it. Returns when to look again; `None` without keepalive or
+    /// with no call in flight (grpc-go's default: no PINGs without streams).
+    fn keepalive(&mut self, now: Instant) -> Result<Option<Instant>, ConnectionEnd> {
+        let Some(interval) = self.template.keepalive else {
+            return Ok(None);
+        };
+        if self.calls.is_empty() {
+            return Ok(None);
+        }
+        match self.ping_sent {
+            Some(sent) if now >= sent + interval => Err(ConnectionEnd::KeepaliveTimeout(interval)),
+            Some(sent) => Ok(Some(sent + interval)),
+            None if now >= self.last_read + interval => {
+                frame::write_ping(&mut self.out, KEEPALIVE_PING);
+                self.ping_sent = Some(now);
+                Ok(Some(now + interval))
+            }
+            None => Ok(Some(self.last_read + interval)),
+        }
+    }
+
+    /// How many more streams this connection can open before its ids run out.
+    fn ids_left(&self) -> usize {
+        if self.next_stream > MAX_STREAM_ID {
+            0
+        } else {
+            ((MAX_STREAM_ID - self.next_stream) / 2 + 1) as usize
+        }
+    }
+
+    fn finish(&mut self, stream: u32, end: CallEnd) {
+        if let Some(call) = self.calls.remove(&stream) {
+            self.blocked.retain(|s| *s != stream);
+            if let Some(progress) = &call.stream {
+                self.source
+                    .stream_messages(call.token, progress.sent, progress.received);
+            }
+            self.source
+                .completed(call.token, call.sent, end, Instant::now());
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let expired: Vec<u32> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for stream in expired {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+            self.finish(stream, CallEnd::DeadlineExceeded);
+        }
+        // Calls that never got written end without a frame; the others keep their order.
+        if self
+            .unsent
+            .iter()
+            .any(|c| c.deadline.is_some_and(|d| d <= now))
+        {
+            for call in std::mem::take(&mut self.unsent) {
+                if call.deadline.is_some_and(|d| d <= now) {
+                    self.source
+                        .completed(call.token, call.sent, CallEnd::DeadlineExceeded, now);
+                } else {
+                    self.unsent.push_back(call);
+                }
+            }
+        }
+    }
+
+    fn on_bytes(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
+        while let Some((header, payload)) = frame::take_frame(buf)? {
+            self.on_frame(header, payload)?;
+        }
+        if self.conn_recv_unacked >= CONNECTION_WINDOW / 2 {
+            frame::write_window_update(&mut self.out, 0, self.conn_recv_unacked);
+            self.conn_recv_unacked = 0;
+        }
+        Ok(())
+    }
+
+    fn on_frame(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+        if !self.peer_settings_seen && (header.kind != kind::SETTINGS || header.has(flags::ACK)) {
+            // RFC 9113 §3.4: the server's preface is a SETTINGS frame, and it comes first.
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "the server's first frame was not SETTINGS",
+            ));
+        }
+        if let Some(partial) = &self.partial {
+            if header.kind != kind::CONTINUATION || header.stream != partial.stream {
+                return Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "a header block was interrupted",
+                ));
+            }
+        }
+        match header.kind {
+            kind::DATA => self.on_data(header, &payload),
+            kind::HEADERS => {
+                if header.stream == 0 {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "HEADERS on stream 0",
+                    ));
+                }
+                let range = frame::headers_fragment(&header, &payload)?;
+                if header.has(flags::END_HEADERS) {
+                    self.on_header_block(
+                        header.stream,
+                        header.has(flags::END_STREAM),
+                        &payload[range],
+                    )
+                } else {
+                    self.partial = Some(PartialHeaders {
+                        stream: header.stream,
+                        end_stream: header.has(flags::END_STREAM),
+                        block: payload[range].to_vec(),
+                    });
+                    Ok(())
+                }
+            }
+            kind::CONTINUATION => {
+                let Some(mut partial) = self.partial.take() else {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "CONTINUATION without HEADERS",
+                    ));
+                };
+                partial.block.extend_from_slice(&payload);
+                if header.has(flags::END_HEADERS) {
+                    self.on_header_block(partial.stream, partial.end_stream, &partial.block)
+                } else {
+                    self.partial = Some(partial);
+                    Ok(())
+                }
+            }
+            kind::RST_STREAM => {
+                let error = frame::parse_rst_stream(&payload)?;
+                // A reset after the server already sent the call's grpc-status (in trailers
+                // that lacked END_STREAM): the status it sent is the call's outcome, as gRPC
+                // clients report it. Otherwise the reset is.
+                let status_seen = self
+                    .calls
+                    .get(&header.stream)
+                    .is_some_and(|c| c.grpc_status.is_some());
+                if status_seen {
+                    self.end_stream(header.stream);
+                } else {
+                    self.finish(header.stream, CallEnd::Reset(error));
+                }
+                Ok(())
+            }
+            kind::SETTINGS => {
+                if header.has(flags::ACK) {
+                    return Ok(());
+                }
+                self.peer_settings_seen = true;
+                for (id, value) in frame::parse_settings(&payload)? {
+                    match id {
+                        setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),
+                        setting::MAX_CONCURRENT_STREAMS => self.peer_max_streams = value as usize,
+                        setting::INITIAL_WINDOW_SIZE => {
+                            let delta = i64::from(value) - self.peer_initial_window;
+                            self.peer_initial_window = i64::from(value);
+                            for call in self.calls.values_mut() {
+                                call.send_window += delta;
+                            }
+                        }
+                        setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
+                        _ => {}
+                    }
+                }
+                frame::write_settings_ack(&mut self.out);
+                self.send_blocked();
+                Ok(())
+            }
+            kind::PING => {
+                frame::check_ping(&payload)?;
+                if !header.has(flags::ACK) {
+                    frame::write_ping_ack(&mut self.out, &payload);
+                }
+                Ok(())
+            }
+            kind::GOAWAY => {
+                let (last, error) = frame::parse_goaway(&payload)?;
+                if self.go_away.is_some_and(|(earlier, _)| last > earlier) {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "a second GOAWAY raised the last stream id",
+                    ));
+                }
+                self.go_away = Some((last, error));
+                // Streams above `last` were never processed: they fail now (retry-safe).
+                let unprocessed: Vec<u32> =
+                    self.calls.keys().copied().filter(|id| *id > last).collect();
+                for stream in unprocessed {
+                    self.finish(stream, CallEnd::Reset(code::REFUSED_STREAM));
+                }
+                Ok(())
+            }
+            kind::WINDOW_UPDATE => {
+                let increment = frame::parse_window_update(&payload)?;
+                if header.stream == 0 {
+                    if increment == 0 {
+                        return Err(connection_error(
+                            code::PROTOCOL_ERROR,
+                            "WINDOW_UPDATE of 0 on the connection",
+                        ));
+                    }
+                    self.conn_send_window += i64::from(increment);
+                    if self.conn_send_window > i64::from(frame::MAX_WINDOW) {
+                        return Err(connection_error(
+                            code::FLOW_CONTROL_ERROR,
+                            "the server raised the connection window past 2^31-1",
+                        ));
+                    }
+                } else if let Some(call) = self.calls.get_mut(&header.stream) {
+                    call.send_window += i64::from(increment);
+                    if increment == 0 {
+                        self.stream_error(
+                            header.stream,
+                            code::PROTOCOL_ERROR,
+                            "the server sent a WINDOW_UPDATE of 0",
+                        );
+                    } else if call.send_window > i64::from(frame::MAX_WINDOW) {
+                        self.stream_error(
+                            header.stream,
+                            code::FLOW_CONTROL_ERROR,
+                            "the server raised a stream window past 2^31-1",
+                        );
+                    }
+                }
+                self.send_blocked();
+                Ok(())
+            }
+            kind::PUSH_PROMISE => Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "PUSH_PROMISE although push is disabled",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A stream error (RFC 9113 §5.4.2): reset the stream and end its call as malformed.
+    fn stream_error(&mut self, stream: u32, error: u32, reason: &'static str) {
+        frame::write_rst_stream(&mut self.out, stream, error);
+        self.finish(stream, CallEnd::Malformed(reason));
+    }
+
+    /// The server ended the stream: decide the call's outcome.
+    fn end_stream(&mut self, stream: u32) {
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return;
+        };
+        let streaming = call.stream.as_ref();
+        let end = match (call.http_status, call.grpc_status) {
+            _ if streaming.is_some_and(|s| s.counter.in_message()) => {
+                CallEnd::Malformed("the stream ended inside a message")
+            }
+            // A stream may carry no message at all (a feed of 0).
+            (200, Some(0)) if streaming.is_some() => CallEnd::Ok(None),
+            (200, Some(0)) if call.received == 0 => {
+                CallEnd::Malformed("status OK but no reply message")
+            }
+            (200, Some(0)) => CallEnd::Ok(call.reply.take().map(BytesMut::freeze)),
+            (_, Some(status)) => CallEnd::Status(status, std::mem::take(&mut call.grpc_message)),
+            (200, None) => CallEnd::Malformed("the server ended the stream without grpc-status"),
+            (http, None) => CallEnd::Http(http),
+        };
+        // If our request body is still going out, stop it: the call is over.
+        if !call.pending.is_empty() || call.stream.as_ref().is_some_and(|s| !s.half_closed) {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+        }
+        self.finish(stream, end);
+    }
+}

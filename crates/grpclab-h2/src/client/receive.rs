@@ -1,0 +1,200 @@
+//! Replies: a response's header block (HTTP status, `grpc-status`, `grpc-message`, in headers or
+//! trailers) and its DATA (messages counted, a reply kept for validation when asked, windows
+//! given back).
+
+use super::*;
+
+impl<S: CallSource> Connection<'_, S> {
+    pub(super) fn on_header_block(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        block: &[u8],
+    ) -> Result<(), ConnectionError> {
+        self.scratch_status = None;
+        self.scratch_message.clear();
+        self.scratch_http = 0;
+        self.scratch_status_fields = 0;
+        self.scratch_malformed = false;
+        let (status, message, http, status_fields, malformed) = (
+            &mut self.scratch_status,
+            &mut self.scratch_message,
+            &mut self.scratch_http,
+            &mut self.scratch_status_fields,
+            &mut self.scratch_malformed,
+        );
+        let mut regular_seen = false;
+        self.decoder
+            .decode(block, |name, value| match name {
+                b":status" => {
+                    *malformed |= regular_seen;
+                    *status_fields = status_fields.saturating_add(1);
+                    *http = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                }
+                _ if name.first() == Some(&b':') => *malformed = true,
+                b"grpc-status" => {
+                    regular_seen = true;
+                    *status = Some(
+                        std::str::from_utf8(value)
+                            .ok()
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(2),
+                    );
+                }
+                b"grpc-message" => {
+                    regular_seen = true;
+                    message.push_str(&crate::grpc::percent_decode(value))
+                }
+                _ => regular_seen = true,
+            })
+            .map_err(|_| {
+                connection_error(
+                    code::COMPRESSION_ERROR,
+                    "malformed HPACK header block from the server",
+                )
+            })?;
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return Ok(()); // a call we gave up on (deadline) or never made
+        };
+        // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
+        // pseudo-header and end the stream (§8.1). A malformed response is a stream error.
+        let malformed = self.scratch_malformed
+            || if call.headers_seen {
+                self.scratch_status_fields != 0 || !end_stream
+            } else {
+                self.scratch_status_fields != 1
+            };
+        if malformed {
+            self.stream_error(
+                stream,
+                code::PROTOCOL_ERROR,
+                "malformed response headers (:status missing or repeated, or misplaced pseudo-headers)",
+            );
+            return Ok(());
+        }
+        if !call.headers_seen {
+            call.headers_seen = true;
+            call.http_status = self.scratch_http;
+        }
+        if let Some(status) = self.scratch_status {
+            call.grpc_status = Some(status);
+            call.grpc_message = std::mem::take(&mut self.scratch_message);
+        }
+        if end_stream {
+            self.end_stream(stream);
+        }
+        Ok(())
+    }
+
+    pub(super) fn on_data(
+        &mut self,
+        header: Header,
+        payload: &Bytes,
+    ) -> Result<(), ConnectionError> {
+        let size = payload.len() as u32;
+        self.conn_recv_unacked += size;
+        let range = frame::strip_padding(&header, payload)?;
+        if self.conn_recv_unacked > CONNECTION_WINDOW {
+            return Err(connection_error(
+                code::FLOW_CONTROL_ERROR,
+                "the server sent more DATA than the connection window",
+            ));
+        }
+        let Some(call) = self.calls.get_mut(&header.stream) else {
+            return Ok(());
+        };
+        if !call.headers_seen {
+            self.stream_error(
+                header.stream,
+                code::PROTOCOL_ERROR,
+                "the server sent DATA before the response headers",
+            );
+            return Ok(());
+        }
+        if call.recv_unacked + size > STREAM_WINDOW {
+            self.stream_error(
+                header.stream,
+                code::FLOW_CONTROL_ERROR,
+                "the server sent more DATA than the stream window",
+            );
+            return Ok(());
+        }
+        call.received += range.len();
+        if let Some(stream) = call.stream.as_mut() {
+            let whole = stream.counter.feed(&payload[range.clone()]);
+            stream.received += whole;
+            call.recv_unacked += size;
+            let too_large = self
+                .template
+                .max_reply_message
+                .filter(|max| stream.counter.largest() > *max);
+            if let Some(max) = too_large {
+                let largest = stream.counter.largest();
+                frame::write_rst_stream(&mut self.out, header.stream, code::CANCEL);
+                self.finish(
+                    header.stream,
+                    CallEnd::Status(
+                        8,
+                        format!(
+                            "grpc: received message larger than max ({largest} vs. {max}) (--max-recv-message-size)"
+                        ),
+                    ),
+                );
+                return Ok(());
+            }
+            if whole > 0 {
+                if let (Some(written), Some(spec)) =
+                    (stream.awaiting_reply.take(), &self.template.stream)
+                {
+                    self.source.round_trip(call.token, written.elapsed());
+                    Self::plan_next(
+                        spec,
+                        stream,
+                        &mut self.out,
+                        header.stream,
+                        &mut self.stream_wake,
+                        call.token.intended.is_some(),
+                    );
+                }
+            }
+            if header.has(flags::END_STREAM) {
+                self.end_stream(header.stream);
+            } else if call.recv_unacked >= STREAM_WINDOW / 2 {
+                frame::write_window_update(&mut self.out, header.stream, call.recv_unacked);
+                call.recv_unacked = 0;
+            }
+            return Ok(());
+        }
+        if let Some(max) = self.template.max_reply_message {
+            // The body is the 5-byte prefix and the message: past max + 5, the message is over.
+            if call.received > max.saturating_add(5) {
+                let received = call.received - 5;
+                frame::write_rst_stream(&mut self.out, header.stream, code::CANCEL);
+                self.finish(
+                    header.stream,
+                    CallEnd::Status(
+                        8,
+                        format!(
+                            "grpc: received message larger than max ({received}+ vs. {max}) (--max-recv-message-size)"
+                        ),
+                    ),
+                );
+                return Ok(());
+            }
+        }
+        if let Some(reply) = &mut call.reply {
+            reply.extend_from_slice(&payload[range]);
+        }
+        call.recv_unacked += size;
+        if header.has(flags::END_STREAM) {
+            self.end_stream(header.stream);
+        } else if call.recv_unacked >= STREAM_WINDOW / 2 {
+            frame::write_window_update(&mut self.out, header.stream, call.recv_unacked);
+            call.recv_unacked = 0;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,226 @@
+//! Starting calls: taking calls from the source while slots, stream ids, the server's
+//! stream limit and the write buffer allow, and writing each request's HEADERS and DATA as
+//! the stream and connection windows allow (requests blocked on a window wait apart).
+
+use super::*;
+
+impl<S: CallSource> Connection<'_, S> {
+    /// Starts calls while slots are free and the source has some (scheduled calls only up to
+    /// `released_until`, see the field), and writes the started calls the connection can
+    /// take: after the server's SETTINGS, within its stream limit, and while the bytes not
+    /// yet written (`pending_out` before this turn) stay under [`OUT_HIGH_WATER`]. Calls that
+    /// cannot be written wait in `unsent`, oldest first; in the steady state none do, and a
+    /// new call goes straight to the write buffer.
+    pub(super) fn start_calls(&mut self, released_until: Instant, pending_out: usize) {
+        let budget = OUT_HIGH_WATER.saturating_sub(pending_out) + self.out.len();
+        self.start_new_calls(released_until, budget);
+        if self.template.stream.is_some() {
+            // After the new calls: a call just started may be ready for its next message.
+            self.pump_streams(budget);
+        }
+    }
+
+    /// The new calls of [`Connection::start_calls`], within `budget` bytes of write buffer.
+    pub(super) fn start_new_calls(&mut self, released_until: Instant, budget: usize) {
+        let writable = self.peer_settings_seen && self.go_away.is_none();
+        if writable {
+            while !self.unsent.is_empty() && self.may_write(budget) {
+                if let Some(call) = self.unsent.pop_front() {
+                    self.send_request(call);
+                }
+            }
+        }
+        if self.go_away.is_some() {
+            return;
+        }
+        // A slot is a call in flight or waiting to be written; a connection never starts
+        // more calls than it has stream ids left.
+        let limit = self.slots.min(self.ids_left());
+        let mut now = None;
+        while !self.stopped && self.calls.len() + self.unsent.len() < limit {
+            if self.wait_until.is_some_and(|at| at > released_until) {
+                break;
+            }
+            self.wait_until = None;
+            self.busy_until = None;
+            let in_flight = self.calls.len() + self.unsent.len();
+            match self
+                .source
+                .next_call(released_until, in_flight, limit - in_flight)
+            {
+                NextCall::Stop => self.stopped = true,
+                NextCall::Busy(at) => {
+                    self.busy_until = at;
+                    break;
+                }
+                NextCall::WaitUntil(at) => {
+                    self.wait_until = Some(at);
+                    break;
+                }
+                NextCall::Send { body, token } => {
+                    let sent = *now.get_or_insert_with(Instant::now);
+                    let call = UnsentCall {
+                        token,
+                        sent,
+                        deadline: self.template.timeout.map(|t| sent + t),
+                        body,
+                    };
+                    if writable && self.unsent.is_empty() && self.may_write(budget) {
+                        self.send_request(call);
+                    } else {
+                        self.unsent.push_back(call);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether one more stream may open now: within the server's stream limit, and with the
+    /// write buffer under `budget` bytes (see [`Connection::start_calls`]).
+    pub(super) fn may_write(&self, budget: usize) -> bool {
+        self.calls.len() < self.peer_max_streams && self.out.len() < budget
+    }
+
+    pub(super) fn send_request(&mut self, unsent: UnsentCall) {
+        let UnsentCall {
+            token,
+            sent,
+            deadline,
+            body,
+        } = unsent;
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        self.block.clear();
+        let template = &self.template;
+        self.request_block
+            .write(&mut self.encoder, &mut self.block, |encoder, block| {
+                encoder.field(b":method", b"POST", Indexing::Incremental, block);
+                encoder.field(b":scheme", b"http", Indexing::Incremental, block);
+                encoder.field(
+                    b":path",
+                    template.path.as_bytes(),
+                    Indexing::Incremental,
+                    block,
+                );
+                encoder.field(
+                    b":authority",
+                    template.authority.as_bytes(),
+                    Indexing::Incremental,
+                    block,
+                );
+                encoder.field(
+                    b"content-type",
+                    b"application/grpc",
+                    Indexing::Incremental,
+                    block,
+                );
+                encoder.field(b"te", b"trailers", Indexing::Incremental, block);
+                for (name, value) in &template.headers {
+                    encoder.field(
+                        name.as_bytes(),
+                        value.as_bytes(),
+                        Indexing::Incremental,
+                        block,
+                    );
+                }
+            });
+        frame::write_headers(
+            &mut self.out,
+            stream,
+            &self.block,
+            false,
+            self.peer_max_frame,
+        );
+        let keep = self.source.keeps_replies();
+        let (body, streaming, end_with_pending) = match &self.template.stream {
+            None => (body, None, true),
+            Some(spec) => {
+                let messages = match spec.messages_from {
+                    MessagesFrom::EachCall => self.source.call_messages(),
+                    MessagesFrom::Spec | MessagesFrom::EachMessage => Vec::new(),
+                };
+                let first = spec.message(&mut *self.source, &messages, 0);
+                let state = ClientStream {
+                    // Written after the run stopped (it waited for the server's SETTINGS or
+                    // a stream slot): its first message is its last.
+                    ending: self.streams_ending,
+                    messages,
+                    next_index: 1,
+                    sent: 0,
+                    started: sent,
+                    next_at: None,
+                    ready: false,
+                    awaiting_reply: None,
+                    intended: token.intended,
+                    half_closed: false,
+                    counter: MessageCounter::default(),
+                    received: 0,
+                };
+                let last = spec.ends_with_next(0, self.streams_ending);
+                (first, Some(Box::new(state)), last)
+            }
+        };
+        self.calls.insert(
+            stream,
+            Call {
+                token,
+                sent,
+                deadline,
+                end_with_pending,
+                stream: streaming,
+                pending: body,
+                http_status: 0,
+                grpc_status: None,
+                grpc_message: String::new(),
+                received: 0,
+                reply: keep.then(BytesMut::new),
+                headers_seen: false,
+                recv_unacked: 0,
+                send_window: self.peer_initial_window,
+            },
+        );
+        if self.send_pending(stream) {
+            self.message_written(stream);
+        }
+    }
+
+    /// Sends as much of a request's body (a streaming call: its current message) as the
+    /// windows allow; the last frame ends the stream when `end_with_pending` says so. Returns
+    /// whether it is all written.
+    pub(super) fn send_pending(&mut self, stream: u32) -> bool {
+        let max_frame = self.peer_max_frame;
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return true;
+        };
+        loop {
+            let allowed = self
+                .conn_send_window
+                .min(call.send_window)
+                .min(max_frame as i64);
+            if allowed <= 0 && !call.pending.is_empty() {
+                if !self.blocked.contains(&stream) {
+                    self.blocked.push_back(stream);
+                }
+                return false;
+            }
+            let take = (allowed.max(0) as usize).min(call.pending.len());
+            let chunk = call.pending.split_to(take);
+            let last = call.pending.is_empty();
+            frame::write_data(&mut self.out, stream, &chunk, last && call.end_with_pending);
+            self.conn_send_window -= chunk.len() as i64;
+            call.send_window -= chunk.len() as i64;
+            if last {
+                return true;
+            }
+        }
+    }
+
+    pub(super) fn send_blocked(&mut self) {
+        while let Some(stream) = self.blocked.pop_front() {
+            if !self.send_pending(stream) {
+                break;
+            }
+            self.message_written(stream);
+        }
+    }
+}

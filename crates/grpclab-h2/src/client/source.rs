@@ -1,0 +1,142 @@
+//! What a client connection asks of its caller, and what it reports: the [`CallSource`] that
+//! decides each next call and hears of each end, the [`RequestTemplate`] every call shares,
+//! and how calls and connections end.
+
+use super::*;
+
+/// What the next call is, as the [`CallSource`] decides.
+#[derive(Debug)]
+pub enum NextCall {
+    /// Send this framed request now; `token` comes back with the completion.
+    Send {
+        /// The framed request message.
+        body: Bytes,
+        /// The caller's reference for this call (e.g. its intended send time).
+        token: CallToken,
+    },
+    /// Nothing before this instant (open loop); ask again then.
+    WaitUntil(Instant),
+    /// The source allows no more calls in flight for now (a concurrency schedule): ask
+    /// again when a call ends, or at this instant if given. Unlike `WaitUntil`, a call's end
+    /// may free room at once.
+    Busy(Option<Instant>),
+    /// No more calls on this connection.
+    Stop,
+}
+
+/// The caller's reference for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallToken {
+    /// When the call was meant to go out (open loop), if scheduled.
+    pub intended: Option<Instant>,
+    /// Whether the call counts (false during warmup).
+    pub measured: bool,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallEnd {
+    /// `grpc-status: 0`, with the reply message if the source keeps replies.
+    Ok(Option<Bytes>),
+    /// A non-zero `grpc-status`, with `grpc-message`.
+    Status(u32, String),
+    /// A non-200 HTTP status and no `grpc-status`.
+    Http(u16),
+    /// The server reset the stream with this error code.
+    Reset(u32),
+    /// The response broke the gRPC protocol (no status, no reply message).
+    Malformed(&'static str),
+    /// The client's deadline passed first.
+    DeadlineExceeded,
+}
+
+/// The load engine's side of a connection: where calls come from and results go.
+pub trait CallSource {
+    /// The next call to start; `in_flight` calls are started and not ended, and `free_slots`
+    /// more could start now (a source may take that many scheduled calls at once, so a
+    /// connection's calls go out together).
+    fn next_call(&mut self, now: Instant, in_flight: usize, free_slots: usize) -> NextCall;
+    /// A call ended; `sent` is when its first frame was queued.
+    fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant);
+    /// Whether replies must be kept (validation); otherwise only their length is counted.
+    fn keeps_replies(&self) -> bool;
+    /// A ping-pong round trip of a streaming call: a reply, against its request's write.
+    fn round_trip(&mut self, token: CallToken, latency: Duration) {
+        let _ = (token, latency);
+    }
+    /// A streaming call's messages ([`MessagesFrom::EachCall`]), asked once as it starts.
+    fn call_messages(&mut self) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// Message `index` of a streaming call ([`MessagesFrom::EachMessage`]).
+    fn message(&mut self, index: u64) -> Bytes {
+        let _ = index;
+        Bytes::new()
+    }
+    /// A streaming call is over (reported just before its end): the messages it wrote and the
+    /// whole messages it received.
+    fn stream_messages(&mut self, token: CallToken, sent: u64, received: u64) {
+        let _ = (token, sent, received);
+    }
+}
+
+/// What every request carries, set once per connection.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// `:authority`
+    pub authority: String,
+    /// `:path`
+    pub path: String,
+    /// Extra headers (e.g. `grpc-timeout`, metadata): indexed, since they repeat.
+    pub headers: Vec<(String, String)>,
+    /// Client-side deadline per call.
+    pub timeout: Option<Duration>,
+    /// The id of the connection's first stream: 1 in normal use. Tests start near 2^31 to
+    /// reach stream-id exhaustion without 2^30 calls.
+    pub first_stream_id: u32,
+    /// The largest reply message accepted (ghz's `--max-recv-message-size`); a larger one
+    /// ends its call with RESOURCE_EXHAUSTED (and RST_STREAM(CANCEL)), as grpc-go's client.
+    pub max_reply_message: Option<usize>,
+    /// ghz's `--keepalive` (grpc-go's client keepalive, its time and timeout both this
+    /// long): while calls are in flight, a PING once nothing has arrived for this long; the
+    /// connection is lost when nothing arrives within as long again. `None`: no PINGs.
+    pub keepalive: Option<Duration>,
+    /// Streaming calls: how each call sends its messages (`None`: unary calls, whose body is
+    /// the source's).
+    pub stream: Option<StreamSpec>,
+}
+
+/// A call that was in flight (or started and not yet written) on a connection that was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostCall {
+    /// The caller's reference.
+    pub token: CallToken,
+    /// When its first frame was queued (or it started, if never written).
+    pub sent: Instant,
+    /// A streaming call's messages written and received whole before the loss.
+    pub messages: (u64, u64),
+}
+
+/// Why a connection ended before its source said stop.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionEnd {
+    /// The socket failed or closed.
+    #[error("connection lost: {0}")]
+    Lost(String),
+    /// The server sent GOAWAY.
+    #[error("the server sent GOAWAY (error code {0:#x})")]
+    GoAway(u32),
+    /// The server broke the protocol; we sent GOAWAY with this code.
+    #[error("protocol error from the server: {0}")]
+    Protocol(ConnectionError),
+    /// Every stream id of the connection has been used (RFC 9113 §5.1.1: ids cannot be
+    /// reused): a planned end, the caller opens a new connection. No call is lost.
+    #[error("stream ids exhausted: a new connection is needed")]
+    StreamIdsExhausted,
+    /// The server sent no SETTINGS frame (its connection preface) in time.
+    #[error("the server sent no HTTP/2 SETTINGS within {0:?}: is it an HTTP/2 (gRPC) server, and not a TLS port?")]
+    NoPreface(Duration),
+    /// Nothing arrived within the keepalive time after our PING (`--keepalive`).
+    #[error("keepalive: nothing from the server within {0:?} of a PING (--keepalive); the connection is taken as dead")]
+    KeepaliveTimeout(Duration),
+}

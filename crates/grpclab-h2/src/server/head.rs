@@ -1,0 +1,339 @@
+//! Request headers: HEADERS and CONTINUATION frames, the header block decoded field by field
+//! into a fixed scratch (no allocation per request), and the checks that make a request
+//! well-formed (RFC 9113 §8.1.2, §8.3.1): pseudo-headers once each and first, no connection
+//! headers, `te: trailers` only, lower-case names, `content-length` that the body must match.
+
+use super::*;
+
+/// Header decoding scratch, reused for every header block.
+#[derive(Default)]
+pub(super) struct HeadScratch {
+    pub(super) method: Vec<u8>,
+    pub(super) path: Vec<u8>,
+    pub(super) content_type: OptionalValue,
+    pub(super) grpc_encoding: OptionalValue,
+    pub(super) grpc_timeout: OptionalValue,
+    /// Which of :method, :scheme, :path, :authority were present (`PSEUDO_*` bits).
+    pub(super) pseudo_seen: u8,
+    /// A regular field has been seen: a pseudo-header after it is malformed (§8.3).
+    pub(super) regular_seen: bool,
+    pub(super) content_length: Option<u64>,
+    pub(super) malformed: bool,
+}
+
+pub(super) const PSEUDO_METHOD: u8 = 1;
+pub(super) const PSEUDO_SCHEME: u8 = 2;
+pub(super) const PSEUDO_PATH: u8 = 4;
+pub(super) const PSEUDO_AUTHORITY: u8 = 8;
+
+/// A header value that may be absent, whose buffer is kept between requests (an `Option<Vec>`
+/// reset to `None` would allocate again for every request).
+#[derive(Default)]
+pub(super) struct OptionalValue {
+    present: bool,
+    value: Vec<u8>,
+}
+
+impl OptionalValue {
+    fn set(&mut self, value: &[u8]) {
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.present = true;
+    }
+
+    fn get(&self) -> Option<&[u8]> {
+        self.present.then_some(self.value.as_slice())
+    }
+}
+
+impl HeadScratch {
+    /// Takes one decoded field, checking the rules of RFC 9113 §8.2 and §8.3 as it goes.
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        if name.first() == Some(&b':') {
+            let bit = match name {
+                b":method" => PSEUDO_METHOD,
+                b":scheme" => PSEUDO_SCHEME,
+                b":path" => PSEUDO_PATH,
+                b":authority" => PSEUDO_AUTHORITY,
+                _ => 0, // unknown, or a response pseudo-header (§8.3): malformed
+            };
+            // Unknown, repeated, or after a regular field: malformed (§8.3, §8.3.1).
+            if bit == 0 || self.pseudo_seen & bit != 0 || self.regular_seen {
+                self.malformed = true;
+            }
+            self.pseudo_seen |= bit;
+            match bit {
+                PSEUDO_METHOD => self.method.extend_from_slice(value),
+                PSEUDO_PATH => self.path.extend_from_slice(value),
+                _ => {}
+            }
+            return;
+        }
+        self.regular_seen = true;
+        match name {
+            b"content-type" => self.content_type.set(value),
+            b"grpc-encoding" => self.grpc_encoding.set(value),
+            b"grpc-timeout" => self.grpc_timeout.set(value),
+            // The only value `te` may carry in HTTP/2 (§8.2.2).
+            b"te" if value != b"trailers" => self.malformed = true,
+            b"content-length" => {
+                let parsed = std::str::from_utf8(value)
+                    .ok()
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse::<u64>().ok());
+                match (parsed, self.content_length) {
+                    (Some(length), None) => self.content_length = Some(length),
+                    (Some(length), Some(earlier)) if length == earlier => {}
+                    _ => self.malformed = true,
+                }
+            }
+            // Connection-specific fields are malformed in HTTP/2 (§8.2.2).
+            b"connection" | b"transfer-encoding" | b"keep-alive" | b"upgrade"
+            | b"proxy-connection" => self.malformed = true,
+            _ if name.iter().any(u8::is_ascii_uppercase) => self.malformed = true,
+            _ => {}
+        }
+    }
+
+    /// Whether the fields make a well-formed request (§8.3.1): :method, :scheme and a
+    /// non-empty :path, each once; a request that ends with its headers declares no body.
+    fn is_valid_request(&self, end_stream: bool) -> bool {
+        let required = PSEUDO_METHOD | PSEUDO_SCHEME | PSEUDO_PATH;
+        let body_promised = end_stream && self.content_length.is_some_and(|length| length != 0);
+        let incomplete = self.pseudo_seen & required != required
+            || self.method.is_empty()
+            || self.path.is_empty();
+        !(self.malformed || incomplete || body_promised)
+    }
+
+    fn clear(&mut self) {
+        self.method.clear();
+        self.path.clear();
+        for field in [
+            &mut self.content_type,
+            &mut self.grpc_encoding,
+            &mut self.grpc_timeout,
+        ] {
+            field.present = false;
+        }
+        self.pseudo_seen = 0;
+        self.regular_seen = false;
+        self.content_length = None;
+        self.malformed = false;
+    }
+}
+
+/// A HEADERS frame waiting for its CONTINUATIONs.
+pub(super) struct PartialHeaders {
+    pub(super) stream: u32,
+    pub(super) end_stream: bool,
+    pub(super) self_dependent: bool,
+    pub(super) block: Vec<u8>,
+}
+
+impl<S: Service> Connection<S> {
+    pub(super) fn on_headers(
+        &mut self,
+        header: Header,
+        payload: &[u8],
+    ) -> Result<(), ConnectionError> {
+        if header.stream == 0 {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "HEADERS on stream 0",
+            ));
+        }
+        if header.stream.is_multiple_of(2) {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "a client stream with an even id",
+            ));
+        }
+        let fragment = frame::headers_fragment(&header, payload)?;
+        // The priority fields sit just before the fragment (§6.2); RFC 9113 deprecates
+        // priorities but still forbids a stream depending on itself (§5.3.1).
+        let self_dependent = header.has(flags::PRIORITY)
+            && dependency(&payload[fragment.start - 5..fragment.start]) == header.stream;
+        let partial = PartialHeaders {
+            stream: header.stream,
+            end_stream: header.has(flags::END_STREAM),
+            self_dependent,
+            block: Vec::new(),
+        };
+        if header.has(flags::END_HEADERS) {
+            self.on_header_block(
+                partial.stream,
+                partial.end_stream,
+                self_dependent,
+                &payload[fragment],
+            )
+        } else {
+            let mut partial = partial;
+            partial.block.extend_from_slice(&payload[fragment]);
+            self.partial = Some(partial);
+            Ok(())
+        }
+    }
+
+    pub(super) fn on_continuation(
+        &mut self,
+        header: Header,
+        payload: &[u8],
+    ) -> Result<(), ConnectionError> {
+        let Some(mut partial) = self.partial.take() else {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "CONTINUATION without HEADERS",
+            ));
+        };
+        if payload.is_empty() && !header.has(flags::END_HEADERS) {
+            self.spend_flood_credit()?;
+        }
+        partial.block.extend_from_slice(payload);
+        if partial.block.len() > crate::hpack::decoder_max_block() {
+            return Err(connection_error(
+                code::PROTOCOL_ERROR,
+                "header block too large",
+            ));
+        }
+        if header.has(flags::END_HEADERS) {
+            let block = std::mem::take(&mut partial.block);
+            self.on_header_block(
+                partial.stream,
+                partial.end_stream,
+                partial.self_dependent,
+                &block,
+            )
+        } else {
+            self.partial = Some(partial);
+            Ok(())
+        }
+    }
+
+    /// A complete header block: a new request, or trailers of one. `self_dependent`: its
+    /// HEADERS frame made the stream depend on itself (§5.3.1: a stream error).
+    pub(super) fn on_header_block(
+        &mut self,
+        stream_id: u32,
+        end_stream: bool,
+        self_dependent: bool,
+        block: &[u8],
+    ) -> Result<(), ConnectionError> {
+        // Decode first, whatever happens to the stream: the HPACK state must stay in step.
+        self.head.clear();
+        let head = &mut self.head;
+        self.decoder
+            .decode(block, |name, value| head.field(name, value))
+            .map_err(|_| {
+                connection_error(code::COMPRESSION_ERROR, "malformed HPACK header block")
+            })?;
+
+        if stream_id <= self.last_stream {
+            // A streaming call's half-close so far (None: not a streaming call).
+            let stream_half_closed = self.streaming.get(&stream_id).map(|call| call.half_closed);
+            // Trailers on a stream we know, or headers on a closed one.
+            return match self.streams.get_mut(&stream_id) {
+                // Trailers: END_STREAM, and no pseudo-header (§8.1, §8.3).
+                Some(Stream {
+                    state: StreamState::Receiving { .. },
+                    ..
+                }) if end_stream && self.head.pseudo_seen == 0 && !self.head.malformed => {
+                    self.complete(stream_id);
+                    Ok(())
+                }
+                // A streaming call's trailers: its half-close.
+                Some(Stream {
+                    state: StreamState::Streaming,
+                    ..
+                }) if stream_half_closed == Some(false)
+                    && end_stream
+                    && self.head.pseudo_seen == 0
+                    && !self.head.malformed =>
+                {
+                    self.on_stream_trailers(stream_id);
+                    Ok(())
+                }
+                // HEADERS on a stream the client has half-closed: §5.1.
+                Some(Stream {
+                    state: StreamState::Streaming,
+                    ..
+                }) if stream_half_closed == Some(true) => {
+                    self.reset(stream_id, code::STREAM_CLOSED);
+                    Ok(())
+                }
+                Some(_) => {
+                    self.reset(stream_id, code::PROTOCOL_ERROR);
+                    Ok(())
+                }
+                // Trailers of a stream we reset (refused, or answered early): ignored (§5.1).
+                None if self.reset_ids.contains(&stream_id) => Ok(()),
+                // An id at or below one already used that opens nothing: §5.1.1.
+                None => Err(connection_error(
+                    code::PROTOCOL_ERROR,
+                    "HEADERS on a stream id already used or skipped",
+                )),
+            };
+        }
+        self.last_stream = stream_id;
+        if self.going_away {
+            return Ok(());
+        }
+        if self.streams.len() >= self.settings.max_concurrent_streams as usize {
+            frame::write_rst_stream(&mut self.out, stream_id, code::REFUSED_STREAM);
+            self.remember_reset(stream_id);
+            return Ok(());
+        }
+        if self_dependent || !self.head.is_valid_request(end_stream) {
+            frame::write_rst_stream(&mut self.out, stream_id, code::PROTOCOL_ERROR);
+            self.remember_reset(stream_id);
+            return Ok(());
+        }
+        let head = RequestHead {
+            method: &self.head.method,
+            path: &self.head.path,
+            content_type: self.head.content_type.get(),
+            grpc_encoding: self.head.grpc_encoding.get(),
+            grpc_timeout: self.head.grpc_timeout.get(),
+        };
+        let stream = Stream {
+            state: StreamState::Running,
+            recv_window: i64::from(self.settings.initial_window_size),
+            recv_unacked: 0,
+            send_window_offset: 0,
+            held: 0,
+        };
+        match self.service.accept(&head, self.turn_started) {
+            Ok(call) => {
+                let deadline = self.service.deadline(&call);
+                if let Some(state) = self.service.open_stream(&call) {
+                    self.open_streaming_call(stream_id, stream, call, state, deadline, end_stream);
+                    return Ok(());
+                }
+                self.streams.insert(
+                    stream_id,
+                    Stream {
+                        state: StreamState::Receiving {
+                            call,
+                            body: Body::Empty,
+                            deadline,
+                            content_length: self.head.content_length,
+                        },
+                        ..stream
+                    },
+                );
+                if end_stream {
+                    self.complete(stream_id);
+                }
+            }
+            Err(response) => {
+                self.streams.insert(stream_id, stream);
+                self.respond(stream_id, response);
+                if !end_stream {
+                    // Refused before its body: ask the client to stop sending it (§8.1).
+                    self.reset(stream_id, code::NO_ERROR);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! Writing responses: the response HEADERS (cached HPACK blocks for gRPC's constant head), DATA,
+//! and the trailers or Trailers-Only status block with `grpc-status` and a percent-encoded
+//! `grpc-message`.
+
+use super::*;
+
+impl<S: Service> Connection<S> {
+    /// Encodes a response; data beyond the flow-control windows waits in the stream.
+    pub(super) fn respond(&mut self, stream_id: u32, response: Response) {
+        let Some(stream) = self.streams.get(&stream_id) else {
+            return; // reset by the client meanwhile
+        };
+        if let StreamState::Streaming = stream.state {
+            self.on_stream_reply(stream_id, response);
+            return;
+        }
+        // Answered before the request ended (415, RESOURCE_EXHAUSTED, a deadline): after the
+        // response, RST_STREAM(NO_ERROR) asks the client to stop sending (§8.1), and its late
+        // DATA is ignored rather than answered with STREAM_CLOSED.
+        let early = matches!(stream.state, StreamState::Receiving { .. })
+            && !matches!(response, Response::Message(_) | Response::Gzip(_));
+        let response_is_gzip = matches!(response, Response::Gzip(_));
+        self.block_scratch.clear();
+        match response {
+            Response::Http(status) => {
+                self.encoder.begin_block(&mut self.block_scratch);
+                let status = status.to_string();
+                self.encoder.field(
+                    b":status",
+                    status.as_bytes(),
+                    Indexing::Without,
+                    &mut self.block_scratch,
+                );
+                self.end_with_headers(stream_id);
+            }
+            Response::Status { code, message } => {
+                self.status_block(code, &message, true);
+                self.end_with_headers(stream_id);
+            }
+            Response::Message(data) | Response::Gzip(data) => {
+                self.write_response_head(stream_id, response_is_gzip);
+                if let Some(stream) = self.streams.get_mut(&stream_id) {
+                    stream.state = StreamState::Sending {
+                        data,
+                        trailers: true,
+                    };
+                }
+                self.send_stream(stream_id);
+            }
+        }
+        if early {
+            self.reset(stream_id, code::NO_ERROR);
+        }
+    }
+
+    /// Writes a response's HEADERS, not ending the stream: `:status 200` and `content-type`,
+    /// with `grpc-encoding: gzip` (and `grpc-accept-encoding`) for a gzip response; from the
+    /// cached blocks, so after the first response they are a few bytes.
+    pub(super) fn write_response_head(&mut self, stream_id: u32, gzip: bool) {
+        self.block_scratch.clear();
+        let accept_encoding = self.settings.accept_encoding;
+        let block = match gzip {
+            false => &mut self.head_block,
+            true => &mut self.gzip_head_block,
+        };
+        block.write(
+            &mut self.encoder,
+            &mut self.block_scratch,
+            |encoder, block| {
+                encoder.field(b":status", b"200", Indexing::Incremental, block);
+                encoder.field(
+                    b"content-type",
+                    b"application/grpc",
+                    Indexing::Incremental,
+                    block,
+                );
+                if gzip {
+                    encoder.field(b"grpc-encoding", b"gzip", Indexing::Incremental, block);
+                    if let Some(accepted) = accept_encoding {
+                        encoder.field(
+                            b"grpc-accept-encoding",
+                            accepted,
+                            Indexing::Incremental,
+                            block,
+                        );
+                    }
+                }
+            },
+        );
+        frame::write_headers(
+            &mut self.out,
+            stream_id,
+            &self.block_scratch,
+            false,
+            self.peer_max_frame,
+        );
+    }
+
+    /// Sends the header block in `block_scratch` as the stream's last frame (trailers-only or
+    /// a bare HTTP status) and forgets the stream.
+    pub(super) fn end_with_headers(&mut self, stream_id: u32) {
+        frame::write_headers(
+            &mut self.out,
+            stream_id,
+            &self.block_scratch,
+            true,
+            self.peer_max_frame,
+        );
+        self.finish_stream(stream_id);
+    }
+
+    /// Encodes a status into `block_scratch`: a trailers-only response (`:status`,
+    /// `content-type`, `grpc-accept-encoding` when configured) or the trailers after messages;
+    /// `grpc-status 0` after messages comes from the cached block.
+    pub(super) fn status_block(&mut self, code: u8, message: &str, trailers_only: bool) {
+        self.block_scratch.clear();
+        if !trailers_only && code == 0 && message.is_empty() {
+            self.ok_trailers_block.write(
+                &mut self.encoder,
+                &mut self.block_scratch,
+                |encoder, block| {
+                    encoder.field(b"grpc-status", b"0", Indexing::Incremental, block);
+                },
+            );
+            return;
+        }
+        self.encoder.begin_block(&mut self.block_scratch);
+        if trailers_only {
+            self.grpc_head();
+            if let Some(accepted) = self.settings.accept_encoding {
+                self.encoder.field(
+                    b"grpc-accept-encoding",
+                    accepted,
+                    Indexing::Incremental,
+                    &mut self.block_scratch,
+                );
+            }
+        }
+        let status = code.to_string();
+        self.encoder.field(
+            b"grpc-status",
+            status.as_bytes(),
+            Indexing::Incremental,
+            &mut self.block_scratch,
+        );
+        if !message.is_empty() {
+            let encoded = crate::grpc::percent_encode(message);
+            self.encoder.field(
+                b"grpc-message",
+                encoded.as_bytes(),
+                Indexing::Without,
+                &mut self.block_scratch,
+            );
+        }
+    }
+
+    pub(super) fn grpc_head(&mut self) {
+        self.encoder.field(
+            b":status",
+            b"200",
+            Indexing::Incremental,
+            &mut self.block_scratch,
+        );
+        self.encoder.field(
+            b"content-type",
+            b"application/grpc",
+            Indexing::Incremental,
+            &mut self.block_scratch,
+        );
+    }
+}

@@ -47,7 +47,7 @@ pub const GZIP: &str = "gzip";
 // gzip (RFC 1952) = a 10-byte header, raw deflate, CRC-32 and length. Built by hand around
 // flate2's raw `Compress`/`Decompress` so that each thread keeps one of each and resets it per
 // message: `GzEncoder::new` allocates and zeroes deflate's ~256 KiB state for every message,
-// which made lab slower under gzip than tonic (BENCHMARKS.md, issue 15).
+// which made lab slower under gzip than tonic (docs/benchmarks-history.md, "gzip").
 thread_local! {
     static DEFLATE: std::cell::RefCell<flate2::Compress> =
         std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::default(), false));

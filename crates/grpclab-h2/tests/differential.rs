@@ -1,4 +1,4 @@
-//! Differential test (issue 11): the same client bytes fed to our server engine and to the h2
+//! Differential test: the same client bytes fed to our server engine and to the h2
 //! crate's server must come to the same class of outcome — a connection error with the same
 //! code, or else, stream by stream, the same stream error code, or served, or left open.
 //!

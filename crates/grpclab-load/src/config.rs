@@ -219,7 +219,7 @@ pub struct LoadConfig {
     pub first_stream_id: u32,
     /// TLS (ALPN h2) on every connection; `None` is plaintext h2c. The library's default is
     /// plaintext (the harness runs it against its own servers); `grpclab load`'s is TLS, as
-    /// ghz's (see `load_cmd`).
+    /// ghz's (see `grpclab`'s `cli/load.rs`).
     pub tls: Option<grpclab_core::tls::TlsClient>,
     /// `-e`: send requests gzip-compressed (`grpc-encoding: gzip`; the engine compresses each
     /// distinct request once, before the run) and accept gzip replies

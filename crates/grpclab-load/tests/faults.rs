@@ -1,5 +1,5 @@
 //! The load engine against servers that die, stall, reset and lie: every call is counted
-//! exactly once and every run ends within its bounds (issue 10's load-engine items A-F).
+//! exactly once and every run ends within its bounds.
 
 mod common;
 
@@ -233,7 +233,7 @@ fn run_against(answer: Answer, total: u64, concurrency: usize) -> (FaultServer, 
     (server, result)
 }
 
-/// Issue 11, client side: a response that breaks RFC 9113 fails its call as Internal with a
+/// A response that breaks RFC 9113 fails its call as Internal with a
 /// precise message (the stream gets RST_STREAM), and the run still counts every call.
 #[test]
 fn malformed_responses_fail_their_calls_precisely() {
@@ -267,7 +267,7 @@ fn assert_every_error_says(result: &LoadResult, message: &str, answer: Answer) {
     );
 }
 
-/// Issue 11, client side: a server that breaks a connection-level rule — a second GOAWAY that
+/// A server that breaks a connection-level rule — a second GOAWAY that
 /// raises its last stream id, a connection window past 2^31-1, a frame larger than our
 /// SETTINGS_MAX_FRAME_SIZE, a PUSH_PROMISE although push is disabled — gets the RFC's
 /// connection error from us (GOAWAY with its code), its calls a precise status (Unavailable,

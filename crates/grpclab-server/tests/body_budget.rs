@@ -1,4 +1,4 @@
-//! The request-body budget (issue 12, item 5): a connection holds at most its connection
+//! The request-body budget: a connection holds at most its connection
 //! window of request bytes — bodies still arriving plus bodies not yet answered — and bodies
 //! that cannot all fit are refused (REFUSED_STREAM, safe to retry) rather than left to
 //! deadlock. Raw HTTP/2 clients that keep every flow-control rule, over loopback.

@@ -517,7 +517,7 @@ fn drains_on_shutdown(server: Running) {
 
 /// SETTINGS_INITIAL_WINDOW_SIZE repeated in one frame: the entries apply in order, so the
 /// last one is the window (RFC 9113 §6.5.3). 2,000 entries of 0 then one of 65,535: a reply
-/// is sent. (Issue 12: lab now applies the frame's last value once, instead of walking every
+/// is sent. (lab now applies the frame's last value once, instead of walking every
 /// open stream per entry.)
 #[test]
 fn the_last_initial_window_of_a_settings_frame_wins() {
@@ -559,7 +559,7 @@ fn an_initial_window_that_overflows_an_open_stream_is_a_flow_control_error() {
     });
 }
 
-/// Issue 12: an idle connection (no stream, nothing sent) is closed after `idle_timeout`
+/// An idle connection (no stream, nothing sent) is closed after `idle_timeout`
 /// with GOAWAY(NO_ERROR), counted from its last read: here a call is answered first, then the
 /// connection idles. lab's own transport (lab on the h2 crate has no idle timeout).
 #[test]
@@ -587,7 +587,7 @@ fn idle_connections_get_goaway_and_are_closed() {
     );
 }
 
-/// Issue 12: keepalive. A connection with an open stream (a body that never comes) whose
+/// Keepalive. A connection with an open stream (a body that never comes) whose
 /// client goes silent gets a PING; a client that answers it stays connected (and is pinged
 /// again when silent again); one that does not is dropped. lab's own transport.
 #[test]

@@ -1,4 +1,4 @@
-//! Control-frame floods from a client that reads (issue 12): frames that make the server work
+//! Control-frame floods from a client that reads: frames that make the server work
 //! but carry no request forward end the connection with GOAWAY(ENHANCE_YOUR_CALM) past the
 //! flood budget, while a busy client whose stray frames come with requests is never cut off.
 //! lab's own transport must answer so; lab on the h2 crate is run too and its answer printed.

@@ -1,4 +1,4 @@
-//! RFC 9113 rules of issue 11, one test per row, over raw sockets: lab's own transport must
+//! RFC 9113 rules, one test per rule, over raw sockets: lab's own transport must
 //! answer exactly as the RFC says; lab on the h2 crate is run too and its answer printed
 //! (where the h2 crate deviates, ARCHITECTURE.md lists it).
 

@@ -1,4 +1,4 @@
-//! Streaming calls on lab's own engine (issue 17), spoken to frame by frame: messages split and
+//! Streaming calls on lab's own engine, spoken to frame by frame: messages split and
 //! joined across DATA frames, malformed streaming input (a truncated last message, a message
 //! over the limit mid-stream) answered with the right status while other streams go on, a
 //! hundred thousand messages on one stream, a reader that stalls one stream beside a busy one,

@@ -162,7 +162,7 @@ fn a_two_entry_suite_writes_results_and_a_table_that_matches_them() {
 
 /// A suite entry with a build: placeholders filled in build, command and env; the build runs
 /// once for the same inputs; an entry whose toolchain is missing is one SKIPPED row, not a
-/// failure (issue 13).
+/// failure.
 #[test]
 fn builds_are_cached_and_a_missing_toolchain_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
@@ -782,7 +782,7 @@ fn alloc_profiles_name_the_sites_or_say_why_not() {
     assert!(stderr(&output).contains("allocation profile skipped"));
 }
 
-/// Issue 10, harness items 1 and 2: a server that writes bytes that are not UTF-8 on stderr
+/// A server that writes bytes that are not UTF-8 on stderr
 /// keeps running (the reader never closes the pipe), and a child that left the server's
 /// process group (setsid) does not outlive the run (`bench` checks no marked process is left).
 #[test]
@@ -813,7 +813,7 @@ fn invalid_utf8_on_stderr_and_a_setsid_child_neither_kill_nor_outlive_the_run() 
     }
 }
 
-/// Issue 10, harness item 5: helpers that burn CPU in children living 0.2 s each are counted
+/// Helpers that burn CPU in children living 0.2 s each are counted
 /// (the cgroup's own counter, or reaped children's time), not lost between samples.
 #[test]
 fn cpu_of_short_lived_children_is_counted() {
@@ -837,7 +837,7 @@ fn cpu_of_short_lived_children_is_counted() {
     );
 }
 
-/// Issue 10, harness item 8: a suite's relative commands and paths resolve against its own
+/// A suite's relative commands and paths resolve against its own
 /// folder, wherever `grpclab bench` runs from.
 #[test]
 fn a_suite_runs_from_any_folder() {
@@ -874,7 +874,7 @@ fn a_suite_runs_from_any_folder() {
     );
 }
 
-/// Issue 10, harness item 3: `grpclab bench … 2>&1 | head -1` — a closed output ends the run
+/// `grpclab bench … 2>&1 | head -1` — a closed output ends the run
 /// like Ctrl-C: no panic, the results so far are written.
 #[test]
 fn a_closed_output_ends_the_run_cleanly_and_keeps_results() {

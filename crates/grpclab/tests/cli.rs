@@ -756,7 +756,7 @@ fn wait_with_peak_rss(child: &mut std::process::Child) -> (std::process::ExitSta
     }
 }
 
-/// Issue 10 B, as a user meets it: a `-n` run against a server stopped with SIGSTOP ends,
+/// As a user meets it: a `-n` run against a server stopped with SIGSTOP ends,
 /// counts every call, and its memory stays bounded while the server reads nothing.
 #[test]
 fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
@@ -795,12 +795,12 @@ fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
         "{}",
         report["statusCodeDistribution"]
     );
-    // Unbounded, the write buffer grew by ~9 MB a second (issue 10: 24 -> 67 MB in 5 s)
+    // Unbounded, the write buffer grew by ~9 MB a second (24 -> 67 MB in 5 s)
     // and the run never ended; bounded, the client stays near its idle size.
     assert!(peak_kib < 48 * 1024, "peak RSS {peak_kib} KiB");
 }
 
-/// ghz's meanings of -z, -n, -x, -r and -v (issue 14): -z runs for its duration and ignores -n
+/// ghz's meanings of -z, -n, -x, -r and -v: -z runs for its duration and ignores -n
 /// (saying so); -n with -x stops at whichever comes first; -z with -x is an input error; -r is
 /// --rps; -v prints the version.
 #[test]

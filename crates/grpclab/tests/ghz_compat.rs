@@ -1,4 +1,4 @@
-//! `grpclab load -O json` decodes into ghz's report type (issue 14).
+//! `grpclab load -O json` decodes into ghz's report type.
 //!
 //! [`GhzReport`] is written from ghz's runner `Report`, `Options`, `LatencyDistribution`,
 //! `Bucket` and `ResultDetail` types (runner/reporter.go) with Go's decoding rules in Rust

@@ -1,4 +1,4 @@
-//! Hostile clients against `grpclab serve` processes (issue 12): raw HTTP/2 over loopback,
+//! Hostile clients against `grpclab serve` processes: raw HTTP/2 over loopback,
 //! each attack bounded in bytes, each asserting the server's memory stays bounded, its sockets
 //! are released when the attacker leaves, and a bystander is still served. lab runs on both
 //! transports; tonic-mt (the h2 crate) is the comparison.
@@ -17,7 +17,7 @@ const SERVERS: &[&[&str]] = &[
     &["--impl", "tonic-mt", "--threads", "1"],
 ];
 
-/// The bound the issue sets for one attacking connection.
+/// The bound on one attacking connection: what one connection may cost the server.
 const RSS_BOUND_KIB: u64 = 256 * 1024;
 
 fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
@@ -225,7 +225,7 @@ fn endless_requests() -> impl FnMut(&mut Vec<u8>) {
     }
 }
 
-/// Issue 12, item 1: floods from a client that never reads. Each frame asks for an answer
+/// Floods from a client that never reads. Each frame asks for an answer
 /// (an ACK, a reset, a response); a server that keeps reading while it cannot write queues
 /// them all (lab before: 2-5 GB).
 #[test]
@@ -257,7 +257,7 @@ fn floods_from_a_client_that_never_reads_stay_bounded() {
     });
 }
 
-/// Issue 12, item 2: clients that close while their responses wait for flow-control window
+/// Clients that close while their responses wait for flow-control window
 /// (they granted none) must not leave sockets behind.
 #[test]
 fn clients_that_leave_while_responses_wait_for_window_leave_nothing_behind() {
@@ -289,7 +289,7 @@ fn clients_that_leave_while_responses_wait_for_window_leave_nothing_behind() {
     }
 }
 
-/// Issue 12, item 4: a connection cap. With `--max-connections 20`, forty idle clients: the
+/// A connection cap. With `--max-connections 20`, forty idle clients: the
 /// twenty beyond the cap are closed at once and the server says so on stderr; once the first
 /// twenty leave, a bystander is served again (the count goes down as connections end).
 #[test]
@@ -364,7 +364,7 @@ fn connections_beyond_the_cap_are_closed_with_a_log_line() {
     }
 }
 
-/// Issue 12, item 4: idle connections cost what they use, not 128 KiB reserved up front
+/// Idle connections cost what they use, not 128 KiB reserved up front
 /// (lab before: 5,000 idle connections reserved 666 MB). 2,000 connections that send a
 /// preface and nothing else: lab's growth stays under 24 KiB a connection; all are released
 /// when they leave.
@@ -404,7 +404,7 @@ fn idle_connections_cost_little_and_are_released() {
     }
 }
 
-/// Issue 12, item 5: large complete requests in flight (lab before: 5 GB). One connection
+/// Large complete requests in flight (lab before: 5 GB). One connection
 /// carries 100 concurrent 3 MB requests (300 MB at once): lab holds at most its 16 MiB
 /// request budget per connection (bodies beyond it are refused, safe to retry) until their
 /// answers are written, so its RSS stays bounded; every call is accounted for, and a bystander
@@ -500,7 +500,7 @@ fn request_head() -> Vec<u8> {
     request[9..9 + length].to_vec()
 }
 
-/// Issue 12, item 3 and what the issue found handled well, kept so: attacks from a client
+/// Attacks from a client
 /// that reads. Each on a fresh server of each kind, bounded in bytes; lab's peak RSS stays
 /// under the bound and a bystander is served meanwhile-or-after, tonic-mt printed beside.
 #[test]

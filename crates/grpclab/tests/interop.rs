@@ -126,7 +126,7 @@ fn python_grpcio_client_interoperates() {
         &["--impl", "tonic-mt"],
     ] {
         let server = Server::start_with(args);
-        // Plain, then every call gzip-compressed by grpcio (issue 15: lab and tonic accept
+        // Plain, then every call gzip-compressed by grpcio (lab and tonic accept
         // gzip and answer in it).
         for gzip in [false, true] {
             let mut command = Command::new("python3");
@@ -151,7 +151,7 @@ fn python_grpcio_client_interoperates() {
     }
 }
 
-/// Issue 17, first slice: the streaming echo service on the tonic baseline, driven by Python
+/// The streaming echo service on the tonic baseline, driven by Python
 /// grpcio (a client we did not write) in all three streaming shapes: strict and pipelined
 /// ping-pong, a feed, an upload, a cancel mid-stream; against tonic and against lab on its own
 /// engine with each decode placement (a ping-pong message runs where the placement says).
@@ -221,7 +221,7 @@ fn h2load_interoperates() {
     }
 }
 
-/// Reflection against a server we did not write (issue 14/15): grpcio's Greeter with
+/// Reflection against a server we did not write: grpcio's Greeter with
 /// grpcio-reflection, which offers only v1alpha, so the fallback from v1 is what is tested.
 /// `grpclab load` with --call and no schema flag gets the descriptors from it, encodes the
 /// payload with them and validates every reply.
@@ -287,7 +287,7 @@ fn our_reflection_client_reads_a_grpcio_server() {
     );
 }
 
-/// TLS with stacks we did not write (issue 15): grpcio (BoringSSL) as a client of lab (both
+/// TLS with stacks we did not write: grpcio (BoringSSL) as a client of lab (both
 /// transports) and tonic-mt, plain and mutual TLS, with certificates made in the test.
 #[test]
 fn python_grpcio_client_interoperates_over_tls() {
@@ -434,7 +434,7 @@ fn our_tls_client_reads_a_grpcio_tls_server() {
     assert!(stderr.contains("speaks TLS"), "{stderr}");
 }
 
-/// Issue 17: our streaming client against a grpcio streaming server (a server we did not
+/// Our streaming client against a grpcio streaming server (a server we did not
 /// write): every shape counts its messages exactly, and a server that ends a stream early
 /// with a status has that status counted, with the messages that came before it.
 #[test]

@@ -1,4 +1,4 @@
-//! The live view (issue 16): `grpclab load` on a terminal — a tmux pane here — shows req/s,
+//! The live view: `grpclab load` on a terminal — a tmux pane here — shows req/s,
 //! the last second's p50 and p99 and errors by code while it runs, then leaves the terminal
 //! as it found it and prints the summary; `--no-tui` keeps the one-line progress bar.
 

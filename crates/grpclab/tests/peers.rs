@@ -1,4 +1,4 @@
-//! grpc_bench's table, reproduced (issue 13): `grpclab bench --suite peers/suite.toml` builds
+//! grpc_bench's table, reproduced: `grpclab bench --suite peers/suite.toml` builds
 //! every peer for the scenario, checks its first reply is the echo, and measures it beside the
 //! built-ins. CI installs the toolchains (`bash peers/install.sh`); on a machine without one, its
 //! rows are SKIPPED — which is what the second test checks on purpose, by hiding a toolchain.
@@ -258,7 +258,7 @@ fn a_jvm_peer_is_profiled_with_flight_recorder() {
     );
 }
 
-/// Call stacks of foreign servers (issue 18): Go keeps frame pointers, so `--profile cpu`
+/// Call stacks of foreign servers: Go keeps frame pointers, so `--profile cpu`
 /// unwinds it; the C++ peer (g++ -O2, Debian's libgrpc++) has none: `cpu` gives flat stacks
 /// and a hint naming `cpu-dwarf`, and `cpu-dwarf` unwinds them.
 #[test]

@@ -1,4 +1,4 @@
-//! Where `grpclab load` gets the call's schema (issues 14 and 15): from the server by
+//! Where `grpclab load` gets the call's schema: from the server by
 //! reflection when no schema flag is given (as ghz), from `--protoset`, and clear errors when
 //! there is none to be had. Real servers over loopback; the grpcio (v1alpha) peer is in
 //! interop.rs.

@@ -1,4 +1,4 @@
-//! `grpclab report` and `load -O html` (issue 16): golden checks on a fixed bench results
+//! `grpclab report` and `load -O html`: golden checks on a fixed bench results
 //! folder (tests/fixtures/bench-report: a real three-server run and a row that failed to
 //! start), a page from a real load run, bad inputs, and the pages opened in headless
 //! chromium (screenshots kept under target/report-screenshots for a person to look at).

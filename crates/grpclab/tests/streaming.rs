@@ -1,4 +1,4 @@
-//! Streaming calls (issue 17): `grpclab load` drives the three streaming shapes of the built-in
+//! Streaming calls: `grpclab load` drives the three streaming shapes of the built-in
 //! streaming echo service (the tonic baseline, and lab on its own engine) with ghz's
 //! `--stream-*` flags, and counts every message each way exactly; bidi is driven as ping-pong
 //! with each round trip in its own histogram. Calls to a server without the service count as

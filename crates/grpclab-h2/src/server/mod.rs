@@ -65,7 +65,7 @@ const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
 /// Read buffer growth step for a busy connection.
 const READ_CHUNK: usize = 64 * 1024;
 /// What a connection's buffers start with: an idle connection costs a few KiB, not 128 KiB
-/// reserved up front (issue 12: 5,000 idle connections reserved 666 MB).
+/// reserved up front: 5,000 idle connections would reserve 666 MB.
 const INITIAL_BUFFER: usize = 4 * 1024;
 /// Bytes waiting to be written above which the connection stops reading until they drain:
 /// a client that does not read cannot make us queue answers (PING and SETTINGS acks,
@@ -155,7 +155,7 @@ struct Stream<C> {
     /// What we may still send on this stream, minus the peer's SETTINGS_INITIAL_WINDOW_SIZE
     /// (WINDOW_UPDATEs added, data sent subtracted). Relative, so that a SETTINGS change
     /// applies to every open stream (RFC 9113 §6.9.2) in O(1) instead of a walk over them all:
-    /// a walk per SETTINGS entry let 6 MB/s of SETTINGS keep an I/O thread busy (issue 12).
+    /// a walk per SETTINGS entry let 6 MB/s of SETTINGS keep an I/O thread busy.
     send_window_offset: i64,
     /// Connection-window bytes this stream's DATA took that are not yet returned: returned
     /// when the answer has been written or the stream dropped (see

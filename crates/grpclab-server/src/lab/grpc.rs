@@ -2,8 +2,8 @@
 //!
 //! The transport hands over what it parsed (a few header values, the request body) and sends
 //! back what this layer decides ([`HeadRejection`] before the body, [`Outcome`] after). Nothing
-//! here knows about h2, so a faster transport replaces the one in `h2_transport.rs` without
-//! touching this file.
+//! here knows about HTTP/2, so both transports (`transport/engine.rs`, `transport/h2.rs`) share
+//! it unchanged.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use grpclab_core::framing::{parse_grpc_timeout, PREFIX_LEN};

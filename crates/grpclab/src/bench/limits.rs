@@ -462,7 +462,7 @@ mod tests {
         assert_eq!(cgroup_cpu_seconds(&dir.path().join("missing")), None);
     }
 
-    /// Issue 10: a quota the kernel rejects leaves no cgroup folder behind (it used to return
+    /// A quota the kernel rejects leaves no cgroup folder behind (it used to return
     /// early after making the folders). Needs cgroups this process may write (root).
     #[test]
     fn a_rejected_quota_leaves_no_folder() {

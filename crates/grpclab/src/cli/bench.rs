@@ -251,7 +251,7 @@ mod tests {
         Some(prepare(&bench))
     }
 
-    /// Issue 10: `grpclab bench` never panics on a value a user can type: every flag and
+    /// `grpclab bench` never panics on a value a user can type: every flag and
     /// sweep value is accepted or refused with a message naming it.
     #[test]
     fn every_typed_value_is_accepted_or_refused_by_name_never_a_panic() {
@@ -302,7 +302,7 @@ mod tests {
                 }
             }
         }
-        // The ones the issue found, refused.
+        // Absurd values that once got through, refused.
         for absurd in ["1e9", "1e20", "inf", "NaN"] {
             let sweep = format!("server_cpus={absurd}");
             let outcome = prepare_from(&["--sweep", &sweep]).expect("clap accepts it");

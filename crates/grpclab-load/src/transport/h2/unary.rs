@@ -23,8 +23,8 @@ pub(crate) struct CallTemplate {
 
 impl CallTemplate {
     /// A fresh request. h2 takes requests by value, so the header map is cloned per call: the
-    /// one per-call allocation left in our code, owned by http/h2's API (the fast-path engine
-    /// of a later issue removes it).
+    /// one per-call allocation left in our code on this transport, owned by http/h2's API (our
+    /// engine sends a cached header block instead).
     pub(crate) fn request(&self) -> Request<()> {
         let mut request = Request::new(());
         *request.method_mut() = http::Method::POST;

@@ -11,6 +11,7 @@ client_cost.py; the table shows each round and the medians, and the ratio B/A of
 Usage: benches/client_ab.py OLD_BINARY [NEW_BINARY] [--rounds 5] [--duration 10] [--warmup 3]
        [--rps R]   (open loop at R req/s instead of closed loop)
        [--b-args=--details]   (extra flags for B only: one binary, a feature off and on)
+       [--args=--transport=h2]   (extra flags for both sides)
 NEW_BINARY defaults to target/release/grpclab (built first).
 """
 import argparse
@@ -43,6 +44,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rps", type=int, default=0)
     parser.add_argument("--b-args", default="", help="extra load flags for B only")
+    parser.add_argument("--args", default="", help="extra load flags for both sides")
     args = parser.parse_args()
     if args.new == BIN:
         build()
@@ -51,7 +53,8 @@ def main():
     try:
         for r in range(args.rounds):
             for side, binary in (("A", args.old), ("B", args.new)):
-                row = round_of(binary, target, args, args.b_args.split() if side == "B" else ())
+                extra = args.args.split() + (args.b_args.split() if side == "B" else [])
+                row = round_of(binary, target, args, extra)
                 rows[side].append(row)
                 print(f"round {r + 1} {side}: {row['rps']:>10.0f} req/s  {row['us_per_req']:6.3f} µs/req"
                       f"  errors {row['errors']}  peak RSS {row['rss_kib'] / 1024:.1f} MiB", flush=True)
@@ -61,7 +64,7 @@ def main():
     print(f"| client | req/s (median) | client CPU µs/req (median) | peak RSS MiB (median) |")
     print(f"|---|---|---|---|")
     medians = {}
-    for side, label in (("A", args.old), ("B", f"{args.new} {args.b_args}".strip())):
+    for side, label in (("A", f"{args.old} {args.args}".strip()), ("B", f"{args.new} {args.args} {args.b_args}".strip())):
         m = {key: statistics.median(row[key] for row in rows[side]) for key in ("rps", "us_per_req", "rss_kib")}
         medians[side] = m
         print(f"| {side}: {label} | {m['rps']:.0f} | {m['us_per_req']:.3f} | {m['rss_kib'] / 1024:.1f} |")

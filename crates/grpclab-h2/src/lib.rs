@@ -28,18 +28,7 @@ pub use io::{await_tls13_verdict, Socket};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     /// This engine.
-    Lab,
+    Engine,
     /// The h2 crate (as tonic uses it): the reference this engine is measured against.
     H2,
-}
-
-impl Transport {
-    /// The transport with this command-line name (`lab`, `h2`).
-    pub fn from_name(name: &str) -> Option<Transport> {
-        match name {
-            "lab" => Some(Transport::Lab),
-            "h2" => Some(Transport::H2),
-            _ => None,
-        }
-    }
 }

@@ -318,7 +318,7 @@ impl LoadConfig {
             threads: 1,
             connect_timeout: CONNECT_TIMEOUT,
             validator: None,
-            transport: Transport::Lab,
+            transport: Transport::Engine,
             details: None,
             skip_first: 0,
             first_stream_id: 1,

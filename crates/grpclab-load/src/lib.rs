@@ -5,7 +5,7 @@
 //!   timeout, client threads, optional reply validation.
 //! - [`run`]: runs it on `threads` client threads — each a current-thread tokio runtime that
 //!   owns its HTTP/2 connections — and returns a [`LoadResult`]. The connections speak
-//!   grpclab's own HTTP/2 engine ([`Transport::Lab`], default: the connection task runs its
+//!   grpclab's own HTTP/2 engine ([`Transport::Engine`], default: the connection task runs its
 //!   calls itself) or the h2 crate ([`Transport::H2`]: a task per stream; the reference).
 //! - [`LoadResult`]: merged HdrHistograms (nanoseconds, 1 µs to 60 s, 3 significant digits),
 //!   counts per gRPC status, error messages, a per-second series; [`encode_histogram`] writes

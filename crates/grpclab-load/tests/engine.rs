@@ -11,7 +11,7 @@ use std::time::Duration;
 
 thread_local! {
     /// The transport the current test runs on (see `on_each_transport!`).
-    static TRANSPORT: std::cell::Cell<Transport> = const { std::cell::Cell::new(Transport::Lab) };
+    static TRANSPORT: std::cell::Cell<Transport> = const { std::cell::Cell::new(Transport::Engine) };
 }
 
 fn config_for(addr: std::net::SocketAddr, scenario: &Scenario) -> LoadConfig {
@@ -25,7 +25,7 @@ macro_rules! on_each_transport {
     ($(fn $name:ident() $body:block)*) => {$(
         #[test]
         fn $name() {
-            for transport in [Transport::Lab, Transport::H2] {
+            for transport in [Transport::Engine, Transport::H2] {
                 TRANSPORT.with(|t| t.set(transport));
                 eprintln!("transport {transport:?}");
                 $body

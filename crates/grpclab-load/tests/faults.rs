@@ -35,7 +35,7 @@ fn count_of(result: &LoadResult, code: Code) -> u64 {
     result.status_counts().get(&code).copied().unwrap_or(0)
 }
 
-const BOTH: [Transport; 2] = [Transport::Lab, Transport::H2];
+const BOTH: [Transport; 2] = [Transport::Engine, Transport::H2];
 
 /// A: an open-loop `-n` run whose server dies and stays dead still records exactly N calls:
 /// tickets taken ahead for a connection are failed, not forgotten, when reconnecting fails.
@@ -109,8 +109,8 @@ fn a_stalled_server_cannot_hold_a_total_run() {
 #[test]
 fn the_first_batch_respects_the_servers_stream_limit() {
     for (transport, delay) in [
-        (Transport::Lab, Duration::ZERO),
-        (Transport::Lab, Duration::from_millis(150)),
+        (Transport::Engine, Duration::ZERO),
+        (Transport::Engine, Duration::from_millis(150)),
         (Transport::H2, Duration::ZERO),
     ] {
         let server = FaultServer::start(Behaviour {
@@ -135,7 +135,7 @@ fn the_first_batch_respects_the_servers_stream_limit() {
             result.error_counts()
         );
         assert!(seen.peak_open.load(std::sync::atomic::Ordering::Relaxed) <= 10);
-        if transport == Transport::Lab {
+        if transport == Transport::Engine {
             assert_eq!(
                 seen.opened_before_settings
                     .load(std::sync::atomic::Ordering::Relaxed),
@@ -183,7 +183,7 @@ fn a_reset_after_the_status_ends_the_call_with_that_status() {
 #[test]
 fn stream_id_exhaustion_is_a_planned_reconnect() {
     let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
-    let mut config = config_for(server.addr, Transport::Lab);
+    let mut config = config_for(server.addr, Transport::Engine);
     // 101 ids left per connection: 500 calls need at least four new connections.
     config.first_stream_id = 0x7fff_ffff - 200;
     config.total = Some(500);
@@ -226,7 +226,7 @@ fn run_against(answer: Answer, total: u64, concurrency: usize) -> (FaultServer, 
         answer,
         ..Behaviour::default()
     });
-    let mut config = config_for(server.addr, Transport::Lab);
+    let mut config = config_for(server.addr, Transport::Engine);
     config.total = Some(total);
     config.concurrency = concurrency;
     let result = run_bounded(config);

@@ -75,14 +75,6 @@ impl Implementation {
         ("lab", Implementation::Lab),
     ];
 
-    /// The implementation with this command-line name.
-    pub fn from_name(name: &str) -> Option<Implementation> {
-        Implementation::ALL
-            .iter()
-            .find(|(known, _)| *known == name)
-            .map(|(_, implementation)| *implementation)
-    }
-
     /// The command-line name.
     pub fn name(self) -> &'static str {
         Implementation::ALL

@@ -646,7 +646,7 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
     );
     assert_input_error(
         &["serve", "--impl", "nginx"],
-        &["unknown server", "tonic-mt"],
+        &["invalid value 'nginx'", "tonic-mt"],
     );
     assert_input_error(
         &[

@@ -52,7 +52,7 @@ impl Connections {
         indexes: impl Iterator<Item = usize>,
     ) -> Result<Connections, String> {
         match config.transport {
-            Transport::Lab => engine::open(config, indexes).await.map(Connections::Engine),
+            Transport::Engine => engine::open(config, indexes).await.map(Connections::Engine),
             Transport::H2 => h2::open(config, indexes).await.map(Connections::H2),
         }
     }

@@ -77,7 +77,7 @@ pub struct LabConfig {
 impl Default for LabConfig {
     fn default() -> LabConfig {
         LabConfig {
-            transport: Transport::Lab,
+            transport: Transport::Engine,
             placement: Placement::Inline,
             pool_threads: 1,
             pool_queue: DEFAULT_POOL_QUEUE,

@@ -60,7 +60,7 @@ pub fn run(
         } else {
             None
         },
-        own: if uses_pool && config.transport == Transport::Lab {
+        own: if uses_pool && config.transport == Transport::Engine {
             Some(Pool::start(config.pool_threads, config.pool_queue).map_err(ServeError::Runtime)?)
         } else {
             None
@@ -247,7 +247,7 @@ fn worker(
                         drop(open);
                     });
                 }
-                Transport::Lab => {
+                Transport::Engine => {
                     let settings = grpclab_h2::server::ServerSettings {
                         max_concurrent_streams: config.max_concurrent_streams,
                         connection_window: config.connection_window,

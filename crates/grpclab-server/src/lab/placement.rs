@@ -41,22 +41,6 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// Every placement with its command-line name.
-    pub const ALL: [(&'static str, Placement); 4] = [
-        ("inline", Placement::Inline),
-        ("task", Placement::Task),
-        ("pool", Placement::Pool),
-        ("adaptive", Placement::Adaptive),
-    ];
-
-    /// The placement with this command-line name.
-    pub fn from_name(name: &str) -> Option<Placement> {
-        Placement::ALL
-            .iter()
-            .find(|(known, _)| *known == name)
-            .map(|(_, placement)| *placement)
-    }
-
     /// Whether this placement needs the worker pool.
     pub fn uses_pool(self) -> bool {
         matches!(self, Placement::Pool | Placement::Adaptive)

@@ -43,6 +43,84 @@ pub enum Command {
     Encode(EncodeArgs),
 }
 
+/// ghz's `--load-schedule` and `--concurrency-schedule` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleShape {
+    /// One value for the whole run.
+    Const,
+    /// A step every step duration.
+    Step,
+    /// A step every second.
+    Line,
+}
+
+impl ScheduleShape {
+    /// The value as typed (and as ghz reports it in its options).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScheduleShape::Const => "const",
+            ScheduleShape::Step => "step",
+            ScheduleShape::Line => "line",
+        }
+    }
+}
+
+/// `--duration-stop` values (ghz's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DurationStopArg {
+    /// Calls in flight may finish within the drain limit (grpclab's default).
+    Wait,
+    /// Calls in flight count as Canceled at once (ghz's default).
+    Close,
+    /// Calls in flight are left out.
+    Ignore,
+}
+
+/// `--transport` values: grpclab's own HTTP/2 engine or the h2 crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// grpclab's own HTTP/2 engine (named `lab` on the command line since it first served
+    /// lab; `engine` is accepted too).
+    #[value(name = "lab", alias = "engine")]
+    Engine,
+    /// The h2 crate, as tonic uses it: the reference.
+    H2,
+}
+
+impl TransportArg {
+    /// The value as the command line names it (and as reports show it).
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportArg::Engine => "lab",
+            TransportArg::H2 => "h2",
+        }
+    }
+}
+
+/// `grpclab serve --impl` values: the built-in servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImplementationArg {
+    /// tonic on a multi-thread runtime.
+    TonicMt,
+    /// tonic on a current-thread runtime.
+    TonicSt,
+    /// grpclab's own server.
+    Lab,
+}
+
+/// `grpclab serve --decode` values: where a call's decode, handling and encode run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// On the I/O thread.
+    Inline,
+    /// A task per call.
+    Task,
+    /// A bounded thread pool.
+    Pool,
+    /// Large requests to an idle pool worker when a core is spare; else inline.
+    Adaptive,
+}
+
 /// Output formats of `grpclab load`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -144,8 +222,8 @@ pub struct LoadArgs {
     /// The rate's shape (ghz's --load-schedule): const (--rps, or a closed loop), step
     /// (--load-start, changed by --load-step every --load-step-duration) or line (the same,
     /// every second).
-    #[arg(long, default_value = "const", value_name = "SCHEDULE", value_parser = ["const", "step", "line"])]
-    pub load_schedule: String,
+    #[arg(long, value_enum, default_value_t = ScheduleShape::Const, value_name = "SCHEDULE")]
+    pub load_schedule: ScheduleShape,
 
     /// step/line: the first rate, req/s.
     #[arg(long, value_name = "R")]
@@ -196,8 +274,8 @@ pub struct LoadArgs {
     /// How many calls may be in flight as the run goes (ghz's --concurrency-schedule): const
     /// (-c), step (--concurrency-start, changed by --concurrency-step every
     /// --concurrency-step-duration) or line (the same, every second). -c is then ignored.
-    #[arg(long, default_value = "const", value_name = "SCHEDULE", value_parser = ["const", "step", "line"])]
-    pub concurrency_schedule: String,
+    #[arg(long, value_enum, default_value_t = ScheduleShape::Const, value_name = "SCHEDULE")]
+    pub concurrency_schedule: ScheduleShape,
 
     /// step/line: the streams at the start.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -236,8 +314,8 @@ pub struct LoadArgs {
     /// With -z: calls still in flight when the duration ends: wait (finish within the drain
     /// limit, the rest count as Canceled; grpclab's default), close (count them as Canceled
     /// at once; ghz's default) or ignore (leave them out).
-    #[arg(long, default_value = "wait", value_name = "HOW", value_parser = ["wait", "close", "ignore"])]
-    pub duration_stop: String,
+    #[arg(long, value_enum, default_value_t = DurationStopArg::Wait, value_name = "HOW")]
+    pub duration_stop: DurationStopArg,
 
     /// With -n: stop after this long even if the calls are not all done (ghz's -x).
     #[arg(short = 'x', long, value_name = "DURATION", value_parser = parse_duration)]
@@ -362,8 +440,8 @@ pub struct LoadArgs {
 
     /// The HTTP/2 implementation: lab (grpclab's own engine, the fast path) or h2 (the h2
     /// crate, the reference).
-    #[arg(long, default_value = "lab", value_name = "TRANSPORT")]
-    pub transport: String,
+    #[arg(long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
+    pub transport: TransportArg,
 }
 
 /// Where the call and its requests come from: a scenario, or a .proto with a payload.
@@ -616,8 +694,8 @@ pub struct StatsArgs {
 pub struct ServeArgs {
     /// Which server: tonic-mt (tonic, multi-thread runtime), tonic-st (tonic, current-thread
     /// runtime) or lab (grpclab's own).
-    #[arg(long = "impl", value_name = "NAME", default_value = "tonic-mt")]
-    pub implementation: String,
+    #[arg(long = "impl", value_enum, value_name = "NAME", default_value_t = ImplementationArg::TonicMt)]
+    pub implementation: ImplementationArg,
 
     /// Port to listen on (0 picks a free one; the address is printed once ready).
     #[arg(long, default_value_t = 50051)]
@@ -647,14 +725,14 @@ pub struct ServeArgs {
 
     /// lab: the HTTP/2 implementation under the gRPC layer: lab (grpclab's own engine) or h2
     /// (the h2 crate, as tonic uses it: the reference).
-    #[arg(long, default_value = "lab", value_name = "TRANSPORT")]
-    pub transport: String,
+    #[arg(long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
+    pub transport: TransportArg,
 
     /// lab: where a call's decode/handle/encode runs: inline (on the I/O thread), task (a task
     /// per call), pool (a bounded thread pool), adaptive (requests over --offload-above bytes go
     /// to an idle pool worker when the process has a core beyond its I/O threads; else inline).
-    #[arg(long, default_value = "inline", value_name = "PLACEMENT")]
-    pub decode: String,
+    #[arg(long, value_enum, default_value_t = PlacementArg::Inline, value_name = "PLACEMENT")]
+    pub decode: PlacementArg,
 
     /// lab: threads of the decode pool (pool and adaptive placements).
     #[arg(long, default_value_t = 1, value_name = "N")]

@@ -19,7 +19,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::args::{LoadArgs, OutputFormat, ScenarioArgs};
+use super::args::{
+    DurationStopArg, LoadArgs, OutputFormat, ScenarioArgs, ScheduleShape, TransportArg,
+};
 use super::exporter_for;
 use crate::export::{Report, RunOptions, TlsOptions};
 use crate::reflection::ReflectFrom;
@@ -100,10 +102,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.tls = tls;
     config.gzip = args.enable_compression;
     config.max_recv_message_bytes = args.max_recv_message_size;
-    config.duration_stop = match args.duration_stop.as_str() {
-        "close" => grpclab_load::DurationStop::Close,
-        "ignore" => grpclab_load::DurationStop::Ignore,
-        _ => grpclab_load::DurationStop::Wait,
+    config.duration_stop = match args.duration_stop {
+        DurationStopArg::Close => grpclab_load::DurationStop::Close,
+        DurationStopArg::Ignore => grpclab_load::DurationStop::Ignore,
+        DurationStopArg::Wait => grpclab_load::DurationStop::Wait,
     };
     if let Some(max) = args.max_send_message_size {
         // ghz would fail every call with RESOURCE_EXHAUSTED; one line now says the same.
@@ -132,7 +134,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             "--rps {} is not a rate; give requests per second, or 0 for a closed loop",
             args.rps
         )));
-    } else if args.load_schedule != "const" {
+    } else if args.load_schedule != ScheduleShape::Const {
         load_steps(args)?
     } else if args.rps == 0.0 {
         Pacing::ClosedLoop
@@ -177,12 +179,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.threads = args
         .cpus
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    config.transport = grpclab_load::Transport::from_name(&args.transport).ok_or_else(|| {
-        InputError(format!(
-            "--transport: unknown transport '{}'; choose lab or h2",
-            args.transport
-        ))
-    })?;
+    config.transport = match args.transport {
+        TransportArg::Engine => grpclab_load::Transport::Engine,
+        TransportArg::H2 => grpclab_load::Transport::H2,
+    };
     let method = scenario.method();
     config.shape =
         grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming());
@@ -260,15 +260,15 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         keepalive: config.keepalive.unwrap_or_default(),
         cpus: config.threads,
         validate: args.validate,
-        transport: args.transport.clone(),
+        transport: args.transport.name().to_owned(),
         details: config.details,
         count_errors: args.count_errors,
         skip_first: args.skip_first,
-        load: load_shape(&args.load_schedule, config.pacing),
+        load: load_shape(args.load_schedule, config.pacing),
         concurrency_shape: config
             .concurrency_steps
             .map(|steps| crate::export::LoadShape {
-                schedule: args.concurrency_schedule.clone(),
+                schedule: args.concurrency_schedule.name().to_owned(),
                 start: steps.start as f64,
                 end: steps.end.unwrap_or(0) as f64,
                 step: steps.step as f64,
@@ -482,7 +482,7 @@ fn resolve(target: &str) -> Result<SocketAddr, InputError> {
 
 /// ghz's step and line schedules as [`Pacing::Steps`]; each missing or misplaced flag named.
 fn load_steps(args: &LoadArgs) -> Result<Pacing, InputError> {
-    let schedule = args.load_schedule.as_str();
+    let schedule = args.load_schedule.name();
     if args.rps != 0.0 {
         return Err(InputError(format!(
             "--rps is the const schedule's rate; with --load-schedule {schedule} give --load-start (and --load-step)"
@@ -521,7 +521,7 @@ fn load_steps(args: &LoadArgs) -> Result<Pacing, InputError> {
 
 /// ghz's step and line concurrency schedules as [`ConcurrencySteps`]; `None` for const.
 fn concurrency_steps(args: &LoadArgs) -> Result<Option<ConcurrencySteps>, InputError> {
-    let schedule = args.concurrency_schedule.as_str();
+    let schedule = args.concurrency_schedule.name();
     let step_duration = match (schedule, args.concurrency_step_duration) {
         ("const", _) => return Ok(None),
         ("line", None) => std::time::Duration::from_secs(1),
@@ -747,7 +747,7 @@ fn template_renderer(
 }
 
 /// ghz's load-schedule settings for the report, read back from the pacing they became.
-fn load_shape(schedule: &str, pacing: Pacing) -> crate::export::LoadShape {
+fn load_shape(schedule: ScheduleShape, pacing: Pacing) -> crate::export::LoadShape {
     match pacing {
         Pacing::Steps {
             start,
@@ -756,7 +756,7 @@ fn load_shape(schedule: &str, pacing: Pacing) -> crate::export::LoadShape {
             end,
             max_duration,
         } => crate::export::LoadShape {
-            schedule: schedule.to_owned(),
+            schedule: schedule.name().to_owned(),
             start,
             end: end.unwrap_or(0.0),
             step,

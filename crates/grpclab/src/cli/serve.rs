@@ -6,37 +6,32 @@ use grpclab_server::{Implementation, ServeConfig};
 use std::io::Write;
 use std::net::SocketAddr;
 
-use super::args::ServeArgs;
+use super::args::{ImplementationArg, PlacementArg, ServeArgs, TransportArg};
 use crate::InputError;
 
 /// Validates the flags into a server configuration.
 pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
-    let implementation = Implementation::from_name(&args.implementation).ok_or_else(|| {
-        let names: Vec<&str> = Implementation::ALL.iter().map(|(name, _)| *name).collect();
-        InputError(format!(
-            "--impl: unknown server '{}'; the built-in servers are {}",
-            args.implementation,
-            names.join(", ")
-        ))
-    })?;
+    let implementation = match args.implementation {
+        ImplementationArg::TonicMt => Implementation::TonicMt,
+        ImplementationArg::TonicSt => Implementation::TonicSt,
+        ImplementationArg::Lab => Implementation::Lab,
+    };
     let threads = args.threads.unwrap_or(1);
     if threads == 0 {
         return Err(InputError(
             "--threads (or GRPC_SERVER_CPUS) must be at least 1".to_owned(),
         ));
     }
-    let placement = Placement::from_name(&args.decode).ok_or_else(|| {
-        InputError(format!(
-            "--decode: unknown placement '{}'; choose inline, task, pool or adaptive",
-            args.decode
-        ))
-    })?;
-    let transport = Transport::from_name(&args.transport).ok_or_else(|| {
-        InputError(format!(
-            "--transport: unknown transport '{}'; choose lab or h2",
-            args.transport
-        ))
-    })?;
+    let placement = match args.decode {
+        PlacementArg::Inline => Placement::Inline,
+        PlacementArg::Task => Placement::Task,
+        PlacementArg::Pool => Placement::Pool,
+        PlacementArg::Adaptive => Placement::Adaptive,
+    };
+    let transport = match args.transport {
+        TransportArg::Engine => Transport::Engine,
+        TransportArg::H2 => Transport::H2,
+    };
     if args.pool_threads == 0 || args.pool_queue == 0 {
         return Err(InputError(
             "--pool-threads and --pool-queue must be at least 1".to_owned(),

@@ -22,37 +22,11 @@ pub mod lab;
 pub mod stats;
 pub mod tonic_baseline;
 
-/// The scenarios' protobuf types and tonic service, generated at build time from
-/// `scenarios/complex_proto/helloworld.proto`.
-#[allow(missing_docs, clippy::all)]
-pub mod pb {
-    tonic::include_proto!("helloworld");
+mod error;
+mod proto;
 
-    /// `helloworld.proto` as an encoded `FileDescriptorSet`, for server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/helloworld.fds.bin"));
-}
-
-/// The streaming echo service (`scenarios/streaming/streaming.proto`): bidi ping-pong,
-/// server streaming, client streaming.
-#[allow(missing_docs, clippy::all)]
-pub mod pb_streaming {
-    tonic::include_proto!("grpclab.streaming.v1");
-
-    /// `streaming.proto` as an encoded `FileDescriptorSet`, for server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/grpclab.streaming.v1.fds.bin"));
-}
-
-/// grpclab's admin service (`grpclab.admin.v1.Stats`), generated from `proto/admin.proto`.
-#[allow(missing_docs, clippy::all)]
-pub mod pb_admin {
-    tonic::include_proto!("grpclab.admin.v1");
-
-    /// `admin.proto` as an encoded `FileDescriptorSet`, for server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/grpclab.admin.v1.fds.bin"));
-}
+pub use error::ServeError;
+pub use proto::{pb, pb_admin, pb_streaming};
 
 use std::net::SocketAddr;
 
@@ -99,28 +73,6 @@ pub struct ServeConfig {
     /// tonic's own `ServerTlsConfig` (as tonic users do); lab takes the rustls configuration
     /// built from them in `lab.tls`.
     pub tls: Option<grpclab_core::tls::ServerTls>,
-}
-
-/// Errors that end a server.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source} (is another server on that port? pick another with --port)")]
-    Bind {
-        /// the address
-        addr: SocketAddr,
-        /// why
-        source: std::io::Error,
-    },
-    /// The runtime could not be built.
-    #[error("cannot start the runtime: {0}")]
-    Runtime(std::io::Error),
-    /// The TLS files could not be used.
-    #[error("{0}")]
-    Tls(String),
-    /// The server failed while serving.
-    #[error("server failed: {0}")]
-    Serve(String),
 }
 
 /// Runs a built-in server until SIGTERM or Ctrl-C, then drains in-flight calls and returns.

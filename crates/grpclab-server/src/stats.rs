@@ -2,7 +2,7 @@
 //! harness can compute allocations and bytes per call over a measured window.
 
 use crate::alloc_count::{allocation_totals, ThreadCounters};
-use crate::pb_admin::StatsReply;
+use crate::proto::pb_admin::StatsReply;
 use grpclab_core::tls::TlsClient;
 
 /// The `:path` of the admin RPC.
@@ -33,9 +33,9 @@ pub fn snapshot(implementation: &str) -> StatsReply {
 /// The error says what went wrong, ready to print.
 pub async fn fetch(target: &str, tls: Option<&TlsClient>) -> Result<StatsReply, String> {
     let mut client =
-        crate::pb_admin::stats_client::StatsClient::new(admin_channel(target, tls).await?);
+        crate::proto::pb_admin::stats_client::StatsClient::new(admin_channel(target, tls).await?);
     let reply = client
-        .get(crate::pb_admin::StatsRequest {})
+        .get(crate::proto::pb_admin::StatsRequest {})
         .await
         .map_err(|status| {
             format!(
@@ -56,7 +56,7 @@ pub async fn start_heap_profile(
 ) -> Result<(), String> {
     let mut client = heap_profile_client(target, tls).await?;
     client
-        .start(crate::pb_admin::HeapProfileStartRequest {
+        .start(crate::proto::pb_admin::HeapProfileStartRequest {
             path: path.to_owned(),
         })
         .await
@@ -68,7 +68,7 @@ pub async fn start_heap_profile(
 pub async fn stop_heap_profile(target: &str, tls: Option<&TlsClient>) -> Result<String, String> {
     let mut client = heap_profile_client(target, tls).await?;
     client
-        .stop(crate::pb_admin::HeapProfileStopRequest {})
+        .stop(crate::proto::pb_admin::HeapProfileStopRequest {})
         .await
         .map(|reply| reply.into_inner().path)
         .map_err(|status| heap_profile_refusal(target, &status))
@@ -78,11 +78,11 @@ async fn heap_profile_client(
     target: &str,
     tls: Option<&TlsClient>,
 ) -> Result<
-    crate::pb_admin::heap_profile_client::HeapProfileClient<tonic::transport::Channel>,
+    crate::proto::pb_admin::heap_profile_client::HeapProfileClient<tonic::transport::Channel>,
     String,
 > {
     Ok(
-        crate::pb_admin::heap_profile_client::HeapProfileClient::new(
+        crate::proto::pb_admin::heap_profile_client::HeapProfileClient::new(
             admin_channel(target, tls).await?,
         ),
     )

@@ -6,17 +6,17 @@ use std::future::Future;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
-use crate::pb::greeter_server::{Greeter, GreeterServer};
-use crate::pb::{HelloReply, HelloRequest};
-use crate::pb_admin::heap_profile_server::{HeapProfile, HeapProfileServer};
-use crate::pb_admin::stats_server::{Stats, StatsServer};
-use crate::pb_admin::{
+use crate::error::ServeError;
+use crate::proto::pb::greeter_server::{Greeter, GreeterServer};
+use crate::proto::pb::{HelloReply, HelloRequest};
+use crate::proto::pb_admin::heap_profile_server::{HeapProfile, HeapProfileServer};
+use crate::proto::pb_admin::stats_server::{Stats, StatsServer};
+use crate::proto::pb_admin::{
     HeapProfileReply, HeapProfileStartRequest, HeapProfileStopRequest, StatsReply, StatsRequest,
 };
-use crate::pb_streaming::streaming_echo_server::{StreamingEcho, StreamingEchoServer};
-use crate::pb_streaming::{EchoReply, EchoRequest, FeedRequest, UploadSummary};
+use crate::proto::pb_streaming::streaming_echo_server::{StreamingEcho, StreamingEchoServer};
+use crate::proto::pb_streaming::{EchoReply, EchoRequest, FeedRequest, UploadSummary};
 use crate::stats::{count_call, snapshot};
-use crate::ServeError;
 
 /// `Greeter.SayHello`: the reply carries the request's `Hello` back, decoded and re-encoded.
 #[derive(Debug, Default, Clone, Copy)]
@@ -153,9 +153,9 @@ pub async fn run(
     // only).
     let reflection = || {
         tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(crate::pb::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(crate::pb_admin::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(crate::pb_streaming::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(crate::proto::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(crate::proto::pb_admin::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(crate::proto::pb_streaming::FILE_DESCRIPTOR_SET)
     };
     let reflection_v1 = reflection()
         .build_v1()

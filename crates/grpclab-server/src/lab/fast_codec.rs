@@ -360,9 +360,9 @@ pub(crate) fn echo_reply(request: &[u8], out: &mut BytesMut) -> Result<bool, Dec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pb::hello::pet::Color;
-    use crate::pb::hello::{Choice as PbChoice, Pet};
-    use crate::pb::{Hello, HelloReply, HelloRequest};
+    use crate::proto::pb::hello::pet::Color;
+    use crate::proto::pb::hello::{Choice as PbChoice, Pet};
+    use crate::proto::pb::{Hello, HelloReply, HelloRequest};
     use prost::Message;
 
     /// The reply prost would produce, framed.

@@ -13,8 +13,8 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use crate::heap_profile;
-use crate::pb::{HelloReply, HelloRequest};
-use crate::pb_admin::{HeapProfileReply, HeapProfileStartRequest};
+use crate::proto::pb::{HelloReply, HelloRequest};
+use crate::proto::pb_admin::{HeapProfileReply, HeapProfileStartRequest};
 use crate::stats::{count_call, snapshot, STATS_PATH};
 
 /// The `:path` of the scenarios' call.

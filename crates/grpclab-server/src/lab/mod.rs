@@ -33,7 +33,7 @@ pub use config::{
 };
 pub use placement::Placement;
 
-use crate::ServeError;
+use crate::error::ServeError;
 use placement::{Pool, PoolSender};
 use transport::engine::{EngineResponder, LabService};
 use transport::h2::{serve_connection, H2Responder};

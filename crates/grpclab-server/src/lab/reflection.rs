@@ -33,9 +33,9 @@ fn catalogue() -> &'static Catalogue {
     static CATALOGUE: OnceLock<Catalogue> = OnceLock::new();
     CATALOGUE.get_or_init(|| {
         let sets = [
-            crate::pb::FILE_DESCRIPTOR_SET,
-            crate::pb_streaming::FILE_DESCRIPTOR_SET,
-            crate::pb_admin::FILE_DESCRIPTOR_SET,
+            crate::proto::pb::FILE_DESCRIPTOR_SET,
+            crate::proto::pb_streaming::FILE_DESCRIPTOR_SET,
+            crate::proto::pb_admin::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
         ];

@@ -97,7 +97,7 @@ pub(crate) fn put_upload_summary(out: &mut BytesMut, messages: u64, bytes: u64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pb_streaming::{EchoReply, EchoRequest, FeedRequest, UploadSummary};
+    use crate::proto::pb_streaming::{EchoReply, EchoRequest, FeedRequest, UploadSummary};
     use prost::Message;
 
     /// A small deterministic generator (xorshift).

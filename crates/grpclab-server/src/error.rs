@@ -1,0 +1,25 @@
+//! Why a built-in server could not start or stopped.
+
+use std::net::SocketAddr;
+
+/// Errors that end a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source} (is another server on that port? pick another with --port)")]
+    Bind {
+        /// the address
+        addr: SocketAddr,
+        /// why
+        source: std::io::Error,
+    },
+    /// The runtime could not be built.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The TLS files could not be used.
+    #[error("{0}")]
+    Tls(String),
+    /// The server failed while serving.
+    #[error("server failed: {0}")]
+    Serve(String),
+}

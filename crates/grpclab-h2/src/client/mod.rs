@@ -12,6 +12,12 @@
 //! next message once the previous one's reply is whole; `interval` apart; until `count` or
 //! `duration`), replies are counted as whole messages across DATA frames and released at once,
 //! and the source hears of each round trip and, when the call ends, of its message counts.
+//!
+//! This file holds the connection loop (keepalive, deadlines, lost connections, frame
+//! dispatch); `source` the interface to the caller ([`CallSource`] and what it is told),
+//! `send` starting calls and writing requests within the windows, `receive` the replies, and
+//! `streaming` a streaming call's plan ([`StreamSpec`]) and [`MessageCounter`]. They are `impl`
+//! blocks of the one connection and see its fields, as the server's modules do.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;

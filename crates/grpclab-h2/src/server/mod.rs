@@ -1,5 +1,11 @@
-//! A server connection for gRPC calls: unary here, streaming in `streaming.rs` (the parts of a
-//! turn that hand messages over one by one and send replies as flow control allows).
+//! A server connection for gRPC calls. This file holds the connection loop, the stream
+//! states and the frame dispatch; each part of the protocol has a module of its own, as in
+//! the h2 crate's `proto/`: `service` (what the application implements), `head` (request
+//! headers), `settings`, `flow_control`, `budget` (flood and body budgets), `deadlines`,
+//! `respond` (response heads, trailers, statuses), `go_away` (resets, GOAWAY, connection
+//! errors) and `streaming` (a streaming call's messages one by one, replies as flow control
+//! allows). They are `impl` blocks of the one `Connection` and see its fields: a turn
+//! touches all of them, and splitting the state would put a borrow on every hot access.
 //!
 //! One task per connection owns the socket, a read buffer and a write buffer. Each turn of its
 //! loop reads everything the socket has, parses every complete frame, runs the calls whose

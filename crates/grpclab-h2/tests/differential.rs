@@ -362,6 +362,28 @@ fn touches_an_idle_stream(input: &[u8]) -> bool {
     false
 }
 
+/// Whether the input sends DATA or HEADERS on a stream the client has already closed: after
+/// its own RST_STREAM on it, or after a frame of it with END_STREAM.
+fn touches_a_closed_stream(input: &[u8]) -> bool {
+    let mut closed = std::collections::HashSet::new();
+    let mut at = 0;
+    while at + frame::HEADER_LEN <= input.len() {
+        let header = frame::Header::parse(input[at..at + frame::HEADER_LEN].try_into().unwrap());
+        match header.kind {
+            kind::DATA | kind::HEADERS if closed.contains(&header.stream) => return true,
+            kind::DATA | kind::HEADERS if header.flags & frame::flags::END_STREAM != 0 => {
+                closed.insert(header.stream);
+            }
+            kind::RST_STREAM => {
+                closed.insert(header.stream);
+            }
+            _ => {}
+        }
+        at += frame::HEADER_LEN + header.length as usize;
+    }
+    false
+}
+
 /// Whether the input has a PRIORITY frame that makes `stream` depend on itself.
 fn self_dependent_priority(input: &[u8], stream: u32) -> bool {
     let mut at = 0;
@@ -389,6 +411,10 @@ fn is_listed_deviation(input: &[u8], ours: &Outcome, theirs: &Outcome) -> bool {
         // than HEADERS or PRIORITY ... MUST be treated as a connection error of type
         // PROTOCOL_ERROR"; §6.4 for RST_STREAM): h2 takes the PRIORITY as opening it.
         (ConnectionError(code::PROTOCOL_ERROR), Streams(_)) => touches_an_idle_stream(input),
+        // DATA or HEADERS on a stream that has closed (the client ended or reset it): a
+        // connection error STREAM_CLOSED (§5.1); h2 resets or ignores the stream, or takes a
+        // HEADERS for a lower stream id's reuse (PROTOCOL_ERROR).
+        (ConnectionError(code::STREAM_CLOSED), _) => touches_a_closed_stream(input),
         // A frame of the wrong size: FRAME_SIZE_ERROR (§4.2, §6.5, §6.7); h2 says PROTOCOL_ERROR.
         (ConnectionError(code::FRAME_SIZE_ERROR), ConnectionError(code::PROTOCOL_ERROR)) => true,
         // HPACK decoding failure: COMPRESSION_ERROR (§4.3); h2 says PROTOCOL_ERROR.
@@ -490,6 +516,9 @@ fn our_engine_and_the_h2_crate_agree_on_every_outcome_class() {
             agreed += 1;
         } else if is_listed_deviation(&input, &ours, &theirs) {
             let key = match (&ours, &theirs) {
+                (Outcome::ConnectionError(code::STREAM_CLOSED), _) => {
+                    "ours: connection error 0x5 (a frame on a closed stream)".to_owned()
+                }
                 (Outcome::ConnectionError(_), Outcome::Streams(_)) => {
                     "ours: connection error 0x1 (a frame on an idle stream); h2: stream-level"
                         .to_owned()

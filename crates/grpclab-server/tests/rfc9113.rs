@@ -380,3 +380,195 @@ fn read_outcomes(connection: &mut RawConnection, streams: usize) -> HashMap<u32,
     }
     outcomes
 }
+
+const STREAM_CLOSED: u32 = 0x5;
+
+/// Reads until stream 1's answer has ended (a frame with END_STREAM on it), or the
+/// connection reports an error: `Ok(())`, or `Err(outcome)` as [`outcome_of_stream_1`] gives.
+fn read_answer_of_stream_1(connection: &mut RawConnection) -> Result<(), u32> {
+    loop {
+        let Some(frame) = connection.read_frame() else {
+            return Err(0xfff);
+        };
+        if frame.kind == GOAWAY {
+            return Err(0x100 + u32::from_be_bytes(frame.payload[4..8].try_into().unwrap()));
+        }
+        if frame.stream == 1 && frame.kind == RST_STREAM {
+            return Err(u32::from_be_bytes(frame.payload[..4].try_into().unwrap()));
+        }
+        if frame.stream == 1 && frame.flags & END_STREAM != 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// What the connection says after `then` is sent: `Some(0x100 + code)` for a GOAWAY (a
+/// connection error), `Some(code)` for an RST_STREAM on `stream`, `None` when a request on
+/// `probe` (sent after `then`) is answered with neither: the frames were ignored.
+fn after(
+    connection: &mut RawConnection,
+    then: &[(u8, u8, u32, Vec<u8>)],
+    stream: u32,
+    probe: u32,
+) -> Option<u32> {
+    connection.begin_batch();
+    for (kind, flags, id, payload) in then {
+        connection.send(*kind, *flags, *id, payload);
+    }
+    connection.send(HEADERS, END_HEADERS, probe, &block(&valid_fields()));
+    connection.send(DATA, END_STREAM, probe, &complex_request());
+    connection.end_batch();
+    loop {
+        let frame = connection.read_frame()?;
+        let code = |at: usize| u32::from_be_bytes(frame.payload[at..at + 4].try_into().unwrap());
+        if frame.kind == GOAWAY {
+            return Some(0x100 + code(4));
+        }
+        if frame.kind == RST_STREAM && frame.stream == stream {
+            return Some(code(0));
+        }
+        if frame.stream == probe && frame.flags & END_STREAM != 0 {
+            return None;
+        }
+    }
+}
+
+/// A complete request on stream 1, answered; then `then`: what the connection answers.
+fn after_an_answered_call(server: &Running, then: &[(u8, u8, u32, Vec<u8>)]) -> Option<u32> {
+    let mut connection = RawConnection::open(server.addr);
+    connection.send(SETTINGS, ACK, 0, &[]);
+    request_with(&valid_fields())(&mut connection);
+    assert_eq!(read_answer_of_stream_1(&mut connection), Ok(()));
+    after(&mut connection, then, 1, 3)
+}
+
+/// What a closed-stream case sends, on a fresh connection, and what comes back.
+type ClosedCase = fn(&Running) -> Option<u32>;
+
+/// The client resets its stream mid-request, then sends DATA on it.
+fn data_after_the_clients_reset(server: &Running) -> Option<u32> {
+    let mut connection = RawConnection::open(server.addr);
+    connection.send(SETTINGS, ACK, 0, &[]);
+    let then = [
+        (HEADERS, END_HEADERS, 1, block(&valid_fields())),
+        (RST_STREAM, 0, 1, 0x8u32.to_be_bytes().to_vec()),
+        (DATA, END_STREAM, 1, complex_request().to_vec()),
+    ];
+    after(&mut connection, &then, 1, 3)
+}
+
+/// Answered early with RST_STREAM(NO_ERROR) (415); then the client's body and trailers, in
+/// flight before it saw the reset.
+fn body_after_our_reset(server: &Running) -> Option<u32> {
+    let mut connection = RawConnection::open(server.addr);
+    connection.send(SETTINGS, ACK, 0, &[]);
+    let mut fields = valid_fields();
+    fields[4] = ("content-type", "text/plain");
+    connection.send(HEADERS, END_HEADERS, 1, &block(&fields));
+    assert_eq!(outcome_of_stream_1(&mut connection), Some(NO_ERROR));
+    let then = [
+        (DATA, 0, 1, complex_request().to_vec()),
+        (
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            1,
+            block(&[("grpc-status", "0")]),
+        ),
+    ];
+    after(&mut connection, &then, 1, 3)
+}
+
+/// Stream 5 opens first; HEADERS then opens stream 3, an id it jumped over.
+fn headers_on_an_id_jumped_over(server: &Running) -> Option<u32> {
+    let mut connection = RawConnection::open(server.addr);
+    connection.send(SETTINGS, ACK, 0, &[]);
+    let then = [
+        (HEADERS, END_HEADERS, 5, block(&valid_fields())),
+        (DATA, END_STREAM, 5, complex_request().to_vec()),
+        (HEADERS, END_HEADERS, 3, block(&valid_fields())),
+    ];
+    after(&mut connection, &then, 3, 7)
+}
+
+/// 5.1 and 5.1.1, frames on closed streams: (case, our engine's answer = the RFC's, the h2
+/// crate's answer). `Some(0x100 + code)` is a connection error (GOAWAY), `Some(code)` an
+/// RST_STREAM, `None` ignored (a later request is answered).
+const CLOSED_CASES: &[(&str, ClosedCase, Option<u32>, Option<u32>)] = &[
+    (
+        "HEADERS after both sides ended the stream: connection error STREAM_CLOSED",
+        |server| {
+            after_an_answered_call(
+                server,
+                &[(HEADERS, END_HEADERS | END_STREAM, 1, block(&valid_fields()))],
+            )
+        },
+        Some(0x100 + STREAM_CLOSED),
+        Some(0x100 + PROTOCOL_ERROR),
+    ),
+    (
+        "DATA after both sides ended the stream: connection error STREAM_CLOSED",
+        |server| {
+            after_an_answered_call(server, &[(DATA, END_STREAM, 1, complex_request().to_vec())])
+        },
+        Some(0x100 + STREAM_CLOSED),
+        // The RFC allows a stream error here too (a connection error is a MAY).
+        Some(STREAM_CLOSED),
+    ),
+    (
+        "WINDOW_UPDATE, PRIORITY and RST_STREAM on a closed stream: ignored",
+        |server| {
+            after_an_answered_call(
+                server,
+                &[
+                    (WINDOW_UPDATE, 0, 1, 1000u32.to_be_bytes().to_vec()),
+                    (PRIORITY, 0, 1, vec![0, 0, 0, 0, 16]),
+                    (RST_STREAM, 0, 1, NO_ERROR.to_be_bytes().to_vec()),
+                ],
+            )
+        },
+        None,
+        None,
+    ),
+    (
+        "DATA after the client's RST_STREAM: connection error STREAM_CLOSED",
+        data_after_the_clients_reset,
+        Some(0x100 + STREAM_CLOSED),
+        Some(STREAM_CLOSED),
+    ),
+    (
+        "DATA and trailers after our own RST_STREAM: ignored",
+        body_after_our_reset,
+        None,
+        None,
+    ),
+    (
+        "HEADERS on an id a later stream jumped over (5.1.1): connection error PROTOCOL_ERROR",
+        headers_on_an_id_jumped_over,
+        Some(0x100 + PROTOCOL_ERROR),
+        Some(0x100 + PROTOCOL_ERROR),
+    ),
+];
+
+/// 5.1: frames other than PRIORITY, WINDOW_UPDATE and RST_STREAM on a closed stream are a
+/// connection error STREAM_CLOSED, frames after our own RST_STREAM are ignored, and 5.1.1:
+/// HEADERS on an id jumped over is PROTOCOL_ERROR. Both transports are asserted: the h2
+/// crate's answer where it differs is its documented deviation (ARCHITECTURE.md), so a change
+/// either way fails here.
+#[test]
+fn frames_on_closed_streams_get_the_rfcs_answer() {
+    let wrong = std::cell::RefCell::new(Vec::new());
+    each_lab_transport(LabConfig::default(), |name, server| {
+        for (case, send, ours, h2) in CLOSED_CASES {
+            let expected = if name == "lab" { ours } else { h2 };
+            let got = send(server);
+            eprintln!("{name}: {case}: {got:?}");
+            if got != *expected {
+                wrong.borrow_mut().push(format!(
+                    "{name}: {case}: got {got:?}, expected {expected:?}"
+                ));
+            }
+        }
+    });
+    let wrong = wrong.into_inner();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

@@ -231,6 +231,8 @@ impl<S: Service> Connection<S> {
         if stream_id <= self.last_stream {
             // A streaming call's half-close so far (None: not a streaming call).
             let stream_half_closed = self.streaming.get(&stream_id).map(|call| call.half_closed);
+            // Usually an empty list: clients number streams consecutively.
+            let skipped = self.was_skipped(stream_id);
             // Trailers on a stream we know, or headers on a closed one.
             return match self.streams.get_mut(&stream_id) {
                 // Trailers: END_STREAM, and no pseudo-header (§8.1, §8.3).
@@ -261,18 +263,42 @@ impl<S: Service> Connection<S> {
                     self.reset(stream_id, code::STREAM_CLOSED);
                     Ok(())
                 }
-                Some(_) => {
+                // A second header block that is not trailers: malformed (§8.1).
+                Some(Stream {
+                    state: StreamState::Receiving { .. },
+                    ..
+                }) => {
                     self.reset(stream_id, code::PROTOCOL_ERROR);
+                    Ok(())
+                }
+                // The request has ended (running, answering, or its answer being written):
+                // the stream is half-closed (remote), §5.1.
+                Some(_) => {
+                    self.reset(stream_id, code::STREAM_CLOSED);
                     Ok(())
                 }
                 // Trailers of a stream we reset (refused, or answered early): ignored (§5.1).
                 None if self.reset_ids.contains(&stream_id) => Ok(()),
-                // An id at or below one already used that opens nothing: §5.1.1.
-                None => Err(connection_error(
+                // An id a later stream jumped over, used now: an unexpected stream id (§5.1.1).
+                None if skipped => Err(connection_error(
                     code::PROTOCOL_ERROR,
-                    "HEADERS on a stream id already used or skipped",
+                    "HEADERS on a stream id below one already used",
+                )),
+                // A stream that was opened and has closed (§5.1).
+                None => Err(connection_error(
+                    code::STREAM_CLOSED,
+                    "HEADERS on a closed stream",
                 )),
             };
+        }
+        // Clients number their streams 1, 3, 5, ...: one comparison per new stream.
+        let next_expected = if self.last_stream == 0 {
+            1
+        } else {
+            self.last_stream + 2
+        };
+        if stream_id > next_expected {
+            self.remember_skipped(next_expected, stream_id - 2);
         }
         self.last_stream = stream_id;
         if self.going_away {
@@ -335,5 +361,27 @@ impl<S: Service> Connection<S> {
             }
         }
         Ok(())
+    }
+}
+
+/// Ranges of stream ids jumped over that are remembered: a client that skips ids on every
+/// stream is unusual, and past this many ranges the oldest are forgotten (a HEADERS on one of
+/// those is then taken for a closed stream's: still a connection error, STREAM_CLOSED).
+pub(super) const SKIPPED_MEMORY: usize = 1024;
+
+impl<S: Service> Connection<S> {
+    /// Remembers client stream ids `first..=last` as never opened.
+    fn remember_skipped(&mut self, first: u32, last: u32) {
+        if self.skipped.len() == SKIPPED_MEMORY {
+            self.skipped.pop_front();
+        }
+        self.skipped.push_back((first, last));
+    }
+
+    /// Whether `stream_id` was jumped over by a later stream (never opened).
+    fn was_skipped(&self, stream_id: u32) -> bool {
+        self.skipped
+            .iter()
+            .any(|(first, last)| (*first..=*last).contains(&stream_id))
     }
 }

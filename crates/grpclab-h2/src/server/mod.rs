@@ -214,9 +214,14 @@ struct Connection<S: Service> {
     flood_window_start: Instant,
     /// Streams in `Flushing`, to forget once the write buffer is on the socket.
     flushing: Vec<u32>,
-    /// Streams we reset (refused or failed), newest last, at most [`RESET_MEMORY`].
+    /// Streams we reset (refused or failed), newest last, at most `go_away::RESET_MEMORY`.
     reset_ids: std::collections::HashSet<u32>,
     reset_order: VecDeque<u32>,
+    /// Client stream ids a new stream jumped over (never opened), as inclusive ranges, newest
+    /// last, at most `head::SKIPPED_MEMORY`: HEADERS on one of them is an unexpected stream id
+    /// (PROTOCOL_ERROR, §5.1.1), on any other id at or below `last_stream` a closed stream
+    /// (STREAM_CLOSED, §5.1). Clients number streams consecutively, so this stays empty.
+    skipped: VecDeque<(u32, u32)>,
     /// GOAWAY sent: no new streams.
     going_away: bool,
     /// The peer sent GOAWAY.
@@ -483,6 +488,7 @@ impl<S: Service> Connection<S> {
             flushing: Vec::new(),
             reset_ids: Default::default(),
             reset_order: VecDeque::new(),
+            skipped: VecDeque::new(),
             going_away: false,
             peer_going_away: false,
             out: Vec::with_capacity(INITIAL_BUFFER),
@@ -676,17 +682,18 @@ impl<S: Service> Connection<S> {
             self.spend_flood_credit()?;
         }
         let Some(stream) = self.streams.get_mut(&header.stream) else {
-            // Nothing keeps these bytes: their window goes back at once.
-            self.conn_recv_unacked += size;
-            // DATA sent before the peer saw our reset is expected (§5.1) and costs no output;
-            // DATA on a stream closed long ago is answered, so it counts.
-            if !self.reset_ids.contains(&header.stream) {
-                if !empty {
-                    self.spend_flood_credit()?;
-                }
-                frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
+            // DATA sent before the peer saw our reset is expected and ignored (§5.1); its
+            // window goes back at once, nothing keeps the bytes.
+            if self.reset_ids.contains(&header.stream) {
+                self.conn_recv_unacked += size;
+                return Ok(());
             }
-            return Ok(());
+            // Any other stream at or below the last one is closed: both sides ended it, the
+            // client reset it, or a later stream implicitly closed it (§5.1, §5.1.1).
+            return Err(connection_error(
+                code::STREAM_CLOSED,
+                "DATA on a closed stream",
+            ));
         };
         stream.recv_window -= i64::from(size);
         if stream.recv_window < 0 {

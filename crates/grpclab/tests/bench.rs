@@ -253,6 +253,12 @@ fn limits_are_applied_and_read_back() {
         other => {
             assert_eq!(other, "affinity-only");
             assert!(limits["note"].as_str().unwrap().contains("no cgroup"));
+            // CI runs as root on a machine with writable cgroups: there, a fallback is a bug.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no writable cgroups on CI: {limits}"
+            );
+            eprintln!("SKIPPED (no writable cgroups here): the quota and memory limit checks");
             return;
         }
     }
@@ -346,7 +352,11 @@ fn failing_servers_get_failed_rows_and_the_others_complete() {
     assert_eq!(good["status"], "ok", "{good}");
     let hog = record(&folder, "hog");
     if hog["limits"]["mechanism"] == "affinity-only" {
-        eprintln!("no cgroup here: the memory limit cannot be enforced, so no OOM to see");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no writable cgroups on CI: the OOM kill cannot be checked"
+        );
+        eprintln!("SKIPPED (no writable cgroups here): the OOM kill check");
     } else {
         assert!(reason("hog").contains("OOM"), "{}", reason("hog"));
     }

@@ -55,6 +55,66 @@ fn h2load_say_hello(scheme: &str, server: &Server, request: &std::path::Path) ->
     )
 }
 
+/// The calls the server has answered with a reply (its admin counters), via `grpclab stats`
+/// with `tls` flags when given.
+fn calls_answered(server: &Server, tls: &[&str]) -> u64 {
+    let output = common::grpclab()
+        .arg("stats")
+        .arg(server.target())
+        .args(tls)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    stats["calls"].as_u64().expect("a call count")
+}
+
+/// One SayHello call with nghttp (nghttp2's client; not ours): the `grpc-status` the server
+/// sent, as nghttp printed it (`None` when there was none).
+fn nghttp_grpc_status(scheme: &str, server: &Server, request: &std::path::Path) -> Option<String> {
+    let output = Command::new("nghttp")
+        .args(["-v", "-d"])
+        .arg(request)
+        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+        .arg(format!(
+            "{scheme}://{}/helloworld.Greeter/SayHello",
+            server.addr
+        ))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.split("grpc-status: ").nth(1))
+        .map(|status| status.trim().to_owned())
+}
+
+/// h2load's 2000 calls were gRPC successes, not only HTTP 200s: the server answered every one
+/// with a reply (its counters went up by 2000; a call answered with a gRPC error does not count),
+/// and a call from nghttp, another client we did not write, ends with `grpc-status: 0`.
+fn assert_grpc_successes(
+    scheme: &str,
+    server: &Server,
+    request: &std::path::Path,
+    before: u64,
+    tls: &[&str],
+) {
+    let label = format!("{scheme} {}", server.target());
+    assert_eq!(
+        calls_answered(server, tls) - before,
+        2000,
+        "{label}: calls answered with a reply"
+    );
+    assert_eq!(
+        nghttp_grpc_status(scheme, server, request).as_deref(),
+        Some("0"),
+        "{label}: nghttp's call"
+    );
+}
+
 /// The grpcio Greeter with reflection (`interop/grpcio_reflection_server.py`), TLS with
 /// `tls` when given; returns the child (stopped by closing its stdin) and its target.
 fn grpcio_reflection_server(tls: Option<&common::pki::Pair>) -> (std::process::Child, String) {
@@ -208,8 +268,10 @@ fn h2load_interoperates() {
     ] {
         let implementation = args.join(" ");
         let server = Server::start_with(args);
+        let before = calls_answered(&server, &[]);
         let (success, text) = h2load_say_hello("http", &server, &request);
         assert!(success, "{implementation}: {text}");
+        assert_grpc_successes("http", &server, &request, before, &[]);
         assert!(
             text.contains("2000 succeeded, 0 failed, 0 errored"),
             "{implementation}: {text}"
@@ -358,8 +420,12 @@ fn h2load_interoperates_over_tls() {
         &["--impl", "tonic-mt"],
     ] {
         let server = Server::start_tls(args, &leaf);
+        let cacert = ca.cert.display().to_string();
+        let tls = ["--tls", "--cacert", cacert.as_str(), "--cname", "localhost"];
+        let before = calls_answered(&server, &tls);
         let (success, text) = h2load_say_hello("https", &server, &request);
         assert!(success, "{args:?}: {text}");
+        assert_grpc_successes("https", &server, &request, before, &tls);
         assert!(
             text.contains("2000 succeeded, 0 failed, 0 errored"),
             "{args:?}: {text}"

@@ -425,6 +425,32 @@ mod tests {
         assert!(footer_with_limits(&[], &[failed_early]).is_empty());
     }
 
+    /// A name longer than grpc_bench's 18-character column widens the column and the rules:
+    /// every line of the table is as long as its rules.
+    #[test]
+    fn a_long_name_keeps_the_table_aligned() {
+        let long = runner::ImplResult {
+            name: "java_hotspot_grpc_pgc_direct".to_owned(),
+            ..sample_result()
+        };
+        let short = sample_result();
+        for rows in [vec![short.clone()], vec![short, long]] {
+            let table = results::render_text(&rows, &[]);
+            let lines: Vec<&str> = table.lines().take(3 + rows.len() + 1).collect();
+            // grpc_bench's rules are one wider than its rows (128 and 127).
+            let rule = lines[0].chars().count();
+            assert!(rule >= 128, "{table}");
+            for line in &lines {
+                let expected = if line.starts_with('-') {
+                    rule
+                } else {
+                    rule - 1
+                };
+                assert_eq!(line.chars().count(), expected, "{line:?} in\n{table}");
+            }
+        }
+    }
+
     fn sample_result() -> runner::ImplResult {
         runner::ImplResult {
             name: "x".to_owned(),

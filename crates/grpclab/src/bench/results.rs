@@ -178,21 +178,23 @@ fn failures(results: &[ImplResult]) -> Vec<String> {
 /// not measure says FAILED or SKIPPED in the req/s column. grpclab's own columns (errors,
 /// allocations per request) follow in a second table of the same style, then the notes.
 pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
-    let rule = "-".repeat(128);
-    let mut out = format!("{rule}\n");
-    out.push_str(&grpc_bench_row(&COLUMNS[..8]));
-    out.push_str(&format!("{rule}\n"));
     let rows: Vec<Vec<String>> = sorted(results).into_iter().map(row_cells).collect();
-    for cells in &rows {
-        out.push_str(&grpc_bench_row(&cells[..8]));
-    }
-    out.push_str(&format!("{rule}\n"));
+    // grpc_bench's name column is 18 wide; a longer name widens it (and the rules) so every
+    // row stays aligned.
     let name_width = rows
         .iter()
         .map(|cells| cells[0].chars().count())
         .max()
         .unwrap_or(0)
         .max(18);
+    let rule = "-".repeat(128 + name_width - 18);
+    let mut out = format!("{rule}\n");
+    out.push_str(&grpc_bench_row(&COLUMNS[..8], name_width));
+    out.push_str(&format!("{rule}\n"));
+    for cells in &rows {
+        out.push_str(&grpc_bench_row(&cells[..8], name_width));
+    }
+    out.push_str(&format!("{rule}\n"));
     // The message rates only when some row streamed: unary tables keep their shape.
     let streamed = rows
         .iter()
@@ -222,10 +224,10 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
     out
 }
 
-/// One row at grpc_bench's column widths.
-fn grpc_bench_row<S: std::fmt::Display>(cells: &[S]) -> String {
+/// One row at grpc_bench's column widths (the name column `name_width` wide).
+fn grpc_bench_row<S: std::fmt::Display>(cells: &[S], name_width: usize) -> String {
     format!(
-        "| {:<18} | {:>7} | {:>14} | {:>14} | {:>14} | {:>14} | {:>8} | {:>13} |\n",
+        "| {:<name_width$} | {:>7} | {:>14} | {:>14} | {:>14} | {:>14} | {:>8} | {:>13} |\n",
         cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
     )
 }

@@ -83,8 +83,23 @@ fn nice_ticks(min: f64, max: f64) -> Vec<f64> {
     ticks
 }
 
-/// The colour of series `index` (plotters' 99-colour palette, distinguishable in order).
+/// Okabe and Ito's palette for colour-blind readers, without its yellow (too faint on white):
+/// blue, vermillion, bluish green, reddish purple, orange, sky blue, black.
+const SERIES_COLOURS: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+];
+
+/// The colour of series `index`: the palette above, then plotters' 99 colours.
 fn colour(index: usize) -> RGBColor {
+    if let Some(colour) = SERIES_COLOURS.get(index) {
+        return *colour;
+    }
     let (r, g, b) = Palette99::pick(index).rgb();
     RGBColor(r, g, b)
 }
@@ -146,6 +161,8 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
         let mut plot = ChartBuilder::on(&root)
             .caption(chart.title, ("sans-serif", 18))
             .margin(12)
+            // Room for half of the last x label ("99.99"), centred on the right edge.
+            .margin_right(32)
             .x_label_area_size(42)
             .y_label_area_size(78)
             .build_cartesian_2d(x_min..x_max, 0f64..y_max)

@@ -260,11 +260,12 @@ pub fn bench_page(dir: &Path, params: &[(String, String)], rows: &[ImplResult]) 
             .find(|(k, _)| k == key)
             .map_or("?", |(_, v)| v.as_str())
     };
+    let cpus = param("GRPC_SERVER_CPUS");
     let subtitle = format!(
-        "{} rows · scenario {} · {} server CPUs, {} RAM · {} connections × {} streams · {} measured after {} warmup",
+        "{} rows · scenario {} · {cpus} server {}, {} RAM · {} connections × {} streams · {} measured after {} warmup",
         rows.len(),
         param("GRPC_REQUEST_SCENARIO"),
-        param("GRPC_SERVER_CPUS"),
+        if cpus == "1" { "CPU" } else { "CPUs" },
         param("GRPC_SERVER_RAM"),
         param("GRPC_CLIENT_CONNECTIONS"),
         param("GRPC_CLIENT_CONCURRENCY"),

@@ -4,7 +4,7 @@
 # `cargo test -p grpclab-h2 --test robustness` replays every file on each test run — commit
 # it with the fix.
 #
-# Usage: scripts/fuzz_long.sh [MINUTES] [TARGET ...]   (targets: server_frames hpack_decoder)
+# Usage: scripts/fuzz_long.sh [MINUTES] [TARGET ...]   (targets: server_frames hpack_decoder client_frames)
 # Needs: cargo-fuzz (`cargo install cargo-fuzz --locked`); runs on stable with --sanitizer none.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
@@ -12,7 +12,7 @@ minutes="${1:-10}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(server_frames hpack_decoder)
+  targets=(server_frames hpack_decoder client_frames)
 fi
 command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz is missing: cargo install cargo-fuzz --locked" >&2; exit 2; }
 found=0

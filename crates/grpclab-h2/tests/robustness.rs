@@ -1,7 +1,9 @@
 //! Garbage in, no panic out: thousands of random and mutated inputs through the server
-//! connection's frame handling and the HPACK decoder, deterministic (a fixed-seed generator),
-//! bounded, on stable Rust. The cargo-fuzz targets under `fuzz/` explore further.
+//! connection's frame handling, the client connection's (every call still ends exactly once)
+//! and the HPACK decoder, deterministic (a fixed-seed generator), bounded, on stable Rust. The
+//! cargo-fuzz targets under `fuzz/` explore further.
 
+use grpclab_h2::client::feed_client;
 use grpclab_h2::frame::{self, flags, kind};
 use grpclab_h2::hpack::Decoder;
 use grpclab_h2::server::feed_server;
@@ -40,6 +42,91 @@ fn the_valid_input_gets_a_reply() {
     assert!(kinds.contains(&kind::DATA), "{kinds:?}");
     assert!(kinds.contains(&kind::PING), "{kinds:?}");
     assert!(!kinds.contains(&kind::GOAWAY), "{kinds:?}");
+}
+
+/// A header field as a literal without indexing, new name (RFC 7541 §6.2.2).
+fn literal(name: &str, value: &str) -> Vec<u8> {
+    let mut bytes = vec![0x00, name.len() as u8];
+    bytes.extend_from_slice(name.as_bytes());
+    bytes.push(value.len() as u8);
+    bytes.extend_from_slice(value.as_bytes());
+    bytes
+}
+
+/// What a server answers the client's first four unary calls (streams 1, 3, 5, 7): headers,
+/// a reply, `grpc-status: 0`; for `feed_client`, behind its shape byte (a valid preface
+/// first) and split byte.
+fn valid_server_input() -> Vec<u8> {
+    let mut out = vec![1, 0];
+    let head = [
+        literal(":status", "200"),
+        literal("content-type", "application/grpc"),
+    ]
+    .concat();
+    let trailers = literal("grpc-status", "0");
+    for stream in [1, 3, 5, 7] {
+        frame::write_headers(&mut out, stream, &head, false, 16_384);
+        frame::write_data(&mut out, stream, b"\0\0\0\0\x03abc", false);
+        frame::write_headers(&mut out, stream, &trailers, true, 16_384);
+    }
+    out
+}
+
+#[test]
+fn the_client_completes_answered_calls_and_loses_the_rest() {
+    let fed = feed_client(&valid_server_input());
+    // Four slots: four calls answered; four more started once they ended, never answered.
+    assert_eq!(fed.error, None, "{fed:?}");
+    assert_eq!((fed.started, fed.completed, fed.lost), (8, 4, 4), "{fed:?}");
+    // Without the server's preface no call is written, so none can end but as lost.
+    let mut no_preface = valid_server_input();
+    no_preface[0] = 0;
+    let fed = feed_client(&no_preface);
+    assert_eq!(fed.completed, 0, "{fed:?}");
+    assert_eq!(fed.started, fed.lost, "{fed:?}");
+}
+
+/// Whatever a server sends, every call the client started ends exactly once: with a status
+/// (reported to its source) or as lost with the connection.
+#[test]
+fn the_client_ends_every_call_exactly_once_whatever_the_server_sends() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let valid = valid_server_input();
+    for round in 0..20_000 {
+        let mut input = if round % 4 == 0 {
+            (0..rng.below(200))
+                .map(|_| rng.next() as u8)
+                .collect::<Vec<u8>>()
+        } else {
+            valid.clone()
+        };
+        if round % 2 == 1 && !input.is_empty() {
+            // Ping-pong streams half the time.
+            input[0] |= 2;
+        }
+        for _ in 0..rng.below(6) {
+            if input.len() < 3 {
+                break;
+            }
+            let at = 2 + rng.below(input.len() - 2);
+            match rng.below(4) {
+                0 => input[at] = rng.next() as u8,
+                1 => input.truncate(at),
+                2 => input.insert(at, rng.next() as u8),
+                _ => {
+                    let end = (at + rng.below(16)).min(input.len());
+                    let piece = input[at..end].to_vec();
+                    input.splice(at..at, piece);
+                }
+            }
+        }
+        let fed = feed_client(&input);
+        assert_eq!(
+            fed.started,
+            fed.completed + fed.lost,
+            "{fed:?} on {input:02x?}"
+        );
+    }
 }
 
 #[test]
@@ -86,6 +173,10 @@ fn fuzz_regressions_replay_without_panic() {
             "server_frames",
             (|data: &[u8]| drop(feed_server(data))) as fn(&[u8]),
         ),
+        ("client_frames", |data: &[u8]| {
+            let fed = feed_client(data);
+            assert_eq!(fed.started, fed.completed + fed.lost, "{fed:?}");
+        }),
         // As the target does: two blocks in a row, through one dynamic table.
         ("hpack_decoder", |data: &[u8]| {
             let mut decoder = Decoder::new(4096);

@@ -30,10 +30,15 @@ use tokio_util::sync::CancellationToken;
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
 use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
 
+#[cfg(feature = "fuzzing")]
+mod fuzz;
 mod receive;
 mod send;
 mod source;
 mod streaming;
+
+#[cfg(feature = "fuzzing")]
+pub use fuzz::{feed_client, FedClient};
 
 pub use source::{
     CallEnd, CallSource, CallToken, ConnectionEnd, LostCall, NextCall, RequestTemplate,
@@ -192,57 +197,7 @@ pub async fn run_connection<S: CallSource>(
     source: &mut S,
     stop: &CancellationToken,
 ) -> Result<(), (ConnectionEnd, Vec<LostCall>)> {
-    let first_stream = template.first_stream_id.max(1) | 1;
-    let mut connection = Connection {
-        source,
-        template,
-        slots: slots.max(1),
-        decoder: Decoder::new(4096),
-        encoder: Encoder::default(),
-        calls: StreamMap::with_capacity_and_hasher(slots, Default::default()),
-        unsent: VecDeque::new(),
-        blocked: VecDeque::new(),
-        next_stream: first_stream,
-        peer_max_streams: usize::MAX,
-        peer_settings_seen: false,
-        peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
-        peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
-        conn_send_window: i64::from(frame::DEFAULT_WINDOW),
-        conn_recv_unacked: 0,
-        partial: None,
-        stopped: false,
-        go_away: None,
-        wait_until: None,
-        busy_until: None,
-        last_read: Instant::now(),
-        ping_sent: None,
-        released_until: Instant::now(),
-        out: Vec::with_capacity(READ_CHUNK),
-        block: Vec::new(),
-        request_block: CachedBlock::default(),
-        scratch_status: None,
-        scratch_message: String::new(),
-        scratch_http: 0,
-        scratch_status_fields: 0,
-        scratch_malformed: false,
-        stream_wake: None,
-        stream_scratch: Vec::new(),
-        streams_waiting_room: false,
-        streams_ending: false,
-    };
-    connection.out.extend_from_slice(frame::PREFACE);
-    frame::write_settings(
-        &mut connection.out,
-        &[
-            (setting::ENABLE_PUSH, 0),
-            (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW),
-        ],
-    );
-    frame::write_window_update(
-        &mut connection.out,
-        0,
-        CONNECTION_WINDOW - frame::DEFAULT_WINDOW,
-    );
+    let mut connection = Connection::new(source, template, slots);
     let mut read_buf = BytesMut::with_capacity(READ_CHUNK);
     let mut written = 0usize;
     let preface_deadline = Instant::now() + PREFACE_TIMEOUT;
@@ -376,7 +331,64 @@ pub async fn run_connection<S: CallSource>(
     }
 }
 
-impl<S: CallSource> Connection<'_, S> {
+impl<'s, S: CallSource> Connection<'s, S> {
+    /// A connection with nothing sent yet but our preface, SETTINGS and window raise in its
+    /// write buffer.
+    fn new(source: &'s mut S, template: RequestTemplate, slots: usize) -> Connection<'s, S> {
+        let first_stream = template.first_stream_id.max(1) | 1;
+        let mut connection = Connection {
+            source,
+            template,
+            slots: slots.max(1),
+            decoder: Decoder::new(4096),
+            encoder: Encoder::default(),
+            calls: StreamMap::with_capacity_and_hasher(slots, Default::default()),
+            unsent: VecDeque::new(),
+            blocked: VecDeque::new(),
+            next_stream: first_stream,
+            peer_max_streams: usize::MAX,
+            peer_settings_seen: false,
+            peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
+            peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_recv_unacked: 0,
+            partial: None,
+            stopped: false,
+            go_away: None,
+            wait_until: None,
+            busy_until: None,
+            last_read: Instant::now(),
+            ping_sent: None,
+            released_until: Instant::now(),
+            out: Vec::with_capacity(READ_CHUNK),
+            block: Vec::new(),
+            request_block: CachedBlock::default(),
+            scratch_status: None,
+            scratch_message: String::new(),
+            scratch_http: 0,
+            scratch_status_fields: 0,
+            scratch_malformed: false,
+            stream_wake: None,
+            stream_scratch: Vec::new(),
+            streams_waiting_room: false,
+            streams_ending: false,
+        };
+        connection.out.extend_from_slice(frame::PREFACE);
+        frame::write_settings(
+            &mut connection.out,
+            &[
+                (setting::ENABLE_PUSH, 0),
+                (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+            ],
+        );
+        frame::write_window_update(
+            &mut connection.out,
+            0,
+            CONNECTION_WINDOW - frame::DEFAULT_WINDOW,
+        );
+        connection
+    }
+
     /// Hands back the calls in flight and the calls started but not yet written, for the
     /// caller to count as lost.
     fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<LostCall>) {

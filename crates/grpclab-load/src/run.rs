@@ -306,9 +306,12 @@ fn client_thread(
         // spent, the duration is over, or Ctrl-C), the calls still running get the drain
         // limit, counted from when the last ticket was due: a server that stalls cannot hold
         // the run, and every measured ticket is either recorded or abandoned.
+        let mut streams = streams;
         let all_streams = async {
-            for stream in streams {
+            // Each handle is awaited once: a finished one leaves the list.
+            while let Some(stream) = streams.last_mut() {
                 let _ = stream.await;
+                streams.pop();
             }
         };
         let drain_deadline = async {
@@ -317,9 +320,23 @@ fn client_thread(
             let from = schedule.last_due().map_or(now, |due| due.max(now));
             tokio::time::sleep_until((from + drain_limit(config)).into()).await;
         };
-        let abandoned = tokio::select! {
-            _ = all_streams => 0,
-            _ = drain_deadline => thread.outstanding(),
+        let drained = tokio::select! {
+            _ = all_streams => true,
+            _ = drain_deadline => false,
+        };
+        let abandoned = if drained {
+            0
+        } else {
+            // Stop what still runs: dropping a connection (or a stream task) hands the
+            // messages of its streaming calls still in flight to `thread`, so they count
+            // with those calls below.
+            for stream in &streams {
+                stream.abort();
+            }
+            for stream in streams.iter_mut() {
+                let _ = stream.await;
+            }
+            thread.outstanding()
         };
         drivers_stop.cancel();
         let mut recorder = thread.recorder.borrow().clone();
@@ -340,7 +357,11 @@ fn client_thread(
             } else {
                 "still in flight when the run ended (drain limit reached)"
             };
+            let mut messages = thread.take_abandoned_messages().into_iter();
             for _ in 0..abandoned {
+                if let Some((sent, received)) = messages.next() {
+                    recorder.record_messages(sent, received);
+                }
                 recorder.record_error(Code::Canceled, why, waited, since);
             }
         }

@@ -59,6 +59,10 @@ pub(crate) struct ThreadState {
     progress_slot: usize,
     /// Live view: how many of the recorder's finished seconds were handed over.
     live_published: Cell<usize>,
+    /// Messages (sent, received) of measured streaming calls still in flight when the run
+    /// abandoned them at its drain limit, handed over as their connection or task is
+    /// dropped; recorded with those calls.
+    abandoned_messages: RefCell<Vec<(u64, u64)>>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -85,6 +89,7 @@ impl ThreadState {
             last_completion: Cell::new(None),
             progress_slot: index,
             live_published: Cell::new(0),
+            abandoned_messages: RefCell::new(Vec::new()),
             shared,
         }
     }
@@ -92,6 +97,19 @@ impl ThreadState {
     /// Measured tickets taken and not yet recorded.
     pub(crate) fn outstanding(&self) -> u64 {
         self.outstanding.get()
+    }
+
+    /// A measured streaming call in flight is being abandoned (the run's drain limit passed):
+    /// its messages so far, to be counted with it.
+    pub(crate) fn abandon_messages(&self, sent: u64, received: u64) {
+        if sent > 0 || received > 0 {
+            self.abandoned_messages.borrow_mut().push((sent, received));
+        }
+    }
+
+    /// The messages handed over by [`ThreadState::abandon_messages`].
+    pub(crate) fn take_abandoned_messages(&self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut *self.abandoned_messages.borrow_mut())
     }
 
     /// When this thread's last measured call ended.

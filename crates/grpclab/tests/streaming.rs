@@ -563,3 +563,46 @@ fn a_timed_run_ends_its_streams_gracefully() {
         assert_eq!(report["messagesReceived"], sent, "{transport}");
     }
 }
+
+/// Count-bound streams still running when a timed run ends are abandoned at the drain limit
+/// (here at once: `--duration-stop close`) and counted Canceled; the messages they exchanged
+/// count too, on both transports (before, the totals lost them).
+#[test]
+fn abandoned_streams_keep_their_messages() {
+    let server = Server::start("lab");
+    for transport in ["lab", "h2"] {
+        let report = load(
+            &server,
+            "PingPong",
+            r#"{"payload":"YQ=="}"#,
+            &[
+                "-z",
+                "1s",
+                "-c",
+                "4",
+                "--stream-call-count",
+                "1000000000",
+                "--stream-interval",
+                "10ms",
+                "--duration-stop",
+                "close",
+                "--transport",
+                transport,
+            ],
+        );
+        assert_eq!(report["count"], 4, "{transport}: {report}");
+        assert_eq!(report["abandoned"], 4, "{transport}: {report}");
+        assert_eq!(
+            report["statusCodeDistribution"]["Canceled"], 4,
+            "{transport}: {report}"
+        );
+        // About 100 round trips a stream in the second; each was sent and answered.
+        let sent = report["messagesSent"].as_u64().unwrap();
+        let received = report["messagesReceived"].as_u64().unwrap();
+        assert!(sent >= 40, "{transport}: {report}");
+        assert!(
+            received + 4 >= sent && received <= sent,
+            "{transport}: {report}"
+        );
+    }
+}

@@ -331,6 +331,19 @@ pub async fn run_connection<S: CallSource>(
     }
 }
 
+/// A connection dropped with streaming calls in flight (its task stopped by the caller) tells
+/// the source their messages so far; every other end drains `calls` first.
+impl<S: CallSource> Drop for Connection<'_, S> {
+    fn drop(&mut self) {
+        for (_, call) in self.calls.drain() {
+            if let Some(progress) = &call.stream {
+                self.source
+                    .abandoned(call.token, progress.sent, progress.received);
+            }
+        }
+    }
+}
+
 impl<'s, S: CallSource> Connection<'s, S> {
     /// A connection with nothing sent yet but our preface, SETTINGS and window raise in its
     /// write buffer.

@@ -78,6 +78,13 @@ pub trait CallSource {
     fn stream_messages(&mut self, token: CallToken, sent: u64, received: u64) {
         let _ = (token, sent, received);
     }
+
+    /// A streaming call was still in flight when the connection was dropped (the caller gave
+    /// up on it, e.g. at its drain limit): the messages it wrote and received whole so far.
+    /// Its end is the caller's to record.
+    fn abandoned(&mut self, token: CallToken, sent: u64, received: u64) {
+        let _ = (token, sent, received);
+    }
 }
 
 /// What every request carries, set once per connection.

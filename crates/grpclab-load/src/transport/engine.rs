@@ -235,6 +235,12 @@ impl CallSource for LabSource {
                 .record_messages(sent, received);
         }
     }
+
+    fn abandoned(&mut self, token: CallToken, sent: u64, received: u64) {
+        if token.measured {
+            self.thread.abandon_messages(sent, received);
+        }
+    }
 }
 
 impl LabSource {

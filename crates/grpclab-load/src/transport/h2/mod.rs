@@ -205,6 +205,24 @@ async fn within_deadline(
     }
 }
 
+/// A streaming call's tally while it runs: dropped before the call ended (its task stopped at
+/// the drain limit), it hands the messages so far to the thread, to count with the call.
+struct AbandonGuard<'a> {
+    thread: &'a ThreadState,
+    measured: bool,
+    tally: streaming::StreamTally,
+    ended: bool,
+}
+
+impl Drop for AbandonGuard<'_> {
+    fn drop(&mut self) {
+        if !self.ended && self.measured {
+            self.thread
+                .abandon_messages(self.tally.sent, self.tally.received);
+        }
+    }
+}
+
 /// Which stream a stream task is: its connection and its place among that connection's
 /// streams (a concurrency schedule lets the first few of each connection run).
 #[derive(Debug, Clone, Copy)]
@@ -273,7 +291,14 @@ async fn stream_loop(
             }),
             Ok(sender) if thread.shared.config.shape != CallShape::Unary => {
                 let config = &thread.shared.config;
-                let mut tally = streaming::StreamTally::default();
+                // Until the call ends, its tally is in the guard: a task stopped mid-call (the
+                // drain limit passed) hands its messages to the thread as it is dropped.
+                let mut tally = AbandonGuard {
+                    thread: &thread,
+                    measured,
+                    tally: streaming::StreamTally::default(),
+                    ended: false,
+                };
                 let mut round_trip = |latency: Duration| {
                     if measured {
                         thread.recorder.borrow_mut().record_round_trip(latency);
@@ -294,15 +319,16 @@ async fn stream_loop(
                     sender,
                     &template,
                     &plan,
-                    &mut tally,
+                    &mut tally.tally,
                     &mut round_trip,
                 );
                 let outcome = within_deadline(timeout, call).await;
+                tally.ended = true;
                 if measured {
                     thread
                         .recorder
                         .borrow_mut()
-                        .record_messages(tally.sent, tally.received);
+                        .record_messages(tally.tally.sent, tally.tally.received);
                 }
                 outcome.map_err(|failure| connection.explain(failure))
             }

@@ -3,6 +3,10 @@
 //! built-ins. CI installs the toolchains (`bash peers/install.sh`); on a machine without one, its
 //! rows are SKIPPED — which is what the second test checks on purpose, by hiding a toolchain.
 
+#[allow(dead_code)]
+#[path = "common/leftovers.rs"]
+mod leftovers;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -53,7 +57,8 @@ fn bench_with(
     if let Some(path) = path_env {
         command.env("PATH", path);
     }
-    command.output().expect("run grpclab bench")
+    // Every peer process and cgroup ends with the run.
+    leftovers::output_leaving_nothing(&mut command)
 }
 
 fn record(results: &Path, name: &str) -> serde_json::Value {

@@ -196,18 +196,18 @@ fn builtin_streaming_scenarios_run_in_load_and_bench() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    let output = grpclab()
-        .args(["bench", "tonic-mt", "lab", "--no-tui", "--results-dir"])
-        .arg(dir.path())
-        .envs([
-            ("GRPC_REQUEST_SCENARIO", "streaming_ping_pong"),
-            ("GRPC_BENCHMARK_DURATION", "1s"),
-            ("GRPC_BENCHMARK_WARMUP", "1s"),
-            ("GRPC_CLIENT_CONNECTIONS", "2"),
-            ("GRPC_CLIENT_CONCURRENCY", "20"),
-        ])
-        .output()
-        .unwrap();
+    let output = common::leftovers::output_leaving_nothing(
+        grpclab()
+            .args(["bench", "tonic-mt", "lab", "--no-tui", "--results-dir"])
+            .arg(dir.path())
+            .envs([
+                ("GRPC_REQUEST_SCENARIO", "streaming_ping_pong"),
+                ("GRPC_BENCHMARK_DURATION", "1s"),
+                ("GRPC_BENCHMARK_WARMUP", "1s"),
+                ("GRPC_CLIENT_CONNECTIONS", "2"),
+                ("GRPC_CLIENT_CONCURRENCY", "20"),
+            ]),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     for implementation in ["tonic-mt", "lab"] {
         assert!(
@@ -231,6 +231,13 @@ fn builtin_streaming_scenarios_run_in_load_and_bench() {
         table.contains("msgs/s sent") && table.contains("msgs/s recv"),
         "{table}"
     );
+    // `bench` wrote its page beside the table, with both rows in it.
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(
+        page.contains("<td>tonic-mt</td>") && page.contains("<td>lab</td>"),
+        "report.html rows"
+    );
+    assert!(stderr.contains("report: "), "{stderr}");
     for implementation in ["tonic-mt", "lab"] {
         let row = std::fs::read_to_string(folder.join(format!("{implementation}.json"))).unwrap();
         let row: Value = serde_json::from_str(&row).unwrap();
@@ -493,15 +500,15 @@ fn csv_outputs_carry_each_calls_messages() {
 #[test]
 fn compare_runs_a_streaming_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let output = grpclab()
-        .args(["compare", "tonic-mt", "lab", "--rounds", "2"])
-        .args(["--duration", "1s", "--warmup", "1s", "--results-dir"])
-        .arg(dir.path())
-        .env("GRPC_REQUEST_SCENARIO", "streaming_ping_pong")
-        .env("GRPC_CLIENT_CONCURRENCY", "20")
-        .env("GRPC_CLIENT_CONNECTIONS", "2")
-        .output()
-        .unwrap();
+    let output = common::leftovers::output_leaving_nothing(
+        grpclab()
+            .args(["compare", "tonic-mt", "lab", "--rounds", "2"])
+            .args(["--duration", "1s", "--warmup", "1s", "--results-dir"])
+            .arg(dir.path())
+            .env("GRPC_REQUEST_SCENARIO", "streaming_ping_pong")
+            .env("GRPC_CLIENT_CONCURRENCY", "20")
+            .env("GRPC_CLIENT_CONNECTIONS", "2"),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     let folder = std::fs::read_dir(dir.path())
@@ -513,6 +520,12 @@ fn compare_runs_a_streaming_scenario() {
         serde_json::from_str(&std::fs::read_to_string(folder.join("compare.json")).unwrap())
             .unwrap();
     assert_eq!(compare["baseline"], "tonic-mt", "{compare}");
+    // `compare` wrote its page: the verdict and every round.
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(
+        page.contains("Verdict") && page.contains("<td>b-2</td>"),
+        "report.html"
+    );
     assert!(compare["comparisons"][0]["rps"]["ratio"].as_f64().unwrap() > 0.0);
     for round in ["a-1", "a-2", "b-1", "b-2"] {
         let record: Value = serde_json::from_str(
@@ -530,8 +543,8 @@ fn compare_runs_a_streaming_scenario() {
 }
 
 /// A timed run whose streams (bounded by `--stream-call-duration`) would outlast it: at the
-/// run's end each stream stops sending and half-closes, so every call ends with its status and its messages counted (not abandoned at
-/// the drain limit with its messages lost).
+/// run's end each stream stops sending and half-closes, so every call ends with its status and
+/// its messages counted (not abandoned at the drain limit).
 #[test]
 fn a_timed_run_ends_its_streams_gracefully() {
     let server = Server::start("lab");

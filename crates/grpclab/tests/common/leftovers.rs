@@ -54,6 +54,15 @@ impl Marker {
     }
 }
 
+/// Runs `command` to its end under a fresh mark, then checks it left nothing behind.
+pub fn output_leaving_nothing(command: &mut Command) -> std::process::Output {
+    let marker = Marker::new();
+    marker.apply(command);
+    let output = command.output().expect("run grpclab");
+    marker.assert_nothing_left();
+    output
+}
+
 /// Live processes whose environment holds `needle`, with their command lines.
 fn marked_processes(needle: &str) -> Vec<(u32, String)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

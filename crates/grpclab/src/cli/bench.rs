@@ -14,6 +14,11 @@ use crate::InputError;
 
 /// Validates `grpclab bench`'s arguments into a bench ready to run.
 pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
+    prepare_in(args, &|name| std::env::var(name))
+}
+
+/// [`prepare`] with the environment variables read from `env`.
+fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, InputError> {
     let profile_cpu = if args.profile.contains(&ProfileKind::CpuDwarf) {
         Some(CallGraph::Dwarf)
     } else if args.profile.contains(&ProfileKind::Cpu) {
@@ -22,7 +27,7 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
         None
     };
     crate::bench::prepare(BenchRequest {
-        config: bench_config(&args.settings)?,
+        config: bench_config_in(&args.settings, env)?,
         suite: crate::bench::suite_of(args.settings.suite.as_deref())?,
         implementations: &args.implementations,
         sweep: &args.sweep,
@@ -31,8 +36,12 @@ pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
     })
 }
 
+/// Where settings' environment variables are read: the process's, or a test's.
+type Environment<'a> = &'a dyn Fn(&str) -> Result<String, std::env::VarError>;
+
 /// One setting: the flag if given, else the environment variable, else the default.
 fn setting<T>(
+    env: Environment<'_>,
     flag_value: Option<&str>,
     flag: &str,
     variable: &str,
@@ -40,7 +49,7 @@ fn setting<T>(
     example: &str,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, InputError> {
-    let (source, text) = match (flag_value, std::env::var(variable)) {
+    let (source, text) = match (flag_value, env(variable)) {
         (Some(value), _) => (flag.to_owned(), value.to_owned()),
         (None, Ok(value)) => (variable.to_owned(), value),
         (None, Err(std::env::VarError::NotUnicode(_))) => {
@@ -61,7 +70,13 @@ fn setting<T>(
 /// The bench settings: each flag if given, else its grpc_bench environment variable, else the
 /// default.
 pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
+    bench_config_in(args, &|name| std::env::var(name))
+}
+
+/// [`bench_config`] with the environment variables read from `env`.
+fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchConfig, InputError> {
     let duration = setting(
+        env,
         args.duration.as_deref(),
         "--duration",
         "GRPC_BENCHMARK_DURATION",
@@ -77,6 +92,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
     let config = BenchConfig {
         duration,
         warmup: setting(
+            env,
             args.warmup.as_deref(),
             "--warmup",
             "GRPC_BENCHMARK_WARMUP",
@@ -91,6 +107,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             },
         )?,
         server_cpus: setting(
+            env,
             args.server_cpus.as_deref(),
             "--server-cpus",
             "GRPC_SERVER_CPUS",
@@ -99,6 +116,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             parse_cpus,
         )?,
         server_ram: setting(
+            env,
             args.server_ram.as_deref(),
             "--server-ram",
             "GRPC_SERVER_RAM",
@@ -107,6 +125,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             parse_memory,
         )?,
         connections: setting(
+            env,
             args.connections.as_deref(),
             "--connections",
             "GRPC_CLIENT_CONNECTIONS",
@@ -115,6 +134,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             parse_streams,
         )?,
         concurrency: setting(
+            env,
             args.concurrency.as_deref(),
             "--concurrency",
             "GRPC_CLIENT_CONCURRENCY",
@@ -123,6 +143,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             parse_streams,
         )?,
         qps: setting(
+            env,
             args.qps.as_deref(),
             "--qps",
             "GRPC_CLIENT_QPS",
@@ -131,6 +152,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             parse_qps,
         )?,
         client_cpus: setting(
+            env,
             args.client_cpus.as_deref(),
             "--client-cpus",
             "GRPC_CLIENT_CPUS",
@@ -139,6 +161,7 @@ pub fn bench_config(args: &BenchSettings) -> Result<BenchConfig, InputError> {
             parse_client_cpus,
         )?,
         scenario: setting(
+            env,
             args.scenario.as_deref(),
             "--scenario",
             "GRPC_REQUEST_SCENARIO",
@@ -251,6 +274,28 @@ mod tests {
         Some(prepare(&bench))
     }
 
+    /// As [`prepare_from`], with the process environment replaced by `env` (a variable and
+    /// its value; every other variable absent).
+    fn prepare_with_env(
+        args: &[&str],
+        env: (&str, &str),
+    ) -> Option<Result<PreparedBench, InputError>> {
+        let mut argv = vec!["grpclab", "bench"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).ok()?;
+        let Command::Bench(bench) = cli.command else {
+            return None;
+        };
+        let lookup = |name: &str| {
+            if name == env.0 {
+                Ok(env.1.to_owned())
+            } else {
+                Err(std::env::VarError::NotPresent)
+            }
+        };
+        Some(prepare_in(&bench, &lookup))
+    }
+
     /// `grpclab bench` never panics on a value a user can type: every flag and
     /// sweep value is accepted or refused with a message naming it.
     #[test]
@@ -299,6 +344,23 @@ mod tests {
                 };
                 if let Some(Err(err)) = outcome {
                     assert!(err.0.contains("--sweep"), "--sweep {sweep}: {}", err.0);
+                }
+            }
+        }
+        // The same values from the environment: accepted, or refused naming the variable.
+        for value in &values {
+            for (flag, variable) in flags {
+                let outcome =
+                    std::panic::catch_unwind(|| prepare_with_env(&[], (variable, value.as_str())));
+                let Ok(outcome) = outcome else {
+                    panic!("{variable}={value} panicked");
+                };
+                if let Some(Err(err)) = outcome {
+                    assert!(
+                        err.0.contains(variable) || err.0.contains(flag),
+                        "{variable}={value}: {}",
+                        err.0
+                    );
                 }
             }
         }

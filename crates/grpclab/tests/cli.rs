@@ -1290,3 +1290,61 @@ fn keepalive_is_accepted_and_reported() {
         &["--keepalive"],
     );
 }
+
+/// Under a step schedule, latency still counts from each call's intended time (coordinated
+/// omission corrected), not from when it could be sent: one stream against a server that
+/// holds each call 100 ms serves 10 calls a second while the schedule asks 10, then 20, then
+/// 30; the calls queue, and their latency grows with the queue while their service time
+/// stays ~100 ms. Uncorrected (latency = service time), the two would be equal.
+#[test]
+fn a_step_schedule_counts_latency_from_the_intended_time() {
+    let server = Server::start_with(&[
+        "--impl",
+        "lab",
+        "--threads",
+        "1",
+        "--handler-delay",
+        "100ms",
+    ]);
+    let output = run(&[
+        "load",
+        "--insecure",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-c",
+        "1",
+        "-z",
+        "3s",
+        "--duration-stop",
+        "close",
+        "--load-schedule",
+        "step",
+        "--load-start",
+        "10",
+        "--load-step",
+        "10",
+        "--load-step-duration",
+        "1s",
+        "-O",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    let service = report["serviceTime"]["slowest"].as_u64().unwrap();
+    let latency = report["slowest"].as_u64().unwrap();
+    // Each call is served in about 100 ms (a little more on a busy machine).
+    assert!(
+        service >= 100_000_000 && service < 1_000_000_000,
+        "{report}"
+    );
+    // By the end about 60 calls were due and some 30 served: the last ones waited seconds.
+    assert!(
+        latency >= 1_000_000_000,
+        "latency {latency} ns, service {service} ns"
+    );
+    assert!(
+        latency >= 5 * service,
+        "latency {latency} ns, service {service} ns"
+    );
+}

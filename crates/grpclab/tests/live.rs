@@ -1,6 +1,7 @@
-//! The live view: `grpclab load` on a terminal — a tmux pane here — shows req/s,
-//! the last second's p50 and p99 and errors by code while it runs, then leaves the terminal
-//! as it found it and prints the summary; `--no-tui` keeps the one-line progress bar.
+//! The live view: `grpclab load` and `grpclab bench` on a terminal — a tmux pane here — show
+//! req/s, the last second's p50 and p99 and errors by code while they run, then leave the
+//! terminal as they found it and print the summary (or table); `--no-tui` keeps the one-line
+//! progress bar.
 
 mod common;
 
@@ -16,11 +17,19 @@ fn tmux(args: &[&str]) -> String {
 /// Runs `load` in a detached tmux pane and returns every screen seen while it ran, and what
 /// it printed on stdout.
 fn run_in_tmux(session: &str, target: &str, extra: &str) -> (Vec<String>, String) {
+    run_grpclab_in_tmux(
+        session,
+        &format!("load --insecure --scenario complex_proto {target} -z 4s -c 20 {extra}"),
+    )
+}
+
+/// Runs `grpclab ARGS` in a detached tmux pane: every screen seen while it ran, and its stdout.
+fn run_grpclab_in_tmux(session: &str, args: &str) -> (Vec<String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("stdout");
     let done = dir.path().join("done");
     let command = format!(
-        "{} load --insecure --scenario complex_proto {target} -z 4s -c 20 {extra} > {}; touch {}; sleep 30",
+        "{} {args} > {}; touch {}; sleep 30",
         env!("CARGO_BIN_EXE_grpclab"),
         out.display(),
         done.display()
@@ -111,4 +120,38 @@ fn load_shows_a_live_view_on_a_terminal() {
         "the progress bar instead"
     );
     assert!(stdout.contains("Summary:"), "{stdout}");
+}
+
+/// `grpclab bench` on a terminal: the live view shows the implementation being measured with
+/// its req/s while it runs; afterwards the terminal is back and the table is on stdout.
+#[test]
+fn bench_shows_a_live_view_on_a_terminal() {
+    if !has_tmux() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs tmux (.ci/run)"
+        );
+        eprintln!("SKIPPED: no tmux here (apt-get install tmux)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = format!(
+        "bench lab --duration 3s --warmup 1s --connections 2 --concurrency 20 --results-dir {}",
+        dir.path().display()
+    );
+    let (screens, stdout) = run_grpclab_in_tmux("grpclab-live-bench", &args);
+    let live = screens
+        .iter()
+        .find(|screen| screen.contains("req/s now") && screen.contains("grpclab bench"))
+        .unwrap_or_else(|| panic!("no live bench view:\n{}", screens.join("\n----\n")));
+    assert!(live.contains("lab"), "{live}");
+    let last = screens.last().unwrap();
+    assert!(
+        !last.contains("req/s now"),
+        "the alternate screen was left: {last}"
+    );
+    assert!(
+        stdout.lines().any(|line| line.starts_with("| lab ")),
+        "the table on stdout: {stdout}"
+    );
 }

@@ -604,6 +604,64 @@ fn cpu_profiles_come_with_a_flamegraph_or_say_why_not() {
         .contains("apt-get install linux-perf"));
 }
 
+/// `--profile cpu` on tonic-mt (built here with frame pointers, like everything of the
+/// workspace) unwinds through the h2 crate and prost: a call path at least 4 frames deep holds
+/// an h2 frame and a prost (or tonic codec) frame — the stacks a user profiling a tonic server
+/// needs, where lab's fast path has neither.
+#[test]
+fn cpu_profiles_of_tonic_unwind_through_h2_and_prost() {
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "2s"),
+            ("GRPC_BENCHMARK_WARMUP", "1s"),
+        ],
+    ]
+    .concat();
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(dir.path(), &["tonic-mt", "--profile", "cpu"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = record(&results_folder(dir.path()), "tonic-mt");
+    let profile = &json["cpu_profile"];
+    if profile.is_null() {
+        let note = json["profile_note"].as_str().unwrap_or_default();
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs perf and runs as root: {note}"
+        );
+        eprintln!("SKIPPED: no CPU profile here: {note}");
+        return;
+    }
+    let paths = profile["top_paths"].as_array().unwrap();
+    let frames_of = |path: &serde_json::Value| -> String {
+        path["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(";")
+    };
+    let through_h2 = paths.iter().any(|path| {
+        let text = frames_of(path);
+        text.matches(';').count() >= 3 && text.contains("h2::")
+    });
+    assert!(through_h2, "no deep path through h2: {paths:#?}");
+    let functions: Vec<String> = profile["top_total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|share| share["function"].as_str().map(str::to_owned))
+        .chain(paths.iter().map(frames_of))
+        .collect();
+    assert!(
+        functions
+            .iter()
+            .any(|f| f.contains("prost::") || f.contains("tonic::codec")),
+        "no prost or tonic codec frame: {functions:#?}"
+    );
+}
+
 /// `--profile cpu` on lab (built with frame pointers) has real call stacks: a call path at
 /// least 4 user-space frames deep runs through the HTTP/2 engine's connection loop into the
 /// gRPC layer; the loop's total share is far above its self share; the stacks are not flat.

@@ -19,7 +19,24 @@ const I32: u8 = 5;
 /// A decoding failure, worded like prost's.
 pub(crate) type DecodeError = String;
 
+/// A varint at `at`, which moves past it. The one-byte case (most keys and lengths of gRPC
+/// messages) is inline wherever it is called: whether the loop below gets inlined depends on
+/// how the compiler splits the crate into codegen units, which moved lab's cost per call by
+/// 1.4 % between builds with this file unchanged.
+#[inline]
 pub(super) fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
+    if let Some(&byte) = bytes.get(*at) {
+        if byte & 0x80 == 0 {
+            *at += 1;
+            return Ok(u64::from(byte));
+        }
+    }
+    varint_of_several_bytes(bytes, at)
+}
+
+/// [`varint`] past its first byte's check: any length, overlong ones refused as prost does.
+#[inline(never)]
+fn varint_of_several_bytes(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     for shift in (0..70).step_by(7) {
         let byte = *bytes.get(*at).ok_or("buffer underflow")?;

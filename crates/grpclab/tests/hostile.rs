@@ -446,6 +446,11 @@ fn large_requests_in_flight_stay_within_the_budget() {
         // answers queue in h2's send buffers unbounded: 345 MiB seen (ARCHITECTURE.md).
         if args[1] == "lab" && !args.contains(&"h2") {
             assert!(peak < RSS_BOUND_KIB, "{args:?}: peak RSS {peak} KiB");
+        } else {
+            // The documented deviation (docs/guide.md): answers queue in h2's send buffers,
+            // 50-345 MiB seen for the 300 MB in flight. Bounded loosely, so a runaway (every
+            // request and answer kept) is noticed.
+            assert!(peak < 4 * RSS_BOUND_KIB, "{args:?}: peak RSS {peak} KiB");
         }
         if args[1] == "lab" {
             assert_eq!(bystander, Ok(()), "{args:?}");

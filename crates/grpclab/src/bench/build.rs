@@ -150,14 +150,33 @@ pub fn prepare(
         super::names::sanitize(scenario_name)
     ));
     let stamp = placeholders.build_dir.join(STAMP);
+    let cached = |placeholders: Placeholders| Prepared::Ready {
+        note: Some(format!(
+            "build cached ({})",
+            placeholders.build_dir.display()
+        )),
+        placeholders,
+    };
     if complete && stamp.is_file() {
-        return Prepared::Ready {
-            note: Some(format!(
-                "build cached ({})",
-                placeholders.build_dir.display()
-            )),
-            placeholders,
-        };
+        return cached(placeholders);
+    }
+    // Two harnesses building the same input take turns: otherwise one may start a server whose
+    // binary the other is still writing (exec fails with "Text file busy"). The second one in
+    // finds the first one's stamp.
+    let _lock = match BuildLock::take(&placeholders.build_dir.with_extension("lock")) {
+        Ok(lock) => lock,
+        Err(err) => {
+            return Prepared::Failed(
+                format!(
+                    "cannot lock {}: {err}",
+                    placeholders.build_dir.with_extension("lock").display()
+                ),
+                Vec::new(),
+            )
+        }
+    };
+    if complete && stamp.is_file() {
+        return cached(placeholders);
     }
     progress(&format!(
         "{}: building for {scenario_name} (once per distinct input)",
@@ -189,6 +208,31 @@ pub fn prepare(
     Prepared::Ready {
         placeholders,
         note: Some(note),
+    }
+}
+
+/// An exclusive lock on a file beside a build folder, held until dropped (closing the file
+/// releases it).
+struct BuildLock(#[allow(dead_code)] std::fs::File);
+
+impl BuildLock {
+    /// Waits until the lock at `path` (created if missing) is ours.
+    fn take(path: &Path) -> std::io::Result<BuildLock> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        // SAFETY: flock takes a descriptor this `File` owns and keeps open for as long as the
+        // lock is held; it only blocks until the lock is granted and touches no memory of ours.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(BuildLock(file))
     }
 }
 

@@ -44,6 +44,27 @@ fn the_valid_input_gets_a_reply() {
     assert!(!kinds.contains(&kind::GOAWAY), "{kinds:?}");
 }
 
+/// Up to five random edits (a byte changed, the rest cut, a byte inserted, a piece repeated) at
+/// positions from `keep` on: the first `keep` bytes stay as they are.
+fn mutate(rng: &mut Rng, input: &mut Vec<u8>, keep: usize) {
+    for _ in 0..rng.below(6) {
+        if input.len() <= keep {
+            break;
+        }
+        let at = keep + rng.below(input.len() - keep);
+        match rng.below(4) {
+            0 => input[at] = rng.next() as u8,
+            1 => input.truncate(at),
+            2 => input.insert(at, rng.next() as u8),
+            _ => {
+                let end = (at + rng.below(16)).min(input.len());
+                let piece = input[at..end].to_vec();
+                input.splice(at..at, piece);
+            }
+        }
+    }
+}
+
 /// A header field as a literal without indexing, new name (RFC 7541 §6.2.2).
 fn literal(name: &str, value: &str) -> Vec<u8> {
     let mut bytes = vec![0x00, name.len() as u8];
@@ -104,22 +125,7 @@ fn the_client_ends_every_call_exactly_once_whatever_the_server_sends() {
             // Ping-pong streams half the time.
             input[0] |= 2;
         }
-        for _ in 0..rng.below(6) {
-            if input.len() < 3 {
-                break;
-            }
-            let at = 2 + rng.below(input.len() - 2);
-            match rng.below(4) {
-                0 => input[at] = rng.next() as u8,
-                1 => input.truncate(at),
-                2 => input.insert(at, rng.next() as u8),
-                _ => {
-                    let end = (at + rng.below(16)).min(input.len());
-                    let piece = input[at..end].to_vec();
-                    input.splice(at..at, piece);
-                }
-            }
-        }
+        mutate(&mut rng, &mut input, 2);
         let fed = feed_client(&input);
         assert_eq!(
             fed.started,
@@ -141,22 +147,7 @@ fn mutated_and_random_inputs_never_panic() {
         } else {
             valid.clone()
         };
-        for _ in 0..rng.below(6) {
-            if input.is_empty() {
-                break;
-            }
-            let at = rng.below(input.len());
-            match rng.below(4) {
-                0 => input[at] = rng.next() as u8,
-                1 => input.truncate(at),
-                2 => input.insert(at, rng.next() as u8),
-                _ => {
-                    let end = (at + rng.below(16)).min(input.len());
-                    let piece = input[at..end].to_vec();
-                    input.splice(at..at, piece);
-                }
-            }
-        }
+        mutate(&mut rng, &mut input, 0);
         let _ = feed_server(&input);
         let _ = Decoder::new(4096).decode(&input, |_, _| {});
     }

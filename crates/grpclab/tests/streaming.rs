@@ -347,9 +347,13 @@ fn a_server_that_dies_mid_stream_costs_each_call_once() {
             report["messagesReceived"].as_u64().unwrap(),
         );
         assert!(received > 0, "{transport}: the streams were under way");
+        // Ping-pong leaves at most one message per call unanswered. The bound is the run's 12
+        // calls, not its 4 concurrent streams: a call that starts on the dying connection before
+        // its reader has seen the end can hand its first message to the transport (counted as
+        // sent) and then end Unavailable (seen on CI with `--transport h2`: 525 sent, 520 received).
         assert!(
-            received <= sent && sent <= received + 4,
-            "{transport}: ping-pong, at most one message per stream unanswered: {sent} sent, {received} received"
+            received <= sent && sent <= received + 12,
+            "{transport}: ping-pong, at most one message per call unanswered: {sent} sent, {received} received"
         );
     }
 }

@@ -427,6 +427,27 @@ fn bad_configuration_values_name_their_variable() {
         &["--suite", suite.to_str().unwrap()],
         &["bad.toml", "command"],
     );
+    // A placeholder that is not one is refused before anything starts, naming the field.
+    std::fs::write(
+        &suite,
+        "[[implementation]]\nname = \"x\"\ncommand = \"exec {grpclab} serve --port {prot}\"\n",
+    )
+    .unwrap();
+    assert_config_error(
+        &[],
+        &["--suite", suite.to_str().unwrap()],
+        &["bad.toml", "command names {prot}", "{port}"],
+    );
+    std::fs::write(
+        &suite,
+        "[[implementation]]\nname = \"x\"\ncommand = \"x\"\nready = \"http\"\n",
+    )
+    .unwrap();
+    assert_config_error(
+        &[],
+        &["--suite", suite.to_str().unwrap()],
+        &["bad.toml", "ready", "rpc", "port"],
+    );
 }
 
 #[test]

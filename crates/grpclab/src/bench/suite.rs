@@ -24,7 +24,9 @@
 //! (the PEM pair of a `--tls` run). A build runs once per distinct input: `{build_dir}` is
 //! `<workdir>/.build/<scenario>-<hash>`, the hash covering the workdir's files (but `.build`,
 //! `node_modules`, `target` and `.git`), the scenario's files, the build command and the env;
-//! a finished build leaves a stamp there and is not run again.
+//! a finished build leaves a stamp there and is not run again. A `{word}` a field does not
+//! take (`{prot}`, `{port}` in `build`) is refused when the suite loads, naming the field;
+//! shell syntax (`${VAR}`, `{a,b}`) is left alone, and `requires` and `install` run as written.
 //!
 //! The server's environment also holds GRPC_SERVER_CPUS and GRPC_SERVER_RAM. The built-in
 //! suite (tonic-mt, tonic-st, lab) runs this very binary's `serve` command.
@@ -122,6 +124,7 @@ pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
                 path.display()
             )));
         }
+        check_fields(path, spec)?;
         if !seen.insert(spec.name.clone()) {
             return Err(InputError(format!(
                 "--suite {}: the name '{}' appears twice",
@@ -144,15 +147,114 @@ pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
         };
         if !workdir.is_dir() {
             return Err(InputError(format!(
-                "--suite {}: the workdir of '{}' ({}) is not a folder; relative workdirs resolve against the suite file's folder",
+                "--suite {}: the workdir of '{}' ({:?}) is not a folder; relative workdirs resolve against the suite file's folder",
                 path.display(),
                 spec.name,
-                workdir.display()
+                workdir
             )));
         }
         spec.workdir = Some(workdir);
     }
     Ok(implementations)
+}
+
+/// The placeholders each text field takes. `{port}` is not known while building, and the
+/// TLS pair exists only under `--tls`, so only the `tls` arguments may name it.
+const PLACEHOLDERS_BUILD: &[&str] = &["threads", "scenario_dir", "build_dir", "grpclab"];
+const PLACEHOLDERS_COMMAND: &[&str] = &["port", "threads", "scenario_dir", "build_dir", "grpclab"];
+const PLACEHOLDERS_TLS: &[&str] = &[
+    "port",
+    "threads",
+    "scenario_dir",
+    "build_dir",
+    "grpclab",
+    "tls_cert",
+    "tls_key",
+];
+
+/// Refuses, naming the field, what would only fail later and far from its cause: a
+/// placeholder that is not one (`{prot}` would reach the server as text), a NUL byte (no
+/// process can take it), a name that would break the table's row, an environment variable
+/// name the OS cannot hold.
+fn check_fields(path: &Path, spec: &ImplementationSpec) -> Result<(), InputError> {
+    let refuse = |what: String| {
+        Err(InputError(format!(
+            "--suite {}: {what} (in '{}')",
+            path.display(),
+            spec.name.escape_debug()
+        )))
+    };
+    if spec.name.chars().any(char::is_control) {
+        return refuse("the name holds a control character; a name is one line of text".into());
+    }
+    // (field, text, the placeholders it takes; None: run or shown as written, nothing filled)
+    let mut texts: Vec<(String, &str, Option<&[&str]>)> = vec![(
+        "command".into(),
+        spec.command.as_str(),
+        Some(PLACEHOLDERS_COMMAND),
+    )];
+    if let Some(build) = &spec.build {
+        texts.push(("build".into(), build, Some(PLACEHOLDERS_BUILD)));
+    }
+    if let Some(tls) = &spec.tls {
+        texts.push(("tls".into(), tls, Some(PLACEHOLDERS_TLS)));
+    }
+    for (field, text) in [
+        ("requires", &spec.requires),
+        ("install", &spec.install),
+        ("no_tls", &spec.no_tls),
+    ] {
+        if let Some(text) = text {
+            texts.push((field.into(), text, None));
+        }
+    }
+    for (key, value) in &spec.env {
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return refuse(format!(
+                "env: '{}' cannot be an environment variable's name (empty, or holding '=' or a NUL byte)",
+                key.escape_debug()
+            ));
+        }
+        texts.push((format!("env.{key}"), value, Some(PLACEHOLDERS_COMMAND)));
+    }
+    for (field, text, known) in texts {
+        if text.contains('\0') {
+            return refuse(format!(
+                "{field} holds a NUL byte, which no command or variable can carry"
+            ));
+        }
+        let Some(known) = known else {
+            continue;
+        };
+        if let Some(unknown) = unknown_placeholder(text, known) {
+            let known: Vec<String> = known.iter().map(|name| format!("{{{name}}}")).collect();
+            return refuse(format!(
+                "{field} names {{{unknown}}}, which is not a placeholder there; {field} takes {}",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first `{word}` in `text` that is not one of `known`. Shell syntax is left alone: a
+/// `${VAR}` expansion, and braces around anything but a plain word (`{a,b}`, `{ print $1 }`).
+fn unknown_placeholder<'a>(text: &'a str, known: &[&str]) -> Option<&'a str> {
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let shell = open > 0 && rest.as_bytes()[open - 1] == b'$';
+        rest = &rest[open + 1..];
+        let close = rest.find('}')?;
+        let word = &rest[..close];
+        let plain = !word.is_empty()
+            && word
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_');
+        if plain && !shell && !known.contains(&word) {
+            return Some(word);
+        }
+    }
+    None
 }
 
 /// The built-in servers, started as `EXE serve --impl NAME`.
@@ -223,7 +325,7 @@ mod tests {
         .unwrap();
         let missing = load_suite(&file).unwrap_err().0;
         assert!(missing.contains("workdir of 'a'"), "{missing}");
-        assert!(missing.contains("/x)"), "{missing}");
+        assert!(missing.contains("/x\")"), "{missing}");
         std::fs::create_dir(dir.path().join("x")).unwrap();
         let suite = load_suite(&file).unwrap();
         assert_eq!(suite[0].ready, Readiness::Port);
@@ -262,6 +364,139 @@ mod tests {
             .unwrap_err()
             .0
             .contains("tonic-st"));
+    }
+
+    /// TOML values of every type and shape, sane and absurd, for any field.
+    fn field_values() -> Vec<String> {
+        let mut values: Vec<String> = [
+            r#""x""#,
+            r#""""#,
+            r#"" ""#,
+            "0",
+            "-1",
+            "1.5",
+            "nan",
+            "inf",
+            "true",
+            "1979-05-27",
+            "[]",
+            r#"["a", "b"]"#,
+            "{}",
+            "{ A = 1 }",
+            r#"{ A = "b" }"#,
+            r#"{ "" = "b" }"#,
+            r#"{ "A=B" = "c" }"#,
+            r#"{ "A\u0000" = "c" }"#,
+            r#"{ A = "{prot}" }"#,
+            r#"{ A = "{port}" }"#,
+            r#"{ A = { B = "c" } }"#,
+            r#""\u0000""#,
+            r#""a\nb""#,
+            r#""{port}""#,
+            r#""{prot}""#,
+            r#""{threads} {build_dir} {scenario_dir} {grpclab}""#,
+            r#""{tls_cert} {tls_key}""#,
+            r#""${HOME} {a,b} { print $1 } {}""#,
+            r#""{""#,
+            r#""}{""#,
+            r#""🙂""#,
+            r#""rpc""#,
+            r#""port""#,
+            r#""RPC""#,
+            r#""/""#,
+            r#""/nonexistent/dir""#,
+            r#""..""#,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        // And random strings over an alphabet heavy in braces and placeholder letters.
+        let alphabet = b"{}$_portlsceamdk ,.0/";
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 14) as usize;
+            let text: String = (0..len)
+                .map(|i| alphabet[(seed >> (i * 4 % 60)) as usize % alphabet.len()] as char)
+                .collect();
+            // No quote or backslash in the alphabet: the debug form is a TOML string.
+            values.push(format!("{text:?}"));
+        }
+        values
+    }
+
+    /// Every field of a suite entry, given any value: the suite loads, or is refused with one
+    /// line that names the field — never a panic.
+    #[test]
+    fn every_field_value_is_accepted_or_refused_by_name_never_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("suite.toml");
+        let fields = [
+            "name", "command", "build", "requires", "install", "workdir", "ready", "env", "tls",
+            "no_tls",
+        ];
+        let (mut accepted, mut refused) = (0, 0);
+        for field in fields {
+            for value in field_values() {
+                let mut entry = String::from("[[implementation]]\n");
+                if field != "name" {
+                    entry.push_str("name = \"a\"\n");
+                }
+                if field != "command" {
+                    entry.push_str("command = \"run {port}\"\n");
+                }
+                entry.push_str(&format!("{field} = {value}\n"));
+                std::fs::write(&file, &entry).unwrap();
+                let outcome = std::panic::catch_unwind(|| load_suite(&file));
+                let Ok(outcome) = outcome else {
+                    panic!("{field} = {value} panicked");
+                };
+                match outcome {
+                    Ok(_) => accepted += 1,
+                    Err(err) => {
+                        refused += 1;
+                        assert!(!err.0.contains('\n'), "one line: {}", err.0);
+                        assert!(err.0.contains(field), "{field} = {value}: {}", err.0);
+                    }
+                }
+            }
+        }
+        // Both outcomes happen: the values are not all refused by the TOML parser.
+        assert!(
+            accepted > 50 && refused > 50,
+            "{accepted} accepted, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn placeholders_that_are_not_are_refused_where_they_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("suite.toml");
+        let refused = |extra: &str| {
+            std::fs::write(
+                &file,
+                format!("[[implementation]]\nname = \"a\"\ncommand = \"run {{port}}\"\n{extra}\n"),
+            )
+            .unwrap();
+            load_suite(&file).err().map(|err| err.0)
+        };
+        let err = refused(r#"build = "make {port}""#).unwrap();
+        assert!(err.contains("build names {port}"), "{err}");
+        let err = refused(r#"tls = "--cert {tls_crt}""#).unwrap();
+        assert!(err.contains("tls names {tls_crt}"), "{err}");
+        assert!(err.contains("{tls_cert}"), "{err}");
+        let err = refused(r#"env = { PORT = "{prt}" }"#).unwrap();
+        assert!(err.contains("env.PORT names {prt}"), "{err}");
+        assert!(refused(r#"command = "x""#).is_some(), "a second command");
+        // Shell syntax and the placeholders each field takes pass.
+        assert_eq!(refused(r#"build = "make ${HOME} {threads} {a,b}""#), None);
+        assert_eq!(refused(r#"tls = "{tls_cert} {tls_key} {port}""#), None);
+        assert_eq!(refused(r#"requires = "awk '{print}' {anything}""#), None);
+        // The committed peers' suite passes as it is.
+        let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/suite.toml");
+        assert!(load_suite(&peers).is_ok());
     }
 
     #[test]

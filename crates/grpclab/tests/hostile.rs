@@ -181,11 +181,23 @@ fn flood_from(tcp: &mut TcpStream, mut more: impl FnMut(&mut Vec<u8>), cap: usiz
     sent
 }
 
+/// What tonic-mt (tonic's defaults, the reference server, not ours to harden) does under an
+/// attack: stays within the same bounds as lab, or keeps the documented deviation.
+#[derive(Clone, Copy, PartialEq)]
+enum TonicMt {
+    /// Peak RSS under the bound and a bystander served, as lab.
+    Bounded,
+    /// Requests on ever new streams from a client that never reads: tonic sets no limit on
+    /// concurrent streams and queues every answer (~470 MiB seen after 23 MB of requests;
+    /// docs/guide.md). Asserted as it is, so a change either way is noticed.
+    Unbounded,
+}
+
 /// Runs an attack on a fresh server of each kind: `attack` gets a connected socket that has
 /// sent the client preface, and returns the bytes it sent. Then: the server's peak RSS stays
-/// under the bound (asserted for lab; tonic-mt's is printed beside it), a bystander is
-/// served, and once the attacker leaves its socket is released.
-fn each_server_under(name: &str, attack: impl Fn(&mut TcpStream) -> usize) {
+/// under the bound and a bystander is served (lab on both transports; tonic-mt as `tonic`
+/// says), and once the attacker leaves its socket is released.
+fn each_server_under(name: &str, tonic: TonicMt, attack: impl Fn(&mut TcpStream) -> usize) {
     for args in SERVERS {
         let server = Server::start_with(args);
         // One served call first: the server's own sockets (runtime, signals) all exist then.
@@ -195,20 +207,20 @@ fn each_server_under(name: &str, attack: impl Fn(&mut TcpStream) -> usize) {
         tcp.write_all(&preface(&[])).unwrap();
         let sent = attack(&mut tcp);
         let peak = peak_rss_kib(&server);
-        eprintln!("{args:?}: {name}: {sent} bytes sent, server peak RSS {peak} KiB");
-        let bystander = bystander_outcome(&server);
-        eprintln!("{args:?}: {name}: bystander {bystander:?}");
-        if args[1] == "lab" {
+        let what = format!("{args:?}: {name}: peak RSS {peak} KiB after {sent} bytes");
+        if args[1] == "tonic-mt" && tonic == TonicMt::Unbounded {
             assert!(
-                peak < RSS_BOUND_KIB,
-                "{args:?}: {name}: peak RSS {peak} KiB after {sent} bytes"
+                peak > RSS_BOUND_KIB,
+                "{what}: tonic-mt now stays bounded; update docs/guide.md and this test"
             );
-            assert_eq!(bystander, Ok(()), "{args:?}: {name}");
+        } else {
+            assert!(peak < RSS_BOUND_KIB, "{what}");
+            assert_eq!(bystander_outcome(&server), Ok(()), "{what}: bystander");
         }
         drop(tcp);
         assert!(
             sockets_released(&server, baseline),
-            "{args:?}: {name}: socket kept ({} sockets, {baseline} before; {sent} bytes sent)",
+            "{what}: socket kept ({} sockets, {baseline} before)",
             open_fds(&server)
         );
     }
@@ -231,17 +243,17 @@ fn endless_requests() -> impl FnMut(&mut Vec<u8>) {
 #[test]
 fn floods_from_a_client_that_never_reads_stay_bounded() {
     const CAP: usize = 400 << 20;
-    each_server_under("PING flood", |tcp| {
+    each_server_under("PING flood", TonicMt::Bounded, |tcp| {
         flood(tcp, &frame(PING, 0, 0, b"hostile!"), CAP)
     });
-    each_server_under("SETTINGS flood", |tcp| {
+    each_server_under("SETTINGS flood", TonicMt::Bounded, |tcp| {
         flood(tcp, &frame(SETTINGS, 0, 0, &[0, 4, 0, 1, 0, 0]), CAP)
     });
-    each_server_under("empty DATA on a closed stream", |tcp| {
+    each_server_under("empty DATA on a closed stream", TonicMt::Bounded, |tcp| {
         tcp.write_all(&request(1)).unwrap();
         flood(tcp, &frame(DATA, 0, 1, &[]), CAP)
     });
-    each_server_under("requests, huge client window", |tcp| {
+    each_server_under("requests, huge client window", TonicMt::Unbounded, |tcp| {
         let mut bytes = frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]);
         bytes.extend(frame(
             WINDOW_UPDATE,
@@ -252,9 +264,11 @@ fn floods_from_a_client_that_never_reads_stay_bounded() {
         tcp.write_all(&bytes).unwrap();
         flood_from(tcp, endless_requests(), CAP)
     });
-    each_server_under("requests, default client window", |tcp| {
-        flood_from(tcp, endless_requests(), CAP)
-    });
+    each_server_under(
+        "requests, default client window",
+        TonicMt::Unbounded,
+        |tcp| flood_from(tcp, endless_requests(), CAP),
+    );
 }
 
 /// Clients that close while their responses wait for flow-control window
@@ -318,7 +332,6 @@ fn connections_beyond_the_cap_are_closed_with_a_log_line() {
                 _ => closed += 1,
             }
         }
-        eprintln!("{transport}: {} held, {closed} closed", held.len());
         assert_eq!((held.len(), closed), (20, 20), "{transport}");
         let said = |server: &Server| {
             server
@@ -386,15 +399,12 @@ fn idle_connections_cost_little_and_are_released() {
         bystander_is_served(&server);
         let peak = peak_rss_kib(&server);
         let per_connection = (peak.saturating_sub(before)) / CONNECTIONS;
-        eprintln!("{args:?}: {CONNECTIONS} idle connections: peak RSS {before} -> {peak} KiB, {per_connection} KiB each");
-        if args[1] == "lab" {
-            // 15 KiB measured (tonic-mt the same); a 16 KiB array in the connection's future
-            // once made it 46.
-            assert!(
-                per_connection < 24,
-                "{args:?}: {per_connection} KiB a connection"
-            );
-        }
+        // 15 KiB measured on every server; a 16 KiB array in lab's connection future once
+        // made it 46.
+        assert!(
+            per_connection < 24,
+            "{args:?}: {CONNECTIONS} idle connections: peak RSS {before} -> {peak} KiB, {per_connection} KiB each"
+        );
         drop(idle);
         assert!(
             sockets_released(&server, baseline),
@@ -435,11 +445,11 @@ fn large_requests_in_flight_stay_within_the_budget() {
         let report: serde_json::Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|_| panic!("load failed: {}", String::from_utf8_lossy(&output.stderr)));
         let peak = peak_rss_kib(&server);
-        eprintln!(
-            "{args:?}: 100 x 3 MB in flight: {} , server peak RSS {peak} KiB",
+        assert_eq!(
+            report["count"], 300,
+            "{args:?}: every call accounted for: {}",
             report["statusCodeDistribution"]
         );
-        assert_eq!(report["count"], 300, "{args:?}: every call accounted for");
         let bystander = bystander_outcome(&server);
         // Our engine holds a request's budget until its answer is written, so answers queued
         // for a slow reader are bounded with the requests. On the h2 crate (lab-h2, tonic-mt)
@@ -507,29 +517,34 @@ fn request_head() -> Vec<u8> {
 
 /// Attacks from a client
 /// that reads. Each on a fresh server of each kind, bounded in bytes; lab's peak RSS stays
-/// under the bound and a bystander is served meanwhile-or-after, tonic-mt printed beside.
+/// under the bound and a bystander is served meanwhile-or-after, on every server (tonic-mt
+/// included).
 #[test]
 fn attacks_from_a_client_that_reads_stay_bounded() {
     const CAP: usize = 32 << 20;
     const RST_STREAM: u8 = 0x3;
     const CONTINUATION: u8 = 0x9;
-    each_server_under("SETTINGS_INITIAL_WINDOW_SIZE x 1,000 open streams", |tcp| {
-        reading(tcp, |tcp| {
-            let head = request_head();
-            let mut setup = Vec::new();
-            for stream in (1..2000).step_by(2) {
-                setup.extend(frame(HEADERS, 0x4, stream, &head));
-            }
-            tcp.write_all(&setup).unwrap();
-            // 2,730 entries a frame (the most a 16 KiB frame holds), values alternating.
-            let mut entries = Vec::new();
-            for i in 0..2730u32 {
-                entries.extend_from_slice(&4u16.to_be_bytes());
-                entries.extend_from_slice(&(65_535 + i % 2).to_be_bytes());
-            }
-            flood(tcp, &frame(SETTINGS, 0, 0, &entries), CAP)
-        })
-    });
+    each_server_under(
+        "SETTINGS_INITIAL_WINDOW_SIZE x 1,000 open streams",
+        TonicMt::Bounded,
+        |tcp| {
+            reading(tcp, |tcp| {
+                let head = request_head();
+                let mut setup = Vec::new();
+                for stream in (1..2000).step_by(2) {
+                    setup.extend(frame(HEADERS, 0x4, stream, &head));
+                }
+                tcp.write_all(&setup).unwrap();
+                // 2,730 entries a frame (the most a 16 KiB frame holds), values alternating.
+                let mut entries = Vec::new();
+                for i in 0..2730u32 {
+                    entries.extend_from_slice(&4u16.to_be_bytes());
+                    entries.extend_from_slice(&(65_535 + i % 2).to_be_bytes());
+                }
+                flood(tcp, &frame(SETTINGS, 0, 0, &entries), CAP)
+            })
+        },
+    );
     // Requests reset at once, on ever new streams; `churn` adds a new indexed field to each.
     let resetting_requests = |churn: bool| {
         let head = request_head();
@@ -547,10 +562,12 @@ fn attacks_from_a_client_that_reads_stay_bounded() {
             }
         }
     };
-    each_server_under("rapid reset (HEADERS + RST_STREAM)", |tcp| {
-        reading(tcp, |tcp| flood_from(tcp, resetting_requests(false), CAP))
-    });
-    each_server_under("CONTINUATION flood", |tcp| {
+    each_server_under(
+        "rapid reset (HEADERS + RST_STREAM)",
+        TonicMt::Bounded,
+        |tcp| reading(tcp, |tcp| flood_from(tcp, resetting_requests(false), CAP)),
+    );
+    each_server_under("CONTINUATION flood", TonicMt::Bounded, |tcp| {
         reading(tcp, |tcp| {
             tcp.write_all(&frame(HEADERS, 0, 1, &request_head()))
                 .unwrap();
@@ -559,6 +576,7 @@ fn attacks_from_a_client_that_reads_stay_bounded() {
     });
     each_server_under(
         "HPACK bomb (one 4 KB entry referenced 16,000 times)",
+        TonicMt::Bounded,
         |tcp| {
             reading(tcp, |tcp| {
                 let mut block = request_head();
@@ -580,27 +598,32 @@ fn attacks_from_a_client_that_reads_stay_bounded() {
     );
     each_server_under(
         "HPACK table churn (a new indexed field per request)",
+        TonicMt::Bounded,
         |tcp| reading(tcp, |tcp| flood_from(tcp, resetting_requests(true), CAP)),
     );
-    each_server_under("WINDOW_UPDATE dribble (1 byte at a time)", |tcp| {
-        reading(tcp, |tcp| {
-            // No window for responses, then window one byte at a time.
-            let mut setup = frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]);
-            setup.extend(request(1));
-            tcp.write_all(&setup).unwrap();
-            let mut unit = frame(WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes());
-            unit.extend(frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()));
-            flood(tcp, &unit, CAP)
-        })
-    });
-    each_server_under("PING and SETTINGS flood", |tcp| {
+    each_server_under(
+        "WINDOW_UPDATE dribble (1 byte at a time)",
+        TonicMt::Bounded,
+        |tcp| {
+            reading(tcp, |tcp| {
+                // No window for responses, then window one byte at a time.
+                let mut setup = frame(SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 0]);
+                setup.extend(request(1));
+                tcp.write_all(&setup).unwrap();
+                let mut unit = frame(WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes());
+                unit.extend(frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()));
+                flood(tcp, &unit, CAP)
+            })
+        },
+    );
+    each_server_under("PING and SETTINGS flood", TonicMt::Bounded, |tcp| {
         reading(tcp, |tcp| {
             let mut unit = frame(PING, 0, 0, b"hostile!");
             unit.extend(frame(SETTINGS, 0, 0, &[]));
             flood(tcp, &unit, CAP)
         })
     });
-    each_server_under("random frames", |tcp| {
+    each_server_under("random frames", TonicMt::Bounded, |tcp| {
         reading(tcp, |tcp| {
             // A fixed-seed generator: the same frames every run.
             let mut seed = 0x9e37_79b9_7f4a_7c15u64;

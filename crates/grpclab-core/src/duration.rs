@@ -23,6 +23,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn parse_any_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if text.starts_with('-') && text.len() > 1 {
+        return Err(format!(
+            "'{text}' is negative; a duration is 0 or more, e.g. '20s' or '500ms'"
+        ));
+    }
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
             "'{text}' has no unit; write e.g. '{text}s' or '{text}ms'"

@@ -173,7 +173,9 @@ fn report_cmd(args: &cli::args::ReportArgs) -> anyhow::Result<Option<std::path::
         Some(path) => path.clone(),
         // A folder gets report.html inside it; a file, its own name with the extension.
         None if args.results.is_dir() => args.results.join(format!("report.{extension}")),
-        None => args.results.with_extension(extension),
+        // Next to a `load -O json` file there may be a page `load -O html` wrote for the same
+        // run (or an older render): never overwritten, the next free name is taken.
+        None => free_name(&args.results.with_extension(extension)),
     };
     std::fs::write(&path, text).map_err(|err| {
         InputError(format!(
@@ -182,6 +184,25 @@ fn report_cmd(args: &cli::args::ReportArgs) -> anyhow::Result<Option<std::path::
         ))
     })?;
     Ok(Some(path))
+}
+
+/// `path`, or when a file of that name exists, the first free `STEM-N.EXT` beside it.
+fn free_name(path: &std::path::Path) -> std::path::PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    let stem = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let extension = path
+        .extension()
+        .map(|extension| format!(".{}", extension.to_string_lossy()))
+        .unwrap_or_default();
+    (1..)
+        .map(|n| path.with_file_name(format!("{stem}-{n}{extension}")))
+        .find(|candidate| !candidate.exists())
+        .unwrap_or_else(|| path.to_path_buf())
 }
 
 /// Prints a progress line on stderr. When stderr is closed (`grpclab bench 2>&1 | head -1`),

@@ -527,6 +527,26 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         &["load", "--insecure", t, "--proto", bad_proto],
         &["bad.proto:4:1"],
     );
+    // Counts have bounds, and a negative number is a value, not a flag (it once aborted
+    // allocating 26 GB, or was taken for an unknown flag '-5').
+    for (args, needles) in [
+        (
+            &["-c", "100000000"][..],
+            &["--concurrency", "from 1 to 100000"][..],
+        ),
+        (&["-n", "-5"], &["--total", "at least 1"]),
+        (&["-c", "-1"], &["--concurrency", "from 1 to 100000"]),
+        (&["-r", "-5"], &["--rps", "0 or more"]),
+        (&["-z", "-3s"], &["--duration", "negative"]),
+    ] {
+        let mut argv = vec!["load", "--insecure", t, "--scenario", "complex_proto"];
+        argv.extend_from_slice(args);
+        assert_input_error(&argv, needles);
+        assert!(
+            !stderr(&run(&argv)).contains("unexpected argument"),
+            "{args:?}"
+        );
+    }
     assert_input_error(
         &[
             "load",

@@ -11,7 +11,8 @@ use std::path::PathBuf;
     version,
     about,
     propagate_version = true,
-    disable_version_flag = true
+    disable_version_flag = true,
+    max_term_width = 80
 )]
 pub struct Cli {
     /// Print the version (-v as in ghz, or -V).
@@ -30,7 +31,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// A/B/n: run implementations (or settings) interleaved and say whether each differs from A.
     Compare(CompareArgs),
-    /// Drive unary gRPC calls at a server and measure them (ghz's flags where they overlap).
+    /// Drive gRPC calls (unary or streaming) at a server and measure them (ghz's flags where
+    /// they overlap).
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
     Serve(ServeArgs),
@@ -153,7 +155,8 @@ pub struct ReportArgs {
     pub results: PathBuf,
 
     /// Where to write the page; `-` for standard output. Default: `report.html` (or `.md`)
-    /// inside a results folder, or the JSON file's name with the new extension.
+    /// inside a results folder, or the JSON file's name with the new extension (`NAME-1.html`
+    /// and so on when that file exists: a page `load -O html` wrote is never overwritten).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -176,7 +179,11 @@ pub enum ReportFormat {
 #[command(args_override_self = true)]
 pub struct LoadArgs {
     /// The server, as HOST:PORT (or `host` in --config).
-    #[arg(value_name = "HOST:PORT", default_value = "")]
+    #[arg(
+        value_name = "HOST:PORT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub target: String,
 
     /// ghz's config file: JSON, or TOML when it ends in .toml; its keys are ghz's option names
@@ -207,16 +214,16 @@ pub struct LoadArgs {
     pub reflect_metadata: Option<String>,
 
     /// Calls in flight at once (streams), spread evenly over the connections.
-    #[arg(short = 'c', long, default_value_t = 50, value_name = "N")]
+    #[arg(short = 'c', long, default_value_t = 50, value_name = "N", value_parser = parse_streams, allow_hyphen_values = true)]
     pub concurrency: usize,
 
     /// HTTP/2 connections.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_streams, allow_hyphen_values = true)]
     pub connections: usize,
 
     /// Total request rate (open loop, latency measured from each call's scheduled time);
     /// 0 means as fast as the streams go (closed loop).
-    #[arg(short = 'r', long, default_value_t = 0.0, value_name = "R")]
+    #[arg(short = 'r', long, default_value_t = 0.0, value_name = "R", value_parser = parse_rps, allow_hyphen_values = true)]
     pub rps: f64,
 
     /// The rate's shape (ghz's --load-schedule): const (--rps, or a closed loop), step
@@ -226,36 +233,36 @@ pub struct LoadArgs {
     pub load_schedule: ScheduleShape,
 
     /// step/line: the first rate, req/s.
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
     pub load_start: Option<f64>,
 
     /// step/line: the rate change per step, req/s (negative to step down).
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    #[arg(long, value_name = "R", value_parser = parse_rate_change, allow_hyphen_values = true)]
     pub load_step: Option<f64>,
 
     /// step/line: the rate at which to stop changing and hold.
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
     pub load_end: Option<f64>,
 
     /// step: how long each rate holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub load_step_duration: Option<std::time::Duration>,
 
     /// step/line: how long to keep changing the rate, from the start; then it holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub load_max_duration: Option<std::time::Duration>,
 
     /// Streaming calls: the pause between two messages sent (ghz's --stream-interval).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub stream_interval: Option<std::time::Duration>,
 
     /// Streaming calls: stop sending after this long (ghz's --stream-call-duration).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub stream_call_duration: Option<std::time::Duration>,
 
     /// Streaming calls: messages sent per call, cycling the data array (ghz's
     /// --stream-call-count); default: the array once.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
     pub stream_call_count: Option<usize>,
 
     /// ghz's --stream-dynamic-messages: in streaming calls, render the call template (-d with
@@ -278,7 +285,7 @@ pub struct LoadArgs {
     pub concurrency_schedule: ScheduleShape,
 
     /// step/line: the streams at the start.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_streams_or_zero, allow_hyphen_values = true)]
     pub concurrency_start: usize,
 
     /// step/line: the change in streams per step (negative to step down).
@@ -286,29 +293,30 @@ pub struct LoadArgs {
         long,
         default_value_t = 1,
         value_name = "N",
-        allow_negative_numbers = true
+        value_parser = parse_streams_change,
+        allow_hyphen_values = true
     )]
     pub concurrency_step: i64,
 
     /// step/line: the streams at which to stop changing and hold.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_streams_or_zero, allow_hyphen_values = true)]
     pub concurrency_end: Option<usize>,
 
     /// step: how long each value holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub concurrency_step_duration: Option<std::time::Duration>,
 
     /// step/line: how long to keep changing, from the start; then it holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub concurrency_max_duration: Option<std::time::Duration>,
 
     /// How long to measure, e.g. 20s (warmup excluded). As in ghz, -n is then ignored; to stop
     /// an -n run early, use -x.
-    #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
 
     /// How many calls to measure (default 200); ignored with -z, as in ghz.
-    #[arg(short = 'n', long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N", value_parser = parse_calls, allow_hyphen_values = true)]
     pub total: Option<u64>,
 
     /// With -z: calls still in flight when the duration ends: wait (finish within the drain
@@ -318,22 +326,22 @@ pub struct LoadArgs {
     pub duration_stop: DurationStopArg,
 
     /// With -n: stop after this long even if the calls are not all done (ghz's -x).
-    #[arg(short = 'x', long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short = 'x', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub max_duration: Option<std::time::Duration>,
 
     /// Per-call deadline, sent as grpc-timeout; 0 for none.
-    #[arg(short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    #[arg(short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub timeout: std::time::Duration,
 
     /// How long opening a connection may take before the run reports the server unreachable
     /// (ghz's --connect-timeout).
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: std::time::Duration,
 
     /// ghz's --keepalive: PING a connection with calls in flight once the server has sent
     /// nothing for this long, and drop it (calls Unavailable, then reconnect) when nothing
     /// arrives within as long again. 0s (the default): no PINGs.
-    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub keepalive: std::time::Duration,
 
     /// The `:authority` pseudo-header to send (default: HOST:PORT as given), as ghz's
@@ -343,12 +351,12 @@ pub struct LoadArgs {
 
     /// The largest reply message accepted, e.g. 4MiB or 42 MB (ghz's); a larger one fails its
     /// call with RESOURCE_EXHAUSTED. Default: no limit.
-    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size, allow_hyphen_values = true)]
     pub max_recv_message_size: Option<usize>,
 
     /// The largest request message allowed (ghz's): a larger payload is refused before the
     /// run, since every call would fail.
-    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size, allow_hyphen_values = true)]
     pub max_send_message_size: Option<usize>,
 
     /// Compress requests with gzip (`grpc-encoding: gzip`) and accept gzip replies, as ghz's
@@ -398,7 +406,8 @@ pub struct LoadArgs {
         value_name = "N",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "1000000"
+        default_missing_value = "1000000",
+        value_parser = parse_details
     )]
     pub details: Option<usize>,
 
@@ -408,7 +417,9 @@ pub struct LoadArgs {
         long = "skipFirst",
         alias = "skip-first",
         default_value_t = 0,
-        value_name = "N"
+        value_name = "N",
+        value_parser = parse_calls_or_zero,
+        allow_hyphen_values = true
     )]
     pub skip_first: u64,
 
@@ -426,11 +437,11 @@ pub struct LoadArgs {
     pub tags: Option<String>,
 
     /// Send calls for this long before measuring; they are not counted.
-    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero)]
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub warmup: std::time::Duration,
 
     /// Client threads (each owns its connections). Default: the CPUs this process may use.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
     pub cpus: Option<usize>,
 
     /// Decode every reply with the schema; a reply that does not decode, or has fields the
@@ -798,6 +809,104 @@ fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
     parse_duration(text)
 }
 
+/// The most streams a run keeps at once (`-c`, and `--connections` within it): beyond it the
+/// per-stream state alone outgrows any machine grpclab runs on (`-c 100000000` once asked for
+/// 26 GB and aborted).
+pub const MAX_STREAMS: u64 = 100_000;
+
+/// A whole number from `min` to `max`. Values starting with '-' reach here (the flags allow
+/// them), so `-n -5` is told what it may be instead of being taken for a flag.
+fn whole_number(text: &str, min: u64, max: u64) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let range = if max == u64::MAX {
+        format!("a whole number, at least {min}")
+    } else {
+        format!("a whole number from {min} to {max}")
+    };
+    let value: u64 = match trimmed.parse::<i128>() {
+        Ok(value) if value < min as i128 => return Err(format!("must be {range}")),
+        Ok(value) if value > max as i128 => {
+            return Err(format!("must be {range}; {trimmed} is more"))
+        }
+        Ok(value) => value as u64,
+        Err(_) => return Err(format!("must be {range}")),
+    };
+    Ok(value)
+}
+
+/// `-c`, `--connections`, `--concurrency-start`/`-end` (streams).
+fn parse_streams(text: &str) -> Result<usize, String> {
+    whole_number(text, 1, MAX_STREAMS).map(|n| n as usize)
+}
+
+/// `--concurrency-start` and `--concurrency-end`: 0 allowed (a schedule may start idle).
+fn parse_streams_or_zero(text: &str) -> Result<usize, String> {
+    whole_number(text, 0, MAX_STREAMS).map(|n| n as usize)
+}
+
+/// `-n`: at least one call.
+fn parse_calls(text: &str) -> Result<u64, String> {
+    whole_number(text, 1, u64::MAX)
+}
+
+/// `--skipFirst` (0 allowed).
+fn parse_calls_or_zero(text: &str) -> Result<u64, String> {
+    whole_number(text, 0, u64::MAX)
+}
+
+/// `--stream-call-count` and `--cpus`: at least one.
+fn parse_at_least_one(text: &str) -> Result<usize, String> {
+    whole_number(text, 1, usize::MAX as u64).map(|n| n as usize)
+}
+
+/// `--details=N`: calls kept in memory, each about a hundred bytes: a billion at most.
+fn parse_details(text: &str) -> Result<usize, String> {
+    whole_number(text, 0, 1_000_000_000).map(|n| n as usize)
+}
+
+/// A rate in requests per second: a finite number, at least `min` (`-r 0` is a closed loop).
+fn rate(text: &str, min: f64) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value >= min && value <= 1e9 => Ok(value),
+        Ok(value) if value.is_finite() && value > 1e9 => {
+            Err("must be a rate in requests per second, at most 1e9".to_owned())
+        }
+        _ if min == 0.0 => Err(
+            "must be a rate in requests per second, 0 or more (0: as fast as the streams go)"
+                .to_owned(),
+        ),
+        _ => Err("must be a rate in requests per second, above 0".to_owned()),
+    }
+}
+
+/// `-r/--rps`.
+fn parse_rps(text: &str) -> Result<f64, String> {
+    rate(text, 0.0)
+}
+
+/// `--load-start` and `--load-end`: above 0.
+fn parse_positive_rate(text: &str) -> Result<f64, String> {
+    rate(text, f64::MIN_POSITIVE)
+}
+
+/// `--load-step`: any finite change, up to 1e9 either way.
+fn parse_rate_change(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value.abs() <= 1e9 => Ok(value),
+        _ => Err("must be a change in requests per second, e.g. 100 or -100".to_owned()),
+    }
+}
+
+/// `--concurrency-step`: a change in streams, up to the stream bound either way.
+fn parse_streams_change(text: &str) -> Result<i64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(value) if value.unsigned_abs() <= MAX_STREAMS => Ok(value),
+        _ => Err(format!(
+            "must be a whole change in streams from -{MAX_STREAMS} to {MAX_STREAMS}, e.g. 10 or -10"
+        )),
+    }
+}
+
 /// A size as ghz takes it (go-humanize's ParseBytes): bytes, or a number with a unit, decimal
 /// (`kB`, `MB`, `GB`) or binary (`KiB`, `MiB`, `GiB`), a space allowed between.
 pub fn parse_byte_size(text: &str) -> Result<usize, String> {
@@ -838,6 +947,88 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Every numeric flag of `load` (counts, rates, sizes, durations), given any value a user
+    /// could type, in both spellings (`--flag=V`, and `--flag V`, where a value starting with
+    /// '-' must reach the parser instead of being taken for a flag): accepted, or refused by
+    /// clap with exit code 2 and a message naming the flag — never a panic.
+    #[test]
+    fn every_numeric_load_flag_is_accepted_or_refused_by_name_never_a_panic() {
+        let flags = [
+            "--concurrency",
+            "--connections",
+            "--rps",
+            "--load-start",
+            "--load-step",
+            "--load-end",
+            "--load-step-duration",
+            "--load-max-duration",
+            "--stream-interval",
+            "--stream-call-duration",
+            "--stream-call-count",
+            "--concurrency-start",
+            "--concurrency-step",
+            "--concurrency-end",
+            "--concurrency-step-duration",
+            "--concurrency-max-duration",
+            "--duration",
+            "--total",
+            "--max-duration",
+            "--timeout",
+            "--connect-timeout",
+            "--keepalive",
+            "--max-recv-message-size",
+            "--max-send-message-size",
+            "--details",
+            "--skipFirst",
+            "--warmup",
+            "--cpus",
+        ];
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        // The fixed values and a hundred random ones (clap builds its whole command for each
+        // parse: all 300 take a minute in a debug build).
+        let values = crate::cli::typed_values(&mut seed);
+        let mut refused = 0;
+        for flag in flags {
+            for value in values.iter().take(150) {
+                let joined = format!("{flag}={value}");
+                let mut spellings = vec![vec![joined]];
+                if flag != "--details" {
+                    spellings.push(vec![flag.to_owned(), value.clone()]);
+                }
+                for spelling in spellings {
+                    let mut argv = vec!["grpclab".to_owned(), "load".to_owned(), "h:1".to_owned()];
+                    argv.extend(spelling.iter().cloned());
+                    let parsed = std::panic::catch_unwind(|| Cli::try_parse_from(&argv));
+                    let Ok(parsed) = parsed else {
+                        panic!("{spelling:?} panicked");
+                    };
+                    if let Err(err) = parsed {
+                        refused += 1;
+                        assert_eq!(err.exit_code(), 2, "{spelling:?}");
+                        let text = err.to_string();
+                        assert!(text.contains(flag), "{spelling:?}: {text}");
+                    }
+                }
+            }
+        }
+        assert!(refused > 1000, "{refused} refused");
+        // The values a user reported, each refused in words that say what the flag takes.
+        for (argv, says) in [
+            (&["-c", "100000000"][..], "from 1 to 100000"),
+            (&["-n", "-5"], "at least 1"),
+            (&["-c", "-1"], "from 1 to 100000"),
+            (&["-r", "-5"], "0 or more"),
+            (&["-z", "-3s"], "negative"),
+            (&["--connections", "0"], "from 1 to 100000"),
+        ] {
+            let mut full = vec!["grpclab", "load", "h:1"];
+            full.extend_from_slice(argv);
+            let err = Cli::try_parse_from(&full).unwrap_err().to_string();
+            assert!(err.contains(says), "{argv:?}: {err}");
+            assert!(!err.contains("unexpected argument"), "{argv:?}: {err}");
+        }
     }
 
     #[test]

@@ -196,73 +196,6 @@ mod tests {
     use crate::cli::args::{Cli, Command};
     use clap::Parser;
 
-    /// Values a user could type, sane and absurd: numbers of every shape, floats the parsers
-    /// must refuse, huge ones, units, signs, empty and non-ASCII text.
-    fn typed_values(seed: &mut u64) -> Vec<String> {
-        let mut values: Vec<String> = [
-            "0",
-            "1",
-            "2",
-            "-1",
-            "0.5",
-            "0.01",
-            "0.001",
-            "1e9",
-            "1e20",
-            "inf",
-            "-inf",
-            "NaN",
-            "nan",
-            "18446744073709551615",
-            "18446744073709551616",
-            "99999999999999999999999",
-            "1.7976931348623157e308",
-            "0x10",
-            " 3 ",
-            "",
-            " ",
-            "1s",
-            "20s",
-            "0s",
-            "1ms",
-            "1ns",
-            "99999999999h",
-            "100000000000000000000s",
-            "1m30s",
-            "512m",
-            "1g",
-            "9999999g",
-            "4m",
-            "1k",
-            "lots",
-            "🙂",
-            "1,2",
-            "=",
-            "a b",
-            "1e-9",
-            "+5",
-            "٣",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        // And random strings over a small, number-heavy alphabet.
-        let alphabet = b"0123456789.-+eEinfNaskmgh ";
-        for _ in 0..300 {
-            let mut text = String::new();
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            let len = (*seed % 12) as usize;
-            for i in 0..len {
-                let pick = (*seed >> (i * 5 % 60)) as usize % alphabet.len();
-                text.push(alphabet[pick] as char);
-            }
-            values.push(text);
-        }
-        values
-    }
-
     fn prepare_from(args: &[&str]) -> Option<Result<PreparedBench, InputError>> {
         let mut argv = vec!["grpclab", "bench"];
         argv.extend_from_slice(args);
@@ -301,7 +234,7 @@ mod tests {
     #[test]
     fn every_typed_value_is_accepted_or_refused_by_name_never_a_panic() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let values = typed_values(&mut seed);
+        let values = crate::cli::typed_values(&mut seed);
         let flags = [
             ("--duration", "GRPC_BENCHMARK_DURATION"),
             ("--warmup", "GRPC_BENCHMARK_WARMUP"),

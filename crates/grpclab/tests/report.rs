@@ -301,6 +301,14 @@ fn a_load_run_has_its_own_page() {
     let from_json = report(&json, dir.path(), &[]);
     assert!(from_json.contains("<title>grpclab load: smoke</title>"));
     assert_eq!(svgs(&from_json).len(), svgs(&page).len());
+    // Without -o, the page beside run.json is never the one `load -O html` wrote: the next
+    // free name is taken, and said.
+    let written = std::fs::read(&html).unwrap();
+    let output = grpclab().arg("report").arg(&json).output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(std::fs::read(&html).unwrap(), written, "run.html kept");
+    assert!(dir.path().join("run-1.html").is_file());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("run-1.html"));
 }
 
 /// Where the screenshots go: target/report-screenshots.

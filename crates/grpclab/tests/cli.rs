@@ -1365,3 +1365,63 @@ fn a_step_schedule_counts_latency_from_the_intended_time() {
         "latency {latency} ns, service {service} ns"
     );
 }
+
+/// A run in which every call failed says so plainly (on stderr whatever the format, and in
+/// the summary), and shows no fastest or slowest call as if one had been measured. The case a
+/// new user meets first: their own service against a built-in server (Unimplemented).
+#[test]
+fn a_run_where_every_call_failed_says_so() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    let proto = dir.path().join("my.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage my.pkg;\nmessage Req { string name = 1; }\nmessage Resp {}\nservice Svc { rpc Method(Req) returns (Resp); }\n",
+    )
+    .unwrap();
+    for format in ["summary", "json"] {
+        let output = run(&[
+            "load",
+            "--insecure",
+            &server.target(),
+            "--proto",
+            proto.to_str().unwrap(),
+            "--call",
+            "my.pkg.Svc.Method",
+            "-d",
+            r#"{"name":"Joe"}"#,
+            "-n",
+            "50",
+            "-O",
+            format,
+        ]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let text = stderr(&output);
+        assert!(output.status.success(), "{text}");
+        assert!(
+            text.contains("grpclab: no call succeeded: all 50 failed (50 Unimplemented)"),
+            "{format}: {text}"
+        );
+        assert!(text.contains("helloworld.Greeter.SayHello"), "{text}");
+        if format == "summary" {
+            assert!(stdout.contains("Slowest:\t–"), "{stdout}");
+            assert!(stdout.contains("Fastest:\t–"), "{stdout}");
+            assert!(!stdout.contains("0 ns"), "{stdout}");
+            assert!(
+                stdout.contains("  no call succeeded: all 50 failed"),
+                "{stdout}"
+            );
+        }
+    }
+    // One success is enough for silence.
+    let output = run(&[
+        "load",
+        "--insecure",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "20",
+    ]);
+    assert!(!stderr(&output).contains("no call succeeded"));
+}

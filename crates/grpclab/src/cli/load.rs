@@ -332,6 +332,11 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     };
     let bytes = exporter_for(prepared.format).render(&report)?;
     write_output(prepared.output.as_deref(), &bytes)?;
+    // Whatever the output format (JSON read by a script, a file), a run in which nothing
+    // succeeded says so where a person looks.
+    if let Some(line) = crate::export::nothing_succeeded(&report.result) {
+        let _ = writeln!(std::io::stderr(), "grpclab: {line}");
+    }
     Ok(report)
 }
 

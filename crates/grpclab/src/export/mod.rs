@@ -13,7 +13,7 @@ pub use self::csv_seconds::CsvSecondsExporter;
 pub use self::influx::{InfluxDetailsExporter, InfluxSummaryExporter};
 pub use self::json::{JsonExporter, JsonReport, LatencyPoint, PrettyJsonExporter, SecondPoint};
 pub use self::prometheus::PrometheusExporter;
-pub use self::summary::{starvation_note, SummaryExporter};
+pub use self::summary::{nothing_succeeded, starvation_note, SummaryExporter};
 
 use grpclab_load::LoadResult;
 use std::collections::BTreeMap;

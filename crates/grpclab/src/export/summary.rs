@@ -36,13 +36,15 @@ fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
         "  Total:\t{}",
         nano_unit(saturating_ns(result.whole_run))
     )?;
+    // Fastest and slowest are over successful calls: with none, there is nothing to show
+    // (ghz prints 0 ns, which reads as a measurement).
     let (fastest, slowest) = if empty {
-        (0, 0)
+        ("–".to_owned(), "–".to_owned())
     } else {
-        (latency.min(), latency.max())
+        (nano_unit(latency.min()), nano_unit(latency.max()))
     };
-    writeln!(out, "  Slowest:\t{}", nano_unit(slowest))?;
-    writeln!(out, "  Fastest:\t{}", nano_unit(fastest))?;
+    writeln!(out, "  Slowest:\t{slowest}")?;
+    writeln!(out, "  Fastest:\t{fastest}")?;
     writeln!(
         out,
         "  Average:\t{}",
@@ -82,10 +84,46 @@ fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
     Ok(out)
 }
 
+/// One line when no call of a run succeeded: how many failed, with which status most, and
+/// what that status usually means here; `None` when any call succeeded (or none ended).
+pub fn nothing_succeeded(result: &grpclab_load::LoadResult) -> Option<String> {
+    if result.count() == 0 || result.ok() > 0 {
+        return None;
+    }
+    let (code, count) = result
+        .status_counts()
+        .into_iter()
+        .max_by_key(|(_, count)| *count)?;
+    let hint = match code {
+        grpclab_core::Code::Unimplemented => {
+            "the server does not serve this method: check --call (grpclab's built-in servers serve helloworld.Greeter.SayHello, whose request wraps the scenario's message in `request`: -d '{\"request\":{...}}')"
+        }
+        grpclab_core::Code::Unavailable => {
+            "the server could not be reached, or went away mid-run"
+        }
+        grpclab_core::Code::DeadlineExceeded => "every call outlived its deadline (-t)",
+        grpclab_core::Code::Unauthenticated | grpclab_core::Code::PermissionDenied => {
+            "the server wants credentials: -m/--metadata, or --cert and --key"
+        }
+        grpclab_core::Code::InvalidArgument | grpclab_core::Code::Internal => {
+            "the server refused the request: check -d/--data against the method's input type"
+        }
+        _ => "see the error distribution",
+    };
+    Some(format!(
+        "no call succeeded: all {} failed ({count} {}): {hint}",
+        result.count(),
+        code.name()
+    ))
+}
+
 /// grpclab's extras, after ghz's sections.
 fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     let result = &report.result;
     let mut out = String::from("grpclab:\n");
+    if let Some(line) = nothing_succeeded(result) {
+        writeln!(out, "  {line}")?;
+    }
     if result.whole_run != result.elapsed {
         writeln!(
             out,

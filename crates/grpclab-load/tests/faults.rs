@@ -267,6 +267,26 @@ fn assert_every_error_says(result: &LoadResult, message: &str, answer: Answer) {
     );
 }
 
+/// A server shutting down (GOAWAY NO_ERROR below the call's stream): each call is
+/// Unavailable and says the server is shutting down and never processed it — not that a
+/// limit was reached (it once read "its limit on streams ... was reached; spread the load").
+#[test]
+fn calls_a_shutting_down_server_never_processed_say_so() {
+    let (_server, result) = run_against(Answer::ShuttingDown, 10, 1);
+    assert_eq!(result.count(), 10, "every call counted");
+    assert_eq!(
+        count_of(&result, Code::Unavailable),
+        10,
+        "{:?}",
+        result.error_counts()
+    );
+    assert_every_error_says(
+        &result,
+        "the server is shutting down (GOAWAY NO_ERROR) and never processed this call",
+        Answer::ShuttingDown,
+    );
+}
+
 /// A server that breaks a connection-level rule — a second GOAWAY that
 /// raises its last stream id, a connection window past 2^31-1, a frame larger than our
 /// SETTINGS_MAX_FRAME_SIZE, a PUSH_PROMISE although push is disabled — gets the RFC's

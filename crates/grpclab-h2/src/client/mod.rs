@@ -624,7 +624,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 let unprocessed: Vec<u32> =
                     self.calls.keys().copied().filter(|id| *id > last).collect();
                 for stream in unprocessed {
-                    self.finish(stream, CallEnd::Reset(code::REFUSED_STREAM));
+                    self.finish(stream, CallEnd::Unprocessed(error));
                 }
                 Ok(())
             }

@@ -44,6 +44,9 @@ pub enum CallEnd {
     Http(u16),
     /// The server reset the stream with this error code.
     Reset(u32),
+    /// The server's GOAWAY (with this error code) came with a last-stream-id below the
+    /// stream: it was never processed (RFC 9113 §6.8), so it is safe to retry.
+    Unprocessed(u32),
     /// The response broke the gRPC protocol (no status, no reply message).
     Malformed(&'static str),
     /// The client's deadline passed first.

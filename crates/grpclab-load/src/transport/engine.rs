@@ -350,6 +350,20 @@ impl LabSource {
                 };
                 fail(code, message)
             }
+            CallEnd::Unprocessed(error) => fail(
+                Code::Unavailable,
+                if error == h2_code::NO_ERROR {
+                    // A graceful shutdown (a server stopping, a proxy draining): not a limit.
+                    "the server is shutting down (GOAWAY NO_ERROR) and never processed this call \
+                     (safe to retry)"
+                        .to_owned()
+                } else {
+                    format!(
+                        "the server ended the connection (GOAWAY error code {error:#x}) before \
+                         processing this call (safe to retry)"
+                    )
+                },
+            ),
             CallEnd::Malformed(reason) => fail(Code::Internal, reason.to_owned()),
             CallEnd::DeadlineExceeded => fail(Code::DeadlineExceeded, DEADLINE_MESSAGE.to_owned()),
         }

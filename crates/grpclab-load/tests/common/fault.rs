@@ -40,6 +40,9 @@ pub enum Answer {
     OversizedFrame,
     /// A PUSH_PROMISE, although the client disabled push.
     PushPromise,
+    /// A server shutting down: GOAWAY NO_ERROR whose last-stream-id is below the request's
+    /// stream (never processed), and no answer.
+    ShuttingDown,
 }
 
 /// What the server does on every connection.
@@ -333,6 +336,9 @@ fn answer(out: &mut Vec<u8>, stream: u32, body: &[u8], how: Answer) {
             frame::write_goaway(out, stream, code::NO_ERROR, b"");
             answer(out, stream, body, Answer::Echo);
             frame::write_goaway(out, stream + 2, code::NO_ERROR, b"");
+        }
+        Answer::ShuttingDown => {
+            frame::write_goaway(out, stream.saturating_sub(2), code::NO_ERROR, b"");
         }
         Answer::ConnectionWindowOverflow => {
             frame::write_window_update(out, 0, 0x7fff_ffff);

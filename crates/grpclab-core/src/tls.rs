@@ -400,7 +400,13 @@ pub fn explain_tls_error(error: &rustls::Error) -> String {
         }
         Error::AlertReceived(AlertDescription::BadCertificate)
         | Error::AlertReceived(AlertDescription::UnknownCA) => {
-            format!("the server refused our client certificate ({error}): it must be signed by a CA the server trusts")
+            format!("the server refused our client certificate (--cert; {error}): it must be signed by a CA the server trusts")
+        }
+        Error::AlertReceived(AlertDescription::UnsupportedCertificate)
+        | Error::AlertReceived(AlertDescription::CertificateUnknown)
+        | Error::AlertReceived(AlertDescription::CertificateExpired)
+        | Error::AlertReceived(AlertDescription::CertificateRevoked) => {
+            format!("the server refused our client certificate (--cert; {error}): it must be a client certificate (extendedKeyUsage clientAuth; a server's certificate is refused), valid now, signed by a CA the server trusts")
         }
         Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => {
             "the server did not answer in TLS: it speaks plaintext HTTP/2 (h2c); use --insecure".to_owned()

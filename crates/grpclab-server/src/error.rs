@@ -6,12 +6,14 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source} (is another server on that port? pick another with --port)")]
+    // `reason` is not the error's `source`: the message already holds it, and a chain
+    // printer would say it twice.
+    #[error("cannot listen on {addr}: {reason} (is another server on that port? pick another with --port)")]
     Bind {
         /// the address
         addr: SocketAddr,
         /// why
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// The runtime could not be built.
     #[error("cannot start the runtime: {0}")]

@@ -80,9 +80,9 @@ pub struct ServeConfig {
 pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     if config.implementation == Implementation::Lab {
         let listener = lab::bind(config.addr)?;
-        let local = listener.local_addr().map_err(|source| ServeError::Bind {
+        let local = listener.local_addr().map_err(|reason| ServeError::Bind {
             addr: config.addr,
-            source,
+            reason,
         })?;
         let shutdown = tokio_util::sync::CancellationToken::new();
         cancel_on_signal(shutdown.clone())?;
@@ -102,13 +102,13 @@ pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
-            .map_err(|source| ServeError::Bind {
+            .map_err(|reason| ServeError::Bind {
                 addr: config.addr,
-                source,
+                reason,
             })?;
-        let local = listener.local_addr().map_err(|source| ServeError::Bind {
+        let local = listener.local_addr().map_err(|reason| ServeError::Bind {
             addr: config.addr,
-            source,
+            reason,
         })?;
         on_ready(local);
         tonic_baseline::run(

@@ -1425,3 +1425,22 @@ fn a_run_where_every_call_failed_says_so() {
     ]);
     assert!(!stderr(&output).contains("no call succeeded"));
 }
+
+/// `serve` on a port another process holds: one line, the reason said once, naming --port.
+#[test]
+fn serve_on_a_busy_port_is_one_line() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port().to_string();
+    for implementation in ["lab", "tonic-mt"] {
+        let output = run(&["serve", "--impl", implementation, "--port", &port]);
+        let text = stderr(&output);
+        assert!(!output.status.success(), "{implementation}: {text}");
+        assert_eq!(text.trim().lines().count(), 1, "{implementation}: {text}");
+        assert!(text.contains("--port"), "{implementation}: {text}");
+        assert_eq!(
+            text.matches("Address already in use").count(),
+            1,
+            "{implementation}: {text}"
+        );
+    }
+}

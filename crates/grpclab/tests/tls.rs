@@ -156,6 +156,29 @@ fn mutual_tls_accepts_a_client_of_its_ca_and_refuses_others() {
             error_line(&stderr).contains("refused"),
             "{implementation}: {stderr}"
         );
+
+        // A server's certificate (serverAuth only) given as the client's: refused, and the
+        // line names --cert (it once said only 'received fatal alert: UnsupportedCertificate').
+        let server_only = ca.server_only_leaf(dir.path(), "server-only");
+        let (code, _, stderr) = load(
+            &server.target(),
+            &[
+                &trust[..],
+                &[
+                    "--cert",
+                    path(&server_only.cert),
+                    "--key",
+                    path(&server_only.key),
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(code, 2, "{implementation}: accepted a server certificate");
+        let line = error_line(&stderr);
+        assert!(
+            line.contains("--cert") && line.contains("client certificate"),
+            "{implementation}: {stderr}"
+        );
     }
 }
 

@@ -304,5 +304,5 @@ async fn tls_handshake(
 
 /// Binds `addr` for the lab server.
 pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
-    std::net::TcpListener::bind(addr).map_err(|source| ServeError::Bind { addr, source })
+    std::net::TcpListener::bind(addr).map_err(|reason| ServeError::Bind { addr, reason })
 }

@@ -34,11 +34,34 @@ impl TestCa {
 
     /// A leaf for `localhost` and 127.0.0.1, valid now (or expired since 2020 when `expired`).
     pub fn leaf(&self, dir: &Path, name: &str, expired: bool) -> Pair {
+        self.leaf_for(dir, name, expired, &[])
+    }
+
+    /// A server's leaf: its extended key usage is serverAuth only, so it cannot serve as a
+    /// client certificate.
+    #[allow(dead_code)]
+    pub fn server_only_leaf(&self, dir: &Path, name: &str) -> Pair {
+        self.leaf_for(
+            dir,
+            name,
+            false,
+            &[rcgen::ExtendedKeyUsagePurpose::ServerAuth],
+        )
+    }
+
+    fn leaf_for(
+        &self,
+        dir: &Path,
+        name: &str,
+        expired: bool,
+        usages: &[rcgen::ExtendedKeyUsagePurpose],
+    ) -> Pair {
         let mut params =
             CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
         params
             .distinguished_name
             .push(DnType::CommonName, name.to_owned());
+        params.extended_key_usages = usages.to_vec();
         if expired {
             params.not_before = rcgen::date_time_ymd(2019, 1, 1);
             params.not_after = rcgen::date_time_ymd(2020, 1, 1);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # grpc_bench's table on this machine: every peer and built-in of peers/suite.toml at
 # grpc_bench's defaults (1 server CPU, 512 MiB, 50 connections, 1000 streams, 20 s after a
-# 5 s warmup), for complex_proto, string_100B and large_complex. Prints each table.
+# 5 s warmup), for each of grpc_bench's six unary scenarios (or those named). Prints each table.
 #
 #   bash benches/peers_table.sh [SCENARIO ...]
 #
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 scenarios=("$@")
-[ ${#scenarios[@]} -eq 0 ] && scenarios=(complex_proto string_100B large_complex)
+[ ${#scenarios[@]} -eq 0 ] && scenarios=(complex_proto string_10B string_100B string_1kB string_10kB large_complex)
 for scenario in "${scenarios[@]}"; do
   echo "== $scenario"
   env -u GRPC_BENCHMARK_DURATION -u GRPC_BENCHMARK_WARMUP -u GRPC_SERVER_CPUS -u GRPC_SERVER_RAM \

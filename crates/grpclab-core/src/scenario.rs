@@ -267,7 +267,10 @@ impl Schema {
 
 /// Frames a binary payload (ghz's `-b`/`-B`): several count-prefixed messages (each preceded
 /// by its length as a varint, protobuf's `writeDelimitedTo`) sent round-robin, or else one
-/// serialized message. Every message must decode as `input`; the bytes are sent as given.
+/// serialized message. Every message must decode as `input`; the bytes are sent as given. A
+/// file of gRPC-framed messages (what `grpclab encode` writes: a zero flag byte and a 4-byte
+/// length before each) is read as such: as count-prefixed messages its zero bytes would read
+/// as empty messages (one request became five, four of them empty).
 pub fn binary_payload(
     input: &MessageDescriptor,
     bytes: &[u8],
@@ -281,6 +284,30 @@ pub fn binary_payload(
             "the binary payload is empty: give one serialized message or count-prefixed messages"
                 .to_owned(),
         ));
+    }
+    // A serialized message never starts with a zero byte (field number 0 does not exist),
+    // so a leading zero is a gRPC frame's flag — or an empty first message, which the framed
+    // reading rules out only if the whole file parses as frames.
+    let grpc_framed = || -> Option<Vec<Bytes>> {
+        let mut rest = bytes;
+        let mut messages = Vec::new();
+        while !rest.is_empty() {
+            let (&flag, after) = rest.split_first()?;
+            let length = u32::from_be_bytes(after.get(..4)?.try_into().ok()?) as usize;
+            let message = after.get(4..4 + length)?;
+            if flag != 0 {
+                return None;
+            }
+            DynamicMessage::decode(input.clone(), message).ok()?;
+            messages.push(Bytes::copy_from_slice(&rest[..5 + length]));
+            rest = &after[4 + length..];
+        }
+        Some(messages)
+    };
+    if bytes[0] == 0 {
+        if let Some(messages) = grpc_framed().filter(|m| !m.is_empty()) {
+            return Ok(messages);
+        }
     }
     let delimited = || -> Option<Vec<Bytes>> {
         let mut rest = bytes;
@@ -682,6 +709,19 @@ mod tests {
             .to_string();
         assert!(err.contains("neither one serialized message"), "{err}");
         assert!(binary_payload(&input, b"").is_err());
+        // What `grpclab encode` writes (gRPC-framed) reads as the same requests, not as
+        // count-prefixed messages with empty ones among them.
+        let framed: Vec<u8> = [&scenario.requests()[0], &other.requests()[0]]
+            .iter()
+            .flat_map(|frame| frame.iter().copied())
+            .collect();
+        let both = binary_payload(&input, &framed).unwrap();
+        assert_eq!(
+            both,
+            vec![scenario.requests()[0].clone(), other.requests()[0].clone()]
+        );
+        let one_framed = binary_payload(&input, &scenario.requests()[0]).unwrap();
+        assert_eq!(one_framed, scenario.requests());
     }
 
     #[test]

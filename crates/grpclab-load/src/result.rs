@@ -29,8 +29,8 @@ pub struct LoadResult {
     pub started_at: SystemTime,
     /// From the start of the measured window to the last measured call's completion.
     pub elapsed: Duration,
-    /// From the first call sent (warmup included) to the last measured call's completion:
-    /// ghz's `total`.
+    /// From the first call sent (warmup included) to the last measured call's completion.
+    /// ghz's `total` is [`elapsed`](Self::elapsed): ghz has no warmup.
     pub whole_run: Duration,
     /// Why the run ended.
     pub end_reason: EndReason,
@@ -70,13 +70,6 @@ impl LoadResult {
     /// warmup neither adds calls nor time).
     pub fn rps(&self) -> f64 {
         per_second(self.count(), self.elapsed)
-    }
-
-    /// ghz's `rps`: measured calls over the whole run, warmup included (as ghz divides by
-    /// its whole run even when `--skipFirst` leaves calls out). Equal to [`rps`](Self::rps)
-    /// without a warmup.
-    pub fn rps_over_whole_run(&self) -> f64 {
-        per_second(self.count(), self.whole_run)
     }
 
     /// The mean latency of every measured call, failed ones included (ghz's `average`), in

@@ -1444,3 +1444,41 @@ fn serve_on_a_busy_port_is_one_line() {
         );
     }
 }
+
+/// ghz's count, total and rps describe one span: with a warmup, the measured window (its
+/// calls and its time both leave the warmup out), so rps = count / total holds and matches
+/// grpclab's measuredRps; wholeRun adds the warmup back. (Before, total held the warmup's time
+/// while count left its calls out: ghz's rps matched neither.)
+#[test]
+fn count_total_and_rps_describe_the_measured_window() {
+    let server = Server::start("lab");
+    let output = run(&[
+        "load",
+        "--insecure",
+        &server.target(),
+        "--scenario",
+        "complex_proto",
+        "-z",
+        "1s",
+        "--warmup",
+        "1s",
+        "-c",
+        "4",
+        "-O",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json(&output);
+    let count = report["count"].as_f64().unwrap();
+    let total = report["total"].as_f64().unwrap();
+    let rps = report["rps"].as_f64().unwrap();
+    assert!(count > 0.0);
+    assert!((rps - count / (total / 1e9)).abs() < 1e-6 * rps, "{report}");
+    assert_eq!(report["total"], report["measuredWindow"]);
+    assert_eq!(report["rps"], report["measuredRps"]);
+    let whole = report["wholeRun"].as_f64().unwrap();
+    assert!(
+        whole >= total + 1e9,
+        "the warmup's second: {whole} vs {total}"
+    );
+}

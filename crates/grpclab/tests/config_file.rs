@@ -88,9 +88,24 @@ fn config_files_that_cannot_be_used_are_one_line() {
         ("broken.toml", Some("total = = 3"), "not valid TOML"),
         ("list.json", Some("[1, 2]"), "expected an object"),
         (
-            "later.json",
+            "async.json",
             Some("{\"async\": true}"),
-            "'async' is a ghz setting",
+            "--async sends calls on a rate's schedule",
+        ),
+        (
+            "lb.json",
+            Some("{\"lb-strategy\": \"round_robin\"}"),
+            "--lb-strategy is a ghz flag grpclab does not take",
+        ),
+        (
+            "templates.json",
+            Some("{\"disable-template-data\": true}"),
+            "--disable-template-data is a ghz flag grpclab does not take",
+        ),
+        (
+            "debug.json",
+            Some("{\"debug\": \"/tmp/ghz.log\"}"),
+            "--debug is a ghz flag grpclab does not take",
         ),
         (
             "nohost.json",
@@ -113,4 +128,71 @@ fn config_files_that_cannot_be_used_are_one_line() {
         assert!(stderr.contains(needle), "{name}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
     }
+}
+
+/// ghz's own documented config example (www/docs/usage.md, with its proto path pointed at a
+/// real file) loads: every key is taken, or refused in one line — here the per-call metadata
+/// templates, which grpclab takes in -d only.
+#[test]
+fn ghzs_documented_config_example_loads_or_names_what_it_cannot_take() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    let proto = dir.path().join("greeter.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage helloworld;\nmessage HelloRequest { string name = 1; }\nmessage HelloReply { string message = 1; }\nservice Greeter { rpc SayHello(HelloRequest) returns (HelloReply); }\n",
+    )
+    .unwrap();
+    let example = |metadata: &str| {
+        format!(
+            r#"{{
+    "proto": "{}",
+    "call": "helloworld.Greeter.SayHello",
+    "total": 2000,
+    "concurrency": 50,
+    "data": {{
+        "name": "Joe"
+    }},
+    "metadata": {metadata},
+    "import-paths": [
+        "{}"
+    ],
+    "max-duration": "10s",
+    "host": "{}",
+    "insecure": true
+}}"#,
+            proto.display(),
+            dir.path().display(),
+            server.target()
+        )
+    };
+    let config = dir.path().join("ghz.json");
+    std::fs::write(
+        &config,
+        example(r#"{"foo": "bar", "trace_id": "{{.RequestNumber}}", "timestamp": "{{.TimestampUnix}}"}"#),
+    )
+    .unwrap();
+    let output = grpclab()
+        .args(["load", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("-m/--metadata 'timestamp'") || stderr.contains("-m/--metadata 'trace_id'"),
+        "{stderr}"
+    );
+    // Without the per-call metadata it runs as written: 2000 calls, 50 at a time.
+    std::fs::write(&config, example(r#"{"foo": "bar"}"#)).unwrap();
+    let output = grpclab()
+        .args(["load", "--config"])
+        .arg(&config)
+        .args(["-O", "json"])
+        .output()
+        .unwrap();
+    let report = json_report(&output);
+    assert_eq!(report["count"], 2000);
+    assert_eq!(report["options"]["concurrency"], 50);
 }

@@ -51,6 +51,9 @@ pub struct PreparedBench {
     pub profile_cpu: Option<profile::CallGraph>,
     /// `--profile alloc`: record each built-in server's allocation sites during its window.
     pub profile_alloc: bool,
+    /// What the sweep had to change to run as asked (shown before the runs and under the
+    /// table).
+    pub notes: Vec<String>,
 }
 
 /// One run of a bench: an implementation with its settings.
@@ -105,11 +108,13 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         .map(|text| sweep::parse_axis(text))
         .collect::<Result<Vec<_>, _>>()?;
     let mut runs = Vec::new();
+    let mut notes = Vec::new();
     // Combinations outside, implementations inside: drift over a long sweep hits every
     // implementation alike.
     for combination in sweep::combinations(&axes) {
         for spec in &implementations {
-            let (run_config, run_spec) = sweep::apply(&config, spec, &combination)?;
+            let (run_config, run_spec, note) = sweep::apply(&config, spec, &combination)?;
+            notes.extend(note);
             let scenario = load_scenario(&run_config.scenario)?;
             if let Some(other) = runs.iter().find(|r: &&PlannedRun| {
                 names::sanitize(&r.spec.name) == names::sanitize(&run_spec.name)
@@ -136,6 +141,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         runs,
         profile_cpu,
         profile_alloc,
+        notes,
     })
 }
 
@@ -235,6 +241,10 @@ pub fn execute(
     if let Some(warning) = &cores.oversubscribed {
         footer.push(format!("WARNING: {warning}"));
         progress(&format!("WARNING: {warning}"));
+    }
+    for note in &prepared.notes {
+        footer.push(format!("NOTE: {note}"));
+        progress(&format!("NOTE: {note}"));
     }
     let tls = bench_tls(config, dir.path())?;
     let mut params = params(config, &cores, &footer);

@@ -75,12 +75,14 @@ fn setting<T>(
     })
 }
 
-/// A combination applied: the run's settings and start command.
+/// A combination applied: the run's settings and start command, and a note when a setting
+/// had to give way (a swept concurrency below the connections set for the whole run: the
+/// cell runs one connection per stream, as each connection needs one).
 pub fn apply(
     config: &BenchConfig,
     spec: &ImplementationSpec,
     combination: &[(String, String)],
-) -> Result<(BenchConfig, ImplementationSpec), InputError> {
+) -> Result<(BenchConfig, ImplementationSpec, Option<String>), InputError> {
     let mut config = config.clone();
     let mut spec = spec.clone();
     let mut label = spec.name.clone();
@@ -107,14 +109,23 @@ pub fn apply(
         }
         let _ = write!(label, " {key}={value}");
     }
+    let mut note = None;
     if config.connections > config.concurrency {
-        return Err(InputError(format!(
-            "--sweep: connections ({}) above concurrency ({}) in '{label}'",
-            config.connections, config.concurrency
-        )));
+        let swept = |name: &str| combination.iter().any(|(key, _)| key == name);
+        if swept("connections") || !swept("concurrency") {
+            return Err(InputError(format!(
+                "--sweep: connections ({}) above concurrency ({}) in '{label}': each connection needs a stream; sweep connections no higher than concurrency",
+                config.connections, config.concurrency
+            )));
+        }
+        note = Some(format!(
+            "'{label}' ran {} connections, not {}: each connection needs a stream (set --connections or sweep connections to choose)",
+            config.concurrency, config.connections
+        ));
+        config.connections = config.concurrency;
     }
     spec.name = label;
-    Ok((config, spec))
+    Ok((config, spec, note))
 }
 
 /// One cell of the matrix, as kept in `sweep.json`.

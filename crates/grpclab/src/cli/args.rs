@@ -449,6 +449,16 @@ pub struct LoadArgs {
     #[arg(long)]
     pub validate: bool,
 
+    /// ghz's --async (send on schedule whatever is in flight): what grpclab's --rps always
+    /// does, so accepted with --rps; without it, refused with what to give instead.
+    #[arg(long = "async")]
+    pub ghz_async: bool,
+
+    /// ghz flags grpclab does not take, each refused by name with what to do instead
+    /// (docs/ghz-flags.md), rather than with clap's tip to put them after `--`.
+    #[command(flatten)]
+    pub unsupported: UnsupportedGhzFlags,
+
     /// The HTTP/2 implementation: lab (grpclab's own engine, the fast path) or h2 (the h2
     /// crate, the reference).
     #[arg(long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
@@ -807,6 +817,42 @@ fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
         return Ok(std::time::Duration::ZERO);
     }
     parse_duration(text)
+}
+
+/// ghz's flags that grpclab refuses, each by name (see [`UnsupportedGhzFlags::refusal`]).
+#[derive(Debug, Args, Default)]
+pub struct UnsupportedGhzFlags {
+    #[arg(long, hide = true)]
+    disable_template_functions: bool,
+    #[arg(long, hide = true)]
+    disable_template_data: bool,
+    #[arg(long, hide = true, value_name = "STRATEGY")]
+    lb_strategy: Option<String>,
+    #[arg(long, hide = true, value_name = "PATH")]
+    debug: Option<String>,
+}
+
+impl UnsupportedGhzFlags {
+    /// The line refusing the first unsupported flag given, saying what to do instead.
+    pub fn refusal(&self) -> Option<String> {
+        if self.disable_template_functions || self.disable_template_data {
+            let flag = if self.disable_template_functions {
+                "--disable-template-functions"
+            } else {
+                "--disable-template-data"
+            };
+            return Some(format!(
+                "{flag} is a ghz flag grpclab does not take: grpclab renders a call template only when -d/-D holds '{{{{', and a payload without one costs nothing extra; remove the flag"
+            ));
+        }
+        if self.lb_strategy.is_some() {
+            return Some("--lb-strategy is a ghz flag grpclab does not take: grpclab dials the one HOST:PORT it is given (no name resolution across several backends); remove the flag, and run one load per backend".to_owned());
+        }
+        if self.debug.is_some() {
+            return Some("--debug is a ghz flag grpclab does not take: grpclab has no debug log; errors are one line each, -O json lists every status and error message, and --details=N lists calls one by one; remove the flag".to_owned());
+        }
+        None
+    }
 }
 
 /// The most streams a run keeps at once (`-c`, and `--connections` within it): beyond it the

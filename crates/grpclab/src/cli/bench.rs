@@ -229,6 +229,46 @@ mod tests {
         Some(prepare_in(&bench, &lookup))
     }
 
+    /// A swept concurrency below the run's connections (the default 50) runs that cell with
+    /// one connection per stream and says so; connections swept above concurrency are refused
+    /// with what to do.
+    #[test]
+    fn a_swept_concurrency_below_the_connections_caps_them_and_says_so() {
+        let lookup = |_: &str| Err(std::env::VarError::NotPresent);
+        let cli = Cli::try_parse_from(["grpclab", "bench", "lab", "--sweep", "concurrency=10,100"])
+            .unwrap();
+        let Command::Bench(bench) = cli.command else {
+            unreachable!()
+        };
+        let prepared = prepare_in(&bench, &lookup).unwrap();
+        let connections: Vec<usize> = prepared.runs.iter().map(|r| r.config.connections).collect();
+        assert_eq!(connections, [10, 50]);
+        assert_eq!(prepared.notes.len(), 1, "{:?}", prepared.notes);
+        assert!(
+            prepared.notes[0].contains("'lab concurrency=10' ran 10 connections, not 50"),
+            "{:?}",
+            prepared.notes
+        );
+        let cli = Cli::try_parse_from([
+            "grpclab",
+            "bench",
+            "lab",
+            "--sweep",
+            "connections=200",
+            "--sweep",
+            "concurrency=100",
+        ])
+        .unwrap();
+        let Command::Bench(bench) = cli.command else {
+            unreachable!()
+        };
+        let err = prepare_in(&bench, &lookup).err().unwrap().0;
+        assert!(
+            err.contains("sweep connections no higher than concurrency"),
+            "{err}"
+        );
+    }
+
     /// `grpclab bench` never panics on a value a user can type: every flag and
     /// sweep value is accepted or refused with a message naming it.
     #[test]

@@ -12,9 +12,6 @@ use crate::InputError;
 /// ghz keys whose grpclab flag is spelled differently (the rest are `--KEY`).
 const RENAMED: [(&str, &str); 1] = [("CPUs", "--cpus")];
 
-/// ghz settings grpclab does not have yet: refused with a line that says so (docs/ghz-flags.md).
-const NOT_YET: [&str; 1] = ["async"];
-
 /// Keys whose value is JSON text for the flag (objects and arrays as ghz writes them).
 const JSON_VALUED: [&str; 4] = ["data", "metadata", "reflect-metadata", "tags"];
 
@@ -35,12 +32,6 @@ pub fn expand(
         if key == "host" {
             host = Some(scalar(key, value, path)?);
             continue;
-        }
-        if NOT_YET.contains(&key.as_str()) {
-            return Err(InputError(format!(
-                "--config {}: '{key}' is a ghz setting grpclab does not support yet (docs/ghz-flags.md lists every ghz flag); remove it",
-                path.display()
-            )));
         }
         if key == "config" {
             return Err(InputError(format!(

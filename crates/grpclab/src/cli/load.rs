@@ -49,6 +49,14 @@ pub struct PreparedLoad {
 
 /// Validates the flags and builds the run. Every error is an [`InputError`].
 pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
+    if let Some(refusal) = args.unsupported.refusal() {
+        return Err(InputError(refusal));
+    }
+    if args.ghz_async && args.rps == 0.0 {
+        return Err(InputError(
+            "--async sends calls on a rate's schedule whatever is in flight: give --rps R with it (grpclab's --rps always works that way); without a rate, -c N keeps N calls in flight".to_owned(),
+        ));
+    }
     let target = resolve(&args.target)?;
     let metadata_json = match (&args.metadata, &args.metadata_file) {
         (Some(json), _) => Some(json.clone()),

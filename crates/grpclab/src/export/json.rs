@@ -4,8 +4,11 @@
 //! The ghz part follows ghz's runner `Report` type (runner/reporter.go) in names, types, units
 //! and meaning, so a consumer written for ghz decodes it unchanged:
 //! - durations are integer nanoseconds (Go's `time.Duration`); `histogram` marks are seconds;
-//! - `total` is the whole run, warmup included, and `rps` = `count` / `total` (as ghz divides by
-//!   its whole run even when `--skipFirst` leaves calls out of `count`);
+//! - `count`, `total` and `rps` describe one span, the measured window: `total` is the window
+//!   and `rps` = `count` / `total`. ghz has no warmup, so without `--warmup` the window is the
+//!   whole run, as in ghz (and, as in ghz, calls `--skipFirst` leaves out of `count` still
+//!   take time in `total`); with one, the warmup's time and calls are both outside, and
+//!   `wholeRun` adds the warmup back;
 //! - `average` is over every call, failed ones included; `fastest`, `slowest`,
 //!   `latencyDistribution` (ghz's seven integer percentiles) and `histogram` (ghz's 11 marks)
 //!   are over successful calls;
@@ -18,8 +21,8 @@
 //! call's scheduled send time (coordinated omission corrected), where ghz counts from the
 //! actual send; the uncorrected figure is `serviceTime`.
 //!
-//! The extras: `measuredWindow` and `measuredRps` (the window after the warmup: the honest
-//! throughput), `latencyPercentiles` (fractional percentiles up to 99.99), `ok`, `errors`,
+//! The extras: `measuredWindow` and `measuredRps` (the same as `total` and `rps`, kept for
+//! readers of earlier reports), `wholeRun` (warmup included), `latencyPercentiles` (fractional percentiles up to 99.99), `ok`, `errors`,
 //! `serviceTime`, reconnect and warmup accounting, `perSecond`, and the merged HdrHistograms in
 //! their standard serialized form so runs can be merged exactly.
 
@@ -241,7 +244,8 @@ pub struct JsonOptions {
     pub concurrency_max_duration: u64,
     /// `-n`, or 0 when the run was timed.
     pub total: u64,
-    /// ghz's async mode (grpclab's open loop is `rps`): false.
+    /// ghz's async mode: calls sent on a rate's schedule whatever is in flight, which is what
+    /// grpclab's open loop (`rps` above 0) always does.
     #[serde(rename = "async")]
     pub async_: bool,
     /// HTTP/2 connections.
@@ -335,7 +339,7 @@ impl JsonOptions {
             concurrency_step_duration: saturating_ns(options.concurrency_shape.step_duration),
             concurrency_max_duration: saturating_ns(options.concurrency_shape.max_duration),
             total: options.total.unwrap_or(0),
-            async_: false,
+            async_: options.rps > 0.0,
             connections: options.connections as u64,
             duration: nanos(options.duration),
             timeout: nanos(options.timeout),
@@ -374,7 +378,7 @@ pub struct JsonReport {
     pub date: String,
     /// Measured calls, successful or not.
     pub count: u64,
-    /// The whole run in nanoseconds, warmup included.
+    /// The measured window in nanoseconds (the whole run when there is no warmup, as in ghz).
     pub total: u64,
     /// Mean latency of every measured call, failed ones included (ns).
     pub average: u64,
@@ -398,8 +402,11 @@ pub struct JsonReport {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
 
-    /// grpclab: the measured window (after the warmup) in nanoseconds.
+    /// grpclab: the measured window (after the warmup) in nanoseconds: `total`.
     pub measured_window: u64,
+    /// grpclab: the whole run in nanoseconds, warmup included.
+    #[serde(default)]
+    pub whole_run: u64,
     /// grpclab: `count` / `measuredWindow`, the throughput the run sustained.
     pub measured_rps: f64,
     /// grpclab: latency of successful calls at finer percentiles (up to 99.99).
@@ -461,11 +468,11 @@ impl JsonReport {
             options: JsonOptions::from_run(&report.options),
             date: humantime::format_rfc3339_seconds(ended_at).to_string(),
             count: result.count(),
-            total: saturating_ns(result.whole_run),
+            total: saturating_ns(result.elapsed),
             average: result.mean_latency_all_ns(),
             fastest: if empty { 0 } else { latency.min() },
             slowest: if empty { 0 } else { latency.max() },
-            rps: result.rps_over_whole_run(),
+            rps: result.rps(),
             error_distribution: result.error_counts().clone(),
             status_code_distribution: result
                 .status_counts()
@@ -477,6 +484,7 @@ impl JsonReport {
             details: details(result),
             tags: report.options.tags.clone(),
             measured_window: saturating_ns(result.elapsed),
+            whole_run: saturating_ns(result.whole_run),
             measured_rps: result.rps(),
             latency_percentiles: LatencyStats::of(result.latency()).latency_distribution,
             ok: result.ok(),

@@ -34,7 +34,7 @@ fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
     writeln!(
         out,
         "  Total:\t{}",
-        nano_unit(saturating_ns(result.whole_run))
+        nano_unit(saturating_ns(result.elapsed))
     )?;
     // Fastest and slowest are over successful calls: with none, there is nothing to show
     // (ghz prints 0 ns, which reads as a measurement).
@@ -50,7 +50,7 @@ fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
         "  Average:\t{}",
         nano_unit(result.mean_latency_all_ns())
     )?;
-    writeln!(out, "  Requests/sec:\t{:4.2}", result.rps_over_whole_run())?;
+    writeln!(out, "  Requests/sec:\t{:4.2}", result.rps())?;
     out.push_str("\nResponse time histogram:\n");
     out.push_str(&histogram_bars(&ghz_histogram(latency)));
     out.push_str("\nLatency distribution:");
@@ -127,16 +127,10 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     if result.whole_run != result.elapsed {
         writeln!(
             out,
-            "  Measured window:\t{} after {} of warmup",
-            nano_unit(saturating_ns(result.elapsed)),
+            "  Warmup:\t{} before the measured window (Count, Total and Requests/sec above are the window's)",
             nano_unit(saturating_ns(
                 result.whole_run.saturating_sub(result.elapsed)
             ))
-        )?;
-        writeln!(
-            out,
-            "  Requests/sec:\t{:4.2} over the measured window (ghz's figure above divides by the whole run)",
-            result.rps()
         )?;
     }
     let latency = LatencyStats::of(result.latency());

@@ -538,6 +538,17 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         (&["-c", "-1"], &["--concurrency", "from 1 to 100000"]),
         (&["-r", "-5"], &["--rps", "0 or more"]),
         (&["-z", "-3s"], &["--duration", "negative"]),
+        // ghz flags grpclab does not take: refused by name, not with clap's tip to use `--`.
+        (&["--async"], &["--async", "give --rps"]),
+        (
+            &["--lb-strategy", "round_robin"],
+            &["--lb-strategy is a ghz flag"],
+        ),
+        (
+            &["--disable-template-functions"],
+            &["--disable-template-functions is a ghz flag"],
+        ),
+        (&["--debug", "/tmp/ghz.log"], &["--debug is a ghz flag"]),
     ] {
         let mut argv = vec!["load", "--insecure", t, "--scenario", "complex_proto"];
         argv.extend_from_slice(args);

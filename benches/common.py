@@ -59,7 +59,7 @@ def stop_server(server):
 
 def server_stats(target):
     """The server's admin counters (grpclab stats)."""
-    out = subprocess.run([BIN, "stats", target], check=True, capture_output=True, text=True)
+    out = subprocess.run([BIN, "stats", "--insecure", target], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 

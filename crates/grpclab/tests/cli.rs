@@ -362,7 +362,7 @@ fn serve_drains_and_exits_zero_on_sigterm() {
 }
 
 fn stats(target: &str) -> serde_json::Value {
-    let output = run(&["stats", target]);
+    let output = run(&["stats", "--insecure", target]);
     assert!(output.status.success(), "{}", stderr(&output));
     json(&output)
 }
@@ -462,7 +462,8 @@ fn every_decode_placement_serves_load_correctly_with_back_pressure() {
             let report = json(&output);
             assert_eq!(
                 report["statusCodeDistribution"]["OK"], 300,
-                "{placement:?} {scenario}"
+                "{placement:?} {scenario}: {} {}",
+                report["errorDistribution"], report["total"]
             );
         }
     }
@@ -724,7 +725,7 @@ fn slow_inline_calls_do_not_starve_other_connections() {
     let server = Server::start_with(&["--impl", "lab", "--threads", "1", "--decode", "inline"]);
     let target = server.target();
     let calls = |target: &str| -> u64 {
-        let output = run(&["stats", target]);
+        let output = run(&["stats", "--insecure", target]);
         json(&output)["calls"].as_u64().unwrap()
     };
     let mut flood = grpclab()

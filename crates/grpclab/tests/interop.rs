@@ -58,9 +58,11 @@ fn h2load_say_hello(scheme: &str, server: &Server, request: &std::path::Path) ->
 /// The calls the server has answered with a reply (its admin counters), via `grpclab stats`
 /// with `tls` flags when given.
 fn calls_answered(server: &Server, tls: &[&str]) -> u64 {
+    let plaintext: &[&str] = if tls.is_empty() { &["--insecure"] } else { &[] };
     let output = common::grpclab()
         .arg("stats")
         .arg(server.target())
+        .args(plaintext)
         .args(tls)
         .output()
         .unwrap();

@@ -302,8 +302,9 @@ fn reflection_and_the_admin_rpc_work_over_tls() {
     assert_eq!(ok_count(&String::from_utf8_lossy(&output.stdout)), 50);
 }
 
-/// `grpclab stats` reads a TLS server's counters with `--cacert` (or `--tls` and the system's
-/// roots); plaintext against it is an error, not a hang.
+/// `grpclab stats` speaks TLS unless `--insecure`, as `load`: it reads a TLS server's counters
+/// with `--cacert`; plaintext against it, and TLS against a plaintext server, are one line
+/// naming the flag, not a hang.
 #[test]
 fn stats_reads_a_tls_server() {
     let dir = tempfile::tempdir().unwrap();
@@ -323,9 +324,18 @@ fn stats_reads_a_tls_server() {
     let stats: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(stats["implementation"], "lab", "{stats}");
     let plain = grpclab()
-        .args(["stats", &server.target()])
+        .args(["stats", "--insecure", &server.target()])
         .output()
         .unwrap();
     assert!(!plain.status.success());
-    assert!(String::from_utf8_lossy(&plain.stderr).contains("--tls"));
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("drop --insecure"));
+    let plaintext_server = Server::start("lab");
+    let crossed = grpclab()
+        .args(["stats", &plaintext_server.target()])
+        .output()
+        .unwrap();
+    assert!(!crossed.status.success());
+    let stderr = String::from_utf8_lossy(&crossed.stderr);
+    assert!(stderr.contains("--insecure"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }

@@ -692,12 +692,16 @@ pub struct StatsArgs {
     #[arg(value_name = "HOST:PORT")]
     pub target: String,
 
-    /// Speak TLS (plaintext h2c without it, or one of the flags below), trusting the system's
-    /// roots unless --cacert is given.
-    #[arg(long)]
+    /// Plaintext HTTP/2 (h2c), no TLS. Without it, as `load` (and ghz), stats speaks TLS and
+    /// verifies the server against the system's roots (or --cacert).
+    #[arg(long, conflicts_with_all = ["tls", "cacert", "cname", "skip_tls"])]
+    pub insecure: bool,
+
+    /// TLS (the default; kept so older command lines still work).
+    #[arg(long, hide = true)]
     pub tls: bool,
 
-    /// TLS, trusting this CA certificate (PEM).
+    /// TLS: trust this CA certificate (PEM) instead of the system's roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
 

@@ -187,6 +187,14 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.threads = args
         .cpus
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if let Some(cpus) = args.cpus.filter(|cpus| *cpus > args.connections) {
+        // Each client thread owns whole connections: more threads than connections would idle.
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab load: --cpus {cpus} runs {} client thread(s): each owns whole connections, and there are --connections {}; raise --connections to use more CPUs",
+            args.connections, args.connections
+        );
+    }
     config.transport = match args.transport {
         TransportArg::Engine => grpclab_load::Transport::Engine,
         TransportArg::H2 => grpclab_load::Transport::H2,

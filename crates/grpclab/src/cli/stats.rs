@@ -1,4 +1,4 @@
-//! `grpclab stats HOST:PORT`: read a server's admin counters (`grpclab.admin.v1.Stats/Get`)
+//! `grpclab stats [--insecure] HOST:PORT`: read a server's admin counters (`grpclab.admin.v1.Stats/Get`)
 //! and print them as JSON, for scripts that compute allocations per call over a window.
 
 use grpclab_server::pb_admin::StatsReply;
@@ -33,12 +33,13 @@ impl From<StatsReply> for Stats {
     }
 }
 
-/// Calls `Stats/Get` on the server `grpclab stats` names, over TLS when its flags ask.
+/// Calls `Stats/Get` on the server `grpclab stats` names: over TLS unless `--insecure`, as
+/// every command that dials (`load`, ghz).
 pub fn fetch_for(args: &super::args::StatsArgs) -> Result<Stats, InputError> {
-    if !(args.tls || args.cacert.is_some() || args.cname.is_some() || args.skip_tls) {
+    if args.insecure {
         return fetch(&args.target, None).map_err(|InputError(message)| {
             InputError(format!(
-                "{message} (asked in plaintext: if it serves TLS, add --tls or --cacert FILE)"
+                "{message} (asked in plaintext: if it serves TLS, drop --insecure)"
             ))
         });
     }
@@ -51,7 +52,15 @@ pub fn fetch_for(args: &super::args::StatsArgs) -> Result<Stats, InputError> {
     };
     let tls = grpclab_core::tls::TlsClient::for_target(&settings, &args.target)
         .map_err(|err| InputError(err.to_string()))?;
-    fetch(&args.target, Some(&tls))
+    fetch(&args.target, Some(&tls)).map_err(|InputError(message)| {
+        if message.contains("--insecure") {
+            InputError(message)
+        } else {
+            InputError(format!(
+                "{message} (asked in TLS: if it serves plaintext h2c, add --insecure)"
+            ))
+        }
+    })
 }
 
 /// Calls `Stats/Get` on `target` (HOST:PORT), plaintext or over `tls`.

@@ -1425,7 +1425,8 @@ fn a_run_where_every_call_failed_says_so() {
             );
         }
     }
-    // One success is enough for silence.
+    // One success is enough for silence. (And more --cpus than connections is said, not
+    // silently capped.)
     let output = run(&[
         "load",
         "--insecure",
@@ -1434,8 +1435,21 @@ fn a_run_where_every_call_failed_says_so() {
         "complex_proto",
         "-n",
         "20",
+        "--cpus",
+        "4",
     ]);
-    assert!(!stderr(&output).contains("no call succeeded"));
+    let text = stderr(&output);
+    assert!(!text.contains("no call succeeded"), "{text}");
+    assert!(text.contains("--cpus 4 runs 1 client thread(s)"), "{text}");
+    assert_eq!(json_of_options(&server, &["--cpus", "4"])["CPUs"], 1);
+}
+
+fn json_of_options(server: &Server, extra: &[&str]) -> serde_json::Value {
+    let target = server.target();
+    let mut args = vec!["load", "--insecure", &target, "--scenario", "complex_proto"];
+    args.extend_from_slice(&["-n", "5", "-O", "json"]);
+    args.extend_from_slice(extra);
+    json(&run(&args))["options"].clone()
 }
 
 /// `serve` on a port another process holds: one line, the reason said once, naming --port.

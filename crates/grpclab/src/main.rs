@@ -119,6 +119,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             cli::load::execute(prepared, &cancel)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Completions(args) => {
+            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut command, "grpclab", &mut script);
+            write_stdout(&script)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let command = <cli::Cli as clap::CommandFactory>::command();
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command).render(&mut page)?;
+            write_stdout(&page)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Encode(args) => {
             let written = cli::encode::execute(&args)?;
             let _ = writeln!(
@@ -184,6 +198,17 @@ fn report_cmd(args: &cli::args::ReportArgs) -> anyhow::Result<Option<std::path::
         ))
     })?;
     Ok(Some(path))
+}
+
+/// Writes generated text to standard output; a closed pipe (`grpclab man | head`) is not
+/// an error.
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    match std::io::stdout().write_all(bytes) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write to standard output: {err}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `path`, or when a file of that name exists, the first free `STEM-N.EXT` beside it.

@@ -1508,3 +1508,27 @@ fn count_total_and_rps_describe_the_measured_window() {
         "the warmup's second: {whole} vs {total}"
     );
 }
+
+/// `grpclab completions SHELL` and `grpclab man` print what a shell and man(1) read, from the
+/// same definitions as --help, so every flag is in them.
+#[test]
+fn completions_and_the_manual_page_come_from_the_flags() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = run(&["completions", shell]);
+        assert!(output.status.success(), "{shell}: {}", stderr(&output));
+        let script = String::from_utf8_lossy(&output.stdout);
+        for flag in ["concurrency", "connections", "insecure", "sweep"] {
+            assert!(script.contains(flag), "{shell} lacks {flag}");
+        }
+    }
+    let output = run(&["completions", "tcsh"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("bash"));
+    let output = run(&["man"]);
+    assert!(output.status.success());
+    let page = String::from_utf8_lossy(&output.stdout);
+    assert!(page.contains(".TH grpclab 1"), "{page}");
+    for command in ["load", "serve", "bench", "compare", "report"] {
+        assert!(page.contains(command), "the page lacks {command}");
+    }
+}

@@ -43,6 +43,19 @@ pub enum Command {
     Stats(StatsArgs),
     /// Write a scenario's request as a framed gRPC message, for other clients (e.g. h2load -d).
     Encode(EncodeArgs),
+    /// Print a shell's completion script, e.g. `grpclab completions bash >
+    /// ~/.local/share/bash-completion/completions/grpclab`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `grpclab man > ~/.local/share/man/man1/grpclab.1`.
+    Man,
+}
+
+/// `grpclab completions SHELL`
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// ghz's `--load-schedule` and `--concurrency-schedule` values.

@@ -410,14 +410,46 @@ fn the_pages_render_in_headless_chromium() {
     let bench_page = dir.path().join("bench.html");
     std::fs::write(&bench_page, report(Path::new(FIXTURE), dir.path(), &[])).unwrap();
     let server = Server::start("lab");
+    // A 2-second run (a line through its seconds), a run shorter than a second (its only
+    // second as a table: once three empty frames), and a run in which every call failed.
     let load_page = dir.path().join("load.html");
-    let output = grpclab()
-        .args(["load", "--insecure", &server.target(), "--scenario"])
-        .args(["complex_proto", "-n", "2000", "-O", "html", "-o"])
-        .arg(&load_page)
-        .output()
-        .unwrap();
-    assert!(output.status.success());
+    let short_page = dir.path().join("short.html");
+    let failed_page = dir.path().join("failed.html");
+    let proto = dir.path().join("my.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage my.pkg;\nmessage Req { string name = 1; }\nmessage Resp {}\nservice Svc { rpc Method(Req) returns (Resp); }\n",
+    )
+    .unwrap();
+    for (page, args) in [
+        (
+            &load_page,
+            &["--scenario", "complex_proto", "-z", "2s", "-c", "8"][..],
+        ),
+        (&short_page, &["--scenario", "complex_proto", "-n", "2000"]),
+        (
+            &failed_page,
+            &[
+                "--proto",
+                proto.to_str().unwrap(),
+                "--call",
+                "my.pkg.Svc.Method",
+                "-d",
+                r#"{"name":"Joe"}"#,
+                "-n",
+                "500",
+            ],
+        ),
+    ] {
+        let output = grpclab()
+            .args(["load", "--insecure", &server.target()])
+            .args(args)
+            .args(["-O", "html", "-o"])
+            .arg(page)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+    }
     let shots = screenshot_dir();
     let sweep_page = dir.path().join("sweep.html");
     std::fs::write(&sweep_page, report(Path::new(SWEEP), dir.path(), &[])).unwrap();
@@ -430,7 +462,9 @@ fn the_pages_render_in_headless_chromium() {
             &["lab", "tonic-mt", "tonic-st", "broken"][..],
             4,
         ),
-        ("load", &load_page, &["calls", "OK"][..], 4),
+        ("load", &load_page, &["calls", "OK"][..], 5),
+        ("load-short", &short_page, &["calls", "run"][..], 2),
+        ("load-failed", &failed_page, &["fastest", "–"][..], 0),
         ("sweep", &sweep_page, &["lab concurrency=1000"][..], 4),
         ("compare", &compare_page, &["a-1", "b-3"][..], 1),
     ] {
@@ -440,6 +474,11 @@ fn the_pages_render_in_headless_chromium() {
             rendered.matches("<svg").count() >= charts,
             "{kind}: charts in the rendered DOM"
         );
+        match kind {
+            "load-short" => assert!(rendered.contains("no line through it to draw"), "{kind}"),
+            "load-failed" => assert!(rendered.contains("No call succeeded: all 500 failed")),
+            _ => {}
+        }
         for row in rows {
             assert!(
                 rendered.contains(&format!("<td>{row}</td>")),

@@ -95,14 +95,40 @@ const SERIES_COLOURS: [RGBColor; 7] = [
     RGBColor(0, 0, 0),
 ];
 
-/// The colour of series `index`: the palette above, then plotters' 99 colours.
+/// The colour of series `index`: the palette above, then hues spread by the golden angle at
+/// one saturation and a lightness that reads on white (plotters' own palette turns pastel).
 fn colour(index: usize) -> RGBColor {
     if let Some(colour) = SERIES_COLOURS.get(index) {
         return *colour;
     }
-    let (r, g, b) = Palette99::pick(index).rgb();
-    RGBColor(r, g, b)
+    let hue = (index as f64 * 137.508) % 360.0;
+    let (saturation, lightness) = (0.7, 0.38);
+    // HSL to RGB.
+    let chroma = (1.0 - (2.0 * lightness - 1.0f64).abs()) * saturation;
+    let h = hue / 60.0;
+    let x = chroma * (1.0 - (h % 2.0 - 1.0).abs());
+    let (r, g, b) = match h as u32 {
+        0 => (chroma, x, 0.0),
+        1 => (x, chroma, 0.0),
+        2 => (0.0, chroma, x),
+        3 => (0.0, x, chroma),
+        4 => (x, 0.0, chroma),
+        _ => (chroma, 0.0, x),
+    };
+    let m = lightness - chroma / 2.0;
+    let byte = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    RGBColor(byte(r), byte(g), byte(b))
 }
+
+/// Past this many series the legend leaves the plot (where it would cover the lines) for
+/// rows of its own below it.
+const LEGEND_INSIDE_MAX: usize = 6;
+/// Legend rows below the plot: height of one, and names per row.
+const LEGEND_ROW: u32 = 20;
+const LEGEND_COLUMNS: usize = 2;
+
+/// Series of at most this many points get a visible dot at each point.
+const VISIBLE_POINTS: usize = 30;
 
 /// A line chart; `Err` says why it could not be drawn (no data, a drawing error).
 pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
@@ -131,9 +157,17 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
     let y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
     let mut svg = String::new();
     let mut marks = String::new();
+    let legend_below = chart.series.len() > LEGEND_INSIDE_MAX;
+    let legend_height = if legend_below {
+        12 + LEGEND_ROW * chart.series.len().div_ceil(LEGEND_COLUMNS) as u32
+    } else {
+        0
+    };
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
+        let whole =
+            SVGBackend::with_string(&mut svg, (SIZE.0, SIZE.1 + legend_height)).into_drawing_area();
+        whole.fill(&WHITE).map_err(draw_error)?;
+        let (root, legend_area) = whole.split_vertically(SIZE.1);
         let x_ticks = match chart.x_scale {
             XScale::Linear if !chart.x_names.is_empty() => {
                 (0..chart.x_names.len()).map(|i| i as f64).collect()
@@ -222,6 +256,15 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3))
             });
+            // A short series shows its points: a line of one point draws nothing, and a
+            // few points read better as dots on the line.
+            if line.len() <= VISIBLE_POINTS {
+                plot.draw_series(
+                    line.iter()
+                        .map(|&(x, y)| Circle::new((x, y), 4, colour.filled())),
+                )
+                .map_err(draw_error)?;
+            }
             for (&(x, y), &(raw_x, _)) in line.iter().zip(series.points.iter()) {
                 let (px, py) = plot.backend_coord(&(x, y));
                 let shown_x = match chart.x_scale {
@@ -244,15 +287,102 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
                 );
             }
         }
-        plot.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(draw_error)?;
-        root.present().map_err(draw_error)?;
+        if legend_below {
+            let column_width = (SIZE.0 as i32 - 80) / LEGEND_COLUMNS as i32;
+            for (index, series) in chart.series.iter().enumerate() {
+                let (row, column) = (index / LEGEND_COLUMNS, index % LEGEND_COLUMNS);
+                let x = 80 + column as i32 * column_width;
+                let y = 6 + row as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
+                legend_area
+                    .draw(&PathElement::new(
+                        vec![(x, y), (x + 18, y)],
+                        colour(index).stroke_width(3),
+                    ))
+                    .map_err(draw_error)?;
+                legend_area
+                    .draw(&Text::new(
+                        series.name.clone(),
+                        (x + 24, y),
+                        ("sans-serif", 13)
+                            .into_font()
+                            .color(&RGBColor(40, 40, 40))
+                            .pos(Pos::new(HPos::Left, VPos::Center)),
+                    ))
+                    .map_err(draw_error)?;
+            }
+        } else {
+            plot.configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(200, 200, 200))
+                .draw()
+                .map_err(draw_error)?;
+        }
+        whole.present().map_err(draw_error)?;
     }
     Ok(finish(svg, &marks, chart.title))
+}
+
+/// How a bar chart colours its bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarColours {
+    /// Each bar is a run (an implementation, a sweep cell): its colour is that run's, as in
+    /// the page's line charts.
+    PerRun,
+    /// The bars are buckets of one run (a histogram): one colour, since a colour per bar
+    /// would mean nothing.
+    Single,
+}
+
+/// The most characters of a bar's name shown beside it; longer names keep their start and
+/// end around an ellipsis (the whole name is in the bar's tooltip and the table below).
+const BAR_LABEL_CHARS: usize = 22;
+
+/// `name` shortened to about [`BAR_LABEL_CHARS`]. A sweep cell's name is its
+/// implementation and its settings ("lab concurrency=10 offload-above=16384"), and the values
+/// are what tell cells apart: the keys shrink to their initials ("c=10 oa=16384"), then the
+/// implementation's name to its start, and only then the whole around a middle ellipsis.
+fn bar_label(name: &str) -> String {
+    if name.chars().count() <= BAR_LABEL_CHARS {
+        return name.to_owned();
+    }
+    let mut words = name.split(' ');
+    let first = words.next().unwrap_or_default();
+    let settings: Vec<String> = words
+        .map(|word| match word.split_once('=') {
+            Some((key, value)) => {
+                let initials: String = key
+                    .split(['-', '_'])
+                    .filter_map(|part| part.chars().next())
+                    .collect();
+                format!("{initials}={value}")
+            }
+            None => word.to_owned(),
+        })
+        .collect();
+    let rest = settings.join(" ");
+    let room = BAR_LABEL_CHARS.saturating_sub(rest.chars().count() + 1);
+    let first_chars = first.chars().count();
+    let first = if rest.is_empty() || first_chars <= room.max(7) {
+        first.to_owned()
+    } else {
+        let keep = room.max(7) - 1;
+        first.chars().take(keep).collect::<String>() + "…"
+    };
+    let label = if rest.is_empty() {
+        first
+    } else {
+        format!("{first} {rest}")
+    };
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= BAR_LABEL_CHARS + 8 {
+        return label;
+    }
+    let head = (BAR_LABEL_CHARS - 1) * 2 / 5;
+    let tail = BAR_LABEL_CHARS - 1 - head;
+    let start: String = chars[..head].iter().collect();
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    format!("{start}…{end}")
 }
 
 /// One bar per item, horizontal, longest first as given; the value printed at each bar's end.
@@ -261,24 +391,26 @@ pub fn bar_chart(
     unit_label: &str,
     bars: &[(String, f64)],
     format: fn(f64) -> String,
+    colours: BarColours,
 ) -> Result<String, String> {
     if bars.is_empty() {
         return Err(format!("{title}: no data to draw"));
     }
     let max = bars.iter().map(|(_, v)| *v).fold(0f64, f64::max);
-    let x_max = if max > 0.0 { max * 1.25 } else { 1.0 };
+    // Room after the longest bar for its value ("6.5 MiB").
+    let x_max = if max > 0.0 { max * 1.4 } else { 1.0 };
     let height = (60 + 34 * bars.len() as u32).max(140);
     let mut svg = String::new();
     let mut marks = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (BAR_WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
-        let label_width = bars
+        let labels: Vec<String> = bars.iter().map(|(name, _)| bar_label(name)).collect();
+        let label_width = labels
             .iter()
-            .map(|(name, _)| name.chars().count() as u32 * 7 + 12)
+            .map(|label| label.chars().count() as u32 * 8 + 12)
             .max()
-            .unwrap_or(60)
-            .min(140);
+            .unwrap_or(60);
         let mut plot = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
@@ -286,7 +418,7 @@ pub fn bar_chart(
             .y_label_area_size(label_width)
             .build_cartesian_2d(0f64..x_max, (0..bars.len()).into_segmented())
             .map_err(draw_error)?;
-        let names: Vec<&str> = bars.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = labels.iter().map(String::as_str).collect();
         plot.configure_mesh()
             .disable_y_mesh()
             .x_desc(unit_label)
@@ -300,7 +432,12 @@ pub fn bar_chart(
             .draw()
             .map_err(draw_error)?;
         for (index, (name, value)) in bars.iter().enumerate() {
-            let colour = colour(index);
+            // More runs than the palette's colours: colours would only tell neighbours apart,
+            // and the names already do.
+            let colour = match colours {
+                BarColours::PerRun if bars.len() <= SERIES_COLOURS.len() => colour(index),
+                _ => colour(0),
+            };
             let slot = bars.len() - 1 - index;
             let top = SegmentValue::Exact(slot);
             let bottom = SegmentValue::Exact(slot + 1);
@@ -564,9 +701,71 @@ mod tests {
             "req/s",
             &[("a".into(), 3.0), ("b".into(), 1.0)],
             trim_number,
+            BarColours::PerRun,
         )
         .unwrap();
         assert_eq!(bars.matches("<title>").count(), 2);
+        // A histogram's buckets share one colour; runs each have their own.
+        let fills = |svg: &str| -> std::collections::BTreeSet<String> {
+            svg.match_indices("fill-opacity=\"0.01\"")
+                .map(|(at, _)| svg[at.saturating_sub(16)..at].to_owned())
+                .collect()
+        };
+        assert_eq!(fills(&bars).len(), 2);
+        let buckets = bar_chart(
+            "calls",
+            "calls",
+            &[("1".into(), 3.0), ("2".into(), 1.0), ("3".into(), 2.0)],
+            trim_number,
+            BarColours::Single,
+        )
+        .unwrap();
+        assert_eq!(fills(&buckets).len(), 1, "{buckets}");
+        // Long names are shortened beside the bar, whole in its tooltip.
+        let long = "lab concurrency=1000 decode=adaptive offload-above=16384";
+        let named = bar_chart(
+            "req/s",
+            "req/s",
+            &[(long.into(), 1.0)],
+            trim_number,
+            BarColours::PerRun,
+        )
+        .unwrap();
+        assert!(
+            named.contains(&format!("<title>{long}: 1</title>")),
+            "{named}"
+        );
+        assert!(named.contains(&bar_label(long)), "{named}");
+        assert_eq!(bar_label(long), "lab c=1000 d=adaptive oa=16384");
+        assert_eq!(
+            bar_label("java_hotspot_grpc_pgc_direct concurrency=10 offload-above=16384"),
+            "java_ho… c=10 oa=16384"
+        );
+        assert_eq!(bar_label("rust_tonic_mt"), "rust_tonic_mt");
+        let plain = bar_label("a_very_long_implementation_name_without_settings_at_all");
+        assert!(
+            plain.contains('…') && plain.chars().count() == BAR_LABEL_CHARS,
+            "{plain}"
+        );
+        // A one-point series is drawn as a dot.
+        let one = [Series {
+            name: "lab".into(),
+            points: vec![(0.0, 5.0)],
+        }];
+        let dot = line_chart(&LineChart {
+            title: "calls",
+            x_label: "second",
+            y_label: "calls",
+            series: &one,
+            x_scale: XScale::Linear,
+            y_format: trim_number,
+            x_names: &[],
+        })
+        .unwrap();
+        assert!(
+            dot.contains("<circle") && dot.matches("<circle").count() >= 2,
+            "{dot}"
+        );
         let empty = LineChart {
             title: "empty",
             x_label: "",

@@ -75,7 +75,13 @@ pub fn table(headers: &[&str], rows: &[Vec<Cell>], sortable: bool) -> String {
                     );
                 }
                 _ => {
-                    let _ = write!(out, "<td>{}</td>", escape(&cell.text));
+                    // Long text (an error message) wraps instead of widening the table.
+                    let class = if cell.text.chars().count() > 60 {
+                        " class=\"wrap\""
+                    } else {
+                        ""
+                    };
+                    let _ = write!(out, "<td{class}>{}</td>", escape(&cell.text));
                 }
             }
         }
@@ -160,7 +166,7 @@ body{margin:0 auto;max-width:1320px;padding:0 16px 32px;line-height:1.45}\
 h1{font-size:1.6rem;margin:20px 0 4px}h2{font-size:1.25rem;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}\
 .subtitle{color:#555;margin:0 0 8px}nav a{margin-right:10px;font-size:.9rem;white-space:nowrap}\
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:8px 0;font-size:.85rem;background:#fff}\
-th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}\
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}td.wrap{white-space:normal;min-width:24em}\
 table.sortable th{cursor:pointer;user-select:none}table.sortable th:after{content:' \\2195';color:#aaa}\
 figure{margin:12px 0 20px;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px}\
 figure svg{width:100%;height:auto;display:block;margin:0 auto}figcaption{font-size:.9rem;color:#444;margin:4px 0}\

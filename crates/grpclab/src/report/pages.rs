@@ -6,7 +6,7 @@ use std::path::Path;
 
 use hdrhistogram::Histogram;
 
-use super::charts::{self, escape, trim_number, LineChart, Series, XScale};
+use super::charts::{self, escape, trim_number, BarColours, LineChart, Series, XScale};
 use super::html::{self, Cell, Page, Section};
 use crate::bench::results::row_cells;
 use crate::bench::runner::{ImplResult, RowStatus};
@@ -165,6 +165,26 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
         let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
         html::table(&headers, &rows, false)
     };
+    let seconds = throughput.iter().map(|s| s.points.len()).max().unwrap_or(0);
+    if seconds < 2 {
+        // A window of under two seconds has one point per series: no line to draw.
+        let window = runs
+            .iter()
+            .map(|(_, load)| load.measured_window as f64 / 1e9)
+            .fold(0.0, f64::max);
+        return Section {
+            id: "timeline".to_owned(),
+            heading: "Through the window".to_owned(),
+            body: [
+                html::paragraph(&format!(
+                    "The measured window lasted {window:.2} s: one second of data, so there is \
+                     no line through it to draw. Its figures:"
+                )),
+                one_second_table(&throughput, &p99, &mean),
+            ]
+            .concat(),
+        };
+    }
     let body = [
         html::figure(
             chart("Calls completed per second", "calls", &throughput, count),
@@ -195,6 +215,29 @@ fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
         heading: "Through the window".to_owned(),
         body,
     }
+}
+
+/// The figures of a window's only second, one row per run: calls, p99, mean.
+fn one_second_table(throughput: &[Series], p99: &[Series], mean: &[Series]) -> String {
+    let value = |series: &[Series], name: &str, format: fn(f64) -> String| {
+        series
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.points.first())
+            .map_or_else(|| Cell::text("-"), |(_, y)| Cell::number(format(*y), *y))
+    };
+    let rows: Vec<Vec<Cell>> = throughput
+        .iter()
+        .map(|s| {
+            vec![
+                Cell::text(s.name.clone()),
+                value(throughput, &s.name, count),
+                value(p99, &s.name, ms),
+                value(mean, &s.name, ms),
+            ]
+        })
+        .collect();
+    html::table(&["run", "calls", "p99", "mean"], &rows, false)
 }
 
 /// Calls by status code, and the failures' messages.
@@ -398,17 +441,29 @@ fn throughput_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section 
     let body = format!(
         "<div class=\"grid\">{}{}{}</div>",
         html::figure(
-            charts::bar_chart("Requests per second", "req/s", &rps, count),
+            charts::bar_chart(
+                "Requests per second",
+                "req/s",
+                &rps,
+                count,
+                BarColours::PerRun
+            ),
             "Throughput over the measured window.",
             &numbers,
         ),
         html::figure(
-            charts::bar_chart("Server CPU", "% of one core", &cpu, percent),
+            charts::bar_chart(
+                "Server CPU",
+                "% of one core",
+                &cpu,
+                percent,
+                BarColours::PerRun
+            ),
             "The server's mean CPU over the window.",
             &numbers,
         ),
         html::figure(
-            charts::bar_chart("Server memory", "MiB", &memory, mib),
+            charts::bar_chart("Server memory", "MiB", &memory, mib, BarColours::PerRun),
             "The server's mean resident memory over the window.",
             &numbers,
         ),
@@ -426,17 +481,7 @@ fn usage_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
         .iter()
         .map(|(name, _, row)| Series {
             name: (*name).to_owned(),
-            points: row
-                .usage
-                .samples
-                .windows(2)
-                .filter(|pair| pair[1].at > pair[0].at)
-                .map(|pair| {
-                    let share = (pair[1].cpu_seconds - pair[0].cpu_seconds).max(0.0)
-                        / (pair[1].at - pair[0].at);
-                    (pair[1].at, 100.0 * share)
-                })
-                .collect(),
+            points: cpu_shares(&row.usage.samples),
         })
         .filter(|s| !s.points.is_empty())
         .collect();
@@ -489,6 +534,28 @@ fn usage_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
     }
 }
 
+/// CPU share between consecutive readings. A reading far closer to the one before it than
+/// the sampler's period (the last, taken as the server stops, 0.4 ms after the one before)
+/// measures nothing but noise, and read as a drop to 0 %: left out.
+fn cpu_shares(samples: &[crate::bench::sampler::Sample]) -> Vec<(f64, f64)> {
+    let mut gaps: Vec<f64> = samples
+        .windows(2)
+        .map(|pair| pair[1].at - pair[0].at)
+        .filter(|gap| *gap > 0.0)
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    let typical = gaps.get(gaps.len() / 2).copied().unwrap_or(0.0);
+    samples
+        .windows(2)
+        .filter(|pair| pair[1].at - pair[0].at > typical / 4.0 && pair[1].at > pair[0].at)
+        .map(|pair| {
+            let share =
+                (pair[1].cpu_seconds - pair[0].cpu_seconds).max(0.0) / (pair[1].at - pair[0].at);
+            (pair[1].at, 100.0 * share)
+        })
+        .collect()
+}
+
 /// Heap allocations per call, for the servers that count them.
 fn allocation_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Section> {
     let bars: Vec<(String, f64)> = measured
@@ -515,9 +582,13 @@ fn allocation_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<S
         id: "allocations".to_owned(),
         heading: "Allocations per call".to_owned(),
         body: html::figure(
-            charts::bar_chart("Heap allocations per call", "allocations", &bars, |v| {
-                format!("{v:.1}")
-            }),
+            charts::bar_chart(
+                "Heap allocations per call",
+                "allocations",
+                &bars,
+                |v| format!("{v:.1}"),
+                BarColours::PerRun,
+            ),
             "Counted by the server's own allocator over the window (grpclab's admin RPC).",
             &html::table(&["name", "allocations/call", "bytes/call"], &rows, true),
         ),
@@ -646,7 +717,14 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
     ]
     .into_iter()
     .chain(stream_rows(load))
-    .map(|(label, value, text)| vec![Cell::text(label), Cell::number(text, value)])
+    .map(|(label, value, text)| {
+        // Fastest and slowest are over successful calls: with none, nothing was measured.
+        if load.ok == 0 && (label == "fastest" || label == "slowest") {
+            vec![Cell::text(label), Cell::text("–")]
+        } else {
+            vec![Cell::text(label), Cell::number(text, value)]
+        }
+    })
     .collect();
     let histogram: Vec<(String, f64)> = load
         .histogram
@@ -686,7 +764,15 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
             Section {
                 id: "summary".to_owned(),
                 heading: "Summary".to_owned(),
-                body: html::table(&["", "value"], &summary_rows, false),
+                body: if load.ok == 0 && load.count > 0 {
+                    html::paragraph(&format!(
+                        "No call succeeded: all {} failed (see Status codes and errors), so no \
+                         latency or throughput here measures the server's work.",
+                        load.count
+                    )) + &html::table(&["", "value"], &summary_rows, false)
+                } else {
+                    html::table(&["", "value"], &summary_rows, false)
+                },
             },
             percentile_section(&runs),
             Section {
@@ -698,6 +784,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                         "calls",
                         &histogram,
                         count,
+                        BarColours::Single,
                     ),
                     "ghz's histogram: each bar counts the calls up to its mark.",
                     &html::table(&["up to", "calls", "share"], &histogram_rows, false),
@@ -963,5 +1050,34 @@ pub fn compare_page(
                 body: html::table(&["round", "req/s", "p99", "server cpu"], &rounds, true),
             },
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::sampler::Sample;
+
+    /// The sampler's last reading, taken as the server stops a fraction of a millisecond after
+    /// the one before, is no CPU measurement: it once drew every run's line down to 0 %.
+    #[test]
+    fn a_last_reading_moments_after_the_one_before_is_left_out() {
+        let sample = |at: f64, cpu_seconds: f64| Sample {
+            at,
+            cpu_seconds,
+            rss_bytes: 0,
+        };
+        let samples = [
+            sample(0.0, 0.0),
+            sample(0.5, 0.45),
+            sample(1.0, 0.9),
+            sample(1.5, 1.35),
+            sample(1.5004, 1.35),
+        ];
+        let shares = cpu_shares(&samples);
+        assert_eq!(shares.len(), 3, "{shares:?}");
+        assert!(shares.iter().all(|(_, share)| (share - 90.0).abs() < 1e-6));
+        // Evenly spaced readings all count, the last included.
+        assert_eq!(cpu_shares(&samples[..4]).len(), 3);
     }
 }

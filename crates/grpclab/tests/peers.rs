@@ -75,8 +75,13 @@ fn record(results: &Path, name: &str) -> serde_json::Value {
 /// CI, was SKIPPED for a missing toolchain; or is in `skipped`, SKIPPED for a reason
 /// containing the given text).
 fn assert_every_peer_measures(args: &[&str], skipped: &[(&str, &str)]) {
+    assert_every_peer_measures_with(args, skipped, &[]);
+}
+
+/// [`assert_every_peer_measures`] with extra environment (a scenario).
+fn assert_every_peer_measures_with(args: &[&str], skipped: &[(&str, &str)], env: &[(&str, &str)]) {
     let dir = tempfile::tempdir().unwrap();
-    let output = bench(dir.path(), &[&PEERS[..], args].concat(), None);
+    let output = bench_with(dir.path(), &[&PEERS[..], args].concat(), None, env);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -116,6 +121,17 @@ fn assert_every_peer_measures(args: &[&str], skipped: &[(&str, &str)]) {
 #[test]
 fn every_peer_builds_answers_and_runs_without_errors() {
     assert_every_peer_measures(&[], &[]);
+}
+
+/// The other scenario families: large_complex (complex_proto's schema, 166 KB requests: the
+/// build is shared, the messages are not) and string_10kB (the string_* schema, built once for
+/// the family). Every peer answers each right and runs without errors (benches/peers_table.sh
+/// runs all six at grpc_bench's full settings).
+#[test]
+fn every_peer_serves_the_other_scenario_families() {
+    for scenario in ["large_complex", "string_10kB"] {
+        assert_every_peer_measures_with(&[], &[], &[("GRPC_REQUEST_SCENARIO", scenario)]);
+    }
 }
 
 /// `bench --tls` runs the whole table over TLS: every peer takes the generated certificate

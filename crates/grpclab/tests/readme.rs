@@ -58,7 +58,9 @@ fn example_lines() -> Vec<Vec<String>> {
 fn every_readme_example_runs_as_written() {
     let lines = example_lines();
     let commands: Vec<&str> = lines.iter().map(|words| words[1].as_str()).collect();
-    for command in ["load", "serve", "bench", "compare", "report", "stats", "encode"] {
+    for command in [
+        "load", "serve", "bench", "compare", "report", "stats", "encode",
+    ] {
         assert!(commands.contains(&command), "no `{command}` example");
     }
     let scratch = tempfile::tempdir().unwrap();
@@ -66,7 +68,13 @@ fn every_readme_example_runs_as_written() {
     let serve = lines.iter().find(|words| words[1] == "serve").unwrap();
     let args: Vec<String> = serve[1..]
         .iter()
-        .map(|word| if word == "50051" { "0".to_owned() } else { word.clone() })
+        .map(|word| {
+            if word == "50051" {
+                "0".to_owned()
+            } else {
+                word.clone()
+            }
+        })
         .collect();
     let mut server = common::grpclab()
         .args(&args)
@@ -135,7 +143,10 @@ fn every_readme_example_runs_as_written() {
         }
         if words[1] == "encode" {
             let file = scratch.path().join(words.last().unwrap());
-            assert!(std::fs::metadata(&file).is_ok_and(|m| m.len() > 5), "{file:?}");
+            assert!(
+                std::fs::metadata(&file).is_ok_and(|m| m.len() > 5),
+                "{file:?}"
+            );
         }
     }
     common::signal(server.id(), "TERM");

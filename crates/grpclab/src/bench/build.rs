@@ -3,9 +3,10 @@
 //!
 //! grpc_bench rebuilds every server image for the scenario's `.proto`; so do suites here, but a
 //! build whose inputs have not changed is not run again. The inputs are hashed: every file in
-//! the workdir (but build outputs and dependency folders), the scenario's files, the build
-//! command and the environment. The build writes into `<workdir>/.build/<scenario>-<hash>`
-//! and leaves a stamp there when it succeeds.
+//! the workdir (but build outputs and dependency folders), the scenario's `.proto` files (not
+//! its payload, which no build reads), the build command and the environment. The build
+//! writes into `<workdir>/.build/<hash>` (scenarios sharing their .proto files share it) and
+//! leaves a stamp there when it succeeds.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -145,10 +146,9 @@ pub fn prepare(
         };
     };
     let (hash, complete) = input_hash(spec, command, &workdir, scenario_dir);
-    placeholders.build_dir = workdir.join(".build").join(format!(
-        "{}-{hash:016x}",
-        super::names::sanitize(scenario_name)
-    ));
+    // Named by its inputs alone: scenarios with the same .proto files (complex_proto and
+    // large_complex; the string_* family) share one build.
+    placeholders.build_dir = workdir.join(".build").join(format!("{hash:016x}"));
     let stamp = placeholders.build_dir.join(STAMP);
     let cached = |placeholders: Placeholders| Prepared::Ready {
         note: Some(format!(
@@ -265,7 +265,10 @@ fn run_build(
     ))
 }
 
-/// A hash of everything a build reads, and whether every input file was hashed.
+/// A hash of everything a build reads, and whether every input file was hashed: the build
+/// command, its environment, the workdir's files and the scenario's `.proto` files. The
+/// scenario's payload is not an input: a build compiles the schema, and the payload goes out
+/// with the load at run time.
 fn input_hash(
     spec: &ImplementationSpec,
     command: &str,
@@ -279,6 +282,9 @@ fn input_hash(
     for root in [workdir, scenario_dir] {
         let mut files = Vec::new();
         complete &= collect_files(root, root, &mut files);
+        if root == scenario_dir {
+            files.retain(|file| file.extension().is_some_and(|ext| ext == "proto"));
+        }
         files.sort();
         for relative in files {
             relative.hash(&mut hasher);
@@ -380,10 +386,18 @@ mod tests {
         let changed = build_dir(prepare(&spec, "string_10B", &scenario, 3, &mut |_| {}));
         assert_eq!(runs(), 2, "a changed source rebuilds");
         assert_ne!(changed, first);
-        let other_scenario = scenario_dir("string_1kB", dir.path()).unwrap();
+        // string_1kB has string_10B's .proto and another payload: the same build.
+        let same_proto = scenario_dir("string_1kB", dir.path()).unwrap();
+        let shared = build_dir(prepare(&spec, "string_1kB", &same_proto, 3, &mut |_| {}));
+        assert_eq!(
+            (runs(), &shared),
+            (2, &changed),
+            "the payload is no build input"
+        );
+        let other_scenario = scenario_dir("complex_proto", dir.path()).unwrap();
         build_dir(prepare(
             &spec,
-            "string_1kB",
+            "complex_proto",
             &other_scenario,
             3,
             &mut |_| {},

@@ -22,8 +22,9 @@
 //! (where the build puts its output) and `{grpclab}` (this binary: `{grpclab} serve --impl
 //! lab ...` lists a built-in server in a suite), and in `tls` `{tls_cert}` and `{tls_key}`
 //! (the PEM pair of a `--tls` run). A build runs once per distinct input: `{build_dir}` is
-//! `<workdir>/.build/<scenario>-<hash>`, the hash covering the workdir's files (but `.build`,
-//! `node_modules`, `target` and `.git`), the scenario's files, the build command and the env;
+//! `<workdir>/.build/<hash>`, the hash covering the workdir's files (but `.build`,
+//! `node_modules`, `target` and `.git`), the scenario's `.proto` files (not its payload: a
+//! build compiles the schema), the build command and the env;
 //! a finished build leaves a stamp there and is not run again. A `{word}` a field does not
 //! take (`{prot}`, `{port}` in `build`) is refused when the suite loads, naming the field;
 //! shell syntax (`${VAR}`, `{a,b}`) is left alone, and `requires` and `install` run as written.

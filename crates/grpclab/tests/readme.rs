@@ -4,7 +4,6 @@
 //! `serve` line got, and the report's example folder by the one the `bench` line wrote. An
 //! example that stops working fails here.
 
-#[allow(dead_code)]
 mod common;
 
 use std::io::{BufRead, BufReader};

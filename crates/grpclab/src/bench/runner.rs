@@ -87,6 +87,16 @@ impl ImplResult {
         tail: Vec<String>,
         limits: AppliedLimits,
     ) -> ImplResult {
+        // sh's "not found" is the commonest start-up failure of a hand-written suite; a
+        // suite naming `grpclab` itself needs the placeholder, as the binary is seldom on
+        // the PATH (cargo run, target/release).
+        let reason = match tail.iter().find(|line| line.ends_with(": not found")) {
+            Some(line) if line.contains("grpclab: not found") => format!(
+                "{reason} (sh: grpclab: not found — write {{grpclab}} in the suite's command: it is this binary, wherever it is)"
+            ),
+            Some(line) => format!("{reason} (a command is not on the PATH: {line})"),
+            None => reason,
+        };
         ImplResult {
             name: name.to_owned(),
             status: RowStatus::Failed,
@@ -763,4 +773,40 @@ fn group_pids(pgid: u32) -> Vec<u32> {
         }
     });
     pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A suite command sh cannot find says so in the row's reason, and for `grpclab` itself
+    /// names the placeholder to write instead.
+    #[test]
+    fn a_command_not_on_the_path_is_named_in_the_reason() {
+        let failed = |tail: &[&str]| {
+            ImplResult::failed(
+                "x",
+                "exec grpclab serve",
+                "the server exited before it was ready".to_owned(),
+                tail.iter().map(|line| (*line).to_owned()).collect(),
+                AppliedLimits::default(),
+            )
+            .reason
+            .unwrap()
+        };
+        let reason = failed(&["sh: 1: grpclab: not found"]);
+        assert!(
+            reason.contains("write {grpclab} in the suite's command"),
+            "{reason}"
+        );
+        let reason = failed(&["sh: 1: ghz-server: not found"]);
+        assert!(
+            reason.contains("a command is not on the PATH: sh: 1: ghz-server: not found"),
+            "{reason}"
+        );
+        assert_eq!(
+            failed(&["panic: boom"]),
+            "the server exited before it was ready"
+        );
+    }
 }

@@ -11,6 +11,7 @@
 //!    sampler, profiles, sweeps, the results folder) and [`compare`] (A/B/n rounds with
 //!    intervals).
 //! 4. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
+//!    [`verdict`]: thresholds (and, later, capacity and what bound a run) judged on results;
 //!    [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from the
 //!    server.
 #![deny(missing_docs)]
@@ -22,6 +23,7 @@ pub mod export;
 pub mod live;
 pub mod reflection;
 pub mod report;
+pub mod verdict;
 
 /// A problem with what the user asked for (a flag, a file, a payload, an unreachable target):
 /// printed as one line, exit code 2.

@@ -116,8 +116,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let prepared = cli::load::prepare(&args)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
-            cli::load::execute(prepared, &cancel)?;
-            Ok(ExitCode::SUCCESS)
+            let report = cli::load::execute(prepared, &cancel)?;
+            let failed: Vec<String> = report
+                .thresholds
+                .iter()
+                .filter(|verdict| !verdict.passed)
+                .map(|verdict| format!("{} ({})", verdict.expression, verdict.actual))
+                .collect();
+            if failed.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // The results are written: the exit code alone says a threshold failed.
+            let _ = writeln!(
+                std::io::stderr(),
+                "grpclab: {} of {} thresholds failed: {}",
+                failed.len(),
+                report.thresholds.len(),
+                failed.join(", ")
+            );
+            Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
         }
         Command::Completions(args) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();

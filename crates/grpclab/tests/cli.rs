@@ -1532,3 +1532,82 @@ fn completions_and_the_manual_page_come_from_the_flags() {
         assert!(page.contains(command), "the page lacks {command}");
     }
 }
+
+/// `--threshold`: each verdict in the output; all met → exit 0; one failed → exit 3 with the
+/// results written all the same (and one line saying which); a bad expression → exit 2
+/// before anything runs.
+#[test]
+fn thresholds_set_the_exit_code_and_keep_the_results() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    let target = server.target();
+    let run_with = |thresholds: &[&str], out: &str| {
+        let out = dir.path().join(out);
+        let mut args = vec![
+            "load",
+            "--insecure",
+            &target,
+            "--scenario",
+            "complex_proto",
+            "-n",
+            "300",
+            "-O",
+            "json",
+            "-o",
+        ];
+        let out_text = out.to_str().unwrap().to_owned();
+        args.push(&out_text);
+        for threshold in thresholds {
+            args.extend(["--threshold", threshold]);
+        }
+        let output = run(&args);
+        let json: Option<serde_json::Value> = std::fs::read(&out)
+            .ok()
+            .map(|bytes| serde_json::from_slice(&bytes).unwrap());
+        (output, json)
+    };
+    let (output, json) = run_with(&["p99<=60s", "errors==0", "rps>=1"], "pass.json");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json = json.unwrap();
+    let verdicts = json["thresholds"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3);
+    assert!(verdicts.iter().all(|v| v["passed"] == true), "{verdicts:?}");
+    assert_eq!(verdicts[0]["expression"], "p99<=60s");
+
+    let (output, json) = run_with(&["p99<=60s", "p50<1ns", "rps>=1e12"], "fail.json");
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("grpclab: 2 of 3 thresholds failed: p50<1ns ("),
+        "{text}"
+    );
+    let json = json.expect("the results are written when a threshold fails");
+    assert_eq!(json["count"], 300);
+    assert_eq!(json["thresholds"][1]["passed"], false);
+
+    // In the summary too.
+    let output = run(&[
+        "load",
+        "--insecure",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-n",
+        "50",
+        "--threshold",
+        "errors<=0.1%",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout)
+        .contains("Threshold errors<=0.1%:\tpassed (0.000 %)"));
+
+    // A bad expression: one line, exit 2, nothing run.
+    let (output, json) = run_with(&["p99 <= 10 hours"], "bad.json");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--threshold 'p99 <= 10 hours'"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(json.is_none());
+}

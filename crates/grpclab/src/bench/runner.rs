@@ -682,7 +682,11 @@ fn measure(
             )
         }
     };
-    let report_input = Report { options, result };
+    let report_input = Report {
+        options,
+        result,
+        thresholds: Vec::new(),
+    };
     if let Some(note) = crate::export::starvation_note(&report_input.result) {
         (context.progress)(&format!("{name}: {note}"));
     }

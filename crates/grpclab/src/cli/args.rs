@@ -462,6 +462,12 @@ pub struct LoadArgs {
     #[arg(long)]
     pub validate: bool,
 
+    /// A pass/fail condition on the run, repeatable (k6's thresholds): 'p99<=10ms',
+    /// 'avg<2ms', 'errors<=0.1%', 'errors==0', 'rps>=5000'. Each verdict is in the output; a
+    /// failed one makes the exit code 3 (results written all the same).
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+
     /// ghz's --async (send on schedule whatever is in flight): what grpclab's --rps always
     /// does, so accepted with --rps; without it, refused with what to give instead.
     #[arg(long = "async")]

@@ -6,6 +6,9 @@
 use anyhow::Context as _;
 use grpclab_core::scenario::{validate_reply, Schema};
 use grpclab_core::template::{CallContext, CallInfo, Random, Template};
+
+use crate::verdict::threshold::RunFigures;
+use crate::verdict::Threshold;
 use grpclab_core::tls::{ClientTls, TlsClient};
 use grpclab_core::Scenario;
 use grpclab_load::{
@@ -45,6 +48,8 @@ pub struct PreparedLoad {
     pub output: Option<std::path::PathBuf>,
     /// Show the live view (a terminal, or `--tui`) instead of the progress line.
     pub live: bool,
+    /// `--threshold`s, judged once the run ends.
+    pub thresholds: Vec<Threshold>,
 }
 
 /// Validates the flags and builds the run. Every error is an [`InputError`].
@@ -52,6 +57,11 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     if let Some(refusal) = args.unsupported.refusal() {
         return Err(InputError(refusal));
     }
+    let thresholds = args
+        .thresholds
+        .iter()
+        .map(|text| Threshold::parse(text))
+        .collect::<Result<Vec<_>, _>>()?;
     if args.ghz_async && args.rps == 0.0 {
         return Err(InputError(
             "--async sends calls on a rate's schedule whatever is in flight: give --rps R with it (grpclab's --rps always works that way); without a rate, -c N keeps N calls in flight".to_owned(),
@@ -308,6 +318,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         format: args.format,
         output: args.output.clone(),
         live,
+        thresholds,
     })
 }
 
@@ -342,10 +353,23 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         }
     };
     let result = result.map_err(|err| InputError(err.to_string()))?;
-    let report = Report {
+    let mut report = Report {
         options: prepared.options,
         result,
+        thresholds: Vec::new(),
     };
+    let figures = RunFigures {
+        latency: &report.ghz_latency(),
+        count: report.result.count(),
+        errors: report.result.errors(),
+        rps: report.result.rps(),
+    };
+    let verdicts = prepared
+        .thresholds
+        .iter()
+        .map(|threshold| threshold.judge(&figures))
+        .collect();
+    report.thresholds = verdicts;
     let bytes = exporter_for(prepared.format).render(&report)?;
     write_output(prepared.output.as_deref(), &bytes)?;
     // Whatever the output format (JSON read by a script, a file), a run in which nothing

@@ -81,6 +81,7 @@ mod tests {
                 render_failures: 0,
                 ignored: 0,
             },
+            thresholds: Vec::new(),
         };
         let text = String::from_utf8(CsvExporter.render(&report).unwrap()).unwrap();
         assert_eq!(

@@ -402,6 +402,9 @@ pub struct JsonReport {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
 
+    /// grpclab: `--threshold` verdicts, in the order given; omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
     /// grpclab: the measured window (after the warmup) in nanoseconds: `total`.
     pub measured_window: u64,
     /// grpclab: the whole run in nanoseconds, warmup included.
@@ -483,6 +486,7 @@ impl JsonReport {
             histogram: ghz_histogram(latency),
             details: details(result),
             tags: report.options.tags.clone(),
+            thresholds: report.thresholds.clone(),
             measured_window: saturating_ns(result.elapsed),
             whole_run: saturating_ns(result.whole_run),
             measured_rps: result.rps(),

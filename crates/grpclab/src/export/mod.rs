@@ -139,6 +139,8 @@ pub struct Report {
     pub options: RunOptions,
     /// The measurements.
     pub result: LoadResult,
+    /// `--threshold` verdicts, in the order given (empty without thresholds).
+    pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
 }
 
 /// Renders a report in one format.

@@ -124,6 +124,15 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     if let Some(line) = nothing_succeeded(result) {
         writeln!(out, "  {line}")?;
     }
+    for verdict in &report.thresholds {
+        writeln!(
+            out,
+            "  Threshold {}:\t{} ({})",
+            verdict.expression,
+            if verdict.passed { "passed" } else { "FAILED" },
+            verdict.actual
+        )?;
+    }
     if result.whole_run != result.elapsed {
         writeln!(
             out,
@@ -361,6 +370,7 @@ mod tests {
                 ..RunOptions::default()
             },
             result: result_of(recorder, ms(500), ms(500)),
+            thresholds: Vec::new(),
         };
         let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
         let expected = "
@@ -437,6 +447,7 @@ grpclab:
         let report = Report {
             options: RunOptions::default(),
             result: result_of(recorder, Duration::from_secs(1), Duration::from_secs(1)),
+            thresholds: Vec::new(),
         };
         let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
         assert!(

@@ -126,8 +126,14 @@ pub fn file_link(path: &str, text: &str) -> String {
 
 /// The document: inline stylesheet (screen, phone, print) and the table-sorting script.
 pub fn render(page: &Page) -> String {
+    // A section with nothing to say (no thresholds given) is left out, with its link.
+    let sections = || {
+        page.sections
+            .iter()
+            .filter(|section| !section.body.is_empty())
+    };
     let mut nav = String::new();
-    for section in &page.sections {
+    for section in sections() {
         let _ = write!(
             nav,
             "<a href=\"#{}\">{}</a> ",
@@ -136,7 +142,7 @@ pub fn render(page: &Page) -> String {
         );
     }
     let mut body = String::new();
-    for section in &page.sections {
+    for section in sections() {
         let _ = write!(
             body,
             "<section id=\"{}\"><h2>{}</h2>{}</section>",

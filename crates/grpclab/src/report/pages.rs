@@ -774,6 +774,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                     html::table(&["", "value"], &summary_rows, false)
                 },
             },
+            threshold_section(load),
             percentile_section(&runs),
             Section {
                 id: "histogram".to_owned(),
@@ -798,6 +799,35 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                 body: html::settings(&options_pairs),
             },
         ],
+    }
+}
+
+/// The run's `--threshold` verdicts (a section only when it had some).
+fn threshold_section(load: &JsonReport) -> Section {
+    let rows: Vec<Vec<Cell>> = load
+        .thresholds
+        .iter()
+        .map(|verdict| {
+            vec![
+                Cell::text(verdict.expression.clone()),
+                Cell::text(verdict.actual.clone()),
+                Cell::text(if verdict.passed { "passed" } else { "FAILED" }),
+            ]
+        })
+        .collect();
+    let failed = load.thresholds.iter().filter(|v| !v.passed).count();
+    let body = if rows.is_empty() {
+        String::new()
+    } else {
+        html::paragraph(&format!(
+            "{failed} of {} thresholds failed (exit code 3 when any does).",
+            rows.len()
+        )) + &html::table(&["threshold", "this run", "verdict"], &rows, false)
+    };
+    Section {
+        id: "thresholds".to_owned(),
+        heading: "Thresholds".to_owned(),
+        body,
     }
 }
 

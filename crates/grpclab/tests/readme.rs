@@ -127,7 +127,7 @@ fn every_readme_example_runs_as_written() {
             // Written into the scratch folder, not the repository's results/.
             command.args(["--results-dir", scratch.path().to_str().unwrap()]);
             if words[1] == "compare" {
-                command.args(["--rounds", "2"]);
+                command.args(["--rounds", "3"]);
             }
         }
         let output = command.output().unwrap();

@@ -506,7 +506,7 @@ fn compare_runs_a_streaming_scenario() {
     let dir = tempfile::tempdir().unwrap();
     let output = common::leftovers::output_leaving_nothing(
         grpclab()
-            .args(["compare", "tonic-mt", "lab", "--rounds", "2"])
+            .args(["compare", "tonic-mt", "lab", "--rounds", "3"])
             .args(["--duration", "1s", "--warmup", "1s", "--results-dir"])
             .arg(dir.path())
             .env("GRPC_REQUEST_SCENARIO", "streaming_ping_pong")

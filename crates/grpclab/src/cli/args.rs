@@ -669,7 +669,8 @@ pub struct CompareArgs {
     #[arg(value_name = "SIDE", num_args = 2..=crate::compare::MAX_SIDES, required = true)]
     pub sides: Vec<String>,
 
-    /// Rounds per side, interleaved A B A B ...
+    /// Rounds per side, interleaved A B A B ... (at least 3: fewer make a 99.9 % interval
+    /// useless; 5 give ±8.6 standard errors, 10 ±4.8).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub rounds: usize,
 

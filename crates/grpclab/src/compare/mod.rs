@@ -18,6 +18,9 @@ use crate::bench::suite::{self, shell_quote, ImplementationSpec};
 use crate::InputError;
 use stats::{compare, Better, Comparison};
 
+/// Fewest rounds per side: below it a 99.9 % interval is wider than any difference.
+pub const MIN_ROUNDS: usize = 3;
+
 /// Most sides one comparison takes (labels A..H); more would make rounds too long to
 /// interleave usefully.
 pub const MAX_SIDES: usize = 8;
@@ -67,10 +70,23 @@ pub fn prepare(
     sides: &[String],
     rounds: usize,
 ) -> Result<PreparedCompare, InputError> {
-    if rounds < 2 {
-        return Err(InputError(
-            "--rounds must be at least 2: an interval needs two samples per side".to_owned(),
-        ));
+    if rounds < MIN_ROUNDS {
+        // Two rounds give one degree of freedom: Student's t at 99.9 % is 636.6, and the
+        // interval spans from nothing to absurd (it once printed 565963 ± 64739650 req/s).
+        let why = if rounds < 2 {
+            "one round has no spread to make an interval of".to_owned()
+        } else {
+            format!(
+                "with {rounds} rounds a 99.9 % interval is ±{:.0} standard errors wide, no use for a verdict",
+                stats::t_critical(rounds as f64 - 1.0)
+            )
+        };
+        return Err(InputError(format!(
+            "--rounds {rounds}: {why}; give at least {MIN_ROUNDS} (±{:.1}), better 5, the default (±{:.1}), or 10 (±{:.1})",
+            stats::t_critical(MIN_ROUNDS as f64 - 1.0),
+            stats::t_critical(4.0),
+            stats::t_critical(9.0),
+        )));
     }
     let scenario = grpclab_core::Scenario::load(&config.scenario, None).map_err(|err| {
         InputError(format!(
@@ -243,9 +259,19 @@ pub fn render(report: &CompareReport) -> String {
         out.push_str(&format!("{}: {}\n", side.label, side.side));
     }
     out.push_str(&format!(
-        "{} rounds each, interleaved; means with 99.9 % confidence intervals; ratios to A\n\n",
+        "{} rounds each, interleaved; means with 99.9 % confidence intervals; ratios to A\n",
         report.rounds
     ));
+    if report.rounds < 5 {
+        out.push_str(&format!(
+            "NOTE: with {} rounds each interval is ±{:.1} standard errors wide; 5 rounds make it ±{:.1}, 10 ±{:.1}: only large differences can be called\n",
+            report.rounds,
+            stats::t_critical(report.rounds as f64 - 1.0),
+            stats::t_critical(4.0),
+            stats::t_critical(9.0)
+        ));
+    }
+    out.push('\n');
     out.push_str(&format!(
         "{:<8} {:<5} {:>26} {:>24}  {}\n",
         "metric", "side", "mean", "ratio to A [99.9 % CI]", "verdict"

@@ -491,16 +491,34 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
         return Err(format!("{title}: no data to draw"));
     }
     let finite = |v: f64| v.is_finite();
-    let mut low = rows
+    // The axis covers 1 and every ratio, and the intervals only up to half a unit beyond
+    // them: an interval from a handful of rounds can run to 10^35, and an axis that follows
+    // it draws overlapping 40-digit labels and squeezes every dot onto one pixel. An
+    // interval cut by the axis ends in an arrow; its true bounds are in the tooltip and the
+    // table.
+    let ratio_low = rows
         .iter()
-        .flat_map(|r| [r.ratio, r.low])
+        .map(|r| r.ratio)
         .filter(|v| finite(*v))
         .fold(1f64, f64::min);
-    let mut high = rows
+    let ratio_high = rows
         .iter()
-        .flat_map(|r| [r.ratio, r.high])
+        .map(|r| r.ratio)
         .filter(|v| finite(*v))
         .fold(1f64, f64::max);
+    let (cap_low, cap_high) = ((ratio_low - 0.5).max(0.0), ratio_high + 0.5);
+    let mut low = rows
+        .iter()
+        .map(|r| r.low)
+        .filter(|v| finite(*v))
+        .fold(ratio_low, f64::min)
+        .max(cap_low);
+    let mut high = rows
+        .iter()
+        .map(|r| r.high)
+        .filter(|v| finite(*v))
+        .fold(ratio_high, f64::max)
+        .min(cap_high);
     let pad = ((high - low) * 0.1).max(0.01);
     low -= pad;
     high += pad;
@@ -552,14 +570,29 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
                 RGBColor(60, 90, 160)
             };
             if finite(row.low) && finite(row.high) {
+                let (from, to) = (row.low.max(cap_low), row.high.min(cap_high));
                 plot.draw_series(std::iter::once(PathElement::new(
                     vec![
-                        (row.low, SegmentValue::CenterOf(slot)),
-                        (row.high, SegmentValue::CenterOf(slot)),
+                        (from, SegmentValue::CenterOf(slot)),
+                        (to, SegmentValue::CenterOf(slot)),
                     ],
                     colour.stroke_width(3),
                 )))
                 .map_err(draw_error)?;
+                // An end the axis cut: an arrowhead pointing on.
+                for (cut, at, direction) in [
+                    (row.low < cap_low, from, -1i32),
+                    (row.high > cap_high, to, 1i32),
+                ] {
+                    if cut {
+                        let (px, py) = plot.backend_coord(&(at, SegmentValue::CenterOf(slot)));
+                        root.draw(&Polygon::new(
+                            vec![(px + direction * 10, py), (px, py - 6), (px, py + 6)],
+                            colour.filled(),
+                        ))
+                        .map_err(draw_error)?;
+                    }
+                }
             }
             plot.draw_series(std::iter::once(Circle::new(
                 (row.ratio, SegmentValue::CenterOf(slot)),
@@ -765,6 +798,24 @@ mod tests {
         assert!(
             dot.contains("<circle") && dot.matches("<circle").count() >= 2,
             "{dot}"
+        );
+        // An interval of a few rounds running to 10^35: the axis stays near the ratios, the
+        // cut end is an arrowhead, and the tooltip keeps the true bounds.
+        let wild = forest_chart(
+            "req/s",
+            &[Estimate {
+                label: "B / A".into(),
+                ratio: 1.1,
+                low: 0.0,
+                high: 1.47e35,
+            }],
+        )
+        .unwrap();
+        assert!(wild.contains("<polygon"), "{wild}");
+        assert!(!wild.contains(">100000"), "axis labels stay short");
+        assert!(
+            wild.contains("147000000000000"),
+            "the tooltip keeps the bound"
         );
         let empty = LineChart {
             title: "empty",

@@ -311,7 +311,12 @@ pub fn render(report: &CompareReport) -> String {
                 "",
                 side.label,
                 mean(&c.b, scale, unit),
-                format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ratio_low, c.ratio_high),
+                format!(
+                    "{} [{}, {}]",
+                    stats::ratio_text(c.ratio),
+                    stats::ratio_text(c.ratio_low),
+                    stats::ratio_text(c.ratio_high)
+                ),
                 verdict
             ));
         }

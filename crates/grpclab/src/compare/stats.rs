@@ -68,6 +68,16 @@ pub fn t_critical(df: f64) -> f64 {
     3.291
 }
 
+/// A ratio or an interval bound as printed: three decimals, or in scientific notation once it
+/// is too large to read that way (a few rounds' interval can reach 10^35).
+pub fn ratio_text(value: f64) -> String {
+    if value.is_finite() && value.abs() >= 1e4 {
+        format!("{value:.2e}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
 /// A sample's summary.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Summary {
@@ -213,6 +223,14 @@ pub fn compare(a: &[f64], b: &[f64], better: Better) -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_print_short_whatever_their_size() {
+        assert_eq!(ratio_text(1.2345), "1.234");
+        assert_eq!(ratio_text(0.0), "0.000");
+        assert_eq!(ratio_text(1.4747e35), "1.47e35");
+        assert_eq!(ratio_text(f64::INFINITY), "inf");
+    }
 
     #[test]
     fn t_values_follow_the_table() {

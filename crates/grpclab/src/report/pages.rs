@@ -10,6 +10,7 @@ use super::charts::{self, escape, trim_number, BarColours, LineChart, Series, XS
 use super::html::{self, Cell, Page, Section};
 use crate::bench::results::row_cells;
 use crate::bench::runner::{ImplResult, RowStatus};
+use crate::compare::stats::ratio_text;
 use crate::export::JsonReport;
 
 /// The percentiles the latency curves are drawn through (50 to 99.99, denser in the tail).
@@ -984,11 +985,11 @@ pub fn compare_page(
                 "lower is better"
             };
             verdicts.push_str(&format!(
-                "<li><strong>{}</strong> {metric} ({direction}): {:.3}× A, 99.9 % interval [{:.3}, {:.3}]: {}</li>",
+                "<li><strong>{}</strong> {metric} ({direction}): {}× A, 99.9 % interval [{}, {}]: {}</li>",
                 escape(&side.label),
-                c.ratio,
-                c.ratio_low,
-                c.ratio_high,
+                ratio_text(c.ratio),
+                ratio_text(c.ratio_low),
+                ratio_text(c.ratio_high),
                 escape(&words)
             ));
             estimates.push(charts::Estimate {
@@ -1009,7 +1010,12 @@ pub fn compare_page(
                     c.b.mean,
                 ),
                 Cell::number(
-                    format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ratio_low, c.ratio_high),
+                    format!(
+                        "{} [{}, {}]",
+                        ratio_text(c.ratio),
+                        ratio_text(c.ratio_low),
+                        ratio_text(c.ratio_high)
+                    ),
                     c.ratio,
                 ),
                 Cell::text(words),

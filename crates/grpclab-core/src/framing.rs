@@ -207,6 +207,19 @@ pub fn unframe_single(body: &[u8]) -> Result<&[u8], FrameError> {
     }
 }
 
+/// Splits bytes holding uncompressed gRPC-framed messages back to back, exactly to their end,
+/// into (each whole frame, its message); `None` when they are not such a sequence.
+pub fn split_frames(mut bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+    let mut frames = Vec::new();
+    while !bytes.is_empty() {
+        let len = u32::from_be_bytes(bytes.get(1..PREFIX_LEN)?.try_into().ok()?) as usize;
+        let (frame, rest) = bytes.split_at_checked(PREFIX_LEN + len)?;
+        frames.push((frame, unframe_single(frame).ok()?));
+        bytes = rest;
+    }
+    Some(frames)
+}
+
 /// Splits a unary body into its compressed flag and its (possibly compressed) message.
 fn unframe_flagged(body: &[u8]) -> Result<(u8, &[u8]), FrameError> {
     if body.len() < PREFIX_LEN {

@@ -289,20 +289,13 @@ pub fn binary_payload(
     // so a leading zero is a gRPC frame's flag — or an empty first message, which the framed
     // reading rules out only if the whole file parses as frames.
     let grpc_framed = || -> Option<Vec<Bytes>> {
-        let mut rest = bytes;
-        let mut messages = Vec::new();
-        while !rest.is_empty() {
-            let (&flag, after) = rest.split_first()?;
-            let length = u32::from_be_bytes(after.get(..4)?.try_into().ok()?) as usize;
-            let message = after.get(4..4 + length)?;
-            if flag != 0 {
-                return None;
-            }
-            DynamicMessage::decode(input.clone(), message).ok()?;
-            messages.push(Bytes::copy_from_slice(&rest[..5 + length]));
-            rest = &after[4 + length..];
-        }
-        Some(messages)
+        crate::framing::split_frames(bytes)?
+            .into_iter()
+            .map(|(frame, message)| {
+                DynamicMessage::decode(input.clone(), message).ok()?;
+                Some(Bytes::copy_from_slice(frame))
+            })
+            .collect()
     };
     if bytes[0] == 0 {
         if let Some(messages) = grpc_framed().filter(|m| !m.is_empty()) {

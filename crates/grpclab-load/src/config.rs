@@ -99,7 +99,8 @@ pub struct ConcurrencySteps {
 /// [`LoadConfig::connect_timeout`] says otherwise: ghz's default for `--connect-timeout`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Streams a concurrency schedule may reach at most (each is a slot the engine keeps).
+/// Streams a run may keep at once, `-c` or a concurrency schedule's peak (each is a slot the
+/// engine keeps: `-c 100000000` once asked for 26 GB and aborted).
 pub const MAX_SCHEDULED_STREAMS: usize = 100_000;
 
 impl ConcurrencySteps {

@@ -35,7 +35,7 @@ mod transport;
 
 pub use config::{
     CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
-    RequestRenderer, StreamSettings, Transport, CONNECT_TIMEOUT,
+    RequestRenderer, StreamSettings, Transport, CONNECT_TIMEOUT, MAX_SCHEDULED_STREAMS,
 };
 pub use progress::{ProgressSnapshot, ProgressTarget, SecondLatency};
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};

@@ -1385,12 +1385,7 @@ fn a_step_schedule_counts_latency_from_the_intended_time() {
 fn a_run_where_every_call_failed_says_so() {
     let server = Server::start("lab");
     let dir = tempfile::tempdir().unwrap();
-    let proto = dir.path().join("my.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\";\npackage my.pkg;\nmessage Req { string name = 1; }\nmessage Resp {}\nservice Svc { rpc Method(Req) returns (Resp); }\n",
-    )
-    .unwrap();
+    let proto = common::unserved_service_proto(dir.path());
     for format in ["summary", "json"] {
         let output = run(&[
             "load",

@@ -415,12 +415,7 @@ fn the_pages_render_in_headless_chromium() {
     let load_page = dir.path().join("load.html");
     let short_page = dir.path().join("short.html");
     let failed_page = dir.path().join("failed.html");
-    let proto = dir.path().join("my.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\";\npackage my.pkg;\nmessage Req { string name = 1; }\nmessage Resp {}\nservice Svc { rpc Method(Req) returns (Resp); }\n",
-    )
-    .unwrap();
+    let proto = common::unserved_service_proto(dir.path());
     for (page, args) in [
         (
             &load_page,

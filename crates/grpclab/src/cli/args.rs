@@ -879,10 +879,9 @@ impl UnsupportedGhzFlags {
     }
 }
 
-/// The most streams a run keeps at once (`-c`, and `--connections` within it): beyond it the
-/// per-stream state alone outgrows any machine grpclab runs on (`-c 100000000` once asked for
-/// 26 GB and aborted).
-pub const MAX_STREAMS: u64 = 100_000;
+/// The most streams a run keeps at once (`-c`, and `--connections` within it): the engine's
+/// own bound, which its concurrency schedules already kept to.
+const MAX_STREAMS: u64 = grpclab_load::MAX_SCHEDULED_STREAMS as u64;
 
 /// A whole number from `min` to `max`. Values starting with '-' reach here (the flags allow
 /// them), so `-n -5` is told what it may be instead of being taken for a flag.

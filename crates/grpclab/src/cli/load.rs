@@ -6,9 +6,6 @@
 use anyhow::Context as _;
 use grpclab_core::scenario::{validate_reply, Schema};
 use grpclab_core::template::{CallContext, CallInfo, Random, Template};
-
-use crate::verdict::threshold::RunFigures;
-use crate::verdict::Threshold;
 use grpclab_core::tls::{ClientTls, TlsClient};
 use grpclab_core::Scenario;
 use grpclab_load::{
@@ -28,6 +25,8 @@ use super::args::{
 use super::exporter_for;
 use crate::export::{Report, RunOptions, TlsOptions};
 use crate::reflection::ReflectFrom;
+use crate::verdict::threshold::RunFigures;
+use crate::verdict::Threshold;
 use crate::InputError;
 
 /// The scenario used when neither --scenario nor --proto is given.

@@ -15,6 +15,18 @@ pub fn grpclab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_grpclab"))
 }
 
+/// A user's own service, which no built-in server serves: `my.pkg.Svc.Method`, written as
+/// `my.proto` into `dir` (every call against a built-in server ends Unimplemented).
+pub fn unserved_service_proto(dir: &std::path::Path) -> std::path::PathBuf {
+    let proto = dir.join("my.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage my.pkg;\nmessage Req { string name = 1; }\nmessage Resp {}\nservice Svc { rpc Method(Req) returns (Resp); }\n",
+    )
+    .expect("write my.proto");
+    proto
+}
+
 /// A `grpclab serve` child process, stopped with SIGTERM when dropped.
 pub struct Server {
     pub child: Child,

@@ -47,12 +47,14 @@ fn run_grpclab_in_tmux(session: &str, args: &str) -> (Vec<String>, String) {
         &command,
     ]);
     let mut screens = Vec::new();
-    // Watch the pane until the run ends (bounded: a hang fails here, not in CI's timeout).
+    // Watch the pane until the run ends (bounded: a hang fails here, not in CI's timeout,
+    // showing the last screen: CI once saw a 7-second bench not end within 60 s).
     let started = Instant::now();
     while !done.exists() {
         assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the run did not end"
+            started.elapsed() < Duration::from_secs(180),
+            "the run did not end; its screen:\n{}",
+            screens.last().map_or("(none)", String::as_str)
         );
         screens.push(tmux(&["capture-pane", "-p", "-t", session]));
         std::thread::sleep(Duration::from_millis(300));

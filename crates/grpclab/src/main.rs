@@ -110,7 +110,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if page.is_file() {
                 let _ = writeln!(std::io::stderr(), "report: {}", page.display());
             }
-            Ok(ExitCode::SUCCESS)
+            if !report.gate_failed() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // Everything is written: the exit code alone says the gate failed.
+            let failed: Vec<String> = report
+                .gate
+                .iter()
+                .filter(|verdict| verdict.failed)
+                .map(|verdict| format!("{} ({})", verdict.expression, verdict.side))
+                .collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "grpclab: the gate failed, {} of {} rules: {}",
+                failed.len(),
+                report.gate.len(),
+                failed.join(", ")
+            );
+            Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
         }
         Command::Load(args) => {
             let prepared = cli::load::prepare(&args)?;

@@ -130,7 +130,211 @@ fn bad_comparisons_are_refused() {
         Some(2),
         "one side is not a comparison"
     );
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .contains("or one with --baseline or --save-baseline"));
     let output = compare(dir.path(), "nginx", "lab", &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown implementation 'nginx'"));
+}
+
+/// The gate end to end: a baseline saved from one run, then a deliberately slower build and
+/// the same build judged against it. The slower one fails the rules (exit 3, one line each);
+/// the same one passes; everything is written either way.
+#[test]
+fn the_gate_fails_a_real_regression_against_a_saved_baseline_and_passes_the_same_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("lab.baseline.json");
+    let output = compare_sides(
+        dir.path(),
+        &["lab"],
+        &[
+            "--rounds",
+            "3",
+            "--save-baseline",
+            baseline.to_str().unwrap(),
+        ],
+    );
+    let saved = report(&output);
+    assert!(
+        saved["comparisons"].as_array().unwrap().is_empty(),
+        "{saved:#}"
+    );
+    assert_eq!(saved["sides"][0]["rps"].as_array().unwrap().len(), 3);
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    assert_eq!(file["format"], "grpclab-baseline/1");
+    assert_eq!(file["settings"]["connections"], 2);
+    assert_eq!(file["samples"]["side"], "lab");
+    assert_eq!(
+        file["samples"]["cpu_ns_per_call"].as_array().unwrap().len(),
+        3,
+        "{file:#}"
+    );
+
+    let output = compare_sides(
+        dir.path(),
+        &["lab --handler-delay 1ms", "lab"],
+        &[
+            "--rounds",
+            "3",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--fail-if",
+            "req/s<-5%",
+            "--fail-if",
+            "p99>+10%",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the gate failed, 2 of 4 rules: req/s<-5% (B), p99>+10% (B)"),
+        "{stderr}"
+    );
+    // The report is on stdout and on disk, the gate's verdicts in it.
+    let judged: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON report");
+    assert_eq!(judged["baseline"], "lab");
+    assert!(judged["baseline_file"]
+        .as_str()
+        .unwrap()
+        .ends_with("lab.baseline.json"));
+    assert_eq!(judged["comparisons"][0]["label"], "B");
+    assert_eq!(judged["comparisons"][1]["label"], "C");
+    let gate = judged["gate"].as_array().unwrap();
+    assert_eq!(gate.len(), 4, "{judged:#}");
+    for verdict in gate {
+        // At 99.9 % with 3 rounds only a many-fold change is significant: the same build
+        // (C) cannot fail, the 1 ms handler (B, a fraction of A's req/s) must.
+        assert_eq!(verdict["failed"], verdict["side"] == "B", "{verdict:#}");
+    }
+    let folder = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("results: "))
+        .expect("results line");
+    let text = std::fs::read_to_string(std::path::Path::new(folder).join("compare.txt")).unwrap();
+    assert!(
+        text.contains("req/s<-5%: B FAILED: its ratio to A"),
+        "{text}"
+    );
+    assert!(text.contains("req/s<-5%: C passed"), "{text}");
+    assert!(text.contains("(saved baseline "), "{text}");
+    let page = std::fs::read_to_string(std::path::Path::new(folder).join("report.html")).unwrap();
+    assert!(
+        page.contains("Gate: FAILED (2 of 4)"),
+        "the page shows the gate"
+    );
+}
+
+#[test]
+fn bad_gates_and_baselines_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let expect_refusal = |sides: &[&str], extra: &[&str], says: &str| {
+        let output = compare_sides(dir.path(), sides, extra);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+        // One line says it (clap adds a pointer to --help after its own).
+        assert_eq!(
+            stderr
+                .lines()
+                .filter(|line| line.starts_with("error:"))
+                .count(),
+            1,
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    };
+    expect_refusal(
+        &["lab", "lab"],
+        &["--fail-if", "p98>+10%"],
+        "'p98' is not a metric",
+    );
+    expect_refusal(
+        &["lab", "lab"],
+        &["--fail-if", "p99>10ms"],
+        "must be a change in percent",
+    );
+    expect_refusal(
+        &["lab", "lab"],
+        &["--confidence", "0.5"],
+        "give 0.95, 0.99 or 0.999",
+    );
+    expect_refusal(
+        &["lab", "lab"],
+        &["--confidence", "high"],
+        "give 0.95, 0.99 or 0.999",
+    );
+    let missing = dir.path().join("no-such-baseline.json");
+    expect_refusal(
+        &["lab"],
+        &["--baseline", missing.to_str().unwrap()],
+        "cannot read",
+    );
+    let not_json = dir.path().join("not.json");
+    std::fs::write(&not_json, "req/s 100\n").unwrap();
+    expect_refusal(
+        &["lab"],
+        &["--baseline", not_json.to_str().unwrap()],
+        "not JSON",
+    );
+    // A baseline measured under other settings answers another question.
+    let other = dir.path().join("other.json");
+    let samples = serde_json::json!({
+        "label": "A", "side": "lab", "rps": [1.0e5, 1.1e5, 0.9e5],
+        "p50_ns": [5e4, 5e4, 5e4], "p99_ns": [1e5, 1e5, 1e5], "cpu_ns_per_call": []
+    });
+    let settings = serde_json::json!({
+        "scenario": "complex_proto", "duration_s": 1.0, "warmup_s": 0.0, "server_cpus": 1.0,
+        "server_ram": 536870912u64, "connections": 8, "concurrency": 20, "qps": 0,
+        "client_cpus": 1, "tls": false
+    });
+    std::fs::write(
+        &other,
+        serde_json::to_vec(&serde_json::json!({
+            "format": "grpclab-baseline/1", "settings": settings, "samples": samples
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    expect_refusal(
+        &["lab"],
+        &["--baseline", other.to_str().unwrap()],
+        "was measured with --connections 8 (now 2)",
+    );
+    // One round is no baseline.
+    let thin = dir.path().join("thin.json");
+    let mut one_round = samples.clone();
+    one_round["rps"] = serde_json::json!([1.0e5]);
+    std::fs::write(
+        &thin,
+        serde_json::to_vec(&serde_json::json!({
+            "format": "grpclab-baseline/1", "settings": settings, "samples": one_round
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    expect_refusal(
+        &["lab"],
+        &["--baseline", thin.to_str().unwrap()],
+        "holds 1 round(s)",
+    );
+    expect_refusal(
+        &["lab"],
+        &["--save-baseline", "/no/such/folder/base.json"],
+        "the folder /no/such/folder does not exist",
+    );
+    expect_refusal(
+        &["lab"],
+        &[
+            "--save-baseline",
+            dir.path().join("b.json").to_str().unwrap(),
+            "--fail-if",
+            "p99>+10%",
+        ],
+        "--fail-if needs something to compare against",
+    );
+    assert!(
+        !dir.path().join("results").exists(),
+        "nothing ran, so no results folder"
+    );
 }

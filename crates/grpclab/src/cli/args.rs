@@ -665,14 +665,37 @@ pub struct BenchSettings {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The sides, A first (the baseline), then B, C, ... (2 to 8): each an implementation and
-    /// extra start arguments, e.g. "lab --decode inline" "lab --decode pool".
-    #[arg(value_name = "SIDE", num_args = 2..=crate::compare::MAX_SIDES, required = true)]
+    /// extra start arguments, e.g. "lab --decode inline" "lab --decode pool". With --baseline
+    /// the saved rounds are A and the sides given are B, C, ...
+    #[arg(value_name = "SIDE", num_args = 1..=crate::compare::MAX_SIDES, required = true)]
     pub sides: Vec<String>,
 
-    /// Rounds per side, interleaved A B A B ... (at least 3: fewer make a 99.9 % interval
-    /// useless; 5 give ±8.6 standard errors, 10 ±4.8).
+    /// Rounds per side, interleaved A B A B ... (at least 3: fewer make any interval
+    /// useless; at 99.9 % 5 give ±8.6 standard errors, 10 ±4.8).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub rounds: usize,
+
+    /// Confidence level of every interval: 0.95, 0.99 or 0.999. Higher calls fewer
+    /// differences (and fails --fail-if less often on noise).
+    #[arg(long, value_name = "LEVEL", default_value = "0.999", value_parser = crate::compare::stats::Confidence::parse)]
+    pub confidence: crate::compare::stats::Confidence,
+
+    /// A saved baseline as side A, instead of running it: a file --save-baseline wrote, or a
+    /// compare results folder (or its compare.json), whose first side is used. Its settings
+    /// must match this run's.
+    #[arg(long, value_name = "FILE_OR_DIR")]
+    pub baseline: Option<PathBuf>,
+
+    /// Save the rounds of the first side given as a baseline file for a later --baseline
+    /// (with one side, compare only measures and saves).
+    #[arg(long = "save-baseline", value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+
+    /// A regression gate, repeatable: 'req/s<-5%', 'p99>+10%', 'p50>+10%', 'cpu/call>+5%'.
+    /// Exit 3 when a side's whole interval lies past a limit (a significant change), 0 when
+    /// none does; one line per rule says which.
+    #[arg(long = "fail-if", value_name = "RULE")]
+    pub fail_if: Vec<String>,
 
     /// Output format of the comparison.
     #[arg(short = 'O', long, value_enum, default_value_t = CompareFormat::Text)]

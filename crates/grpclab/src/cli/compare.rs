@@ -2,12 +2,19 @@
 
 use super::args::CompareArgs;
 use super::bench::bench_config;
-use crate::compare::PreparedCompare;
+use crate::compare::{CompareOptions, PreparedCompare};
 use crate::InputError;
 
 /// Validates `grpclab compare`'s arguments into a comparison ready to run.
 pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
     let config = bench_config(&args.settings)?;
     let suite = crate::bench::suite_of(args.settings.suite.as_deref())?;
-    crate::compare::prepare(config, &suite, &args.sides, args.rounds)
+    let options = CompareOptions {
+        rounds: args.rounds,
+        confidence: args.confidence,
+        baseline: args.baseline.clone(),
+        save_baseline: args.save_baseline.clone(),
+        fail_if: args.fail_if.clone(),
+    };
+    crate::compare::prepare(config, &suite, &args.sides, options)
 }

@@ -1,12 +1,18 @@
 //! `grpclab compare A B [C ...]`: did my change help? Runs the sides interleaved (A B A B ...,
 //! or A B C A B C ...) for `--rounds` rounds, so drift on a noisy machine hits every side,
 //! each round a full bench run (server under limits, warmup, window); then per metric (req/s,
-//! p50, p99) each side's mean with its 99.9 % interval and, for every side after the first,
-//! the ratio to A with its interval and a verdict. A is the baseline.
+//! p50, p99, the server's CPU per call) each side's mean with its interval (99.9 % unless
+//! `--confidence` says otherwise) and, for every side after the first, the ratio to A with its
+//! interval and a verdict. A is the baseline: a side typed first, or the rounds of a saved
+//! `--baseline` ([`baseline`]); `--fail-if` rules turn the verdicts into an exit code
+//! ([`gate`]).
 //!
 //! Each side names an implementation of the suite (the built-in servers by default) followed
 //! by extra arguments for its start command: `"lab --decode inline"` vs `"lab --decode pool"`.
 
+pub mod baseline;
+pub mod gate;
+pub mod metric;
 pub mod stats;
 
 use grpclab_load::CancellationToken;
@@ -16,9 +22,12 @@ use crate::bench::config::BenchConfig;
 use crate::bench::runner::{run_one, ImplResult, RowStatus, RunContext};
 use crate::bench::suite::{self, shell_quote, ImplementationSpec};
 use crate::InputError;
-use stats::{compare, Better, Comparison};
+use baseline::{Baseline, RunSettings, SideSamples};
+use gate::{FailIf, GateVerdict};
+use metric::Metric;
+use stats::{compare, Comparison, Confidence};
 
-/// Fewest rounds per side: below it a 99.9 % interval is wider than any difference.
+/// Fewest rounds per side: below it any interval is wider than any difference.
 pub const MIN_ROUNDS: usize = 3;
 
 /// Most sides one comparison takes (labels A..H); more would make rounds too long to
@@ -33,10 +42,29 @@ fn label(index: usize) -> String {
 /// A validated comparison.
 pub struct PreparedCompare {
     config: BenchConfig,
-    /// Each side as given, and its suite entry.
-    sides: Vec<(String, ImplementationSpec)>,
+    /// Each side to run as given, its label and its suite entry.
+    sides: Vec<(String, String, ImplementationSpec)>,
     rounds: usize,
     scenario: grpclab_core::Scenario,
+    options: CompareOptions,
+    /// `--baseline`'s rounds: side A, not run again.
+    baseline: Option<Baseline>,
+    gates: Vec<FailIf>,
+}
+
+/// How to compare, beyond the sides.
+#[derive(Debug, Clone, Default)]
+pub struct CompareOptions {
+    /// Rounds per side.
+    pub rounds: usize,
+    /// Every interval's level.
+    pub confidence: Confidence,
+    /// A saved baseline to judge the sides against (it becomes A).
+    pub baseline: Option<std::path::PathBuf>,
+    /// Where to save the first typed side's rounds as a baseline.
+    pub save_baseline: Option<std::path::PathBuf>,
+    /// `--fail-if` rules, as typed.
+    pub fail_if: Vec<String>,
 }
 
 /// One side: "NAME [ARGS...]" → the suite's entry with the arguments appended.
@@ -62,14 +90,16 @@ fn side(
     Ok(spec)
 }
 
-/// Validates a comparison before anything runs: `sides` as typed ("NAME [ARGS...]", A
-/// first), each found in `suite`, `rounds` per side.
+/// Validates a comparison before anything runs: `sides` as typed ("NAME [ARGS...]"), each
+/// found in `suite`; A is the first of them, or `--baseline`'s rounds when one is given.
 pub fn prepare(
     config: BenchConfig,
     suite: &[ImplementationSpec],
     sides: &[String],
-    rounds: usize,
+    options: CompareOptions,
 ) -> Result<PreparedCompare, InputError> {
+    let rounds = options.rounds;
+    let confidence = options.confidence;
     if rounds < MIN_ROUNDS {
         // Two rounds give one degree of freedom: Student's t at 99.9 % is 636.6, and the
         // interval spans from nothing to absurd (it once printed 565963 ± 64739650 req/s).
@@ -77,16 +107,66 @@ pub fn prepare(
             "one round has no spread to make an interval of".to_owned()
         } else {
             format!(
-                "with {rounds} rounds a 99.9 % interval is ±{:.0} standard errors wide, no use for a verdict",
-                stats::t_critical(rounds as f64 - 1.0)
+                "with {rounds} rounds a {} interval is ±{:.0} standard errors wide, no use for a verdict",
+                confidence.percent_text(),
+                confidence.t(rounds as f64 - 1.0)
             )
         };
         return Err(InputError(format!(
             "--rounds {rounds}: {why}; give at least {MIN_ROUNDS} (±{:.1}), better 5, the default (±{:.1}), or 10 (±{:.1})",
-            stats::t_critical(MIN_ROUNDS as f64 - 1.0),
-            stats::t_critical(4.0),
-            stats::t_critical(9.0),
+            confidence.t(MIN_ROUNDS as f64 - 1.0),
+            confidence.t(4.0),
+            confidence.t(9.0),
         )));
+    }
+    let gates = options
+        .fail_if
+        .iter()
+        .map(|text| FailIf::parse(text).map_err(InputError))
+        .collect::<Result<Vec<_>, _>>()?;
+    let baseline = match &options.baseline {
+        Some(path) => {
+            let baseline = Baseline::load(path)?;
+            baseline.check(&RunSettings::of(&config))?;
+            Some(baseline)
+        }
+        None => None,
+    };
+    if let Some(path) = &options.save_baseline {
+        let parent = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => std::path::Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(InputError(format!(
+                "--save-baseline {}: the folder {} does not exist; create it or give another path",
+                path.display(),
+                parent.display()
+            )));
+        }
+    }
+    let (least, most) = if baseline.is_some() {
+        (1, MAX_SIDES - 1)
+    } else if options.save_baseline.is_some() {
+        (1, MAX_SIDES)
+    } else {
+        (2, MAX_SIDES)
+    };
+    if sides.len() < least || sides.len() > most {
+        let what = if baseline.is_some() {
+            format!("with --baseline (side A) compare takes 1 to {most} more sides (B [C ...])")
+        } else if least == 1 {
+            format!("compare takes 1 to {most} sides")
+        } else {
+            format!("compare takes 2 to {most} sides (A B [C ...]), or one with --baseline or --save-baseline")
+        };
+        return Err(InputError(format!("{what}, got {}", sides.len())));
+    }
+    if !gates.is_empty() && sides.len() + usize::from(baseline.is_some()) < 2 {
+        return Err(InputError(
+            "--fail-if needs something to compare against: give two sides, or --baseline FILE"
+                .to_owned(),
+        ));
     }
     let scenario = grpclab_core::Scenario::load(&config.scenario, None).map_err(|err| {
         InputError(format!(
@@ -94,22 +174,23 @@ pub fn prepare(
             config.scenario
         ))
     })?;
-    if sides.len() < 2 || sides.len() > MAX_SIDES {
-        return Err(InputError(format!(
-            "compare takes 2 to {MAX_SIDES} sides (A B [C ...]), got {}",
-            sides.len()
-        )));
-    }
+    let first_label = usize::from(baseline.is_some());
     let sides = sides
         .iter()
         .enumerate()
-        .map(|(index, text)| Ok((text.clone(), side(text, suite, &label(index))?)))
+        .map(|(index, text)| {
+            let label = label(first_label + index);
+            Ok((text.clone(), label.clone(), side(text, suite, &label)?))
+        })
         .collect::<Result<Vec<_>, InputError>>()?;
     Ok(PreparedCompare {
         sides,
         config,
         rounds,
         scenario,
+        options,
+        baseline,
+        gates,
     })
 }
 
@@ -118,10 +199,32 @@ pub fn prepare(
 pub struct CompareReport {
     /// A as given: the baseline.
     pub baseline: String,
-    /// Rounds per side.
+    /// Rounds per side (run in this comparison).
     pub rounds: usize,
+    /// The level of every interval.
+    #[serde(default)]
+    pub confidence: Confidence,
+    /// The settings every round ran under.
+    #[serde(default)]
+    pub settings: Option<RunSettings>,
+    /// Where A's rounds came from, when A is a saved `--baseline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_file: Option<String>,
+    /// Every side's figures round by round, A first.
+    #[serde(default)]
+    pub sides: Vec<SideSamples>,
     /// Every side after A against A, in the order given.
     pub comparisons: Vec<SideComparison>,
+    /// `--fail-if` verdicts, per rule and side.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate: Vec<GateVerdict>,
+}
+
+impl CompareReport {
+    /// Whether a `--fail-if` rule failed.
+    pub fn gate_failed(&self) -> bool {
+        self.gate.iter().any(|verdict| verdict.failed)
+    }
 }
 
 /// One side against the baseline.
@@ -137,21 +240,47 @@ pub struct SideComparison {
     pub p50_ns: Comparison,
     /// 99th percentile latency in nanoseconds (lower is better).
     pub p99_ns: Comparison,
+    /// The server's CPU per call in nanoseconds (lower is better); absent when a round did
+    /// not measure it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_call: Option<Comparison>,
 }
 
-fn metric(results: &[ImplResult], pick: impl Fn(&crate::export::JsonReport) -> f64) -> Vec<f64> {
-    results
-        .iter()
-        .filter_map(|r| r.load.as_ref())
-        .map(pick)
-        .collect()
+impl SideComparison {
+    /// The comparison of one metric, if it was measured.
+    pub fn get(&self, metric: Metric) -> Option<&Comparison> {
+        match metric {
+            Metric::Rps => Some(&self.rps),
+            Metric::P50 => Some(&self.p50_ns),
+            Metric::P99 => Some(&self.p99_ns),
+            Metric::CpuPerCall => self.cpu_ns_per_call.as_ref(),
+        }
+    }
+
+    /// `side` against `a`.
+    fn of(a: &SideSamples, side: &SideSamples, confidence: Confidence) -> SideComparison {
+        let pair = |metric: Metric| {
+            compare(
+                a.values(metric),
+                side.values(metric),
+                metric.better(),
+                confidence,
+            )
+        };
+        let cpu_measured = !a.cpu_ns_per_call.is_empty() && !side.cpu_ns_per_call.is_empty();
+        SideComparison {
+            label: side.label.clone(),
+            side: side.side.clone(),
+            rps: pair(Metric::Rps),
+            p50_ns: pair(Metric::P50),
+            p99_ns: pair(Metric::P99),
+            cpu_ns_per_call: cpu_measured.then(|| pair(Metric::CpuPerCall)),
+        }
+    }
 }
 
-fn percentile(report: &crate::export::JsonReport, p: f64) -> f64 {
-    report.percentile(p).map_or(0.0, |latency| latency as f64)
-}
-
-/// Runs the rounds and compares. Every run's record is written as it finishes.
+/// Runs the rounds and compares. Every run's record is written as it finishes; then
+/// `compare.json` and `compare.txt`, the baseline if asked for, and the page.
 pub fn execute(
     prepared: PreparedCompare,
     cancel: &CancellationToken,
@@ -164,7 +293,7 @@ pub fn execute(
     let tls = crate::bench::bench_tls(config, dir.path())?;
     let mut runs: Vec<Vec<ImplResult>> = vec![Vec::new(); prepared.sides.len()];
     for round in 1..=prepared.rounds {
-        for (index, (text, spec)) in prepared.sides.iter().enumerate() {
+        for (index, (text, side_label, spec)) in prepared.sides.iter().enumerate() {
             if cancel.is_cancelled() {
                 anyhow::bail!(
                     "interrupted (Ctrl-C) in round {round}; the finished runs are in {}",
@@ -194,13 +323,12 @@ pub fn execute(
                 tls: tls.as_ref(),
             };
             let mut spec = spec.clone();
-            spec.name = format!("{}-{round}", label(index).to_lowercase());
+            spec.name = format!("{}-{round}", side_label.to_lowercase());
             let result = run_one(&spec, &mut context);
             dir.write_result(&result)?;
             if result.status != RowStatus::Ok {
                 anyhow::bail!(
-                    "{} ({text}) did not run in round {round}: {}; the runs so far are in {}",
-                    label(index),
+                    "{side_label} ({text}) did not run in round {round}: {}; the runs so far are in {}",
                     result.reason.as_deref().unwrap_or("unknown"),
                     dir.path().display()
                 );
@@ -208,35 +336,58 @@ pub fn execute(
             runs[index].push(result);
         }
     }
-    let baseline = &runs[0];
-    let comparisons = runs
+    let settings = RunSettings::of(config);
+    let measured: Vec<SideSamples> = prepared
+        .sides
         .iter()
-        .enumerate()
+        .zip(&runs)
+        .map(|((text, side_label, _), side_runs)| {
+            SideSamples::from_runs(side_label, text, side_runs)
+        })
+        .collect();
+    if let (Some(path), Some(first)) = (&prepared.options.save_baseline, measured.first()) {
+        Baseline::new(settings.clone(), first.clone()).save(path)?;
+        progress(&format!(
+            "baseline saved: {} ({})",
+            path.display(),
+            first.side
+        ));
+    }
+    let mut sides = Vec::new();
+    if let Some(baseline) = &prepared.baseline {
+        sides.push(SideSamples {
+            label: label(0),
+            ..baseline.samples.clone()
+        });
+    }
+    sides.extend(measured);
+    let confidence = prepared.options.confidence;
+    let comparisons: Vec<SideComparison> = sides
+        .iter()
         .skip(1)
-        .map(|(index, side_runs)| SideComparison {
-            label: label(index),
-            side: prepared.sides[index].0.clone(),
-            rps: compare(
-                &metric(baseline, |r| r.measured_rps),
-                &metric(side_runs, |r| r.measured_rps),
-                Better::Higher,
-            ),
-            p50_ns: compare(
-                &metric(baseline, |r| percentile(r, 50.0)),
-                &metric(side_runs, |r| percentile(r, 50.0)),
-                Better::Lower,
-            ),
-            p99_ns: compare(
-                &metric(baseline, |r| percentile(r, 99.0)),
-                &metric(side_runs, |r| percentile(r, 99.0)),
-                Better::Lower,
-            ),
+        .map(|side| SideComparison::of(&sides[0], side, confidence))
+        .collect();
+    let gate = comparisons
+        .iter()
+        .flat_map(|side| {
+            prepared
+                .gates
+                .iter()
+                .map(|rule| rule.judge(&side.label, side.get(rule.metric)))
         })
         .collect();
     let report = CompareReport {
-        baseline: prepared.sides[0].0.clone(),
+        baseline: sides.first().map(|a| a.side.clone()).unwrap_or_default(),
         rounds: prepared.rounds,
+        confidence,
+        settings: Some(settings),
+        baseline_file: prepared
+            .baseline
+            .as_ref()
+            .map(|baseline| baseline.source.display().to_string()),
+        sides,
         comparisons,
+        gate,
     };
     std::fs::write(
         dir.path().join("compare.json"),
@@ -251,74 +402,101 @@ pub fn execute(
     Ok((report, dir.path().to_path_buf()))
 }
 
+/// A mean with its interval, as tables print it.
+fn mean_text(summary: &stats::Summary, metric: Metric) -> String {
+    let (scale, unit) = metric.scale_and_unit();
+    format!(
+        "{:.2} ± {:.2}{unit}",
+        summary.mean / scale,
+        summary.ci_half_width / scale
+    )
+}
+
+/// A verdict in words.
+pub fn verdict_words(label: &str, verdict: stats::Verdict) -> String {
+    match verdict {
+        stats::Verdict::Faster => format!("{label} better"),
+        stats::Verdict::Slower => format!("{label} worse"),
+        stats::Verdict::NoSignificantDifference => "no significant difference".to_owned(),
+    }
+}
+
 /// The comparison as a text table: per metric, A's mean and then each other side's, with
-/// its ratio to A.
+/// its ratio to A; then the gate's verdicts.
 pub fn render(report: &CompareReport) -> String {
-    let mut out = format!("A: {}\n", report.baseline);
+    let confidence = report.confidence;
+    let level = confidence.percent_text();
+    let mut out = format!("A: {}", report.baseline);
+    if let Some(file) = &report.baseline_file {
+        out.push_str(&format!(" (saved baseline {file})"));
+    }
+    out.push('\n');
     for side in &report.comparisons {
         out.push_str(&format!("{}: {}\n", side.label, side.side));
     }
     out.push_str(&format!(
-        "{} rounds each, interleaved; means with 99.9 % confidence intervals; ratios to A\n",
+        "{} rounds each, interleaved; means with {level} confidence intervals; ratios to A\n",
         report.rounds
     ));
     if report.rounds < 5 {
         out.push_str(&format!(
             "NOTE: with {} rounds each interval is ±{:.1} standard errors wide; 5 rounds make it ±{:.1}, 10 ±{:.1}: only large differences can be called\n",
             report.rounds,
-            stats::t_critical(report.rounds as f64 - 1.0),
-            stats::t_critical(4.0),
-            stats::t_critical(9.0)
+            confidence.t(report.rounds as f64 - 1.0),
+            confidence.t(4.0),
+            confidence.t(9.0)
         ));
     }
     out.push('\n');
+    let ratio_heading = format!("ratio to A [{level} CI]");
     out.push_str(&format!(
-        "{:<8} {:<5} {:>26} {:>24}  {}\n",
-        "metric", "side", "mean", "ratio to A [99.9 % CI]", "verdict"
+        "{:<8} {:<5} {:>26} {:>26}  {}\n",
+        "metric", "side", "mean", ratio_heading, "verdict"
     ));
-    type Pick = fn(&SideComparison) -> &Comparison;
-    let metrics: [(&str, Pick, f64, &str); 3] = [
-        ("req/s", |c| &c.rps, 1.0, ""),
-        ("p50", |c| &c.p50_ns, 1e6, "ms"),
-        ("p99", |c| &c.p99_ns, 1e6, "ms"),
-    ];
-    let mean = |summary: &stats::Summary, scale: f64, unit: &str| {
-        format!(
-            "{:.2} ± {:.2} {unit}",
-            summary.mean / scale,
-            summary.ci_half_width / scale
-        )
-    };
-    for (name, pick, scale, unit) in metrics {
-        let Some(first) = report.comparisons.first() else {
+    for metric in Metric::ALL {
+        // A's summary: from the first comparison, or (nothing to compare: a run that only
+        // saves a baseline) from A's own rounds.
+        let a = match report.comparisons.first() {
+            Some(first) => first.get(metric).map(|c| c.a),
+            None => report
+                .sides
+                .first()
+                .map(|side| side.values(metric))
+                .filter(|values| !values.is_empty())
+                .map(|values| stats::summarize(values, confidence)),
+        };
+        let Some(a) = a else {
             continue;
         };
         out.push_str(&format!(
             "{:<8} {:<5} {:>26}\n",
-            name,
+            metric.name(),
             "A",
-            mean(&pick(first).a, scale, unit)
+            mean_text(&a, metric)
         ));
         for side in &report.comparisons {
-            let c = pick(side);
-            let verdict = match c.verdict {
-                stats::Verdict::Faster => format!("{} better", side.label),
-                stats::Verdict::Slower => format!("{} worse", side.label),
-                stats::Verdict::NoSignificantDifference => "no significant difference".to_owned(),
+            let Some(c) = side.get(metric) else {
+                continue;
             };
             out.push_str(&format!(
-                "{:<8} {:<5} {:>26} {:>24}  {}\n",
+                "{:<8} {:<5} {:>26} {:>26}  {}\n",
                 "",
                 side.label,
-                mean(&c.b, scale, unit),
+                mean_text(&c.b, metric),
                 format!(
                     "{} [{}, {}]",
                     stats::ratio_text(c.ratio),
                     stats::ratio_text(c.ratio_low),
                     stats::ratio_text(c.ratio_high)
                 ),
-                verdict
+                verdict_words(&side.label, c.verdict)
             ));
+        }
+    }
+    if !report.gate.is_empty() {
+        out.push_str("\ngate (fails only where the whole interval lies past the limit):\n");
+        for verdict in &report.gate {
+            out.push_str(&format!("  {}\n", verdict.line));
         }
     }
     out

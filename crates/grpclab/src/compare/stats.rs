@@ -3,69 +3,93 @@
 //! degrees of freedom), and a verdict that calls a difference significant only when the
 //! ratio's interval excludes 1.
 //!
-//! Small pure functions, tested against hand-computed samples; the confidence level is 99.9 %
-//! (two-sided), so with a handful of rounds only clear differences are called.
+//! Small pure functions, tested against hand-computed samples and published t tables; the
+//! confidence level is the caller's (99.9 % two-sided by default, so with a handful of rounds
+//! only clear differences are called). Quantiles come from statrs.
 
 use serde::Serialize;
 
-/// Two-sided 99.9 % critical values of Student's t by degrees of freedom (1..=30), then a few
-/// larger ones; beyond the last, the normal value.
-const T_999: [(f64, f64); 36] = [
-    (1.0, 636.619),
-    (2.0, 31.599),
-    (3.0, 12.924),
-    (4.0, 8.610),
-    (5.0, 6.869),
-    (6.0, 5.959),
-    (7.0, 5.408),
-    (8.0, 5.041),
-    (9.0, 4.781),
-    (10.0, 4.587),
-    (11.0, 4.437),
-    (12.0, 4.318),
-    (13.0, 4.221),
-    (14.0, 4.140),
-    (15.0, 4.073),
-    (16.0, 4.015),
-    (17.0, 3.965),
-    (18.0, 3.922),
-    (19.0, 3.883),
-    (20.0, 3.850),
-    (21.0, 3.819),
-    (22.0, 3.792),
-    (23.0, 3.768),
-    (24.0, 3.745),
-    (25.0, 3.725),
-    (26.0, 3.707),
-    (27.0, 3.690),
-    (28.0, 3.674),
-    (29.0, 3.659),
-    (30.0, 3.646),
-    (40.0, 3.551),
-    (60.0, 3.460),
-    (80.0, 3.416),
-    (100.0, 3.390),
-    (120.0, 3.373),
-    (1.0e9, 3.291),
-];
+/// The two-sided confidence level every interval is built at: 0.95, 0.99 or 0.999 (any
+/// level from 0.8 to 0.9999 is accepted). Higher levels call fewer differences and need
+/// more rounds for the same width.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Confidence(f64);
 
-/// The 99.9 % two-sided critical t for `df` degrees of freedom (interpolated between rows,
-/// rounded towards fewer degrees of freedom, so intervals are never too narrow).
-pub fn t_critical(df: f64) -> f64 {
-    let df = df.max(1.0);
-    let mut previous = T_999[0];
-    for &(row_df, t) in &T_999 {
-        if df <= row_df {
-            if df == row_df || previous.0 == row_df {
-                return t;
-            }
-            // Linear in 1/df between the table's rows.
-            let (x0, x1, x) = (1.0 / previous.0, 1.0 / row_df, 1.0 / df);
-            return previous.1 + (t - previous.1) * (x0 - x) / (x0 - x1);
-        }
-        previous = (row_df, t);
+impl Default for Confidence {
+    /// 99.9 %: on a shared, noisy machine a false "B is slower" costs more than a missed
+    /// small difference.
+    fn default() -> Self {
+        Confidence(0.999)
     }
-    3.291
+}
+
+impl Confidence {
+    /// Lowest level accepted: below it one verdict in five would be noise.
+    const MIN: f64 = 0.8;
+    /// Highest level accepted: beyond it no practical number of rounds gives a usable width.
+    const MAX: f64 = 0.9999;
+
+    /// Parses `0.95`, `0.99`, `0.999` (or `95%`, `99.9%`).
+    pub fn parse(text: &str) -> Result<Confidence, String> {
+        let trimmed = text.trim();
+        let (number, scale) = match trimmed.strip_suffix('%') {
+            Some(percent) => (percent.trim(), 100.0),
+            None => (trimmed, 1.0),
+        };
+        let level = number
+            .parse::<f64>()
+            .ok()
+            .filter(|value| value.is_finite())
+            // "99.9%" / 100 is 0.9990000000000001: round off the division's last bits.
+            .map(|value| (value / scale * 1e9).round() / 1e9)
+            .ok_or_else(|| {
+                format!("'{text}' is not a confidence level; give 0.95, 0.99 or 0.999")
+            })?;
+        if !(Self::MIN..=Self::MAX).contains(&level) {
+            return Err(format!(
+                "'{text}' is outside {} to {}; give 0.95, 0.99 or 0.999",
+                Self::MIN,
+                Self::MAX
+            ));
+        }
+        Ok(Confidence(level))
+    }
+
+    /// The level as a fraction (0.999).
+    pub fn level(self) -> f64 {
+        self.0
+    }
+
+    /// The level as printed: "99.9 %", "95 %".
+    pub fn percent_text(self) -> String {
+        let percent = format!("{:.2}", self.0 * 100.0);
+        let percent = percent.trim_end_matches('0').trim_end_matches('.');
+        format!("{percent} %")
+    }
+
+    /// Student's t critical value at this level for `df` degrees of freedom: the interval is
+    /// ±t standard errors wide.
+    pub fn t(self, df: f64) -> f64 {
+        t_critical(df, self.0)
+    }
+}
+
+/// The two-sided critical value of Student's t for `df` degrees of freedom at `confidence`
+/// (fractional degrees of freedom, as Welch's, are used as they are; fewer than 1 count as 1,
+/// so an interval is never too narrow).
+pub fn t_critical(df: f64, confidence: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+    let upper = 1.0 - (1.0 - confidence) / 2.0;
+    // Past a million degrees of freedom t is the normal quantile to six digits, and the
+    // normal's inverse is exact where t's numerical inverse loses precision.
+    if df > 1.0e6 || !df.is_finite() {
+        return Normal::standard().inverse_cdf(upper);
+    }
+    match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+        Ok(t) => t.inverse_cdf(upper),
+        Err(_) => f64::INFINITY,
+    }
 }
 
 /// A ratio or an interval bound as printed: three decimals, or in scientific notation once it
@@ -87,12 +111,12 @@ pub struct Summary {
     pub mean: f64,
     /// Sample standard deviation (n - 1).
     pub std_dev: f64,
-    /// Half-width of the 99.9 % confidence interval of the mean.
+    /// Half-width of the confidence interval of the mean.
     pub ci_half_width: f64,
 }
 
 /// Summarises `values` (at least two for an interval; one gives an infinite interval).
-pub fn summarize(values: &[f64]) -> Summary {
+pub fn summarize(values: &[f64], confidence: Confidence) -> Summary {
     let n = values.len();
     let mean = if n == 0 {
         0.0
@@ -107,7 +131,7 @@ pub fn summarize(values: &[f64]) -> Summary {
     let ci_half_width = if n < 2 {
         f64::INFINITY
     } else {
-        t_critical((n - 1) as f64) * std_dev / (n as f64).sqrt()
+        confidence.t((n - 1) as f64) * std_dev / (n as f64).sqrt()
     };
     Summary {
         n,
@@ -147,17 +171,17 @@ pub struct Comparison {
     pub b: Summary,
     /// mean(B) / mean(A).
     pub ratio: f64,
-    /// The ratio's 99.9 % interval.
+    /// The ratio's confidence interval.
     pub ratio_low: f64,
-    /// The ratio's 99.9 % interval.
+    /// The ratio's confidence interval.
     pub ratio_high: f64,
     /// The call.
     pub verdict: Verdict,
 }
 
 /// Compares samples `a` and `b` of a metric.
-pub fn compare(a: &[f64], b: &[f64], better: Better) -> Comparison {
-    let (sa, sb) = (summarize(a), summarize(b));
+pub fn compare(a: &[f64], b: &[f64], better: Better, confidence: Confidence) -> Comparison {
+    let (sa, sb) = (summarize(a, confidence), summarize(b, confidence));
     let ratio = if sa.mean != 0.0 {
         sb.mean / sa.mean
     } else {
@@ -190,7 +214,7 @@ pub fn compare(a: &[f64], b: &[f64], better: Better) -> Comparison {
     // var(ln m) ≈ var(m) / m²) and mapped back: it stays positive and is as asymmetric as a
     // ratio is (halving and doubling are equally far from 1), where a linear interval around
     // the ratio could go below zero when A is noisy.
-    let log_half_width = t_critical(df) * (rel_a + rel_b).sqrt();
+    let log_half_width = confidence.t(df) * (rel_a + rel_b).sqrt();
     let (ratio_low, ratio_high) = if ratio > 0.0 && log_half_width.is_finite() {
         (
             ratio * (-log_half_width).exp(),
@@ -233,35 +257,78 @@ mod tests {
     }
 
     #[test]
-    fn t_values_follow_the_table() {
-        assert_eq!(t_critical(4.0), 8.610);
-        assert_eq!(t_critical(30.0), 3.646);
-        assert!((t_critical(50.0) - 3.50).abs() < 0.02);
-        assert_eq!(t_critical(1.0e12), 3.291);
-        // Fractional degrees of freedom fall between their neighbours.
-        let t = t_critical(4.5);
+    fn t_values_match_published_tables() {
+        // Two-sided critical values from the standard t table, at three levels.
+        let table = [
+            (0.999, 2.0, 31.599),
+            (0.999, 4.0, 8.610),
+            (0.999, 30.0, 3.646),
+            (0.99, 4.0, 4.604),
+            (0.99, 9.0, 3.250),
+            (0.95, 2.0, 4.303),
+            (0.95, 4.0, 2.776),
+            (0.95, 9.0, 2.262),
+            (0.95, 120.0, 1.980),
+        ];
+        for (level, df, expected) in table {
+            let t = t_critical(df, level);
+            assert!(
+                (t - expected).abs() < 0.002,
+                "t({df}) at {level}: {t} vs {expected}"
+            );
+        }
+        // Unbounded degrees of freedom: the normal quantile.
+        assert!((t_critical(1.0e12, 0.999) - 3.2905).abs() < 1e-3);
+        assert!((t_critical(f64::INFINITY, 0.95) - 1.95996).abs() < 1e-4);
+        // Fractional degrees of freedom fall between their neighbours; fewer than one count
+        // as one.
+        let t = t_critical(4.5, 0.999);
         assert!(t < 8.610 && t > 6.869);
+        assert_eq!(t_critical(0.2, 0.95), t_critical(1.0, 0.95));
+    }
+
+    #[test]
+    fn confidence_levels_parse_or_say_what_is_wrong() {
+        assert_eq!(Confidence::parse("0.95").unwrap().level(), 0.95);
+        assert_eq!(Confidence::parse("99.9%").unwrap().level(), 0.999);
+        assert_eq!(Confidence::parse("0.999").unwrap().percent_text(), "99.9 %");
+        assert_eq!(Confidence::parse("0.95").unwrap().percent_text(), "95 %");
+        assert_eq!(Confidence::default().percent_text(), "99.9 %");
+        for bad in ["", "high", "1", "0.5", "95", "NaN", "-0.95", "0.99999"] {
+            let err = Confidence::parse(bad).unwrap_err();
+            assert!(err.contains("0.95, 0.99 or 0.999"), "{bad}: {err}");
+        }
     }
 
     #[test]
     fn summaries_match_hand_computation() {
         // mean 10, sample sd sqrt(2.5) = 1.5811, n = 5, t(4) = 8.610
-        let s = summarize(&[8.0, 9.0, 10.0, 11.0, 12.0]);
+        let level = Confidence::default();
+        let s = summarize(&[8.0, 9.0, 10.0, 11.0, 12.0], level);
         assert_eq!(s.mean, 10.0);
         assert!((s.std_dev - 1.581_139).abs() < 1e-6);
-        assert!((s.ci_half_width - 8.610 * 1.581_139 / 5f64.sqrt()).abs() < 1e-6);
-        assert!(summarize(&[3.0]).ci_half_width.is_infinite());
+        assert!((s.ci_half_width - 8.610 * 1.581_139 / 5f64.sqrt()).abs() < 1e-3);
+        assert!(summarize(&[3.0], level).ci_half_width.is_infinite());
     }
 
     #[test]
     fn a_clear_difference_is_called_and_noise_is_not() {
         let a = [100.0, 101.0, 99.0, 100.5, 99.5];
         let b = [150.0, 151.0, 149.0, 150.5, 149.5];
-        let higher = compare(&a, &b, Better::Higher);
+        let level = Confidence::default();
+        let higher = compare(&a, &b, Better::Higher, level);
         assert!((higher.ratio - 1.5).abs() < 1e-9);
         assert_eq!(higher.verdict, Verdict::Faster);
-        assert_eq!(compare(&a, &b, Better::Lower).verdict, Verdict::Slower);
-        let same = compare(&a, &[100.2, 99.8, 100.9, 99.1, 100.0], Better::Higher);
+        assert_eq!(
+            compare(&a, &b, Better::Lower, level).verdict,
+            Verdict::Slower
+        );
+        let same = compare(
+            &a,
+            &[100.2, 99.8, 100.9, 99.1, 100.0],
+            Better::Higher,
+            level,
+        );
         assert_eq!(same.verdict, Verdict::NoSignificantDifference);
         assert!(same.ratio_low < 1.0 && same.ratio_high > 1.0);
         // By hand: both samples have variance 0.625, so the relative variances of the means
@@ -270,18 +337,18 @@ mod tests {
         let rel = 0.625 / (5.0 * 100.0f64.powi(2)) + 0.625 / (5.0 * 150.0f64.powi(2));
         let df = rel.powi(2)
             / ((0.625f64 / (5.0 * 1e4)).powi(2) / 4.0 + (0.625f64 / (5.0 * 2.25e4)).powi(2) / 4.0);
-        let half = t_critical(df) * rel.sqrt();
+        let half = t_critical(df, 0.999) * rel.sqrt();
         assert!((higher.ratio_low - 1.5 * (-half).exp()).abs() < 1e-12);
         assert!((higher.ratio_high - 1.5 * half.exp()).abs() < 1e-12);
         // A noisy A no longer gives a negative lower bound.
-        let noisy = compare(&[1.0, 10.0], &[5.0, 6.0], Better::Lower);
+        let noisy = compare(&[1.0, 10.0], &[5.0, 6.0], Better::Lower, level);
         assert!(noisy.ratio_low > 0.0, "{noisy:?}");
         assert_eq!(noisy.verdict, Verdict::NoSignificantDifference);
         // JMH's example: 1425.96 ± 3.84 vs 1391.88 ± 34.71 — within noise.
         let jmh_a = [1422.0, 1430.0, 1426.0, 1424.0, 1428.0];
         let jmh_b = [1360.0, 1420.0, 1390.0, 1370.0, 1430.0];
         assert_eq!(
-            compare(&jmh_a, &jmh_b, Better::Higher).verdict,
+            compare(&jmh_a, &jmh_b, Better::Higher, level).verdict,
             Verdict::NoSignificantDifference
         );
     }

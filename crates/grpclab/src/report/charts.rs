@@ -499,26 +499,43 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
     let ratio_low = rows
         .iter()
         .map(|r| r.ratio)
-        .filter(|v| finite(*v))
+        .filter(|v| finite(*v) && *v > 0.0)
         .fold(1f64, f64::min);
     let ratio_high = rows
         .iter()
         .map(|r| r.ratio)
         .filter(|v| finite(*v))
         .fold(1f64, f64::max);
-    let (cap_low, cap_high) = ((ratio_low - 0.5).max(0.0), ratio_high + 0.5);
-    let mut low = rows
+    // Ratios spread over more than a factor of ten (a side at a fraction of A's req/s beside
+    // one at 400× its latency) are drawn on a log axis: on a linear one every ratio below 10
+    // lands on one pixel. Halving and doubling are then equally far from 1, as they should be.
+    let log = ratio_high / ratio_low.max(f64::MIN_POSITIVE) > 10.0;
+    let (cap_low, cap_high) = if log {
+        (ratio_low / 3.0, ratio_high * 3.0)
+    } else {
+        ((ratio_low - 0.5).max(0.0), ratio_high + 0.5)
+    };
+    let low = rows
         .iter()
         .map(|r| r.low)
         .filter(|v| finite(*v))
         .fold(ratio_low, f64::min)
         .max(cap_low);
-    let mut high = rows
+    let high = rows
         .iter()
         .map(|r| r.high)
         .filter(|v| finite(*v))
         .fold(ratio_high, f64::max)
         .min(cap_high);
+    // The axis's coordinate for a ratio.
+    let to_x = |ratio: f64| {
+        if log {
+            ratio.max(f64::MIN_POSITIVE).log10()
+        } else {
+            ratio
+        }
+    };
+    let (mut low, mut high) = (to_x(low), to_x(high));
     let pad = ((high - low) * 0.1).max(0.01);
     low -= pad;
     high += pad;
@@ -540,13 +557,23 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(label_width)
-            .build_cartesian_2d(low..high, (0..rows.len()).into_segmented())
+            .build_cartesian_2d(low..high, (0..rows.len() - 1).into_segmented())
             .map_err(draw_error)?;
         plot.configure_mesh()
             .disable_y_mesh()
-            .x_desc("ratio to A (1 = no difference)")
+            .x_desc(if log {
+                "ratio to A, log scale (1 = no difference)"
+            } else {
+                "ratio to A (1 = no difference)"
+            })
             .x_labels(8)
-            .x_label_formatter(&|x| format!("{x:.3}"))
+            .x_label_formatter(&|x| {
+                if log {
+                    significant(10f64.powf(*x))
+                } else {
+                    format!("{x:.3}")
+                }
+            })
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 14))
             .y_label_formatter(&|segment| top_down_name(&names, segment))
@@ -555,8 +582,8 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
             .map_err(draw_error)?;
         plot.draw_series(std::iter::once(PathElement::new(
             vec![
-                (1.0, SegmentValue::Exact(0)),
-                (1.0, SegmentValue::Exact(rows.len())),
+                (to_x(1.0), SegmentValue::Exact(0)),
+                (to_x(1.0), SegmentValue::Last),
             ],
             RGBColor(120, 120, 120).stroke_width(2),
         )))
@@ -570,7 +597,7 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
                 RGBColor(60, 90, 160)
             };
             if finite(row.low) && finite(row.high) {
-                let (from, to) = (row.low.max(cap_low), row.high.min(cap_high));
+                let (from, to) = (to_x(row.low.max(cap_low)), to_x(row.high.min(cap_high)));
                 plot.draw_series(std::iter::once(PathElement::new(
                     vec![
                         (from, SegmentValue::CenterOf(slot)),
@@ -595,12 +622,12 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
                 }
             }
             plot.draw_series(std::iter::once(Circle::new(
-                (row.ratio, SegmentValue::CenterOf(slot)),
+                (to_x(row.ratio), SegmentValue::CenterOf(slot)),
                 6,
                 colour.filled(),
             )))
             .map_err(draw_error)?;
-            let (px, py) = plot.backend_coord(&(row.ratio, SegmentValue::CenterOf(slot)));
+            let (px, py) = plot.backend_coord(&(to_x(row.ratio), SegmentValue::CenterOf(slot)));
             let _ = write!(
                 marks,
                 r#"<circle cx="{px}" cy="{py}" r="9" fill="{}" fill-opacity="0.01"><title>{}: {:.3} [{:.3}, {:.3}]</title></circle>"#,
@@ -614,6 +641,20 @@ pub fn forest_chart(title: &str, rows: &[Estimate]) -> Result<String, String> {
         root.present().map_err(draw_error)?;
     }
     Ok(finish(svg, &marks, title))
+}
+
+/// A log axis's tick label: three significant digits, no trailing zeros (0.00316, 31.6, 1000).
+fn significant(value: f64) -> String {
+    if !value.is_finite() || value <= 0.0 {
+        return String::new();
+    }
+    let decimals = (2 - value.log10().floor() as i32).clamp(0, 12) as usize;
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
 }
 
 /// The label of a row of a chart whose first item is on top (plotters draws segment 0 at
@@ -817,6 +858,35 @@ mod tests {
             wild.contains("147000000000000"),
             "the tooltip keeps the bound"
         );
+        // Ratios from 0.003 to 400: a log axis with short labels, 1 among them.
+        let spread = forest_chart(
+            "spread",
+            &[
+                Estimate {
+                    label: "B req/s".into(),
+                    ratio: 0.003,
+                    low: 0.002,
+                    high: 0.004,
+                },
+                Estimate {
+                    label: "B p50".into(),
+                    ratio: 383.5,
+                    low: 343.4,
+                    high: 428.4,
+                },
+            ],
+        )
+        .unwrap();
+        assert!(spread.contains("log scale"), "{spread}");
+        let labels: Vec<&str> = spread.lines().map(str::trim).collect();
+        for tick in ["0.01", "1", "100"] {
+            assert!(labels.contains(&tick), "tick {tick}: {spread}");
+        }
+        assert!(!labels.contains(&"0.000"), "no ratio collapses to 0.000");
+        assert_eq!(significant(0.0031623), "0.00316");
+        assert_eq!(significant(31.6228), "31.6");
+        assert_eq!(significant(1000.0), "1000");
+        assert_eq!(significant(1.0), "1");
         let empty = LineChart {
             title: "empty",
             x_label: "",

@@ -944,21 +944,24 @@ pub fn compare_page(
     report: &crate::compare::CompareReport,
     rows: &[ImplResult],
 ) -> Page {
-    use crate::compare::stats::{Comparison, Verdict};
-    type Pick = fn(&crate::compare::SideComparison) -> &Comparison;
-    let metrics: [(&str, Pick, f64, &str, bool); 3] = [
-        ("req/s", |c| &c.rps, 1.0, "", true),
-        ("p50", |c| &c.p50_ns, 1e6, " ms", false),
-        ("p99", |c| &c.p99_ns, 1e6, " ms", false),
-    ];
+    use crate::compare::metric::Metric;
+    use crate::compare::stats::Verdict;
+    let level = report.confidence.percent_text();
     let mut verdicts = String::from("<ul>");
     let mut estimates = Vec::new();
     let mut means: Vec<Vec<Cell>> = Vec::new();
-    for (metric, pick, scale, unit, higher_is_better) in metrics {
-        if let Some(first) = report.comparisons.first() {
-            let a = pick(first).a;
+    for metric in Metric::ALL {
+        let (scale, unit) = metric.scale_and_unit();
+        let higher_is_better = metric.better() == crate::compare::stats::Better::Higher;
+        let name = metric.name();
+        if let Some(a) = report
+            .comparisons
+            .first()
+            .and_then(|first| first.get(metric))
+            .map(|c| c.a)
+        {
             means.push(vec![
-                Cell::text(metric),
+                Cell::text(name),
                 Cell::text("A"),
                 Cell::number(
                     format!(
@@ -973,7 +976,9 @@ pub fn compare_page(
             ]);
         }
         for side in &report.comparisons {
-            let c = pick(side);
+            let Some(c) = side.get(metric) else {
+                continue;
+            };
             let words = match c.verdict {
                 Verdict::Faster => format!("{} is better", side.label),
                 Verdict::Slower => format!("{} is worse", side.label),
@@ -985,7 +990,7 @@ pub fn compare_page(
                 "lower is better"
             };
             verdicts.push_str(&format!(
-                "<li><strong>{}</strong> {metric} ({direction}): {}× A, 99.9 % interval [{}, {}]: {}</li>",
+                "<li><strong>{}</strong> {name} ({direction}): {}× A, {level} interval [{}, {}]: {}</li>",
                 escape(&side.label),
                 ratio_text(c.ratio),
                 ratio_text(c.ratio_low),
@@ -993,13 +998,13 @@ pub fn compare_page(
                 escape(&words)
             ));
             estimates.push(charts::Estimate {
-                label: format!("{} {metric}", side.label),
+                label: format!("{} {name}", side.label),
                 ratio: c.ratio,
                 low: c.ratio_low,
                 high: c.ratio_high,
             });
             means.push(vec![
-                Cell::text(metric),
+                Cell::text(name),
                 Cell::text(side.label.clone()),
                 Cell::number(
                     format!(
@@ -1023,7 +1028,26 @@ pub fn compare_page(
         }
     }
     verdicts.push_str("</ul>");
-    let mut sides = vec![format!("A: {}", report.baseline)];
+    if !report.gate.is_empty() {
+        let failed = report.gate.iter().filter(|verdict| verdict.failed).count();
+        verdicts.push_str(&format!(
+            "<p><strong>Gate: {}</strong> — a rule fails only where the whole {level} interval \
+             lies past its limit.</p><ul>",
+            if failed == 0 {
+                "passed".to_owned()
+            } else {
+                format!("FAILED ({failed} of {})", report.gate.len())
+            }
+        ));
+        for verdict in &report.gate {
+            verdicts.push_str(&format!("<li>{}</li>", escape(&verdict.line)));
+        }
+        verdicts.push_str("</ul>");
+    }
+    let mut sides = vec![match &report.baseline_file {
+        Some(file) => format!("A: {} (saved baseline {file})", report.baseline),
+        None => format!("A: {}", report.baseline),
+    }];
     sides.extend(
         report
             .comparisons
@@ -1046,7 +1070,7 @@ pub fn compare_page(
     Page {
         title: format!("grpclab compare: {}", folder_name(dir)),
         subtitle: format!(
-            "{} · {} rounds each, interleaved; means with 99.9 % confidence intervals",
+            "{} · {} rounds each, interleaved; means with {level} confidence intervals",
             sides.join(" · "),
             report.rounds
         ),
@@ -1061,18 +1085,20 @@ pub fn compare_page(
                 heading: "Ratios to A".to_owned(),
                 body: html::figure(
                     charts::forest_chart(
-                        "Each side's ratio to A, with its 99.9 % interval",
+                        &format!("Each side's ratio to A, with its {level} interval"),
                         &estimates,
                     ),
-                    "A dot is the ratio of the means; its line the 99.9 % interval. An interval \
-                     that misses the line at 1 (red) is a difference; one that crosses it \
-                     (blue) is not.",
+                    &format!(
+                        "A dot is the ratio of the means; its line the {level} interval. An \
+                         interval that misses the line at 1 (red) is a difference; one that \
+                         crosses it (blue) is not."
+                    ),
                     &html::table(
                         &[
                             "metric",
                             "side",
-                            "mean ± 99.9 % CI",
-                            "ratio to A [99.9 % CI]",
+                            &format!("mean ± {level} CI"),
+                            &format!("ratio to A [{level} CI]"),
                             "verdict",
                         ],
                         &means,

@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod capacity;
 pub mod cli;
 pub mod compare;
 pub mod export;

@@ -155,12 +155,36 @@ impl Threshold {
         })
     }
 
-    /// Judges the run.
-    pub fn judge(&self, run: &RunFigures<'_>) -> ThresholdVerdict {
+    /// Whether it reads the throughput (`rps`): a condition on the outcome, not a service
+    /// level a rate can be searched against.
+    pub fn is_throughput(&self) -> bool {
+        self.metric == Metric::Rps
+    }
+
+    /// The fewest measured calls that make the figure this threshold reads trustworthy:
+    /// 100 calls beyond a percentile (10,000 for p99, 100,000 for p99.9); 10 failures at an
+    /// error-share limit (10,000 calls for 0.1 %); 1,000 for a mean, min, max or count.
+    /// Capacity probes run at least this many calls (within their time limit).
+    pub fn calls_needed(&self) -> u64 {
+        const FLOOR: u64 = 1_000;
+        const CEILING: u64 = 1_000_000;
+        let needed = match self.metric {
+            Metric::Percentile(p) if p < 100.0 => (100.0 / (1.0 - p / 100.0)).ceil() as u64,
+            Metric::Percentile(_) | Metric::Max => 10_000,
+            Metric::ErrorShare if self.limit > 0.0 => (10.0 / self.limit).ceil() as u64,
+            Metric::ErrorShare => 10_000,
+            _ => FLOOR,
+        };
+        needed.clamp(FLOOR, CEILING)
+    }
+
+    /// The figure this threshold reads from a run (nanoseconds, a fraction, a count or
+    /// calls per second), `None` when the run has none.
+    pub fn actual(&self, run: &RunFigures<'_>) -> Option<f64> {
         let latency = |pick: &dyn Fn(&Histogram<u64>) -> u64| {
             (!run.latency.is_empty()).then(|| pick(run.latency) as f64)
         };
-        let actual = match self.metric {
+        match self.metric {
             Metric::Percentile(p) => latency(&|h| h.value_at_quantile(p / 100.0)),
             Metric::Average => latency(&|h| h.mean() as u64),
             Metric::Min => latency(&|h| h.min()),
@@ -168,8 +192,23 @@ impl Threshold {
             Metric::ErrorShare => (run.count > 0).then(|| run.errors as f64 / run.count as f64),
             Metric::ErrorCount => Some(run.errors as f64),
             Metric::Rps => Some(run.rps),
-        };
-        let Some(actual) = actual else {
+        }
+    }
+
+    /// Whether a run's figure lies within `tolerance` (a fraction) of the limit, where one
+    /// run's verdict is as likely noise as not.
+    pub fn near_limit(&self, run: &RunFigures<'_>, tolerance: f64) -> bool {
+        match self.actual(run) {
+            Some(actual) if self.limit > 0.0 => {
+                (actual - self.limit).abs() <= tolerance * self.limit
+            }
+            _ => false,
+        }
+    }
+
+    /// Judges the run.
+    pub fn judge(&self, run: &RunFigures<'_>) -> ThresholdVerdict {
+        let Some(actual) = self.actual(run) else {
             return ThresholdVerdict {
                 expression: self.expression.clone(),
                 actual: match self.metric {

@@ -129,6 +129,41 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
         }
+        Command::Capacity(args) => {
+            let prepared = cli::capacity::prepare(&args)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(&cancel);
+            let report = cli::capacity::execute(prepared, &cancel)?;
+            // The report is written; the exit code and one line say how the search ended.
+            if let Some(error) = &report.error {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "grpclab: the search stopped early: {error}"
+                );
+                // Before any probe ran, the cause is the input (an unreachable server, a
+                // method it lacks); after, the run broke down.
+                return Ok(ExitCode::from(if report.probes.is_empty() {
+                    EXIT_INPUT
+                } else {
+                    EXIT_FAILURE
+                }));
+            }
+            if report.capacity_rps.is_none() {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "grpclab: no rate tried met the SLO ({})",
+                    report.stopped_because
+                );
+                return Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD));
+            }
+            if report.client_bound {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "grpclab: NOTE: the client's limit ended the search; the server's capacity is higher than reported"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Load(args) => {
             let prepared = cli::load::prepare(&args)?;
             let cancel = CancellationToken::new();

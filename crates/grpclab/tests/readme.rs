@@ -36,7 +36,7 @@ fn example_lines() -> Vec<Vec<String>> {
             let mut quoted = false;
             for c in line.chars() {
                 match c {
-                    '"' => quoted = !quoted,
+                    '"' | '\'' => quoted = !quoted,
                     ' ' if !quoted => {
                         if !word.is_empty() {
                             words.push(std::mem::take(&mut word));
@@ -58,7 +58,7 @@ fn every_readme_example_runs_as_written() {
     let lines = example_lines();
     let commands: Vec<&str> = lines.iter().map(|words| words[1].as_str()).collect();
     for command in [
-        "load", "serve", "bench", "compare", "report", "stats", "encode",
+        "load", "serve", "bench", "compare", "capacity", "report", "stats", "encode",
     ] {
         assert!(commands.contains(&command), "no `{command}` example");
     }
@@ -129,6 +129,18 @@ fn every_readme_example_runs_as_written() {
             if words[1] == "compare" {
                 command.args(["--rounds", "3"]);
             }
+        }
+        if words[1] == "capacity" {
+            // A search of a few short probes, not one to the 5 % precision.
+            command.args([
+                "--probe-min",
+                "1s",
+                "--probe-max",
+                "1s",
+                "--max-probes",
+                "3",
+            ]);
+            command.args(["--start-rps", "1000"]);
         }
         let output = command.output().unwrap();
         let err = String::from_utf8_lossy(&output.stderr);

@@ -80,6 +80,19 @@ pub fn read_group(pgid: u32) -> (f64, u64) {
     (cpu, rss)
 }
 
+/// CPU seconds (user + system) and RSS bytes of one process; `None` when it is gone.
+pub fn read_process(pid: u32) -> Option<(f64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and ')': fields count from the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let number = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+    Some((
+        (number(11)? + number(12)?) as f64 / clock_ticks(),
+        number(21)? * page_size(),
+    ))
+}
+
 fn clock_ticks() -> f64 {
     // SAFETY: sysconf only reads a configuration value.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

@@ -197,16 +197,21 @@ pub fn client_limit(
             return None;
         }
     }
+    // Little's law: streams busy = completions per second × seconds per call. The client's
+    // own time around each call (building, sending, reading) keeps a stream from the next
+    // call too, unseen by the service time, so below 90 % the streams may still be the
+    // limit: both figures are given.
     let streams_busy = measure.rps * service_mean / 1e9;
-    if streams_busy >= 0.9 * concurrency as f64 {
+    let busy_percent = 100.0 * streams_busy / concurrency.max(1) as f64;
+    if busy_percent >= 90.0 {
         return Some(format!(
-            "concurrency: all {concurrency} streams were busy ({:.0} req/s × {:.3} ms per call), so calls waited in the client; raise -c",
+            "concurrency: the client's {concurrency} streams were busy {busy_percent:.0} % of the time ({:.0} req/s × {:.3} ms per call), so calls waited in the client for a free stream; raise -c",
             measure.rps,
             ms(service_mean)
         ));
     }
     Some(format!(
-        "the client: calls left {:.3} ms late on average while the server answered in {:.3} ms; its CPU was {:.0} % of its threads (more --cpus, or another machine)",
+        "the client: calls left {:.3} ms late on average while the server answered in {:.3} ms (its {concurrency} streams busy {busy_percent:.0} % of the time, its CPU {:.0} % of its threads); raise -c or --cpus, or load from another machine",
         ms(lag),
         ms(service_mean),
         measure.client_cpu_share * 100.0
@@ -257,6 +262,7 @@ pub fn run(
     let mut rate = search.first();
     let mut baseline_service: Option<f64> = None;
     let mut server_by_rate: Vec<(f64, Option<ServerUsage>)> = Vec::new();
+    let mut client_failures: Vec<(f64, String)> = Vec::new();
     let stop = loop {
         // One verdict per rate: a run, and up to two more when it lands near a limit.
         let mut met_votes = 0;
@@ -369,13 +375,13 @@ pub fn run(
         if report.error.is_some() {
             break None;
         }
+        // A probe the client failed is a failure of the search all the same (nothing above
+        // it can be measured with this client), remembered so the answer says whose limit
+        // it found.
+        let met = met_votes * 2 > runs && client_limited.is_none();
         if let Some(why) = client_limited {
-            report.client_bound = true;
-            break Some(format!(
-                "the client, not the server, could not go on at {rate:.0} req/s: {why}"
-            ));
+            client_failures.push((rate, why));
         }
-        let met = met_votes * 2 > runs;
         match search.record(rate, met) {
             Next::Probe(next) => rate = next,
             Next::Stop(stop) => break Some(stop.describe(&plan)),
@@ -387,6 +393,16 @@ pub fn run(
             report.error.as_deref().unwrap_or("unknown")
         )
     });
+    // Whose limit the lowest failure was: the client's makes the capacity a lower bound.
+    if let Some(fail) = search.lowest_fail {
+        if let Some((rate, why)) = client_failures.iter().find(|(rate, _)| *rate == fail) {
+            report.client_bound = true;
+            report.stopped_because = format!(
+                "{}; but the lowest failing rate ({rate:.0} req/s) was the client's limit, not the server's: {why}",
+                report.stopped_because
+            );
+        }
+    }
     report.capacity_rps = search.highest_pass;
     report.lowest_failing_rps = search.lowest_fail;
     report.server_at_capacity = search.highest_pass.and_then(|capacity| {
@@ -425,6 +441,9 @@ pub fn render(report: &CapacityReport) -> String {
         (Some(pass), _) if report.client_bound => out.push_str(&format!(
             "  Capacity:\tat least {pass:.0} req/s (the client's limit was reached first)\n"
         )),
+        (None, _) if report.client_bound => out.push_str(
+            "  Capacity:\tnot measured: the client could not offer even the lowest rate tried\n",
+        ),
         (Some(pass), None) => out.push_str(&format!("  Capacity:\tat least {pass:.0} req/s\n")),
         (None, _) => out.push_str("  Capacity:\tnone found: no rate tried met the SLO\n"),
         (Some(pass), Some(_)) => out.push_str(&format!("  Capacity:\t{pass:.0} req/s\n")),
@@ -627,18 +646,19 @@ mod tests {
         assert!(
             report
                 .stopped_because
-                .contains("the client, not the server"),
+                .contains("was the client's limit, not the server's"),
             "{}",
             report.stopped_because
         );
-        let last = report.probes.last().unwrap();
-        assert!(
-            last.client_limit
-                .as_deref()
-                .unwrap()
-                .contains("CPU was 99 %"),
-            "{last:?}"
-        );
+        // The search went on below the client's limit: the capacity is a lower bound near it.
+        let capacity = report.capacity_rps.unwrap();
+        assert!((4_700.0..=5_000.0).contains(&capacity), "{report:#?}");
+        let limited = report
+            .probes
+            .iter()
+            .find_map(|p| p.client_limit.as_deref())
+            .unwrap();
+        assert!(limited.contains("its CPU 99 % of its threads"), "{limited}");
         assert!(render(&report).contains("at least"), "{}", render(&report));
     }
 
@@ -656,7 +676,10 @@ mod tests {
             server: None,
         };
         let why = client_limit(&measure, Some(1_000_000.0), 10).unwrap();
-        assert!(why.starts_with("concurrency: all 10 streams"), "{why}");
+        assert!(
+            why.starts_with("concurrency: the client's 10 streams were busy 100 %"),
+            "{why}"
+        );
         // A server whose own time tripled is the server's limit.
         assert_eq!(client_limit(&measure, Some(200_000.0), 10), None);
     }

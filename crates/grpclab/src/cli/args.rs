@@ -31,6 +31,9 @@ pub enum Command {
     Bench(BenchArgs),
     /// A/B/n: run implementations (or settings) interleaved and say whether each differs from A.
     Compare(CompareArgs),
+    /// The highest request rate a server takes while an SLO holds ('p99<=10ms'): an
+    /// open-loop search over rates, every probe reported.
+    Capacity(Box<CapacityArgs>),
     /// Drive gRPC calls (unary or streaming) at a server and measure them (ghz's flags where
     /// they overlap).
     Load(Box<LoadArgs>),
@@ -659,6 +662,59 @@ pub struct BenchSettings {
     /// With --tls: the key (PEM) of --tls-cert.
     #[arg(long = "tls-key", value_name = "FILE", requires_all = ["tls", "bench_tls_cert"], id = "bench_tls_key")]
     pub tls_key: Option<PathBuf>,
+}
+
+/// `grpclab capacity [OPTIONS] HOST:PORT --slo EXPR [--slo EXPR ...]`
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// The service level, repeatable, as load's --threshold: 'p99<=10ms', 'avg<2ms',
+    /// 'errors<=0.1%'. A rate meets the SLO when every one holds.
+    #[arg(long = "slo", value_name = "EXPR", required = true)]
+    pub slo: Vec<String>,
+
+    /// The first rate probed, req/s. Default: half the throughput of a 2 s closed loop.
+    #[arg(long = "start-rps", value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
+    pub start_rps: Option<f64>,
+
+    /// The highest rate probed, req/s: an SLO still met there ends the search.
+    #[arg(long = "max-rps", default_value_t = 1_000_000.0, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
+    pub max_rps: f64,
+
+    /// How close the answer must be: the search ends when the lowest failing rate is within
+    /// this share above the highest passing one (0.01 to 0.5).
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION", value_parser = parse_precision, allow_hyphen_values = true)]
+    pub precision: f64,
+
+    /// Shortest probe window.
+    #[arg(long = "probe-min", default_value = "2s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub probe_min: std::time::Duration,
+
+    /// Longest probe window (a probe that needs more calls than this allows says so).
+    #[arg(long = "probe-max", default_value = "20s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub probe_max: std::time::Duration,
+
+    /// Most probes (repeats not counted).
+    #[arg(long = "max-probes", default_value_t = 30, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
+    pub max_probes: usize,
+
+    /// The server's process id: its CPU and memory are recorded for every probe.
+    #[arg(long = "server-pid", value_name = "PID")]
+    pub server_pid: Option<u32>,
+
+    /// The load's settings, as `grpclab load` takes them (the rate, -z, -n and the schedules
+    /// are the search's to choose; --warmup, default 1 s here, precedes every probe).
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// --precision: a fraction from 0.01 to 0.5.
+fn parse_precision(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.01..=0.5).contains(&value) => Ok(value),
+        _ => Err(format!(
+            "'{text}' is not a fraction from 0.01 to 0.5 (0.05: the capacity known to 5 %)"
+        )),
+    }
 }
 
 /// `grpclab compare A B [C ...]`

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod capacity;
 pub mod compare;
 pub mod config_file;
 pub mod encode;

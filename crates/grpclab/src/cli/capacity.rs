@@ -1,0 +1,203 @@
+//! `grpclab capacity`'s arguments, resolved into a search and run against the server: each
+//! probe is a `load` run (the same engine and settings) at one open-loop rate.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use grpclab_load::{CancellationToken, LoadConfig, Pacing};
+
+use super::args::{CapacityArgs, OutputFormat, ScheduleShape};
+use crate::bench::sampler::read_process;
+use crate::capacity::search::SearchPlan;
+use crate::capacity::{CapacityReport, CapacitySettings, ProbeMeasure, ServerUsage};
+use crate::verdict::Threshold;
+use crate::InputError;
+
+/// A validated search, ready to run.
+pub struct PreparedCapacity {
+    settings: CapacitySettings,
+    config: LoadConfig,
+    server_pid: Option<u32>,
+    format: OutputFormat,
+    output: Option<std::path::PathBuf>,
+}
+
+/// The warm-up before each probe when --warmup is not given: long enough for connections,
+/// caches and a JIT's first pass, short beside a probe.
+const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
+
+/// Validates the flags. Every error is an [`InputError`].
+pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {
+    let load = &args.load;
+    let refuse = |flag: &str, why: &str| Err(InputError(format!("capacity {flag}: {why}")));
+    if load.rps > 0.0 {
+        return refuse(
+            "--rps",
+            "the search chooses the rates; give --start-rps and --max-rps to bound it",
+        );
+    }
+    if load.duration.is_some() || load.total.is_some() {
+        return refuse(
+            "-z/-n",
+            "each probe's length follows the SLO; bound it with --probe-min and --probe-max",
+        );
+    }
+    if load.load_schedule != ScheduleShape::Const
+        || load.concurrency_schedule != ScheduleShape::Const
+    {
+        return refuse(
+            "--load-schedule/--concurrency-schedule",
+            "a probe holds one rate; the search moves it",
+        );
+    }
+    if !load.thresholds.is_empty() {
+        return refuse("--threshold", "give the service level as --slo");
+    }
+    if load.config.is_some() {
+        return refuse(
+            "--config",
+            "not read by capacity; give the settings as flags",
+        );
+    }
+    if !matches!(
+        load.format,
+        OutputFormat::Summary | OutputFormat::Json | OutputFormat::Pretty
+    ) {
+        return refuse("-O", "capacity writes summary or json");
+    }
+    if args.probe_min > args.probe_max {
+        return refuse("--probe-min", "is longer than --probe-max");
+    }
+    if let Some(start) = args.start_rps {
+        if start > args.max_rps {
+            return refuse("--start-rps", "is above --max-rps");
+        }
+    }
+    if let Some(pid) = args.server_pid {
+        if read_process(pid).is_none() {
+            return Err(InputError(format!(
+                "capacity --server-pid {pid}: no such process; give the server's pid (e.g. from `pgrep -f 'grpclab serve'`) or leave it out"
+            )));
+        }
+    }
+    let slo = args
+        .slo
+        .iter()
+        .map(|text| {
+            let threshold = Threshold::parse(text)
+                .map_err(|err| InputError(err.0.replacen("--threshold", "--slo", 1)))?;
+            if threshold.is_throughput() {
+                return Err(InputError(format!(
+                    "--slo '{text}': the throughput is what capacity finds, not a service level; give latency or errors, e.g. 'p99<=10ms'"
+                )));
+            }
+            Ok(threshold)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let prepared = super::load::prepare(load)?;
+    let mut config = prepared.config;
+    config.details = None;
+    config.live_latency = false;
+    let warmup = if load.warmup.is_zero() {
+        DEFAULT_WARMUP
+    } else {
+        load.warmup
+    };
+    let settings = CapacitySettings {
+        target: load.target.clone(),
+        slo,
+        plan: SearchPlan {
+            start: args.start_rps.unwrap_or(0.0),
+            max: args.max_rps,
+            floor: 1.0,
+            growth: 2.0,
+            precision: args.precision,
+            max_probes: args.max_probes,
+        },
+        min_probe: args.probe_min,
+        max_probe: args.probe_max,
+        warmup,
+        concurrency: config.concurrency,
+    };
+    Ok(PreparedCapacity {
+        settings,
+        config,
+        server_pid: args.server_pid,
+        format: load.format,
+        output: load.output.clone(),
+    })
+}
+
+/// Runs the search, a line per probe on stderr, and writes the report (also when a probe
+/// failed: what was learned is kept).
+pub fn execute(
+    prepared: PreparedCapacity,
+    cancel: &CancellationToken,
+) -> anyhow::Result<CapacityReport> {
+    let threads = prepared.config.threads.max(1) as f64;
+    let base = prepared.config;
+    let server_pid = prepared.server_pid;
+    let mut measure = |rate: Option<f64>, window: Duration, warmup: Duration| {
+        let mut config = base.clone();
+        config.pacing = match rate {
+            Some(rate) => Pacing::OpenLoop { rate },
+            None => Pacing::ClosedLoop,
+        };
+        config.duration = Some(window);
+        config.total = None;
+        config.warmup = warmup;
+        let own = std::process::id();
+        let client_before = read_process(own);
+        let server_before = server_pid.and_then(read_process);
+        let started = Instant::now();
+        let result = grpclab_load::run(config, cancel, &mut |_| {})
+            .map_err(|err| anyhow::Error::new(InputError(err.to_string())))?;
+        let wall = started.elapsed().as_secs_f64().max(1e-9);
+        let client_cpu_share = match (client_before, read_process(own)) {
+            (Some((before, _)), Some((after, _))) => (after - before).max(0.0) / (wall * threads),
+            _ => 0.0,
+        };
+        let server = match (server_before, server_pid.and_then(read_process)) {
+            (Some((before, _)), Some((after, rss))) => Some(ServerUsage {
+                cpu_percent: 100.0 * (after - before).max(0.0) / wall,
+                rss_bytes: rss,
+            }),
+            _ => None,
+        };
+        Ok(ProbeMeasure {
+            duration: result.elapsed,
+            calls: result.count(),
+            errors: result.errors(),
+            rps: result.rps(),
+            latency: result.recorder.latency.clone(),
+            service: result.recorder.service_time.clone(),
+            client_cpu_share,
+            server,
+        })
+    };
+    let mut progress = |line: &str| {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    };
+    let report = crate::capacity::run(&prepared.settings, &mut measure, &mut progress, cancel);
+    let bytes = match prepared.format {
+        OutputFormat::Json => serde_json::to_vec(&report)?,
+        OutputFormat::Pretty => serde_json::to_vec_pretty(&report)?,
+        _ => crate::capacity::render(&report).into_bytes(),
+    };
+    match &prepared.output {
+        Some(path) => {
+            if let Err(err) = std::fs::write(path, &bytes) {
+                // The search's results are never lost: standard output gets them.
+                let _ = std::io::stdout().write_all(&bytes);
+                anyhow::bail!(
+                    "cannot write {}: {err}; the report went to standard output",
+                    path.display()
+                );
+            }
+        }
+        None => {
+            let _ = std::io::stdout().write_all(&bytes);
+        }
+    }
+    Ok(report)
+}

@@ -263,10 +263,46 @@ fn limits_are_applied_and_read_back() {
         }
     }
     assert_eq!(limits["memory_limit_bytes"], 256u64 << 20);
+    // Half a core saturates at once: the row says its quota bound it, throttled.
+    let bound = &json["bound_by"];
+    assert_eq!(bound["kind"], "server_cpu", "{json:#}");
+    let evidence = bound["evidence"].as_str().unwrap();
+    assert!(evidence.contains("against a quota of 0.5"), "{evidence}");
+    assert!(evidence.contains("throttled in"), "{evidence}");
     // The server ran on its own core, the client on another.
     let server = limits["server_cpus_allowed"].as_str().unwrap().to_owned();
     let client = limits["client_cores"][0].as_u64().unwrap().to_string();
     assert_ne!(server, client, "server and client share a core");
+}
+
+/// Two streams cannot keep lab busy: neither side saturates, and the row says the closed
+/// loop's concurrency set its figures, with Little's law's numbers.
+#[test]
+fn a_closed_loop_with_few_streams_is_bound_by_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_CLIENT_CONCURRENCY", "2"),
+            ("GRPC_CLIENT_CONNECTIONS", "1"),
+        ],
+    ]
+    .concat();
+    let output = bench(dir.path(), &["lab"], &env);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = record(&results_folder(dir.path()), "lab");
+    assert_eq!(
+        json["bound_by"]["kind"], "concurrency",
+        "{:#}",
+        json["bound_by"]
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("| bound by"), "{table}");
+    assert!(table.contains("| concurrency"), "{table}");
+    assert!(
+        table.contains("lab bound by concurrency: 2 streams in a closed loop"),
+        "{table}"
+    );
 }
 
 #[test]

@@ -1606,3 +1606,55 @@ fn thresholds_set_the_exit_code_and_keep_the_results() {
     );
     assert!(json.is_none());
 }
+
+/// Every load result says what bound it, from what the client can see: an open loop the
+/// server kept up with is bound by its offered rate; a closed loop, with the client's CPU to
+/// spare, by the server or the network (load cannot see the server's CPU, and says so).
+#[test]
+fn a_load_result_says_what_bound_it() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let output = run(&[
+        "load",
+        "--insecure",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-z",
+        "1s",
+        "--rps",
+        "500",
+        "-O",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["boundBy"]["kind"], "offered_rate",
+        "{:#}",
+        json["boundBy"]
+    );
+    assert!(json["boundBy"]["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("kept up with the offered 500 req/s"));
+    let output = run(&[
+        "load",
+        "--insecure",
+        &target,
+        "--scenario",
+        "complex_proto",
+        "-z",
+        "1s",
+        "-c",
+        "2",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    let line = summary
+        .lines()
+        .find(|line| line.trim_start().starts_with("Bound by:"))
+        .unwrap_or_else(|| panic!("no Bound by line: {summary}"));
+    assert!(line.contains("server/network"), "{line}");
+    assert!(line.contains("not visible from the client"), "{line}");
+}

@@ -308,6 +308,15 @@ impl ServerCgroup {
         }
     }
 
+    /// The file holding the group's throttling counters (`nr_periods`, `nr_throttled`): v2's
+    /// `cpu.stat`, v1's `cpu.stat` in the cpu hierarchy.
+    pub fn cpu_stat_file(&self) -> PathBuf {
+        match &self.kind {
+            CgroupKind::V2 { dir } => dir.join("cpu.stat"),
+            CgroupKind::V1 { cpu, .. } => cpu.join("cpu.stat"),
+        }
+    }
+
     /// How many times the kernel's OOM killer struck inside this cgroup.
     pub fn oom_kills(&self) -> u64 {
         let (file, key) = match &self.kind {
@@ -394,6 +403,18 @@ impl Drop for ServerCgroup {
             let _ = self.kill_and_remove();
         }
     }
+}
+
+/// Scheduling periods and throttled periods from a cgroup's `cpu.stat` (`nr_periods N`,
+/// `nr_throttled N`); `None` for other files or a group without a quota.
+pub fn throttle_counts(file: &Path) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().parse::<u64>().ok())
+    };
+    Some((field("nr_periods ")?, field("nr_throttled ")?))
 }
 
 /// CPU seconds from a cgroup usage file: v2 `cpu.stat` (`usage_usec N`) or v1

@@ -476,6 +476,7 @@ mod tests {
             cpu_profile: None,
             alloc_profile: None,
             profile_note: None,
+            bound_by: None,
         }
     }
 }

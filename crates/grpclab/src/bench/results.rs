@@ -65,9 +65,9 @@ fn timestamp() -> String {
 }
 
 /// The table's columns: grpc_bench's first, in the same meaning, then ours (errors,
-/// allocations per request, and for streaming calls the messages per second each way: sent by
-/// the client, received by it; `-` for unary calls).
-pub const COLUMNS: [&str; 12] = [
+/// allocations per request, for streaming calls the messages per second each way: sent by
+/// the client, received by it, `-` for unary calls; and what bound the row).
+pub const COLUMNS: [&str; 13] = [
     "name",
     "req/s",
     "avg. latency",
@@ -80,6 +80,7 @@ pub const COLUMNS: [&str; 12] = [
     "allocs/req",
     "msgs/s sent",
     "msgs/s recv",
+    "bound by",
 ];
 
 /// Messages per second of the measured window, sent and received, for a streaming call's row.
@@ -129,6 +130,10 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         message_rates(load).map_or_else(|| "-".to_owned(), |(sent, _)| format!("{sent:.0}")),
         message_rates(load)
             .map_or_else(|| "-".to_owned(), |(_, received)| format!("{received:.0}")),
+        result
+            .bound_by
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |bound| bound.kind.word().to_owned()),
     ]
 }
 
@@ -206,6 +211,7 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
     if streamed {
         out.push_str(&format!(" {:>11} | {:>11} |", COLUMNS[10], COLUMNS[11]));
     }
+    out.push_str(&format!(" {:<14} |", COLUMNS[12]));
     out.push('\n');
     for cells in &rows {
         out.push_str(&format!(
@@ -215,7 +221,23 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
         if streamed {
             out.push_str(&format!(" {:>11} | {:>11} |", cells[10], cells[11]));
         }
+        out.push_str(&format!(" {:<14} |", cells[12]));
         out.push('\n');
+    }
+    // Each row's evidence for its "bound by", so the word can be checked.
+    for result in sorted(results) {
+        if let Some(bound) = result
+            .bound_by
+            .as_ref()
+            .filter(|_| result.status == RowStatus::Ok)
+        {
+            out.push_str(&format!(
+                "{} bound by {}: {}\n",
+                result.name,
+                bound.kind.word(),
+                bound.evidence
+            ));
+        }
     }
     for line in failures(results).iter().chain(footer) {
         out.push_str(line);

@@ -70,6 +70,8 @@ pub struct ImplResult {
     /// Why a requested profile is missing (perf absent or not permitted, a server without
     /// grpclab's heap profiler); one line per profile.
     pub profile_note: Option<String>,
+    /// What limited the row's figures, with the figures that decided it.
+    pub bound_by: Option<crate::verdict::bound::Bound>,
 }
 
 impl ImplResult {
@@ -111,6 +113,7 @@ impl ImplResult {
             cpu_profile: None,
             alloc_profile: None,
             profile_note: None,
+            bound_by: None,
         }
     }
 }
@@ -530,6 +533,11 @@ fn measure(
     let alloc_dir = context.alloc_profile_dir.clone();
     let profile_name = sanitize(name);
     let cpu_usage_file = cgroup.and_then(ServerCgroup::cpu_usage_file);
+    // Around the load: the client's own CPU and the cgroup's throttling, for "bound by".
+    let throttle_file = cgroup.map(ServerCgroup::cpu_stat_file);
+    let throttle_before = throttle_file.as_deref().and_then(limits::throttle_counts);
+    let client_before = super::sampler::read_process(std::process::id());
+    let load_started = Instant::now();
     let monitor_tls = tls_client.clone();
     let monitor = std::thread::spawn(move || {
         let warmup_end = Instant::now() + warmup;
@@ -608,6 +616,25 @@ fn measure(
         None => grpclab_load::run(load, &load_cancel, &mut |_| {}),
     };
     let _ = done_tx.send(());
+    let load_wall = load_started.elapsed().as_secs_f64().max(1e-9);
+    let client_cpu_percent = match (
+        client_before,
+        super::sampler::read_process(std::process::id()),
+    ) {
+        (Some((before, _)), Some((after, _))) => {
+            Some(100.0 * (after - before).max(0.0) / load_wall)
+        }
+        _ => None,
+    };
+    let throttled_share = match (
+        throttle_before,
+        throttle_file.as_deref().and_then(limits::throttle_counts),
+    ) {
+        (Some((periods0, throttled0)), Some((periods1, throttled1))) if periods1 > periods0 => {
+            Some(throttled1.saturating_sub(throttled0) as f64 / (periods1 - periods0) as f64)
+        }
+        _ => None,
+    };
     let (usage, stats_before, died, profile, alloc_stopped, jfr) = monitor
         .join()
         .unwrap_or_else(|_| (Usage::default(), None, false, None, None, None));
@@ -682,10 +709,33 @@ fn measure(
             )
         }
     };
+    let recorder = &result.recorder;
+    let send_lag_share = recorder.service_time.as_ref().and_then(|service| {
+        (!service.is_empty() && !recorder.latency.is_empty()).then(|| {
+            let latency = recorder.latency.mean();
+            ((latency - service.mean()) / latency.max(1e-9)).max(0.0)
+        })
+    });
+    let evidence = crate::verdict::bound::BoundEvidence {
+        server_cpu_quota: Some(config.server_cpus),
+        throttled_share,
+        server_memory_limit: Some(config.server_ram),
+        client_cpu_percent,
+        client_threads: config.client_cpus,
+        offered_rate: (config.qps > 0).then_some(config.qps as f64),
+        rps: result.rps(),
+        send_lag_share,
+        streams: config.concurrency,
+        mean_latency_ns: recorder.latency.mean(),
+        calls: result.count(),
+        errors: result.errors(),
+        ..Default::default()
+    };
     let report_input = Report {
         options,
         result,
         thresholds: Vec::new(),
+        bound_by: None,
     };
     if let Some(note) = crate::export::starvation_note(&report_input.result) {
         (context.progress)(&format!("{name}: {note}"));
@@ -733,7 +783,15 @@ fn measure(
     } else {
         (RowStatus::Ok, None, Vec::new())
     };
+    let bound_by = (status == RowStatus::Ok).then(|| {
+        crate::verdict::bound::bound_by(&crate::verdict::bound::BoundEvidence {
+            server_cpu_percent: Some(usage.cpu_percent),
+            server_memory_peak: Some(usage.memory_peak_bytes),
+            ..evidence
+        })
+    });
     ImplResult {
+        bound_by,
         name: name.to_owned(),
         status,
         reason,

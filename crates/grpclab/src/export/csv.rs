@@ -82,6 +82,7 @@ mod tests {
                 ignored: 0,
             },
             thresholds: Vec::new(),
+            bound_by: None,
         };
         let text = String::from_utf8(CsvExporter.render(&report).unwrap()).unwrap();
         assert_eq!(

@@ -405,6 +405,9 @@ pub struct JsonReport {
     /// grpclab: `--threshold` verdicts, in the order given; omitted when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
+    /// grpclab: what limited the run, with its evidence; omitted when not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<crate::verdict::bound::Bound>,
     /// grpclab: the measured window (after the warmup) in nanoseconds: `total`.
     pub measured_window: u64,
     /// grpclab: the whole run in nanoseconds, warmup included.
@@ -487,6 +490,7 @@ impl JsonReport {
             details: details(result),
             tags: report.options.tags.clone(),
             thresholds: report.thresholds.clone(),
+            bound_by: report.bound_by.clone(),
             measured_window: saturating_ns(result.elapsed),
             whole_run: saturating_ns(result.whole_run),
             measured_rps: result.rps(),

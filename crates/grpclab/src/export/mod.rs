@@ -141,6 +141,9 @@ pub struct Report {
     pub result: LoadResult,
     /// `--threshold` verdicts, in the order given (empty without thresholds).
     pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
+    /// What limited the run as far as the client can tell (`load`); `None` where the caller
+    /// judges it with more evidence (bench rows carry their own).
+    pub bound_by: Option<crate::verdict::bound::Bound>,
 }
 
 /// Renders a report in one format.

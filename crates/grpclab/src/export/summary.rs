@@ -124,6 +124,14 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     if let Some(line) = nothing_succeeded(result) {
         writeln!(out, "  {line}")?;
     }
+    if let Some(bound) = &report.bound_by {
+        writeln!(
+            out,
+            "  Bound by:\t{} ({})",
+            bound.kind.word(),
+            bound.evidence
+        )?;
+    }
     for verdict in &report.thresholds {
         writeln!(
             out,
@@ -371,6 +379,7 @@ mod tests {
             },
             result: result_of(recorder, ms(500), ms(500)),
             thresholds: Vec::new(),
+            bound_by: None,
         };
         let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
         let expected = "
@@ -448,6 +457,7 @@ grpclab:
             options: RunOptions::default(),
             result: result_of(recorder, Duration::from_secs(1), Duration::from_secs(1)),
             thresholds: Vec::new(),
+            bound_by: None,
         };
         let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
         assert!(

@@ -3,7 +3,11 @@
 //! [`threshold`]: k6-style pass/fail conditions on one run (`p99<=10ms`, `errors<=0.1%`,
 //! `rps>=5000`), each judged against the run's own figures; `load --threshold` turns a failed
 //! one into its own exit code ([`EXIT_THRESHOLD`]), with the results written as usual.
+//!
+//! [`bound`]: what limited a run (server CPU, client, concurrency, memory, errors, the offered
+//! rate), decided from the figures it measured and shown with them.
 
+pub mod bound;
 pub mod threshold;
 
 pub use threshold::{Threshold, ThresholdVerdict};

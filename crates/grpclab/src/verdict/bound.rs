@@ -1,0 +1,320 @@
+//! "Bound by": what limited a run's figures — the server's CPU (its quota saturated, the
+//! cgroup throttling it), the client (its CPU saturated, or its schedule behind), the closed
+//! loop's concurrency (neither side saturated: latency ≈ streams / throughput, so more streams
+//! would have given more), the server's memory (near its limit, or OOM-killed), errors, the
+//! offered rate (an open loop the server kept up with), or nothing found. One pure function
+//! over the evidence, which the verdict repeats in figures so a reader can check it.
+
+use serde::{Deserialize, Serialize};
+
+/// Past this share of a resource, it is taken to be the limit.
+const SATURATED: f64 = 0.90;
+
+/// What limited a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundKind {
+    /// The server's CPU quota.
+    ServerCpu,
+    /// The load generator.
+    Client,
+    /// The closed loop's number of streams.
+    Concurrency,
+    /// The server's memory limit.
+    ServerMemory,
+    /// Failed calls.
+    Errors,
+    /// An open loop's offered rate, met.
+    OfferedRate,
+    /// The server or the network, as far as the client can tell (`load` cannot see the
+    /// server's CPU).
+    ServerOrNetwork,
+    /// No resource was near its limit.
+    NothingFound,
+}
+
+impl BoundKind {
+    /// The table's short word.
+    pub fn word(self) -> &'static str {
+        match self {
+            BoundKind::ServerCpu => "server cpu",
+            BoundKind::Client => "client",
+            BoundKind::Concurrency => "concurrency",
+            BoundKind::ServerMemory => "server memory",
+            BoundKind::Errors => "errors",
+            BoundKind::OfferedRate => "offered rate",
+            BoundKind::ServerOrNetwork => "server/network",
+            BoundKind::NothingFound => "nothing found",
+        }
+    }
+}
+
+/// The verdict with the figures that decided it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    /// What limited the run.
+    pub kind: BoundKind,
+    /// The figures that decided it, in words.
+    pub evidence: String,
+}
+
+/// What a run measured about its limits. Server fields are `None` where the server is not
+/// the caller's to watch (`load`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoundEvidence {
+    /// The server's mean CPU over the window, percent of one core.
+    pub server_cpu_percent: Option<f64>,
+    /// The server's CPU quota, cores.
+    pub server_cpu_quota: Option<f64>,
+    /// The share of the cgroup's scheduling periods in which it was throttled.
+    pub throttled_share: Option<f64>,
+    /// The server's highest resident memory, bytes.
+    pub server_memory_peak: Option<u64>,
+    /// Its memory limit, bytes.
+    pub server_memory_limit: Option<u64>,
+    /// The server was OOM-killed.
+    pub oom_killed: bool,
+    /// The client's CPU over the run, percent of one core.
+    pub client_cpu_percent: Option<f64>,
+    /// The client's threads (cores it may use).
+    pub client_threads: usize,
+    /// An open loop's offered rate, req/s (`None`: closed loop).
+    pub offered_rate: Option<f64>,
+    /// Calls per second completed.
+    pub rps: f64,
+    /// Open loop: the share of the mean latency spent before sending (schedule lag).
+    pub send_lag_share: Option<f64>,
+    /// Streams in flight (closed loop: all of them, all the time).
+    pub streams: usize,
+    /// Mean latency, ns.
+    pub mean_latency_ns: f64,
+    /// Calls measured.
+    pub calls: u64,
+    /// Of them, failed.
+    pub errors: u64,
+}
+
+/// Decides what bound the run: memory, then errors, then the server's CPU, then the client,
+/// then the pacing (an open loop met, or a closed loop's streams).
+pub fn bound_by(e: &BoundEvidence) -> Bound {
+    let bound = |kind, evidence: String| Bound { kind, evidence };
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    if e.oom_killed {
+        return bound(
+            BoundKind::ServerMemory,
+            "the server was OOM-killed at its memory limit".to_owned(),
+        );
+    }
+    if let (Some(peak), Some(limit)) = (e.server_memory_peak, e.server_memory_limit) {
+        if limit > 0 && peak as f64 >= SATURATED * limit as f64 {
+            return bound(
+                BoundKind::ServerMemory,
+                format!(
+                    "memory peaked at {:.0} MiB of its {:.0} MiB limit",
+                    mib(peak),
+                    mib(limit)
+                ),
+            );
+        }
+    }
+    if e.calls > 0 && e.errors as f64 > 0.01 * e.calls as f64 {
+        return bound(
+            BoundKind::Errors,
+            format!(
+                "{:.1} % of the calls failed ({} of {})",
+                100.0 * e.errors as f64 / e.calls as f64,
+                e.errors,
+                e.calls
+            ),
+        );
+    }
+    if let (Some(cpu), Some(quota)) = (e.server_cpu_percent, e.server_cpu_quota) {
+        let share = cpu / (quota * 100.0);
+        let throttled = e.throttled_share.filter(|t| *t > 0.10);
+        if share >= SATURATED || (throttled.is_some() && share >= 0.75) {
+            let mut evidence = format!(
+                "the server used {cpu:.0} % of a core against a quota of {quota} ({:.0} % of it)",
+                share * 100.0
+            );
+            if let Some(t) = e.throttled_share {
+                evidence.push_str(&format!(
+                    "; throttled in {:.0} % of its scheduling periods",
+                    t * 100.0
+                ));
+            }
+            return bound(BoundKind::ServerCpu, evidence);
+        }
+    }
+    if let Some(cpu) = e.client_cpu_percent {
+        let threads = e.client_threads.max(1) as f64;
+        if cpu >= SATURATED * 100.0 * threads {
+            return bound(
+                BoundKind::Client,
+                format!(
+                    "the client used {cpu:.0} % of a core on {} thread(s) ({:.0} % of them)",
+                    e.client_threads,
+                    cpu / threads
+                ),
+            );
+        }
+    }
+    if let Some(rate) = e.offered_rate {
+        let lag = e.send_lag_share.unwrap_or(0.0);
+        if e.rps < 0.95 * rate && lag > 0.5 {
+            return bound(
+                BoundKind::Client,
+                format!(
+                    "the schedule fell behind: {:.0} of {rate:.0} req/s done, {:.0} % of the latency spent before sending",
+                    e.rps,
+                    lag * 100.0
+                ),
+            );
+        }
+        if e.rps >= 0.95 * rate {
+            return bound(
+                BoundKind::OfferedRate,
+                format!(
+                    "the server kept up with the offered {rate:.0} req/s ({:.0} done)",
+                    e.rps
+                ),
+            );
+        }
+    } else if e.streams > 0 && e.rps > 0.0 {
+        // Little's law: streams = throughput × latency in a closed loop, always; what it
+        // shows here is that neither side was saturated, so the streams set the pace.
+        let little = e.rps * e.mean_latency_ns / 1e9;
+        let sides = match (e.server_cpu_percent, e.server_cpu_quota) {
+            (Some(cpu), Some(quota)) => format!(
+                "the server at {:.0} % of its quota",
+                100.0 * cpu / (quota * 100.0)
+            ),
+            _ => {
+                return bound(
+                    BoundKind::ServerOrNetwork,
+                    format!(
+                        "the client had CPU to spare ({:.0} % of a core on {} thread(s)); the server's CPU is not visible from the client (bench or capacity --server-pid show it)",
+                        e.client_cpu_percent.unwrap_or(0.0),
+                        e.client_threads
+                    ),
+                )
+            }
+        };
+        return bound(
+            BoundKind::Concurrency,
+            format!(
+                "{} streams in a closed loop, {sides} and the client at {:.0} % of its threads: latency ≈ streams / throughput ({} / {:.0} req/s = {:.3} ms), so more streams would have given more",
+                e.streams,
+                e.client_cpu_percent.unwrap_or(0.0) / e.client_threads.max(1) as f64,
+                e.streams,
+                e.rps,
+                little / e.rps.max(1e-9) * 1e3
+            ),
+        );
+    }
+    bound(
+        BoundKind::NothingFound,
+        "no resource measured was near its limit".to_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn closed_loop() -> BoundEvidence {
+        BoundEvidence {
+            server_cpu_percent: Some(30.0),
+            server_cpu_quota: Some(1.0),
+            throttled_share: Some(0.0),
+            server_memory_peak: Some(20 << 20),
+            server_memory_limit: Some(512 << 20),
+            oom_killed: false,
+            client_cpu_percent: Some(40.0),
+            client_threads: 1,
+            offered_rate: None,
+            rps: 10_000.0,
+            send_lag_share: None,
+            streams: 50,
+            mean_latency_ns: 5e6,
+            calls: 100_000,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn each_limit_is_named_with_its_figures() {
+        let quota = BoundEvidence {
+            server_cpu_percent: Some(49.0),
+            server_cpu_quota: Some(0.5),
+            throttled_share: Some(0.6),
+            ..closed_loop()
+        };
+        let verdict = bound_by(&quota);
+        assert_eq!(verdict.kind, BoundKind::ServerCpu);
+        assert!(
+            verdict.evidence.contains("quota of 0.5 (98 % of it)"),
+            "{}",
+            verdict.evidence
+        );
+        assert!(
+            verdict.evidence.contains("throttled in 60 %"),
+            "{}",
+            verdict.evidence
+        );
+
+        let client = BoundEvidence {
+            client_cpu_percent: Some(97.0),
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&client).kind, BoundKind::Client);
+
+        let behind = BoundEvidence {
+            offered_rate: Some(50_000.0),
+            rps: 30_000.0,
+            send_lag_share: Some(0.9),
+            ..closed_loop()
+        };
+        let verdict = bound_by(&behind);
+        assert_eq!(verdict.kind, BoundKind::Client);
+        assert!(verdict.evidence.contains("the schedule fell behind"));
+
+        let met = BoundEvidence {
+            offered_rate: Some(10_000.0),
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&met).kind, BoundKind::OfferedRate);
+
+        let verdict = bound_by(&closed_loop());
+        assert_eq!(verdict.kind, BoundKind::Concurrency);
+        assert!(
+            verdict.evidence.contains("50 streams"),
+            "{}",
+            verdict.evidence
+        );
+
+        let memory = BoundEvidence {
+            server_memory_peak: Some(500 << 20),
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&memory).kind, BoundKind::ServerMemory);
+        let oom = BoundEvidence {
+            oom_killed: true,
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&oom).kind, BoundKind::ServerMemory);
+
+        let failing = BoundEvidence {
+            errors: 5_000,
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&failing).kind, BoundKind::Errors);
+
+        // From the client alone: the server cannot be judged.
+        let blind = BoundEvidence {
+            server_cpu_percent: None,
+            server_cpu_quota: None,
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&blind).kind, BoundKind::ServerOrNetwork);
+    }
+}

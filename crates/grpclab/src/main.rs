@@ -88,11 +88,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if page.is_file() {
                 let _ = writeln!(std::io::stderr(), "report: {}", page.display());
             }
-            Ok(if outcome.any_failed() || cancel.is_cancelled() {
-                ExitCode::from(EXIT_FAILURE)
-            } else {
-                ExitCode::SUCCESS
-            })
+            if outcome.any_failed() || cancel.is_cancelled() {
+                return Ok(ExitCode::from(EXIT_FAILURE));
+            }
+            let failed = outcome.thresholds_failed();
+            if failed.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // Everything is written: the exit code alone says a threshold failed.
+            let _ = writeln!(
+                std::io::stderr(),
+                "grpclab: {} row thresholds failed: {}",
+                failed.len(),
+                failed.join(", ")
+            );
+            Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
         }
         Command::Compare(args) => {
             let prepared = cli::compare::prepare(&args)?;

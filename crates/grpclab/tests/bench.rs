@@ -305,6 +305,39 @@ fn a_closed_loop_with_few_streams_is_bound_by_concurrency() {
     );
 }
 
+/// `--threshold` on every row: a passing and a failing one, the verdicts under the table and
+/// in the row's record, exit 3 with everything written; a bad expression is refused first.
+#[test]
+fn row_thresholds_set_the_exit_code_and_keep_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(
+        dir.path(),
+        &["lab", "--threshold", "rps>=1", "--threshold", "p99<=1ns"],
+        SHORT,
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("grpclab: 1 row thresholds failed: lab p99<=1ns"),
+        "{}",
+        stderr(&output)
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("lab threshold rps>=1: passed"), "{table}");
+    assert!(table.contains("lab threshold p99<=1ns: FAILED"), "{table}");
+    let json = record(&results_folder(dir.path()), "lab");
+    let verdicts = json["thresholds"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{json:#}");
+    assert_eq!(verdicts[0]["passed"], true);
+    assert_eq!(verdicts[1]["passed"], false);
+    let output = bench(dir.path(), &["lab", "--threshold", "p99<<1ms"], SHORT);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--threshold 'p99<<1ms'"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn oversubscribed_cores_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();

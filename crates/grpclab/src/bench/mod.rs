@@ -51,6 +51,8 @@ pub struct PreparedBench {
     pub profile_cpu: Option<profile::CallGraph>,
     /// `--profile alloc`: record each built-in server's allocation sites during its window.
     pub profile_alloc: bool,
+    /// `--threshold`s, judged on every row.
+    pub thresholds: Vec<crate::verdict::Threshold>,
     /// What the sweep had to change to run as asked (shown before the runs and under the
     /// table).
     pub notes: Vec<String>,
@@ -85,6 +87,8 @@ pub struct BenchRequest<'a> {
     pub profile_cpu: Option<profile::CallGraph>,
     /// `--profile alloc`.
     pub profile_alloc: bool,
+    /// `--threshold`s, judged on every row.
+    pub thresholds: Vec<crate::verdict::Threshold>,
 }
 
 /// Validates everything before any server starts.
@@ -96,6 +100,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         sweep,
         profile_cpu,
         profile_alloc,
+        thresholds,
     } = request;
     let load_scenario = |name: &str| {
         Scenario::load(name, None)
@@ -141,6 +146,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         runs,
         profile_cpu,
         profile_alloc,
+        thresholds,
         notes,
     })
 }
@@ -199,7 +205,49 @@ pub struct BenchOutcome {
     pub table: String,
 }
 
+/// Judges a measured row against every `--threshold` (a row that measured nothing has no
+/// verdicts: it failed already).
+fn judge_row(
+    thresholds: &[crate::verdict::Threshold],
+    result: &ImplResult,
+) -> Vec<crate::verdict::ThresholdVerdict> {
+    let Some(load) = result
+        .load
+        .as_ref()
+        .filter(|_| result.status == RowStatus::Ok)
+    else {
+        return Vec::new();
+    };
+    // No successful call: an empty histogram, so latency thresholds fail as "no successful
+    // call" (3 significant digits is always a valid histogram).
+    let Some(latency) = crate::report::pages::latency_histogram(load)
+        .or_else(|| hdrhistogram::Histogram::new(3).ok())
+    else {
+        return Vec::new();
+    };
+    let figures = crate::verdict::threshold::RunFigures {
+        latency: &latency,
+        count: load.count,
+        errors: load.errors,
+        rps: load.measured_rps,
+    };
+    thresholds.iter().map(|t| t.judge(&figures)).collect()
+}
+
 impl BenchOutcome {
+    /// Whether a row failed a `--threshold`.
+    pub fn thresholds_failed(&self) -> Vec<String> {
+        self.results
+            .iter()
+            .flat_map(|r| {
+                r.thresholds
+                    .iter()
+                    .filter(|v| !v.passed)
+                    .map(move |v| format!("{} {} ({})", r.name, v.expression, v.actual))
+            })
+            .collect()
+    }
+
     /// Whether any implementation failed.
     pub fn any_failed(&self) -> bool {
         self.results.iter().any(|r| r.status == RowStatus::Failed)
@@ -291,7 +339,14 @@ pub fn execute(
             alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
             tls: tls.as_ref(),
         };
-        let result = run_one(&run.spec, &mut context);
+        let mut result = run_one(&run.spec, &mut context);
+        result.thresholds = judge_row(&prepared.thresholds, &result);
+        for verdict in result.thresholds.iter().filter(|v| !v.passed) {
+            prefixed(&format!(
+                "{}: threshold {} FAILED ({})",
+                result.name, verdict.expression, verdict.actual
+            ));
+        }
         let summary = match (&result.status, &result.load) {
             (RowStatus::Ok, Some(load)) => format!(
                 "{}: {:.0} req/s, {} errors",
@@ -477,6 +532,7 @@ mod tests {
             alloc_profile: None,
             profile_note: None,
             bound_by: None,
+            thresholds: Vec::new(),
         }
     }
 }

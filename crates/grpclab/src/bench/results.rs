@@ -224,6 +224,17 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
         out.push_str(&format!(" {:<14} |", cells[12]));
         out.push('\n');
     }
+    for result in sorted(results) {
+        for verdict in &result.thresholds {
+            out.push_str(&format!(
+                "{} threshold {}: {} ({})\n",
+                result.name,
+                verdict.expression,
+                if verdict.passed { "passed" } else { "FAILED" },
+                verdict.actual
+            ));
+        }
+    }
     // Each row's evidence for its "bound by", so the word can be checked.
     for result in sorted(results) {
         if let Some(bound) = result

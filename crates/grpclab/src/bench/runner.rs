@@ -72,6 +72,9 @@ pub struct ImplResult {
     pub profile_note: Option<String>,
     /// What limited the row's figures, with the figures that decided it.
     pub bound_by: Option<crate::verdict::bound::Bound>,
+    /// `--threshold` verdicts on the row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
 }
 
 impl ImplResult {
@@ -114,6 +117,7 @@ impl ImplResult {
             alloc_profile: None,
             profile_note: None,
             bound_by: None,
+            thresholds: Vec::new(),
         }
     }
 }
@@ -792,6 +796,7 @@ fn measure(
     });
     ImplResult {
         bound_by,
+        thresholds: Vec::new(),
         name: name.to_owned(),
         status,
         reason,

@@ -587,6 +587,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_tui: bool,
 
+    /// A pass/fail condition judged on every row, repeatable, as load's: 'p99<=10ms',
+    /// 'errors<=0.1%', 'rps>=5000'. Verdicts under the table and in each row's JSON; a failed
+    /// one makes the exit code 3 (everything written all the same).
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+
     /// Settings shared with `grpclab compare`.
     #[command(flatten)]
     pub settings: BenchSettings,

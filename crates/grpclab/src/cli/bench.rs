@@ -33,6 +33,11 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         sweep: &args.sweep,
         profile_cpu,
         profile_alloc: args.profile.contains(&ProfileKind::Alloc),
+        thresholds: args
+            .thresholds
+            .iter()
+            .map(|text| crate::verdict::Threshold::parse(text))
+            .collect::<Result<Vec<_>, _>>()?,
     })
 }
 

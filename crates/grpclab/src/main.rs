@@ -44,6 +44,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// The exit code of a run whose results are written: success, or — when a verdict failed —
+/// [`grpclab::verdict::EXIT_THRESHOLD`] with one line, "grpclab: N WHAT: each failure".
+fn verdict_exit(what: &str, failed: &[String]) -> ExitCode {
+    if failed.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "grpclab: {} {what}: {}",
+        failed.len(),
+        failed.join(", ")
+    );
+    ExitCode::from(grpclab::verdict::EXIT_THRESHOLD)
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => {
@@ -91,18 +106,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if outcome.any_failed() || cancel.is_cancelled() {
                 return Ok(ExitCode::from(EXIT_FAILURE));
             }
-            let failed = outcome.thresholds_failed();
-            if failed.is_empty() {
-                return Ok(ExitCode::SUCCESS);
-            }
-            // Everything is written: the exit code alone says a threshold failed.
-            let _ = writeln!(
-                std::io::stderr(),
-                "grpclab: {} row thresholds failed: {}",
-                failed.len(),
-                failed.join(", ")
-            );
-            Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
+            Ok(verdict_exit(
+                "row thresholds failed",
+                &outcome.thresholds_failed(),
+            ))
         }
         Command::Compare(args) => {
             let prepared = cli::compare::prepare(&args)?;
@@ -120,24 +127,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if page.is_file() {
                 let _ = writeln!(std::io::stderr(), "report: {}", page.display());
             }
-            if !report.gate_failed() {
-                return Ok(ExitCode::SUCCESS);
-            }
-            // Everything is written: the exit code alone says the gate failed.
             let failed: Vec<String> = report
                 .gate
                 .iter()
                 .filter(|verdict| verdict.failed)
                 .map(|verdict| format!("{} ({})", verdict.expression, verdict.side))
                 .collect();
-            let _ = writeln!(
-                std::io::stderr(),
-                "grpclab: the gate failed, {} of {} rules: {}",
-                failed.len(),
-                report.gate.len(),
-                failed.join(", ")
-            );
-            Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
+            Ok(verdict_exit(
+                &format!("of {} gate rules failed", report.gate.len()),
+                &failed,
+            ))
         }
         Command::Capacity(args) => {
             let prepared = cli::capacity::prepare(&args)?;
@@ -185,18 +184,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .filter(|verdict| !verdict.passed)
                 .map(|verdict| format!("{} ({})", verdict.expression, verdict.actual))
                 .collect();
-            if failed.is_empty() {
-                return Ok(ExitCode::SUCCESS);
-            }
-            // The results are written: the exit code alone says a threshold failed.
-            let _ = writeln!(
-                std::io::stderr(),
-                "grpclab: {} of {} thresholds failed: {}",
-                failed.len(),
-                report.thresholds.len(),
-                failed.join(", ")
-            );
-            Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD))
+            Ok(verdict_exit(
+                &format!("of {} thresholds failed", report.thresholds.len()),
+                &failed,
+            ))
         }
         Command::Completions(args) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();

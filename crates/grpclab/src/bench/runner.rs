@@ -540,8 +540,7 @@ fn measure(
     // Around the load: the client's own CPU and the cgroup's throttling, for "bound by".
     let throttle_file = cgroup.map(ServerCgroup::cpu_stat_file);
     let throttle_before = throttle_file.as_deref().and_then(limits::throttle_counts);
-    let client_before = super::sampler::read_process(std::process::id());
-    let load_started = Instant::now();
+    let client_cpu = super::sampler::OwnCpu::start();
     let monitor_tls = tls_client.clone();
     let monitor = std::thread::spawn(move || {
         let warmup_end = Instant::now() + warmup;
@@ -620,16 +619,7 @@ fn measure(
         None => grpclab_load::run(load, &load_cancel, &mut |_| {}),
     };
     let _ = done_tx.send(());
-    let load_wall = load_started.elapsed().as_secs_f64().max(1e-9);
-    let client_cpu_percent = match (
-        client_before,
-        super::sampler::read_process(std::process::id()),
-    ) {
-        (Some((before, _)), Some((after, _))) => {
-            Some(100.0 * (after - before).max(0.0) / load_wall)
-        }
-        _ => None,
-    };
+    let client_cpu_percent = client_cpu.percent();
     let throttled_share = match (
         throttle_before,
         throttle_file.as_deref().and_then(limits::throttle_counts),
@@ -714,12 +704,7 @@ fn measure(
         }
     };
     let recorder = &result.recorder;
-    let send_lag_share = recorder.service_time.as_ref().and_then(|service| {
-        (!service.is_empty() && !recorder.latency.is_empty()).then(|| {
-            let latency = recorder.latency.mean();
-            ((latency - service.mean()) / latency.max(1e-9)).max(0.0)
-        })
-    });
+    let send_lag_share = crate::verdict::bound::send_lag_share(recorder);
     let evidence = crate::verdict::bound::BoundEvidence {
         server_cpu_quota: Some(config.server_cpus),
         throttled_share,

@@ -93,6 +93,31 @@ pub fn read_process(pid: u32) -> Option<(f64, u64)> {
     ))
 }
 
+/// This process's CPU over a stretch of work (the client's, around a load run): taken at
+/// [`OwnCpu::start`], read with [`OwnCpu::percent`].
+pub struct OwnCpu {
+    cpu_seconds: Option<f64>,
+    started: std::time::Instant,
+}
+
+impl OwnCpu {
+    /// Starts counting now.
+    pub fn start() -> OwnCpu {
+        OwnCpu {
+            cpu_seconds: read_process(std::process::id()).map(|(cpu, _)| cpu),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// CPU since the start, in percent of one core (200 is two cores busy).
+    pub fn percent(&self) -> Option<f64> {
+        let before = self.cpu_seconds?;
+        let (after, _) = read_process(std::process::id())?;
+        let wall = self.started.elapsed().as_secs_f64().max(1e-9);
+        Some(100.0 * (after - before).max(0.0) / wall)
+    }
+}
+
 fn clock_ticks() -> f64 {
     // SAFETY: sysconf only reads a configuration value.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

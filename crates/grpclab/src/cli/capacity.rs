@@ -146,17 +146,13 @@ pub fn execute(
         config.duration = Some(window);
         config.total = None;
         config.warmup = warmup;
-        let own = std::process::id();
-        let client_before = read_process(own);
+        let client_cpu = crate::bench::sampler::OwnCpu::start();
         let server_before = server_pid.and_then(read_process);
         let started = Instant::now();
         let result = grpclab_load::run(config, cancel, &mut |_| {})
             .map_err(|err| anyhow::Error::new(InputError(err.to_string())))?;
         let wall = started.elapsed().as_secs_f64().max(1e-9);
-        let client_cpu_share = match (client_before, read_process(own)) {
-            (Some((before, _)), Some((after, _))) => (after - before).max(0.0) / (wall * threads),
-            _ => 0.0,
-        };
+        let client_cpu_share = client_cpu.percent().unwrap_or(0.0) / (100.0 * threads);
         let server = match (server_before, server_pid.and_then(read_process)) {
             (Some((before, _)), Some((after, rss))) => Some(ServerUsage {
                 cpu_percent: 100.0 * (after - before).max(0.0) / wall,

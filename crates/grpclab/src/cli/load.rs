@@ -343,8 +343,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     };
     let stepped = matches!(prepared.config.pacing, grpclab_load::Pacing::Steps { .. })
         || prepared.config.concurrency_steps.is_some();
-    let client_before = crate::bench::sampler::read_process(std::process::id());
-    let started = std::time::Instant::now();
+    let client_cpu = crate::bench::sampler::OwnCpu::start();
     let result = match live_view {
         Some(mut view) => {
             let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
@@ -363,14 +362,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         }
     };
     let result = result.map_err(|err| InputError(err.to_string()))?;
-    let wall = started.elapsed().as_secs_f64().max(1e-9);
-    let client_cpu_percent = match (
-        client_before,
-        crate::bench::sampler::read_process(std::process::id()),
-    ) {
-        (Some((before, _)), Some((after, _))) => Some(100.0 * (after - before).max(0.0) / wall),
-        _ => None,
-    };
+    let client_cpu_percent = client_cpu.percent();
     // A stepped schedule has no one rate or stream count to judge against.
     let bound_by = (!stepped).then(|| {
         let recorder = &result.recorder;
@@ -379,12 +371,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             client_threads: threads,
             offered_rate,
             rps: result.rps(),
-            send_lag_share: recorder.service_time.as_ref().and_then(|service| {
-                (!service.is_empty() && !recorder.latency.is_empty()).then(|| {
-                    let latency = recorder.latency.mean();
-                    ((latency - service.mean()) / latency.max(1e-9)).max(0.0)
-                })
-            }),
+            send_lag_share: crate::verdict::bound::send_lag_share(recorder),
             streams,
             mean_latency_ns: recorder.latency.mean(),
             calls: result.count(),

@@ -94,6 +94,17 @@ pub struct BoundEvidence {
     pub errors: u64,
 }
 
+/// An open loop's share of the mean latency spent before sending (latency from the scheduled
+/// time minus the service time from the actual send); `None` for a closed loop.
+pub fn send_lag_share(recorder: &grpclab_load::Recorder) -> Option<f64> {
+    let service = recorder.service_time.as_ref()?;
+    if service.is_empty() || recorder.latency.is_empty() {
+        return None;
+    }
+    let latency = recorder.latency.mean();
+    Some(((latency - service.mean()) / latency.max(1e-9)).max(0.0))
+}
+
 /// Decides what bound the run: memory, then errors, then the server's CPU, then the client,
 /// then the pacing (an open loop met, or a closed loop's streams).
 pub fn bound_by(e: &BoundEvidence) -> Bound {

@@ -338,6 +338,58 @@ fn row_thresholds_set_the_exit_code_and_keep_the_results() {
     );
 }
 
+/// `--capacity SLO`: after its window each row searches its capacity; the answer is a table
+/// column with a line saying why the search stopped, every probe is in the row's record, and
+/// the report draws them. A throughput SLO is refused before anything runs.
+#[test]
+fn capacity_at_an_slo_is_searched_for_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(
+        dir.path(),
+        &[
+            "lab",
+            "--capacity",
+            "p99<=50ms",
+            "--capacity-probe-max",
+            "2s",
+        ],
+        SHORT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("|   capacity |"), "{table}");
+    assert!(table.contains("lab capacity at p99<=50ms: "), "{table}");
+    let folder = results_folder(dir.path());
+    let json = record(&folder, "lab");
+    let capacity = &json["capacity"];
+    assert!(
+        capacity["capacity_rps"].as_f64().unwrap() > 0.0,
+        "{capacity:#}"
+    );
+    let probes = capacity["probes"].as_array().unwrap();
+    assert!(probes.len() >= 2, "{capacity:#}");
+    assert!(probes
+        .iter()
+        .all(|p| p["server"]["rss_bytes"].as_u64().unwrap() > 0));
+    assert!(
+        stderr(&output).contains("lab: capacity: probe 1: "),
+        "{}",
+        stderr(&output)
+    );
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(
+        page.contains("id=\"capacity\""),
+        "the report has the capacity section"
+    );
+    let output = bench(dir.path(), &["lab", "--capacity", "rps>=5"], SHORT);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("the throughput is what the search finds"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn oversubscribed_cores_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();

@@ -53,6 +53,8 @@ pub struct PreparedBench {
     pub profile_alloc: bool,
     /// `--threshold`s, judged on every row.
     pub thresholds: Vec<crate::verdict::Threshold>,
+    /// `--capacity`: each row's capacity at this SLO, searched after its window.
+    pub capacity: Option<runner::CapacityPlan>,
     /// What the sweep had to change to run as asked (shown before the runs and under the
     /// table).
     pub notes: Vec<String>,
@@ -89,6 +91,8 @@ pub struct BenchRequest<'a> {
     pub profile_alloc: bool,
     /// `--threshold`s, judged on every row.
     pub thresholds: Vec<crate::verdict::Threshold>,
+    /// `--capacity`: the SLO each row's capacity is searched at.
+    pub capacity: Option<runner::CapacityPlan>,
 }
 
 /// Validates everything before any server starts.
@@ -101,6 +105,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         profile_cpu,
         profile_alloc,
         thresholds,
+        capacity,
     } = request;
     let load_scenario = |name: &str| {
         Scenario::load(name, None)
@@ -147,6 +152,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         profile_cpu,
         profile_alloc,
         thresholds,
+        capacity,
         notes,
     })
 }
@@ -338,6 +344,7 @@ pub fn execute(
             cpu_call_graph: prepared.profile_cpu.unwrap_or_default(),
             alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
             tls: tls.as_ref(),
+            capacity: prepared.capacity.as_ref(),
         };
         let mut result = run_one(&run.spec, &mut context);
         result.thresholds = judge_row(&prepared.thresholds, &result);
@@ -533,6 +540,7 @@ mod tests {
             profile_note: None,
             bound_by: None,
             thresholds: Vec::new(),
+            capacity: None,
         }
     }
 }

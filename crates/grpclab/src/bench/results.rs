@@ -67,7 +67,7 @@ fn timestamp() -> String {
 /// The table's columns: grpc_bench's first, in the same meaning, then ours (errors,
 /// allocations per request, for streaming calls the messages per second each way: sent by
 /// the client, received by it, `-` for unary calls; and what bound the row).
-pub const COLUMNS: [&str; 13] = [
+pub const COLUMNS: [&str; 14] = [
     "name",
     "req/s",
     "avg. latency",
@@ -81,6 +81,7 @@ pub const COLUMNS: [&str; 13] = [
     "msgs/s sent",
     "msgs/s recv",
     "bound by",
+    "capacity",
 ];
 
 /// Messages per second of the measured window, sent and received, for a streaming call's row.
@@ -134,7 +135,21 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
             .bound_by
             .as_ref()
             .map_or_else(|| "-".to_owned(), |bound| bound.kind.word().to_owned()),
+        result
+            .capacity
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), capacity_cell),
     ]
+}
+
+/// A row's capacity as its cell: the req/s, "≥" before it when the client's limit came first,
+/// "none" when no rate met the SLO.
+pub fn capacity_cell(report: &crate::capacity::CapacityReport) -> String {
+    match report.capacity_rps {
+        Some(rps) if report.client_bound => format!("≥{rps:.0}"),
+        Some(rps) => format!("{rps:.0}"),
+        None => "none".to_owned(),
+    }
 }
 
 /// Two decimals without trailing zeros: 204.70 → "204.7", 12.00 → "12".
@@ -212,6 +227,10 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
         out.push_str(&format!(" {:>11} | {:>11} |", COLUMNS[10], COLUMNS[11]));
     }
     out.push_str(&format!(" {:<14} |", COLUMNS[12]));
+    let searched = results.iter().any(|r| r.capacity.is_some());
+    if searched {
+        out.push_str(&format!(" {:>10} |", COLUMNS[13]));
+    }
     out.push('\n');
     for cells in &rows {
         out.push_str(&format!(
@@ -222,7 +241,21 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
             out.push_str(&format!(" {:>11} | {:>11} |", cells[10], cells[11]));
         }
         out.push_str(&format!(" {:<14} |", cells[12]));
+        if searched {
+            out.push_str(&format!(" {:>10} |", cells[13]));
+        }
         out.push('\n');
+    }
+    for result in sorted(results) {
+        if let Some(capacity) = &result.capacity {
+            out.push_str(&format!(
+                "{} capacity at {}: {} req/s; {}\n",
+                result.name,
+                capacity.slo.join(", "),
+                capacity_cell(capacity),
+                capacity.stopped_because
+            ));
+        }
     }
     for result in sorted(results) {
         for verdict in &result.thresholds {

@@ -75,6 +75,9 @@ pub struct ImplResult {
     /// `--threshold` verdicts on the row.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
+    /// `--capacity`: the search's answer and every probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::CapacityReport>,
 }
 
 impl ImplResult {
@@ -118,6 +121,7 @@ impl ImplResult {
             profile_note: None,
             bound_by: None,
             thresholds: Vec::new(),
+            capacity: None,
         }
     }
 }
@@ -147,6 +151,19 @@ pub struct RunContext<'a> {
     pub alloc_profile_dir: Option<std::path::PathBuf>,
     /// `--tls`: the servers serve TLS with this pair and the load trusts it.
     pub tls: Option<&'a BenchTls>,
+    /// `--capacity SLO`: after the window, search each server's capacity at the SLO.
+    pub capacity: Option<&'a CapacityPlan>,
+}
+
+/// `bench --capacity`: the SLO every row's search is judged against, and its probe bounds.
+#[derive(Debug, Clone)]
+pub struct CapacityPlan {
+    /// The SLO's thresholds.
+    pub slo: Vec<crate::verdict::Threshold>,
+    /// Shortest probe window.
+    pub min_probe: Duration,
+    /// Longest probe window.
+    pub max_probe: Duration,
 }
 
 /// A bench over TLS: the pair every server is started with (`{tls_cert}`, `{tls_key}` in its
@@ -505,6 +522,7 @@ fn measure(
     load.warmup = config.warmup;
     load.threads = config.client_cpus;
     load.tls = tls_client.clone();
+    let capacity_load = load.clone();
     let options = RunOptions {
         name: Some(name.to_owned()),
         host: addr.to_string(),
@@ -779,7 +797,16 @@ fn measure(
             ..evidence
         })
     });
+    // The capacity search runs on the warm server after the window, so the table's figures
+    // are the same with or without it.
+    let capacity = match (context.capacity, status) {
+        (Some(plan), RowStatus::Ok) => {
+            Some(search_capacity(plan, &capacity_load, name, pid, context))
+        }
+        _ => None,
+    };
     ImplResult {
+        capacity,
         bound_by,
         thresholds: Vec::new(),
         name: name.to_owned(),
@@ -796,6 +823,68 @@ fn measure(
         alloc_profile,
         profile_note,
     }
+}
+
+/// `--capacity`: the open-loop search against a running server, each probe a load run with the
+/// row's settings, the server's CPU and memory read from its process group around it.
+fn search_capacity(
+    plan: &CapacityPlan,
+    load: &LoadConfig,
+    name: &str,
+    pid: u32,
+    context: &mut RunContext<'_>,
+) -> crate::capacity::CapacityReport {
+    let threads = load.threads.max(1) as f64;
+    let cancel = context.cancel;
+    let mut measure = |rate: Option<f64>, window: Duration, warmup: Duration| {
+        let mut config = load.clone();
+        config.pacing = match rate {
+            Some(rate) => Pacing::OpenLoop { rate },
+            None => Pacing::ClosedLoop,
+        };
+        config.duration = Some(window);
+        config.total = None;
+        config.warmup = warmup;
+        config.live_latency = false;
+        let client_cpu = super::sampler::OwnCpu::start();
+        let (server_before, _) = super::sampler::read_group(pid);
+        let started = Instant::now();
+        let result = grpclab_load::run(config, cancel, &mut |_| {})?;
+        let wall = started.elapsed().as_secs_f64().max(1e-9);
+        let (server_after, rss) = super::sampler::read_group(pid);
+        Ok(crate::capacity::ProbeMeasure {
+            duration: result.elapsed,
+            calls: result.count(),
+            errors: result.errors(),
+            rps: result.rps(),
+            latency: result.recorder.latency.clone(),
+            service: result.recorder.service_time.clone(),
+            client_cpu_share: client_cpu.percent().unwrap_or(0.0) / (100.0 * threads),
+            server: Some(crate::capacity::ServerUsage {
+                cpu_percent: 100.0 * (server_after - server_before).max(0.0) / wall,
+                rss_bytes: rss,
+            }),
+        })
+    };
+    let settings = crate::capacity::CapacitySettings {
+        target: name.to_owned(),
+        slo: plan.slo.clone(),
+        plan: crate::capacity::search::SearchPlan {
+            start: 0.0,
+            max: 10_000_000.0,
+            floor: 1.0,
+            growth: 2.0,
+            precision: 0.05,
+            max_probes: 30,
+        },
+        min_probe: plan.min_probe,
+        max_probe: plan.max_probe,
+        warmup: Duration::from_secs(1),
+        concurrency: load.concurrency,
+    };
+    let progress = &mut *context.progress;
+    let mut prefixed = |line: &str| progress(&format!("{name}: capacity: {}", line.trim_start()));
+    crate::capacity::run(&settings, &mut measure, &mut prefixed, cancel)
 }
 
 /// A requested profile, or the note saying why there is none (shown now, kept in the record).

@@ -593,6 +593,16 @@ pub struct BenchArgs {
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
 
+    /// After each row's window, search its capacity at this SLO (repeatable, as capacity's
+    /// --slo: 'p99<=10ms', 'errors<=0.1%'): a "capacity" column, every probe in the row's JSON,
+    /// a chart in the report.
+    #[arg(long = "capacity", value_name = "SLO")]
+    pub capacity: Vec<String>,
+
+    /// With --capacity: the longest probe window (probes run at least 2 s).
+    #[arg(long = "capacity-probe-max", default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub capacity_probe_max: std::time::Duration,
+
     /// Settings shared with `grpclab compare`.
     #[command(flatten)]
     pub settings: BenchSettings,

@@ -321,6 +321,7 @@ pub fn execute(
                 cpu_call_graph: Default::default(),
                 alloc_profile_dir: None,
                 tls: tls.as_ref(),
+                capacity: None,
             };
             let mut spec = spec.clone();
             spec.name = format!("{}-{round}", side_label.to_lowercase());

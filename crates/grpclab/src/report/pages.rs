@@ -327,6 +327,9 @@ pub fn bench_page(dir: &Path, params: &[(String, String)], rows: &[ImplResult]) 
     if let Some(section) = allocation_section(&measured) {
         sections.push(section);
     }
+    if let Some(section) = capacity_section(rows) {
+        sections.push(section);
+    }
     if let Some(section) = profiles_section(dir, rows) {
         sections.push(section);
     }
@@ -592,6 +595,117 @@ fn allocation_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<S
             ),
             "Counted by the server's own allocator over the window (grpclab's admin RPC).",
             &html::table(&["name", "allocations/call", "bytes/call"], &rows, true),
+        ),
+    })
+}
+
+/// `bench --capacity`: each row's probes as p99 against the offered rate, and each answer with
+/// its interval, knee and why its search stopped.
+fn capacity_section(rows: &[ImplResult]) -> Option<Section> {
+    let searched: Vec<(&str, &crate::capacity::CapacityReport)> = rows
+        .iter()
+        .filter_map(|row| row.capacity.as_ref().map(|c| (row.name.as_str(), c)))
+        .collect();
+    let (_, first) = searched.first()?;
+    // Probes past the cliff reach seconds of p99 and would flatten the region the SLO is
+    // about: the axis stops at three times the highest p99 that met it, higher ones are drawn
+    // there (their values are in the table).
+    let ceiling = searched
+        .iter()
+        .flat_map(|(_, report)| report.probes.iter())
+        .filter(|p| p.met_slo)
+        .map(|p| p.p99_ms)
+        .fold(0.0f64, f64::max)
+        * 3.0;
+    let clip = |value: f64| {
+        if ceiling > 0.0 {
+            value.min(ceiling)
+        } else {
+            value
+        }
+    };
+    let series: Vec<Series> = searched
+        .iter()
+        .map(|(name, report)| {
+            let mut points: Vec<(f64, f64)> = report
+                .probes
+                .iter()
+                .filter(|p| p.calls > 0)
+                .map(|p| (p.rate, clip(p.p99_ms)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                name: (*name).to_owned(),
+                points,
+            }
+        })
+        .collect();
+    let table_rows: Vec<Vec<Cell>> = searched
+        .iter()
+        .map(|(name, report)| {
+            let server = report.server_at_capacity;
+            vec![
+                Cell::text(*name),
+                Cell::number(
+                    crate::bench::results::capacity_cell(report),
+                    report.capacity_rps.unwrap_or(0.0),
+                ),
+                Cell::text(match (report.capacity_rps, report.lowest_failing_rps) {
+                    (Some(pass), Some(fail)) => format!("[{pass:.0}, {fail:.0})"),
+                    _ => "-".to_owned(),
+                }),
+                Cell::text(
+                    report
+                        .knee_rps
+                        .map_or("-".to_owned(), |k| format!("{k:.0}")),
+                ),
+                Cell::text(server.map_or("-".to_owned(), |s| percent(s.cpu_percent))),
+                Cell::text(server.map_or("-".to_owned(), |s| {
+                    mib(s.rss_bytes as f64 / (1024.0 * 1024.0))
+                })),
+                Cell::number(report.probes.len().to_string(), report.probes.len() as f64),
+                Cell::text(report.stopped_because.clone()),
+            ]
+        })
+        .collect();
+    let slo = first.slo.join(", ");
+    let chart = charts::line_chart(&LineChart {
+        title: &format!("p99 against the offered rate (SLO {slo})"),
+        x_label: "offered rate (req/s)",
+        y_label: "p99 (ms)",
+        series: &series,
+        x_scale: XScale::Linear,
+        y_format: trim_number,
+        x_names: &[],
+    });
+    Some(Section {
+        id: "capacity".to_owned(),
+        heading: format!("Capacity at {slo}"),
+        body: html::figure(
+            chart,
+            &format!(
+                "Each dot a probe: an open-loop rate held for its window, p99 counted from each call's scheduled time{}. The capacity is the highest rate that met the SLO; the next failing rate bounds it. Probes: {}.",
+                if ceiling > 0.0 {
+                    format!(" (p99s above {ceiling:.1} ms are drawn at {ceiling:.1} ms)")
+                } else {
+                    String::new()
+                },
+                first.probe_rule
+            ),
+            &html::table(
+                &[
+                    "name",
+                    "capacity (req/s)",
+                    "interval",
+                    "knee (req/s)",
+                    "server cpu",
+                    "memory",
+                    "probes",
+                    "stopped because",
+                ],
+                &table_rows,
+                true,
+            ),
         ),
     })
 }

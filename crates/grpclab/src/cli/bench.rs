@@ -196,6 +196,42 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
     Ok(config)
 }
 
+/// `--capacity SLO ...`: the plan every row's search follows, `None` without the flag.
+fn capacity_plan(
+    args: &BenchArgs,
+) -> Result<Option<crate::bench::runner::CapacityPlan>, crate::InputError> {
+    if args.capacity.is_empty() {
+        return Ok(None);
+    }
+    let min_probe = std::time::Duration::from_secs(2);
+    if args.capacity_probe_max < min_probe {
+        return Err(crate::InputError(format!(
+            "--capacity-probe-max {:?}: at least 2s (probes run 2 s at the least)",
+            args.capacity_probe_max
+        )));
+    }
+    let slo = args
+        .capacity
+        .iter()
+        .map(|text| {
+            let threshold = crate::verdict::Threshold::parse(text).map_err(|err| {
+                crate::InputError(err.0.replacen("--threshold", "--capacity", 1))
+            })?;
+            if threshold.is_throughput() {
+                return Err(crate::InputError(format!(
+                    "--capacity '{text}': the throughput is what the search finds, not a service level; give latency or errors, e.g. 'p99<=10ms'"
+                )));
+            }
+            Ok(threshold)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(crate::bench::runner::CapacityPlan {
+        slo,
+        min_probe,
+        max_probe: args.capacity_probe_max,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,40 +389,4 @@ mod tests {
             assert!(outcome.is_err(), "{flag} was accepted");
         }
     }
-}
-
-/// `--capacity SLO ...`: the plan every row's search follows, `None` without the flag.
-fn capacity_plan(
-    args: &BenchArgs,
-) -> Result<Option<crate::bench::runner::CapacityPlan>, crate::InputError> {
-    if args.capacity.is_empty() {
-        return Ok(None);
-    }
-    let min_probe = std::time::Duration::from_secs(2);
-    if args.capacity_probe_max < min_probe {
-        return Err(crate::InputError(format!(
-            "--capacity-probe-max {:?}: at least 2s (probes run 2 s at the least)",
-            args.capacity_probe_max
-        )));
-    }
-    let slo = args
-        .capacity
-        .iter()
-        .map(|text| {
-            let threshold = crate::verdict::Threshold::parse(text).map_err(|err| {
-                crate::InputError(err.0.replacen("--threshold", "--capacity", 1))
-            })?;
-            if threshold.is_throughput() {
-                return Err(crate::InputError(format!(
-                    "--capacity '{text}': the throughput is what the search finds, not a service level; give latency or errors, e.g. 'p99<=10ms'"
-                )));
-            }
-            Ok(threshold)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(crate::bench::runner::CapacityPlan {
-        slo,
-        min_probe,
-        max_probe: args.capacity_probe_max,
-    }))
 }

@@ -365,26 +365,30 @@ fn results_section(rows: &[ImplResult]) -> Section {
         .iter()
         .map(|row| {
             let cells = row_cells(row);
-            let numbers: [Option<f64>; 12] = match (&row.load, row.status) {
-                (Some(load), RowStatus::Ok) => {
-                    let at = |p: f64| load.percentile(p).map(|ns| ns as f64 / 1e6);
-                    [
-                        None,
-                        Some(load.measured_rps),
-                        Some(load.average as f64 / 1e6),
-                        at(90.0),
-                        at(95.0),
-                        at(99.0),
-                        Some(row.usage.cpu_percent),
-                        Some(row.usage.memory_average_bytes as f64),
-                        Some(load.errors as f64),
-                        row.allocations_per_call,
-                        crate::bench::results::message_rates(load).map(|(sent, _)| sent),
-                        crate::bench::results::message_rates(load).map(|(_, received)| received),
-                    ]
-                }
-                _ => [None; 12],
-            };
+            let numbers: [Option<f64>; crate::bench::results::COLUMNS.len()] =
+                match (&row.load, row.status) {
+                    (Some(load), RowStatus::Ok) => {
+                        let at = |p: f64| load.percentile(p).map(|ns| ns as f64 / 1e6);
+                        [
+                            None,
+                            Some(load.measured_rps),
+                            Some(load.average as f64 / 1e6),
+                            at(90.0),
+                            at(95.0),
+                            at(99.0),
+                            Some(row.usage.cpu_percent),
+                            Some(row.usage.memory_average_bytes as f64),
+                            Some(load.errors as f64),
+                            row.allocations_per_call,
+                            crate::bench::results::message_rates(load).map(|(sent, _)| sent),
+                            crate::bench::results::message_rates(load)
+                                .map(|(_, received)| received),
+                            None,
+                            row.capacity.as_ref().and_then(|c| c.capacity_rps),
+                        ]
+                    }
+                    _ => [None; crate::bench::results::COLUMNS.len()],
+                };
             cells
                 .into_iter()
                 .zip(numbers)
@@ -404,10 +408,36 @@ fn results_section(rows: &[ImplResult]) -> Section {
             escape(row.reason.as_deref().unwrap_or("no reason recorded"))
         ));
     }
+    // What bound each row, with its figures, and each row's threshold verdicts.
+    for row in &ordered {
+        if let Some(bound) = row
+            .bound_by
+            .as_ref()
+            .filter(|_| row.status == RowStatus::Ok)
+        {
+            body.push_str(&format!(
+                "<p class=\"note\">{} bound by {}: {}</p>",
+                escape(&row.name),
+                escape(bound.kind.word()),
+                escape(&bound.evidence)
+            ));
+        }
+        for verdict in &row.thresholds {
+            body.push_str(&format!(
+                "<p class=\"note\">{} threshold {}: {} ({})</p>",
+                escape(&row.name),
+                escape(&verdict.expression),
+                if verdict.passed { "passed" } else { "FAILED" },
+                escape(&verdict.actual)
+            ));
+        }
+    }
     body.push_str(&html::paragraph(
         "req/s over the measured window; latency of successful calls; avg. cpu in percent of \
          one core; avg. memory: the server's mean resident set; msgs/s: a streaming call's \
-         messages each way over the window (- for unary calls). Click a column to sort.",
+         messages each way over the window (- for unary calls); bound by: what limited the \
+         row (the figures that decided it are under the table); capacity: the highest rate \
+         that met --capacity's SLO. Click a column to sort.",
     ));
     Section {
         id: "table".to_owned(),

@@ -23,8 +23,19 @@ fn run_in_tmux(session: &str, target: &str, extra: &str) -> (Vec<String>, String
     )
 }
 
+/// One pane at a time: the tests would otherwise start tmux servers on one socket at once.
+static ONE_PANE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `grpclab ARGS` in a detached tmux pane: every screen seen while it ran, and its stdout.
+///
+/// Sessions are addressed as `=NAME`, an exact match: a bare `-t NAME` also matches any
+/// session whose name *starts* with NAME, and the load test's clean-up of "grpclab-live" once
+/// killed the bench test's "grpclab-live-bench" pane mid-run (the bench then never ended).
 fn run_grpclab_in_tmux(session: &str, args: &str) -> (Vec<String>, String) {
+    let _turn = ONE_PANE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (exact, pane) = (format!("={session}"), format!("={session}:"));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("stdout");
     let done = dir.path().join("done");
@@ -34,7 +45,7 @@ fn run_grpclab_in_tmux(session: &str, args: &str) -> (Vec<String>, String) {
         out.display(),
         done.display()
     );
-    let _ = tmux(&["kill-session", "-t", session]);
+    let _ = tmux(&["kill-session", "-t", &exact]);
     tmux(&[
         "new-session",
         "-d",
@@ -48,7 +59,7 @@ fn run_grpclab_in_tmux(session: &str, args: &str) -> (Vec<String>, String) {
     ]);
     let mut screens = Vec::new();
     // Watch the pane until the run ends (bounded: a hang fails here, not in CI's timeout,
-    // showing the last screen: CI once saw a 7-second bench not end within 60 s).
+    // showing the last screen).
     let started = Instant::now();
     while !done.exists() {
         assert!(
@@ -56,11 +67,11 @@ fn run_grpclab_in_tmux(session: &str, args: &str) -> (Vec<String>, String) {
             "the run did not end; its screen:\n{}",
             screens.last().map_or("(none)", String::as_str)
         );
-        screens.push(tmux(&["capture-pane", "-p", "-t", session]));
+        screens.push(tmux(&["capture-pane", "-p", "-t", &pane]));
         std::thread::sleep(Duration::from_millis(300));
     }
-    screens.push(tmux(&["capture-pane", "-p", "-t", session]));
-    let _ = tmux(&["kill-session", "-t", session]);
+    screens.push(tmux(&["capture-pane", "-p", "-t", &pane]));
+    let _ = tmux(&["kill-session", "-t", &exact]);
     (screens, std::fs::read_to_string(out).unwrap_or_default())
 }
 
@@ -83,7 +94,7 @@ fn load_shows_a_live_view_on_a_terminal() {
     }
     let server = Server::start("lab");
     let target = server.target();
-    let (screens, stdout) = run_in_tmux("grpclab-live", &target, "");
+    let (screens, stdout) = run_in_tmux("grpclab-load-live", &target, "");
     // The p99 shown (once a whole second has passed) is a number of milliseconds.
     let p99_of = |screen: &str| {
         screen
@@ -112,7 +123,7 @@ fn load_shows_a_live_view_on_a_terminal() {
     );
     assert!(stdout.contains("Summary:"), "{stdout}");
 
-    let (screens, stdout) = run_in_tmux("grpclab-live-off", &target, "--no-tui");
+    let (screens, stdout) = run_in_tmux("grpclab-load-plain", &target, "--no-tui");
     assert!(
         screens.iter().all(|screen| !screen.contains("req/s now")),
         "--no-tui shows no live view"
@@ -141,7 +152,7 @@ fn bench_shows_a_live_view_on_a_terminal() {
         "bench lab --duration 3s --warmup 1s --connections 2 --concurrency 20 --results-dir {}",
         dir.path().display()
     );
-    let (screens, stdout) = run_grpclab_in_tmux("grpclab-live-bench", &args);
+    let (screens, stdout) = run_grpclab_in_tmux("grpclab-bench-live", &args);
     let live = screens
         .iter()
         .find(|screen| screen.contains("req/s now") && screen.contains("grpclab bench"))

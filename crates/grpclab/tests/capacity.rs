@@ -56,11 +56,12 @@ fn a_single_queue_with_a_known_service_time_saturates_where_theory_says() {
     // bound above it — a cliff at 1/D whatever the latency SLO beyond D.
     let server = Server::start_with(&["--impl", "lab", "--threads", "1", "--handler-delay", "2ms"]);
     let target = server.target();
-    // D as this machine serves it (the sleep overshoots, and each call costs a little
-    // besides): the mean latency of calls sent one at a time.
+    // 1/D as this machine serves it (the sleep overshoots, and each call costs a little
+    // besides — much more in a debug build): the throughput of a closed loop that keeps the
+    // queue full, which is the single server's service rate.
     let probe = grpclab()
         .args(["load", "--insecure", &target, "--scenario", "complex_proto"])
-        .args(["-c", "1", "-z", "2s", "-O", "json"])
+        .args(["-c", "50", "-z", "3s", "--warmup", "1s", "-O", "json"])
         .output()
         .expect("run load");
     assert!(
@@ -68,9 +69,9 @@ fn a_single_queue_with_a_known_service_time_saturates_where_theory_says() {
         "{}",
         String::from_utf8_lossy(&probe.stderr)
     );
-    let single: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
-    let service_ns = single["average"].as_f64().unwrap();
-    let theory = 1e9 / service_ns;
+    let saturated: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
+    let theory = saturated["rps"].as_f64().unwrap();
+    let service_ns = 1e9 / theory;
 
     let pid = server.child.id().to_string();
     let output = capacity(

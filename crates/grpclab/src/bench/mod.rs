@@ -226,7 +226,8 @@ fn judge_row(
     };
     // No successful call: an empty histogram, so latency thresholds fail as "no successful
     // call" (3 significant digits is always a valid histogram).
-    let Some(latency) = crate::report::pages::latency_histogram(load)
+    let Some(latency) = load
+        .latency_histogram()
         .or_else(|| hdrhistogram::Histogram::new(3).ok())
     else {
         return Vec::new();

@@ -825,6 +825,51 @@ fn measure(
     }
 }
 
+/// One capacity probe: `load` at `rate` (a closed loop for `None`) for `window` after
+/// `warmup`, with the client's own CPU and the server's (`server`: CPU seconds and RSS, read
+/// before and after) around it. Shared by `bench --capacity` and `grpclab capacity`.
+pub fn capacity_probe(
+    load: &LoadConfig,
+    rate: Option<f64>,
+    window: Duration,
+    warmup: Duration,
+    cancel: &CancellationToken,
+    server: &dyn Fn() -> Option<(f64, u64)>,
+) -> Result<crate::capacity::ProbeMeasure, grpclab_load::LoadError> {
+    let threads = load.threads.max(1) as f64;
+    let mut config = load.clone();
+    config.pacing = match rate {
+        Some(rate) => Pacing::OpenLoop { rate },
+        None => Pacing::ClosedLoop,
+    };
+    config.duration = Some(window);
+    config.total = None;
+    config.warmup = warmup;
+    config.live_latency = false;
+    let client_cpu = super::sampler::OwnCpu::start();
+    let server_before = server();
+    let started = Instant::now();
+    let result = grpclab_load::run(config, cancel, &mut |_| {})?;
+    let wall = started.elapsed().as_secs_f64().max(1e-9);
+    let server = match (server_before, server()) {
+        (Some((before, _)), Some((after, rss))) => Some(crate::capacity::ServerUsage {
+            cpu_percent: 100.0 * (after - before).max(0.0) / wall,
+            rss_bytes: rss,
+        }),
+        _ => None,
+    };
+    Ok(crate::capacity::ProbeMeasure {
+        duration: result.elapsed,
+        calls: result.count(),
+        errors: result.errors(),
+        rps: result.rps(),
+        latency: result.recorder.latency.clone(),
+        service: result.recorder.service_time.clone(),
+        client_cpu_share: client_cpu.percent().unwrap_or(0.0) / (100.0 * threads),
+        server,
+    })
+}
+
 /// `--capacity`: the open-loop search against a running server, each probe a load run with the
 /// row's settings, the server's CPU and memory read from its process group around it.
 fn search_capacity(
@@ -834,37 +879,12 @@ fn search_capacity(
     pid: u32,
     context: &mut RunContext<'_>,
 ) -> crate::capacity::CapacityReport {
-    let threads = load.threads.max(1) as f64;
     let cancel = context.cancel;
     let mut measure = |rate: Option<f64>, window: Duration, warmup: Duration| {
-        let mut config = load.clone();
-        config.pacing = match rate {
-            Some(rate) => Pacing::OpenLoop { rate },
-            None => Pacing::ClosedLoop,
-        };
-        config.duration = Some(window);
-        config.total = None;
-        config.warmup = warmup;
-        config.live_latency = false;
-        let client_cpu = super::sampler::OwnCpu::start();
-        let (server_before, _) = super::sampler::read_group(pid);
-        let started = Instant::now();
-        let result = grpclab_load::run(config, cancel, &mut |_| {})?;
-        let wall = started.elapsed().as_secs_f64().max(1e-9);
-        let (server_after, rss) = super::sampler::read_group(pid);
-        Ok(crate::capacity::ProbeMeasure {
-            duration: result.elapsed,
-            calls: result.count(),
-            errors: result.errors(),
-            rps: result.rps(),
-            latency: result.recorder.latency.clone(),
-            service: result.recorder.service_time.clone(),
-            client_cpu_share: client_cpu.percent().unwrap_or(0.0) / (100.0 * threads),
-            server: Some(crate::capacity::ServerUsage {
-                cpu_percent: 100.0 * (server_after - server_before).max(0.0) / wall,
-                rss_bytes: rss,
-            }),
+        capacity_probe(load, rate, window, warmup, cancel, &|| {
+            Some(super::sampler::read_group(pid))
         })
+        .map_err(anyhow::Error::new)
     };
     let settings = crate::capacity::CapacitySettings {
         target: name.to_owned(),

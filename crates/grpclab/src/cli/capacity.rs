@@ -2,14 +2,14 @@
 //! probe is a `load` run (the same engine and settings) at one open-loop rate.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use grpclab_load::{CancellationToken, LoadConfig, Pacing};
+use grpclab_load::{CancellationToken, LoadConfig};
 
 use super::args::{CapacityArgs, OutputFormat, ScheduleShape};
 use crate::bench::sampler::read_process;
 use crate::capacity::search::SearchPlan;
-use crate::capacity::{CapacityReport, CapacitySettings, ProbeMeasure, ServerUsage};
+use crate::capacity::{CapacityReport, CapacitySettings};
 use crate::verdict::Threshold;
 use crate::InputError;
 
@@ -134,42 +134,13 @@ pub fn execute(
     prepared: PreparedCapacity,
     cancel: &CancellationToken,
 ) -> anyhow::Result<CapacityReport> {
-    let threads = prepared.config.threads.max(1) as f64;
     let base = prepared.config;
     let server_pid = prepared.server_pid;
     let mut measure = |rate: Option<f64>, window: Duration, warmup: Duration| {
-        let mut config = base.clone();
-        config.pacing = match rate {
-            Some(rate) => Pacing::OpenLoop { rate },
-            None => Pacing::ClosedLoop,
-        };
-        config.duration = Some(window);
-        config.total = None;
-        config.warmup = warmup;
-        let client_cpu = crate::bench::sampler::OwnCpu::start();
-        let server_before = server_pid.and_then(read_process);
-        let started = Instant::now();
-        let result = grpclab_load::run(config, cancel, &mut |_| {})
-            .map_err(|err| anyhow::Error::new(InputError(err.to_string())))?;
-        let wall = started.elapsed().as_secs_f64().max(1e-9);
-        let client_cpu_share = client_cpu.percent().unwrap_or(0.0) / (100.0 * threads);
-        let server = match (server_before, server_pid.and_then(read_process)) {
-            (Some((before, _)), Some((after, rss))) => Some(ServerUsage {
-                cpu_percent: 100.0 * (after - before).max(0.0) / wall,
-                rss_bytes: rss,
-            }),
-            _ => None,
-        };
-        Ok(ProbeMeasure {
-            duration: result.elapsed,
-            calls: result.count(),
-            errors: result.errors(),
-            rps: result.rps(),
-            latency: result.recorder.latency.clone(),
-            service: result.recorder.service_time.clone(),
-            client_cpu_share,
-            server,
+        crate::bench::runner::capacity_probe(&base, rate, window, warmup, cancel, &|| {
+            server_pid.and_then(read_process)
         })
+        .map_err(|err| anyhow::Error::new(InputError(err.to_string())))
     };
     let mut progress = |line: &str| {
         let _ = writeln!(std::io::stderr(), "{line}");

@@ -540,6 +540,14 @@ impl JsonReport {
         }
     }
 
+    /// The run's latency histogram, decoded from its saved HdrHistogram; `None` when there is
+    /// none or it is empty.
+    pub fn latency_histogram(&self) -> Option<Histogram<u64>> {
+        grpclab_load::decode_histogram(&self.hdr_histogram.latency)
+            .ok()
+            .filter(|histogram| !histogram.is_empty())
+    }
+
     /// Latency of successful calls at `percentage` (one of grpclab's percentiles), in ns.
     pub fn percentile(&self, percentage: f64) -> Option<u64> {
         self.latency_percentiles

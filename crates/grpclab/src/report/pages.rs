@@ -38,9 +38,7 @@ fn mib(value: f64) -> String {
 
 /// A run's latency histogram, from its saved HdrHistogram; `None` when there is none.
 pub fn latency_histogram(load: &JsonReport) -> Option<Histogram<u64>> {
-    grpclab_load::decode_histogram(&load.hdr_histogram.latency)
-        .ok()
-        .filter(|histogram| !histogram.is_empty())
+    load.latency_histogram()
 }
 
 /// The curve of one histogram: `(percentile, latency in ms)` at [`CURVE_PERCENTILES`].

@@ -99,6 +99,9 @@ pub struct ConcurrencySteps {
 /// [`LoadConfig::connect_timeout`] says otherwise: ghz's default for `--connect-timeout`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How late past `--start-at` a generator may still start, unless told otherwise.
+pub const DEFAULT_START_TOLERANCE: Duration = Duration::from_millis(500);
+
 /// Streams a run may keep at once, `-c` or a concurrency schedule's peak (each is a slot the
 /// engine keeps: `-c 100000000` once asked for 26 GB and aborted).
 pub const MAX_SCHEDULED_STREAMS: usize = 100_000;
@@ -126,6 +129,76 @@ impl ConcurrencySteps {
         }
         Some(self.staircase(run).peak().max(0.0) as usize)
     }
+}
+
+/// One generator's part of a run that several generators share (`--shard I/N`): generator
+/// `index` of `of`. Integer totals split so the parts always add up to the total (k6's
+/// execution-segment rounding, [`Shard::share`]); in an open loop the generator takes every
+/// `of`-th call of the one global schedule, starting at call `index`, each at its global
+/// intended time, so the generators' calls together are exactly one generator's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This generator, from 0.
+    pub index: u64,
+    /// How many generators share the run (at least 1).
+    pub of: u64,
+}
+
+impl Shard {
+    /// Parses `I/N` (0 <= I < N).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let usage =
+            || format!("'{text}' is not a shard: give I/N, generator I (from 0) of N, e.g. 0/4");
+        let (index, of) = text.trim().split_once('/').ok_or_else(usage)?;
+        let index: u64 = index.trim().parse().map_err(|_| usage())?;
+        let of: u64 = of.trim().parse().map_err(|_| usage())?;
+        if of == 0 {
+            return Err(format!("shard '{text}': N must be at least 1"));
+        }
+        if index >= of {
+            return Err(format!(
+                "shard '{text}': I counts from 0 and must be below N (the last of {of} is {}/{of})",
+                of - 1
+            ));
+        }
+        Ok(Shard { index, of })
+    }
+
+    /// This generator's part of an integer `total`: round(total·(I+1)/N) − round(total·I/N),
+    /// rounding halves up. The parts of all N generators add up to `total` exactly, and
+    /// differ by at most one.
+    pub fn share(&self, total: u64) -> u64 {
+        let upto = |k: u64| -> u64 {
+            // round(total * k / of) in integers: floor((2 * total * k + of) / (2 * of)).
+            let wide = (2 * u128::from(total) * u128::from(k) + u128::from(self.of))
+                / (2 * u128::from(self.of));
+            u64::try_from(wide).unwrap_or(u64::MAX)
+        };
+        upto(self.index + 1) - upto(self.index)
+    }
+
+    /// The `local`-th call this generator sends, as a number in the run's one global
+    /// sequence (open-loop slots, template request numbers): unique across generators.
+    pub fn global(&self, local: u64) -> u64 {
+        local.saturating_mul(self.of).saturating_add(self.index)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.of)
+    }
+}
+
+/// The part of a run's totals one shard runs (see [`LoadConfig::share`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardShare {
+    /// Streams in flight (of `-c`, or of a concurrency schedule's peak).
+    pub concurrency: usize,
+    /// Connections (of `--connections`).
+    pub connections: usize,
+    /// Measured calls (of `-n`), when the run counts calls.
+    pub total: Option<u64>,
 }
 
 /// The shape of the called method (from its descriptor).
@@ -250,6 +323,18 @@ pub struct LoadConfig {
     pub shape: CallShape,
     /// Streaming calls: ghz's `--stream-*` settings.
     pub stream: StreamSettings,
+    /// `--shard I/N`: this generator's part of a run several share. The totals above
+    /// (`concurrency`, `connections`, `total`, the rate) stay the whole run's; [`crate::run`]
+    /// runs this generator's [`LoadConfig::share`] of them.
+    pub shard: Option<Shard>,
+    /// `--start-at`: the wall-clock time the run (its warmup, then its window) starts at, so
+    /// generators on several machines share one clock. `None`: as soon as the connections
+    /// are open.
+    pub start_at: Option<std::time::SystemTime>,
+    /// How late past `start_at` a generator may still start (its schedule keeps the shared
+    /// start, so the calls it missed count as late); later, the run is refused
+    /// ([`crate::LoadError::Late`]).
+    pub start_tolerance: Duration,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -333,7 +418,61 @@ impl LoadConfig {
             live_latency: false,
             shape: CallShape::Unary,
             stream: StreamSettings::default(),
+            shard: None,
+            start_at: None,
+            start_tolerance: DEFAULT_START_TOLERANCE,
         }
+    }
+
+    /// The part of the run's totals this generator runs: all of them without a shard;
+    /// with one, its [`Shard::share`] of the streams (or of a concurrency schedule's peak),
+    /// the connections and `-n`. Fails when a share would be zero (a generator with
+    /// nothing to do is a mistake in the totals, not a silent idle pod).
+    pub fn share(&self) -> Result<ShardShare, ConfigError> {
+        let Some(shard) = self.shard else {
+            return Ok(ShardShare {
+                concurrency: self.concurrency,
+                connections: self.connections,
+                total: self.total,
+            });
+        };
+        let part = |total: u64, flag: &str| -> Result<u64, ConfigError> {
+            match shard.share(total) {
+                0 => Err(ConfigError(format!(
+                    "{flag} {total} split over {} generators leaves generator {shard} none; give {flag} at least {} or fewer shards",
+                    shard.of, shard.of
+                ))),
+                part => Ok(part),
+            }
+        };
+        let concurrency = part(self.concurrency as u64, "-c/--concurrency")? as usize;
+        let connections = part(self.connections as u64, "--connections")? as usize;
+        let total = match self.total {
+            Some(total) => Some(part(total, "-n/--total")?),
+            None => None,
+        };
+        if connections > concurrency {
+            return Err(ConfigError(format!(
+                "generator {shard} gets {connections} connection(s) for {concurrency} stream(s): each connection needs a stream; raise -c or lower --connections"
+            )));
+        }
+        Ok(ShardShare {
+            concurrency,
+            connections,
+            total,
+        })
+    }
+
+    /// This generator's own configuration: its [`LoadConfig::share`] of the totals (call
+    /// after [`LoadConfig::validate`]). The shard stays set: the schedule takes its calls
+    /// from the global sequence by it.
+    pub(crate) fn into_share(mut self) -> Result<LoadConfig, ConfigError> {
+        let share = self.share()?;
+        self.concurrency = share.concurrency;
+        self.connections = share.connections;
+        self.total = share.total;
+        self.threads = self.threads.min(self.connections);
+        Ok(self)
     }
 
     /// Checks that the run can start, and clamps `threads` to the connections (a thread without
@@ -425,6 +564,7 @@ impl LoadConfig {
             )));
         }
         self.threads = self.threads.min(self.connections);
+        self.share()?;
         if self.shape != CallShape::Unary && self.stream.call_count == Some(0) {
             return fail("--stream-call-count must be at least 1");
         }
@@ -467,5 +607,76 @@ impl LoadConfig {
             return fail("the concurrency schedule never allows a call (--concurrency-start 0 and no step within the run); raise --concurrency-start".to_owned());
         }
         Ok(peak)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_to_the_total_and_differ_by_at_most_one() {
+        for of in 1..=12u64 {
+            for total in [0u64, 1, 2, 3, 7, 10, 50, 99, 1000, 1001] {
+                let parts: Vec<u64> = (0..of)
+                    .map(|index| Shard { index, of }.share(total))
+                    .collect();
+                assert_eq!(
+                    parts.iter().sum::<u64>(),
+                    total,
+                    "{total} over {of}: {parts:?}"
+                );
+                let (min, max) = (parts.iter().min().unwrap(), parts.iter().max().unwrap());
+                assert!(max - min <= 1, "{total} over {of}: {parts:?}");
+            }
+        }
+        // k6's example: 10 VUs over three segments of a third: 3, 4, 3.
+        let parts: Vec<u64> = (0..3)
+            .map(|index| Shard { index, of: 3 }.share(10))
+            .collect();
+        assert_eq!(parts, [3, 4, 3]);
+    }
+
+    #[test]
+    fn shards_parse_and_refuse_what_is_not_one() {
+        assert_eq!(Shard::parse("2/4"), Ok(Shard { index: 2, of: 4 }));
+        assert_eq!(Shard::parse(" 0 / 1 "), Ok(Shard { index: 0, of: 1 }));
+        for bad in ["4/4", "1/0", "-1/4", "a/b", "3", "", "1/2/3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad} parsed");
+        }
+        // Global numbers are unique across shards: local k of shard i is k*N + i.
+        let mut seen = std::collections::BTreeSet::new();
+        for index in 0..3 {
+            for local in 0..100 {
+                assert!(seen.insert(Shard { index, of: 3 }.global(local)));
+            }
+        }
+        assert_eq!(seen.len(), 300);
+        assert_eq!(seen.iter().max(), Some(&299));
+    }
+
+    #[test]
+    fn a_share_of_nothing_is_refused_with_the_flag_named() {
+        let mut config =
+            LoadConfig::new("127.0.0.1:1".parse().unwrap(), "/a.B/C", vec![Bytes::new()]);
+        config.concurrency = 3;
+        config.connections = 1;
+        // Shard 2 of 4 gets round(3 * 3 / 4) - round(3 * 2 / 4) = 2 - 2 = 0 streams, and
+        // round(3 / 4) - round(2 / 4) = 1 - 1 = 0 of one connection.
+        config.shard = Some(Shard { index: 2, of: 4 });
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("-c/--concurrency 3"), "{err}");
+        config.concurrency = 4;
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("--connections 1"), "{err}");
+        config.connections = 4;
+        config.concurrency = 8;
+        config.total = Some(4);
+        assert!(config.validate().is_ok());
+        let share = config.share().unwrap();
+        assert_eq!(
+            (share.concurrency, share.connections, share.total),
+            (2, 1, Some(1))
+        );
     }
 }

@@ -35,7 +35,8 @@ mod transport;
 
 pub use config::{
     CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
-    RequestRenderer, StreamSettings, Transport, CONNECT_TIMEOUT, MAX_SCHEDULED_STREAMS,
+    RequestRenderer, Shard, ShardShare, StreamSettings, Transport, CONNECT_TIMEOUT,
+    DEFAULT_START_TOLERANCE, MAX_SCHEDULED_STREAMS,
 };
 pub use progress::{ProgressSnapshot, ProgressTarget, SecondLatency};
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};

@@ -274,13 +274,28 @@ impl Recorder {
         }
     }
 
-    /// The seconds set aside so far (second, V2-encoded histogram of its successful calls).
+    /// The seconds set aside so far (second, V2-encoded histogram of its successful calls);
+    /// after [`Recorder::finish_seconds`], one merged histogram per second, in order (what a
+    /// sharded result saves, so `grpclab merge` recomputes each second's percentiles exactly).
     pub fn finished_seconds(&self) -> &[(usize, Vec<u8>)] {
         &self.second_latencies
     }
 
+    /// Forgets the seconds' histograms (a result being moved in time keeps them re-added
+    /// at their new seconds).
+    pub fn clear_second_histograms(&mut self) {
+        self.second_latencies.clear();
+    }
+
+    /// Adds a saved second's histogram (V2, as [`Recorder::finished_seconds`] gives them):
+    /// a result read back to be merged. [`Recorder::finish_seconds`] then merges them.
+    pub fn add_second_histogram(&mut self, second: usize, encoded: Vec<u8>) {
+        self.second_latencies.push((second, encoded));
+    }
+
     /// Fills each second's `latency_p50_ns` and `latency_p99_ns` from the histograms set
-    /// aside (call it on the merged recorder, once every thread's is in).
+    /// aside (call it on the merged recorder, once every thread's is in), and keeps one
+    /// merged histogram per second.
     pub fn finish_seconds(&mut self) {
         let mut pending = std::mem::take(&mut self.second_latencies);
         if !self.current_second_latency.is_empty() {
@@ -310,6 +325,9 @@ impl Recorder {
                     stats.latency_p50_ns = merged.value_at_quantile(0.5);
                     stats.latency_p99_ns = merged.value_at_quantile(0.99);
                 }
+            }
+            if !merged.is_empty() {
+                self.second_latencies.push((second, encode_second(&merged)));
             }
         }
     }

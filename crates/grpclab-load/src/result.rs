@@ -48,6 +48,9 @@ pub struct LoadResult {
     pub ignored: u64,
     /// Templated calls whose rendering failed and went out with call 0's request instead.
     pub render_failures: u64,
+    /// When the client threads were released to send (the warmup's start): with
+    /// `--start-at`, how far this generator actually was from the shared start.
+    pub first_send: SystemTime,
 }
 
 impl LoadResult {

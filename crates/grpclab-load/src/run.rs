@@ -48,6 +48,17 @@ pub enum LoadError {
     /// A client thread could not be started.
     #[error("cannot start a client thread: {0}")]
     Thread(String),
+    /// `--start-at`: the generator was ready later than the shared start allows; it sent
+    /// nothing, rather than a run whose calls would not line up with the others'.
+    #[error("ready {late_ms} ms after --start-at {start_at}, past the {tolerance_ms} ms tolerance: refused to start late (give a later --start-at, leaving time to connect, or a wider --start-tolerance)")]
+    Late {
+        /// The shared start, RFC 3339.
+        start_at: String,
+        /// How late the generator was, in milliseconds.
+        late_ms: u64,
+        /// The tolerance, in milliseconds.
+        tolerance_ms: u64,
+    },
 }
 
 /// How long calls still running once the last ticket is due may take to finish; calls past it
@@ -88,6 +99,7 @@ pub fn run(
     on_progress: &mut dyn FnMut(&ProgressSnapshot),
 ) -> Result<LoadResult, LoadError> {
     config.validate()?;
+    let mut config = config.into_share()?;
     if config.gzip {
         // Compressed once per distinct request, before the run: the hot path sends the
         // compressed bytes as it sends any request (a refcount clone).
@@ -156,8 +168,28 @@ pub fn run(
     }
 
     let config = &shared.config;
+    let start = match config.start_at {
+        None => Ok(Instant::now()),
+        Some(at) => wait_for(at, config.start_tolerance, cancel),
+    };
+    let start = match start {
+        Ok(start) => start,
+        Err(late) => {
+            for go in go_senders {
+                let _ = go.send(None);
+            }
+            for handle in handles {
+                let _ = handle.join();
+            }
+            return Err(late);
+        }
+    };
+    // When the threads were released: the first call goes out now (a shared start that
+    // was already past counts its missed calls late, from the shared start).
+    let first_send = SystemTime::now();
     let stop = cancel.child_token();
     let mut schedule = Schedule::new(
+        start,
         config.pacing,
         config.warmup,
         config.duration,
@@ -170,8 +202,11 @@ pub fn run(
             config.connections,
         );
     }
+    if let Some(shard) = config.shard {
+        schedule.take_shard(shard);
+    }
     let schedule = Arc::new(schedule);
-    let started_at = SystemTime::now() + config.warmup;
+    let started_at = config.start_at.unwrap_or(first_send) + config.warmup;
     for go in go_senders {
         let _ = go.send(Some(Arc::clone(&schedule)));
     }
@@ -258,7 +293,41 @@ pub fn run(
         abandoned,
         ignored,
         render_failures: shared.render_failures.load(Relaxed),
+        first_send,
     })
+}
+
+/// Waits until the wall clock reads `at` and returns that moment on the monotonic clock
+/// (the schedule's). A generator already later than `tolerance` is refused; one late within
+/// it starts at once, its schedule anchored at `at` (a moment in the past). Ctrl-C while
+/// waiting starts at once too: the run then ends straight away with what it has (nothing).
+fn wait_for(
+    at: SystemTime,
+    tolerance: Duration,
+    cancel: &CancellationToken,
+) -> Result<Instant, LoadError> {
+    loop {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        match at.duration_since(wall) {
+            // Early: sleep in slices (the wall clock may be stepped meanwhile), the last
+            // slice exactly.
+            Ok(ahead) if !ahead.is_zero() && !cancel.is_cancelled() => {
+                std::thread::sleep(ahead.min(Duration::from_millis(100)));
+            }
+            Ok(_) => return Ok(now),
+            Err(past) => {
+                let late = past.duration();
+                if late > tolerance {
+                    return Err(LoadError::Late {
+                        start_at: humantime::format_rfc3339_millis(at).to_string(),
+                        late_ms: u64::try_from(late.as_millis()).unwrap_or(u64::MAX),
+                        tolerance_ms: u64::try_from(tolerance.as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                return Ok(now.checked_sub(late).unwrap_or(now));
+            }
+        }
+    }
 }
 
 /// One client thread: connect, wait for the start, run its streams, drain, hand back results.

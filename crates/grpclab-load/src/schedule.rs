@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Pacing;
+use crate::config::{Pacing, Shard};
 use crate::staircase::{Staircase, Steps};
 
 /// Permission to send one call, or the order to stop.
@@ -51,19 +51,23 @@ pub(crate) struct Schedule {
     /// A concurrency schedule (streams allowed over time, all connections together) and the
     /// number of connections it is spread over; `None`: every stream, always.
     concurrency: Option<(Staircase, usize)>,
+    /// `--shard`: this generator takes every `of`-th slot of the global schedule (from slot
+    /// `index`) and its share of a concurrency schedule's streams.
+    shard: Option<Shard>,
 }
 
 impl Schedule {
-    /// A schedule starting now. `stop` is cancelled when the run must end early (Ctrl-C);
-    /// the schedule cancels it too once the duration has passed.
+    /// A schedule starting at `start` (now, or a shared start a little in the past: calls due
+    /// before now are late and count so). `stop` is cancelled when the run must end early
+    /// (Ctrl-C); the schedule cancels it too once the duration has passed.
     pub(crate) fn new(
+        start: Instant,
         pacing: Pacing,
         warmup: Duration,
         duration: Option<Duration>,
         total: Option<u64>,
         stop: CancellationToken,
     ) -> Schedule {
-        let start = Instant::now();
         let measure_from = start + warmup;
         Schedule {
             start,
@@ -77,6 +81,20 @@ impl Schedule {
             stop,
             last_due_ns: AtomicU64::new(0),
             concurrency: None,
+            shard: None,
+        }
+    }
+
+    /// Makes this generator's schedule the `shard`'s part of the global one.
+    pub(crate) fn take_shard(&mut self, shard: Shard) {
+        self.shard = Some(shard);
+    }
+
+    /// Open loop: the global slot of this generator's `local`-th call.
+    fn global_slot(&self, local: u64) -> u64 {
+        match self.shard {
+            Some(shard) => shard.global(local),
+            None => local,
         }
     }
 
@@ -98,7 +116,10 @@ impl Schedule {
         // streams busy.
         let since_ns = self.start.elapsed().as_nanos() as f64;
         let (total, next_ns) = streams.at(since_ns);
-        let total = total.max(0.0) as usize;
+        let mut total = total.max(0.0) as usize;
+        if let Some(shard) = self.shard {
+            total = shard.share(total as u64) as usize;
+        }
         let share = total / connections + usize::from(connection < total % connections);
         (
             share,
@@ -172,11 +193,11 @@ impl Schedule {
                 };
             }
             RateShape::Constant { interval_ns } => {
-                let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+                let slot = self.global_slot(self.next_slot.fetch_add(1, Ordering::Relaxed));
                 self.start + Duration::from_nanos((slot as f64 * interval_ns) as u64)
             }
             RateShape::Steps(steps) => {
-                let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+                let slot = self.global_slot(self.next_slot.fetch_add(1, Ordering::Relaxed));
                 self.start + Duration::from_nanos(steps.slot_time_ns(slot) as u64)
             }
         };
@@ -246,6 +267,7 @@ mod tests {
     #[test]
     fn budget_hands_out_exactly_total() {
         let schedule = Schedule::new(
+            Instant::now(),
             Pacing::ClosedLoop,
             Duration::ZERO,
             None,
@@ -263,6 +285,7 @@ mod tests {
     #[test]
     fn the_last_due_time_of_an_open_loop_budget_is_its_last_call() {
         let schedule = Schedule::new(
+            Instant::now(),
             Pacing::OpenLoop { rate: 100.0 },
             Duration::ZERO,
             None,
@@ -297,6 +320,7 @@ mod tests {
     #[test]
     fn open_loop_spaces_intended_times_by_the_rate() {
         let schedule = Schedule::new(
+            Instant::now(),
             Pacing::OpenLoop { rate: 1000.0 },
             Duration::from_millis(2),
             None,
@@ -324,9 +348,94 @@ mod tests {
     #[test]
     fn cancelled_schedules_stop() {
         let stop = CancellationToken::new();
-        let schedule = Schedule::new(Pacing::ClosedLoop, Duration::ZERO, None, None, stop.clone());
+        let schedule = Schedule::new(
+            Instant::now(),
+            Pacing::ClosedLoop,
+            Duration::ZERO,
+            None,
+            None,
+            stop.clone(),
+        );
         assert!(matches!(schedule.next_ticket(), Ticket::Send { .. }));
         stop.cancel();
         assert_eq!(schedule.next_ticket(), Ticket::Stop);
+    }
+
+    /// The intended times of the first `calls` tickets of a schedule.
+    fn intended_times(schedule: &Schedule, calls: usize) -> Vec<Instant> {
+        (0..calls)
+            .map(|_| match schedule.next_ticket() {
+                Ticket::Send {
+                    intended: Some(at), ..
+                } => at,
+                other => panic!("open loop tickets have intended times: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_take_every_nth_call_of_one_global_schedule() {
+        // A step ramp, so the spacing changes under the shards: their union must still be
+        // the single generator's schedule, call for call.
+        let pacing = Pacing::Steps {
+            start: 1000.0,
+            step: 1000.0,
+            step_duration: Duration::from_millis(10),
+            end: Some(5000.0),
+            max_duration: None,
+        };
+        let start = Instant::now();
+        let make = || {
+            Schedule::new(
+                start,
+                pacing,
+                Duration::ZERO,
+                Some(Duration::from_secs(1)),
+                None,
+                CancellationToken::new(),
+            )
+        };
+        let whole = intended_times(&make(), 300);
+        let mut union = Vec::new();
+        for index in 0..3 {
+            let mut schedule = make();
+            schedule.take_shard(Shard { index, of: 3 });
+            let times = intended_times(&schedule, 100);
+            for (local, at) in times.iter().enumerate() {
+                assert_eq!(
+                    *at,
+                    whole[local * 3 + index as usize],
+                    "shard {index} call {local}"
+                );
+            }
+            union.extend(times);
+        }
+        union.sort();
+        assert_eq!(union, whole);
+    }
+
+    #[test]
+    fn shards_split_a_concurrency_schedule_without_losing_a_stream() {
+        let start = Instant::now();
+        for streams in [1u64, 5, 7, 64] {
+            let mut allowed = 0;
+            for index in 0..4 {
+                let mut schedule = Schedule::new(
+                    start,
+                    Pacing::ClosedLoop,
+                    Duration::ZERO,
+                    None,
+                    Some(1),
+                    CancellationToken::new(),
+                );
+                schedule.limit_concurrency(
+                    Staircase::new(streams as f64, 1.0, Duration::from_secs(3600), None, None),
+                    1,
+                );
+                schedule.take_shard(Shard { index, of: 4 });
+                allowed += schedule.streams_allowed(0).0 as u64;
+            }
+            assert_eq!(allowed, streams);
+        }
     }
 }

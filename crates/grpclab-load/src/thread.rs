@@ -83,7 +83,10 @@ impl ThreadState {
                 ),
                 String::new(),
             )),
-            worker_id: format!("g{index}"),
+            worker_id: match config.shard {
+                Some(shard) => format!("s{}g{index}", shard.index),
+                None => format!("g{index}"),
+            },
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             outstanding: Cell::new(0),
             last_completion: Cell::new(None),
@@ -155,7 +158,13 @@ impl ThreadState {
     /// Renders the template once with the next request number: that number and the framed
     /// messages (never empty: a failed rendering is counted and sends call 0's request).
     fn render(&self, renderer: &RequestRenderer) -> (u64, Vec<Bytes>) {
-        let number = self.shared.request_number.fetch_add(1, Relaxed);
+        let local = self.shared.request_number.fetch_add(1, Relaxed);
+        // Sharded: numbers from the run's one global sequence, so no two generators send
+        // the same request number.
+        let number = match self.shared.config.shard {
+            Some(shard) => shard.global(local),
+            None => local,
+        };
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
         let context = grpclab_core::template::CallContext {

@@ -21,7 +21,9 @@ pub mod capacity;
 pub mod cli;
 pub mod compare;
 pub mod export;
+pub mod generator;
 pub mod live;
+pub mod merge;
 pub mod reflection;
 pub mod report;
 pub mod verdict;
@@ -36,3 +38,14 @@ pub struct InputError(pub String);
 pub const EXIT_INPUT: u8 = 2;
 /// Exit code for a failure after the work started (e.g. results could not be written).
 pub const EXIT_FAILURE: u8 = 1;
+
+/// Exit code of a generator that was ready later than `--start-at` allows and so sent
+/// nothing: distinct, so an orchestrator tells "this shard must be run again" from a
+/// broken run (1) or bad flags (2).
+pub const EXIT_LATE_START: u8 = 4;
+
+/// A generator that was ready past `--start-at` and its tolerance: exit code
+/// [`EXIT_LATE_START`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LateStart(pub String);

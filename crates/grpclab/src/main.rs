@@ -37,6 +37,8 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "error: {err:#}");
             if err.downcast_ref::<InputError>().is_some() {
                 ExitCode::from(EXIT_INPUT)
+            } else if err.downcast_ref::<grpclab::LateStart>().is_some() {
+                ExitCode::from(grpclab::EXIT_LATE_START)
             } else {
                 ExitCode::from(EXIT_FAILURE)
             }
@@ -218,6 +220,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let _ = writeln!(std::io::stderr(), "report: {}", path.display());
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Merge(args) => {
+            let report = cli::merge::execute(&args)?;
+            let failed: Vec<String> = report
+                .thresholds
+                .iter()
+                .filter(|verdict| !verdict.passed)
+                .map(|verdict| format!("{} ({})", verdict.expression, verdict.actual))
+                .collect();
+            Ok(verdict_exit(
+                &format!("of {} thresholds failed", report.thresholds.len()),
+                &failed,
+            ))
         }
         Command::Stats(args) => {
             let stats = cli::stats::fetch_for(&args)?;

@@ -743,6 +743,7 @@ fn measure(
         result,
         thresholds: Vec::new(),
         bound_by: None,
+        sharding: None,
     };
     if let Some(note) = crate::export::starvation_note(&report_input.result) {
         (context.progress)(&format!("{name}: {note}"));

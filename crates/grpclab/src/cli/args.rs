@@ -42,6 +42,9 @@ pub enum Command {
     /// Render saved results (a bench results folder, or a `load -O json` file) as a
     /// self-contained HTML page with charts, or as Markdown; runs nothing.
     Report(ReportArgs),
+    /// Add the results of several generators that shared one run (`load --shard I/N -O
+    /// json`) into one result, exactly: histograms added, counts summed, seconds aligned.
+    Merge(MergeArgs),
     /// Print a built-in server's counters (allocations, bytes, calls) as JSON.
     Stats(StatsArgs),
     /// Write a scenario's request as a framed gRPC message, for other clients (e.g. h2load -d).
@@ -161,6 +164,33 @@ pub enum OutputFormat {
     /// One self-contained HTML page with charts (as ghz's html; `grpclab report` renders the
     /// same page from a saved `-O json`).
     Html,
+}
+
+/// `grpclab merge SHARD.json... [-O FORMAT] [-o FILE]`
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The generators' results (`load -O json --shard I/N`), one per shard, in any order;
+    /// a pod's log with the JSON as its last line will do.
+    #[arg(value_name = "RESULT", required = true)]
+    pub results: Vec<PathBuf>,
+
+    /// Output format, as `load -O`.
+    #[arg(short = 'O', long = "format", value_enum, default_value = "summary")]
+    pub format: OutputFormat,
+
+    /// Write the output here instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Merge fewer than all the shards: the result says which it holds and merges again
+    /// with the rest (a merge tree for many generators).
+    #[arg(long)]
+    pub partial: bool,
+
+    /// A pass/fail condition on the merged run, repeatable, as `load --threshold`; a failed
+    /// one makes the exit code 3.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 }
 
 /// `grpclab report RESULTS [-o FILE] [--format html|md]`
@@ -459,6 +489,25 @@ pub struct LoadArgs {
     /// Client threads (each owns its connections). Default: the CPUs this process may use.
     #[arg(long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
     pub cpus: Option<usize>,
+
+    /// Run generator I (from 0) of N sharing one run, e.g. 2/4: -c, --connections and -n
+    /// are the whole run's and split so the parts add up; an --rps schedule (ramps too) is
+    /// the whole run's and this generator sends every N-th call of it. Merge the N results
+    /// with `grpclab merge`. Without the flag: GRPCLAB_SHARD, else JOB_COMPLETION_INDEX (a
+    /// Kubernetes Indexed Job's) of GRPCLAB_SHARDS.
+    #[arg(long, value_name = "I/N", env = "GRPCLAB_SHARD", value_parser = parse_shard)]
+    pub shard: Option<grpclab_load::Shard>,
+
+    /// Start at this wall-clock time, RFC 3339 (2026-12-02T10:00:00Z) or Unix seconds, so
+    /// generators on several machines share one clock: the warmup, then the window, start
+    /// there, and the per-second series lines up by wall-clock second.
+    #[arg(long, value_name = "TIME", env = "GRPCLAB_START_AT", value_parser = parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
+
+    /// With --start-at: how late a generator may still start (its missed calls count late);
+    /// later, it refuses with exit code 4 and sends nothing.
+    #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
+    pub start_tolerance: std::time::Duration,
 
     /// Decode every reply with the schema; a reply that does not decode, or has fields the
     /// schema does not define, counts as an error.
@@ -1101,6 +1150,48 @@ pub fn parse_byte_size(text: &str) -> Result<usize, String> {
         return Err(format!("'{text}' is not a usable size (at least 1 byte)"));
     }
     Ok(bytes as usize)
+}
+
+/// `--shard I/N`.
+fn parse_shard(text: &str) -> Result<grpclab_load::Shard, String> {
+    grpclab_load::Shard::parse(text)
+}
+
+/// `--start-at`: RFC 3339 (a zone required: `Z` or an offset is not guessed) or Unix seconds
+/// (fractions allowed).
+pub(crate) fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds.is_finite() && seconds >= 0.0 {
+            return Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds));
+        }
+    }
+    humantime::parse_rfc3339_weak(text)
+        .ok()
+        .filter(|_| text.ends_with('Z') || text.ends_with('z'))
+        .or_else(|| parse_rfc3339_with_offset(text))
+        .ok_or_else(|| {
+            format!("'{text}' is not a time: give RFC 3339 in UTC (2026-12-02T10:00:00Z) or Unix seconds (e.g. $(date -d +30sec +%s))")
+        })
+}
+
+/// RFC 3339 with a numeric offset (`+01:00`), which humantime does not read: the offset is
+/// taken off by hand.
+fn parse_rfc3339_with_offset(text: &str) -> Option<std::time::SystemTime> {
+    let (stamp, sign, offset) = match text.rfind(['+', '-']) {
+        Some(at) if at > 10 => (&text[..at], &text[at..at + 1], &text[at + 1..]),
+        _ => return None,
+    };
+    let (hours, minutes) = offset.split_once(':')?;
+    let offset = std::time::Duration::from_secs(
+        hours.parse::<u64>().ok()? * 3600 + minutes.parse::<u64>().ok()? * 60,
+    );
+    let local = humantime::parse_rfc3339_weak(stamp).ok()?;
+    if sign == "+" {
+        local.checked_sub(offset)
+    } else {
+        local.checked_add(offset)
+    }
 }
 
 #[cfg(test)]

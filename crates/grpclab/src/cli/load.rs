@@ -236,6 +236,12 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             method.full_name()
         )));
     }
+    config.shard = match args.shard {
+        Some(shard) => Some(shard),
+        None => shard_from_job()?,
+    };
+    config.start_at = args.start_at;
+    config.start_tolerance = args.start_tolerance;
     if args.validate {
         let output = scenario.method().output();
         config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
@@ -343,6 +349,16 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     };
     let stepped = matches!(prepared.config.pacing, grpclab_load::Pacing::Steps { .. })
         || prepared.config.concurrency_steps.is_some();
+    // A generator among several records its part and its clock beside the results.
+    let sharding = (prepared.config.shard.is_some() || prepared.config.start_at.is_some())
+        .then(|| {
+            prepared
+                .config
+                .share()
+                .map(|share| (prepared.config.shard, share, prepared.config.start_at))
+        })
+        .transpose()
+        .map_err(|err| InputError(err.to_string()))?;
     let client_cpu = crate::bench::sampler::OwnCpu::start();
     let result = match live_view {
         Some(mut view) => {
@@ -361,7 +377,12 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             result
         }
     };
-    let result = result.map_err(|err| InputError(err.to_string()))?;
+    let result = result.map_err(|err| match err {
+        late @ grpclab_load::LoadError::Late { .. } => {
+            anyhow::Error::new(crate::LateStart(late.to_string()))
+        }
+        other => anyhow::Error::new(InputError(other.to_string())),
+    })?;
     let client_cpu_percent = client_cpu.percent();
     // A stepped schedule has no one rate or stream count to judge against.
     let bound_by = (!stepped).then(|| {
@@ -379,11 +400,26 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             ..Default::default()
         })
     });
+    let sharding = sharding.map(|(shard, share, start_at)| crate::generator::Sharding {
+        of: shard.map_or(1, |shard| shard.of),
+        generators: vec![crate::generator::GeneratorRun::new(
+            shard,
+            share,
+            start_at,
+            result.first_send,
+            result.started_at,
+            result.elapsed,
+            result.count(),
+            result.rps(),
+        )],
+        merge: None,
+    });
     let mut report = Report {
         options: prepared.options,
         result,
         thresholds: Vec::new(),
         bound_by,
+        sharding,
     };
     let figures = RunFigures {
         latency: &report.ghz_latency(),
@@ -407,9 +443,26 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     Ok(report)
 }
 
+/// The shard a Kubernetes Indexed Job's pod runs: `JOB_COMPLETION_INDEX` (set by the Job
+/// controller) of `GRPCLAB_SHARDS` (set in the manifest), so one pod template serves every
+/// pod. `None` unless `GRPCLAB_SHARDS` is set.
+fn shard_from_job() -> Result<Option<grpclab_load::Shard>, InputError> {
+    let Ok(shards) = std::env::var("GRPCLAB_SHARDS") else {
+        return Ok(None);
+    };
+    let Ok(index) = std::env::var("JOB_COMPLETION_INDEX") else {
+        return Err(InputError(format!(
+            "GRPCLAB_SHARDS={shards} is set but JOB_COMPLETION_INDEX is not: run in an Indexed Job, or give --shard I/N"
+        )));
+    };
+    grpclab_load::Shard::parse(&format!("{index}/{shards}"))
+        .map(Some)
+        .map_err(|err| InputError(format!("JOB_COMPLETION_INDEX and GRPCLAB_SHARDS: {err}")))
+}
+
 /// Writes to the file, or standard output. If the file cannot be written, the output still goes
 /// to standard output, so a finished run is never lost.
-fn write_output(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_output(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match path {
         None => std::io::stdout()
             .write_all(bytes)

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod config_file;
 pub mod encode;
 pub mod load;
+pub mod merge;
 pub mod serve;
 pub mod stats;
 

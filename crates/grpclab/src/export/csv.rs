@@ -71,6 +71,7 @@ mod tests {
             options: RunOptions::default(),
             result: LoadResult {
                 started_at: std::time::SystemTime::UNIX_EPOCH,
+                first_send: std::time::SystemTime::UNIX_EPOCH,
                 elapsed: ms(10),
                 whole_run: ms(10),
                 end_reason: EndReason::Total,
@@ -83,6 +84,7 @@ mod tests {
             },
             thresholds: Vec::new(),
             bound_by: None,
+            sharding: None,
         };
         let text = String::from_utf8(CsvExporter.render(&report).unwrap()).unwrap();
         assert_eq!(

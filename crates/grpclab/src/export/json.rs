@@ -458,6 +458,85 @@ pub struct JsonReport {
     pub per_second: Vec<SecondPoint>,
     /// grpclab: the merged histograms.
     pub hdr_histogram: HdrHistograms,
+    /// grpclab: a generator among several (`--shard`, `--start-at`), or their merge: the
+    /// shards held and each generator's part, start and clock. Omitted for a lone run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<crate::generator::Sharding>,
+    /// grpclab: what `grpclab merge` needs beyond the figures above to add results
+    /// exactly; written with `sharding`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mergeable: Option<Mergeable>,
+}
+
+/// The parts of a result that its summary figures round or leave out, kept so results of
+/// several generators add up exactly (`grpclab merge`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mergeable {
+    /// The measured window's start, RFC 3339 with nanoseconds.
+    pub window_start: String,
+    /// When the generator was released to send, RFC 3339 with nanoseconds.
+    pub first_send: String,
+    /// The sum of every measured call's latency, failed ones included, nanoseconds (ghz's
+    /// `average` is this over `count`).
+    pub all_latency_sum_ns: u64,
+    /// Failed calls' latency (HdrHistogram V2 deflate, base64).
+    pub error_latency: String,
+    /// Bidi ping-pong round trips (the same encoding), if any.
+    pub round_trip: Option<String>,
+    /// Each second of the window, as `perSecond` but exact.
+    pub per_second: Vec<MergeableSecond>,
+}
+
+/// One second of a result, as merging needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeableSecond {
+    /// Seconds since the window began.
+    pub second: u64,
+    /// The sum of the successful calls' latencies, nanoseconds.
+    pub latency_sum_ns: u64,
+    /// Streaming calls: request messages written by the calls that ended in it.
+    pub messages_sent: u64,
+    /// Streaming calls: reply messages received by them.
+    pub messages_received: u64,
+    /// Its successful calls' latencies at 2 significant digits (HdrHistogram V2, base64),
+    /// whence its p50 and p99; `None` when none succeeded.
+    pub latency: Option<String>,
+}
+
+impl Mergeable {
+    /// The mergeable parts of `result`.
+    pub fn of(result: &LoadResult) -> Mergeable {
+        let recorder = &result.recorder;
+        let histograms: BTreeMap<usize, &Vec<u8>> = recorder
+            .finished_seconds()
+            .iter()
+            .map(|(second, bytes)| (*second, bytes))
+            .collect();
+        Mergeable {
+            window_start: rfc3339_nanos(result.started_at),
+            first_send: rfc3339_nanos(result.first_send),
+            all_latency_sum_ns: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
+            error_latency: encode_histogram(&recorder.error_latency),
+            round_trip: recorder.round_trip.as_ref().map(encode_histogram),
+            per_second: recorder
+                .per_second
+                .iter()
+                .enumerate()
+                .map(|(second, stats)| MergeableSecond {
+                    second: second as u64,
+                    latency_sum_ns: stats.latency_sum_ns,
+                    messages_sent: stats.messages_sent,
+                    messages_received: stats.messages_received,
+                    latency: histograms.get(&second).map(|bytes| {
+                        use base64::Engine as _;
+                        base64::engine::general_purpose::STANDARD.encode(bytes)
+                    }),
+                })
+                .collect(),
+        }
+    }
 }
 
 impl JsonReport {
@@ -537,6 +616,8 @@ impl JsonReport {
                 latency: encode_histogram(result.latency()),
                 service_time: result.service_time().map(encode_histogram),
             },
+            mergeable: report.sharding.as_ref().map(|_| Mergeable::of(result)),
+            sharding: report.sharding.clone(),
         }
     }
 

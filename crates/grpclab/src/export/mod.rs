@@ -144,6 +144,9 @@ pub struct Report {
     /// What limited the run as far as the client can tell (`load`); `None` where the caller
     /// judges it with more evidence (bench rows carry their own).
     pub bound_by: Option<crate::verdict::bound::Bound>,
+    /// A run shared by several generators (`--shard`, `--start-at`), or their merge: which
+    /// shards it holds and each generator's facts. `None` for a lone run.
+    pub sharding: Option<crate::generator::Sharding>,
 }
 
 /// Renders a report in one format.

@@ -244,7 +244,62 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     if let Some(note) = starvation_note(result) {
         writeln!(out, "  {note}")?;
     }
+    if let Some(sharding) = &report.sharding {
+        sharding_lines(&mut out, sharding)?;
+    }
     Ok(out)
+}
+
+/// A generator among several, or their merge: which shards, the rates, the start skew and
+/// the clocks, then one line per generator.
+fn sharding_lines(
+    out: &mut String,
+    sharding: &crate::generator::Sharding,
+) -> Result<(), std::fmt::Error> {
+    let held = sharding.held();
+    let shards = if held.len() as u64 == sharding.of {
+        format!("all {} of {}", held.len(), sharding.of)
+    } else {
+        let list: Vec<String> = held.iter().map(|s| s.to_string()).collect();
+        format!("{} of {} ({})", list.join(", "), sharding.of, held.len())
+    };
+    writeln!(out, "  Shards:	{shards}")?;
+    if let Some(facts) = &sharding.merge {
+        writeln!(
+            out,
+            "  Merged rate:	{:.2} req/s (the sum of the generators' rates); {:.2} req/s over the {} they all measured ({} calls)",
+            facts.sum_of_rates,
+            facts.shared_window_rps,
+            nano_unit(facts.shared_window),
+            facts.shared_window_calls
+        )?;
+        writeln!(
+            out,
+            "  Start skew:	{} (first sends, latest minus earliest); clock error {}",
+            nano_unit(facts.start_skew),
+            match facts.worst_clock_error_us {
+                Some(us) => format!("at most {}", nano_unit(us.saturating_mul(1_000))),
+                None => "unknown (a clock not synchronised)".to_owned(),
+            }
+        )?;
+        for warning in &facts.warnings {
+            writeln!(out, "  Warning:	{warning}")?;
+        }
+    }
+    for generator in &sharding.generators {
+        writeln!(
+            out,
+            "  Shard {}:	{} · {} calls, {:.2} req/s · -c {} over {} connection(s) · first send {}",
+            generator.shard,
+            generator.host,
+            generator.count,
+            generator.measured_rps,
+            generator.concurrency,
+            generator.connections,
+            generator.first_send
+        )?;
+    }
+    Ok(())
 }
 
 /// ghz's histogram lines: the mark in ms with three decimals, the count in brackets, both
@@ -344,6 +399,7 @@ mod tests {
     fn result_of(recorder: Recorder, whole_run: Duration, elapsed: Duration) -> LoadResult {
         LoadResult {
             started_at: std::time::SystemTime::UNIX_EPOCH,
+            first_send: std::time::SystemTime::UNIX_EPOCH,
             elapsed,
             whole_run,
             end_reason: EndReason::Total,
@@ -380,6 +436,7 @@ mod tests {
             result: result_of(recorder, ms(500), ms(500)),
             thresholds: Vec::new(),
             bound_by: None,
+            sharding: None,
         };
         let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
         let expected = "
@@ -458,6 +515,7 @@ grpclab:
             result: result_of(recorder, Duration::from_secs(1), Duration::from_secs(1)),
             thresholds: Vec::new(),
             bound_by: None,
+            sharding: None,
         };
         let text = String::from_utf8(SummaryExporter.render(&report).unwrap()).unwrap();
         assert!(

@@ -1,0 +1,53 @@
+//! `grpclab merge`: read the generators' results, add them ([`crate::merge`]), judge any
+//! thresholds on the whole, export as `load` does.
+
+use std::io::Write as _;
+
+use super::args::MergeArgs;
+use super::exporter_for;
+use crate::export::Report;
+use crate::verdict::threshold::RunFigures;
+use crate::verdict::Threshold;
+use crate::InputError;
+
+/// Merges, writes the output (standard output or `-o`) and returns the merged report.
+pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
+    let thresholds = args
+        .thresholds
+        .iter()
+        .map(|text| Threshold::parse(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parts = args
+        .results
+        .iter()
+        .map(|path| crate::merge::read(path))
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let mut report = crate::merge::merge(parts, args.partial)?;
+    let figures = RunFigures {
+        latency: &report.ghz_latency(),
+        count: report.result.count(),
+        errors: report.result.errors(),
+        rps: report.result.rps(),
+    };
+    let verdicts = thresholds
+        .iter()
+        .map(|threshold| threshold.judge(&figures))
+        .collect();
+    report.thresholds = verdicts;
+    // What the reader must know goes where a person looks whatever the format (the
+    // summary has the warnings in it already).
+    let summary_shown = args.format == super::args::OutputFormat::Summary && args.output.is_none();
+    if let Some(facts) = report
+        .sharding
+        .as_ref()
+        .and_then(|s| s.merge.as_ref())
+        .filter(|_| !summary_shown)
+    {
+        for warning in &facts.warnings {
+            let _ = writeln!(std::io::stderr(), "grpclab merge: warning: {warning}");
+        }
+    }
+    let bytes = exporter_for(args.format).render(&report)?;
+    super::load::write_output(args.output.as_deref(), &bytes)?;
+    Ok(report)
+}

@@ -359,6 +359,24 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         })
         .transpose()
         .map_err(|err| InputError(err.to_string()))?;
+    if let Some(at) = prepared.config.start_at {
+        // A generator may wait a minute for a shared start: say so where a person (or a
+        // pod's log) looks, before the result line.
+        let wait = at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab load: {}starts at {} (in {:.1} s), once connected",
+            prepared
+                .config
+                .shard
+                .map(|shard| format!("shard {shard} "))
+                .unwrap_or_default(),
+            humantime::format_rfc3339_millis(at),
+            wait.as_secs_f64()
+        );
+    }
     let client_cpu = crate::bench::sampler::OwnCpu::start();
     let result = match live_view {
         Some(mut view) => {

@@ -141,6 +141,10 @@ pub struct SecondPoint {
     /// 99th percentile of the same, ns.
     #[serde(default)]
     pub p99: u64,
+    /// A generator among several (`--shard`, `--start-at`) and merges: the wall-clock
+    /// second (Unix) this second began in, the key several generators' series line up by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_second: Option<u64>,
 }
 
 /// The serialized histograms.
@@ -547,6 +551,13 @@ impl JsonReport {
         let latency: &Histogram<u64> = &ghz_latency;
         let empty = latency.is_empty();
         let ended_at = result.started_at + result.elapsed;
+        let window_unix = report.sharding.as_ref().and_then(|_| {
+            result
+                .started_at
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|since| since.as_secs())
+        });
         JsonReport {
             name: report.options.name.clone().unwrap_or_default(),
             end_reason: ghz_end_reason(result.end_reason).to_owned(),
@@ -608,6 +619,7 @@ impl JsonReport {
                     in_flight_max: stats.in_flight_max,
                     p50: stats.latency_p50_ns,
                     p99: stats.latency_p99_ns,
+                    unix_second: window_unix.map(|start| start + second as u64),
                 })
                 .collect(),
             hdr_histogram: HdrHistograms {

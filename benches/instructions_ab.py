@@ -9,8 +9,8 @@ complex_proto calls (closed loop, 4 connections x 100 streams); instructions per
 runtimes, connections) cancels out.
 
   server: `BIN serve --impl lab --threads 1` under callgrind, loaded by NEW's client (native)
-  client: `BIN load --cpus 1` under callgrind (our engine, then --transport h2) against NEW's
-          lab server (native)
+  client: `BIN load --cpus 1` under callgrind (our engine, then --transport h2, then our
+          engine in an open loop) against NEW's lab server (native)
 
 Usage: benches/instructions_ab.py OLD_BINARY NEW_BINARY [--n1 20000] [--n2 60000]
 Needs valgrind (Debian's valgrind package).
@@ -92,6 +92,9 @@ def main():
             ("lab server", lambda b, n, tag: server_count(b, args.new, n, tmp, tag)),
             ("client, our engine", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, [])),
             ("client, --transport h2", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, ["--transport", "h2"])),
+            # The open loop's ticket path (intended times, a shard's slots): a rate far above
+            # what the client reaches under callgrind, so every call is due at once.
+            ("client, open loop", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, ["--rps", "1000000"])),
         ):
             per_call = {}
             for side, binary in (("A", args.old), ("B", args.new)):

@@ -58,7 +58,7 @@ fn every_readme_example_runs_as_written() {
     let lines = example_lines();
     let commands: Vec<&str> = lines.iter().map(|words| words[1].as_str()).collect();
     for command in [
-        "load", "serve", "bench", "compare", "capacity", "report", "stats", "encode",
+        "load", "serve", "bench", "compare", "capacity", "merge", "report", "stats", "encode",
     ] {
         assert!(commands.contains(&command), "no `{command}` example");
     }
@@ -104,6 +104,15 @@ fn every_readme_example_runs_as_written() {
                     args.push(word.clone());
                     let file = rest.next().unwrap();
                     args.push(scratch.path().join(file).display().to_string());
+                }
+                // merge's inputs: the shards the example's comment says were run, run
+                // here the same way (two generators sharing one start).
+                other if words[1] == "merge" && other.starts_with("shard-") => {
+                    let shards = words.iter().filter(|w| w.starts_with("shard-")).count();
+                    let index = other.trim_start_matches("shard-").trim_end_matches(".json");
+                    let file = scratch.path().join(other);
+                    run_shard(&target, index, shards, &file);
+                    args.push(file.display().to_string());
                 }
                 other if other.starts_with("results/") => {
                     let folder = results.as_ref().expect("bench ran before report");
@@ -162,4 +171,38 @@ fn every_readme_example_runs_as_written() {
     }
     common::signal(server.id(), "TERM");
     assert!(server.wait().unwrap().success());
+}
+
+/// Runs shard `index` of `shards` at `target` into `file`, as the merge example's comment
+/// says its inputs were made (one shared start a few seconds ahead, so both have time to
+/// connect whichever runs first).
+fn run_shard(target: &str, index: &str, shards: usize, file: &Path) {
+    use std::sync::OnceLock;
+    static START: OnceLock<u64> = OnceLock::new();
+    let start = *START.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3
+    });
+    let shards = shards.to_string();
+    let child = common::grpclab()
+        .args(["load", "--insecure", target, "--scenario", "complex_proto"])
+        .args([
+            "--shard",
+            &format!("{index}/{shards}"),
+            "--connections",
+            &shards,
+        ])
+        .args(["--start-at", &start.to_string(), "--start-tolerance", "60s"])
+        .args(["-z", "1s", "-O", "json", "-o"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        child.status.success(),
+        "shard {index}: {}",
+        String::from_utf8_lossy(&child.stderr)
+    );
 }

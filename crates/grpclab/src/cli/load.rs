@@ -240,6 +240,19 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         Some(shard) => Some(shard),
         None => shard_from_job()?,
     };
+    if let Some(at) = args.start_at {
+        // A typo in a date would otherwise park the generator for days.
+        let ahead = at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        if ahead > std::time::Duration::from_secs(24 * 3600) {
+            return Err(InputError(format!(
+                "--start-at {} is {:.1} days ahead: give a time within a day (RFC 3339 in UTC, or Unix seconds)",
+                humantime::format_rfc3339_seconds(at),
+                ahead.as_secs_f64() / 86_400.0
+            )));
+        }
+    }
     config.start_at = args.start_at;
     config.start_tolerance = args.start_tolerance;
     if args.validate {
@@ -359,12 +372,13 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         })
         .transpose()
         .map_err(|err| InputError(err.to_string()))?;
-    if let Some(at) = prepared.config.start_at {
+    let ahead = prepared
+        .config
+        .start_at
+        .and_then(|at| at.duration_since(std::time::SystemTime::now()).ok());
+    if let (Some(at), Some(wait)) = (prepared.config.start_at, ahead) {
         // A generator may wait a minute for a shared start: say so where a person (or a
         // pod's log) looks, before the result line.
-        let wait = at
-            .duration_since(std::time::SystemTime::now())
-            .unwrap_or_default();
         let _ = writeln!(
             std::io::stderr(),
             "grpclab load: {}starts at {} (in {:.1} s), once connected",

@@ -23,6 +23,16 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
         .map(|path| crate::merge::read(path))
         .collect::<Result<Vec<_>, InputError>>()?;
     let mut report = crate::merge::merge(parts, args.partial)?;
+    let per_call = matches!(
+        args.format,
+        super::args::OutputFormat::Csv | super::args::OutputFormat::InfluxDetails
+    );
+    if per_call && report.result.details().is_none() {
+        return Err(InputError(
+            "-O csv and influx-details list calls one by one, and these results kept none: run the generators with --details (or -O json and merge to summary, json or html)".to_owned(),
+        )
+        .into());
+    }
     let figures = RunFigures {
         latency: &report.ghz_latency(),
         count: report.result.count(),

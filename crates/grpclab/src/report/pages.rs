@@ -918,6 +918,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                 },
             },
             threshold_section(load),
+            generators_section(load),
             percentile_section(&runs),
             Section {
                 id: "histogram".to_owned(),
@@ -942,6 +943,98 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                 body: html::settings(&options_pairs),
             },
         ],
+    }
+}
+
+/// A run shared by several generators, or their merge: what the merge found, and each
+/// generator's part (a section only for sharded results).
+fn generators_section(load: &JsonReport) -> Section {
+    let Some(sharding) = &load.sharding else {
+        return Section {
+            id: "generators".to_owned(),
+            heading: "Generators".to_owned(),
+            body: String::new(),
+        };
+    };
+    let mut intro = format!(
+        "Shards {} of {}.",
+        sharding
+            .held()
+            .iter()
+            .map(|shard| shard.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        sharding.of
+    );
+    if let Some(facts) = &sharding.merge {
+        intro.push_str(&format!(
+            " Merged exactly (histograms added): {:.0} req/s as the sum of the generators' rates, {:.0} req/s over the {:.2} s they all measured; start skew {} (latest first send minus earliest); clock error {}.",
+            facts.sum_of_rates,
+            facts.shared_window_rps,
+            facts.shared_window as f64 / 1e9,
+            ms(facts.start_skew as f64 / 1e6),
+            match facts.worst_clock_error_us {
+                Some(us) => format!("at most {}", ms(us as f64 / 1e3)),
+                None => "unknown (a clock not synchronised)".to_owned(),
+            }
+        ));
+        for warning in &facts.warnings {
+            intro.push_str(&format!(" Warning: {warning}."));
+        }
+    }
+    let bars: Vec<(String, f64)> = sharding
+        .generators
+        .iter()
+        .map(|g| (format!("shard {}", g.shard), g.measured_rps))
+        .collect();
+    let rows: Vec<Vec<Cell>> = sharding
+        .generators
+        .iter()
+        .map(|g| {
+            vec![
+                Cell::number(g.shard.to_string(), g.shard as f64),
+                Cell::text(g.host.clone()),
+                Cell::number(g.count.to_string(), g.count as f64),
+                Cell::number(count(g.measured_rps), g.measured_rps),
+                Cell::number(g.concurrency.to_string(), g.concurrency as f64),
+                Cell::number(g.connections.to_string(), g.connections as f64),
+                Cell::text(g.first_send.clone()),
+                Cell::text(match (g.clock.synchronized, g.clock.max_error_us) {
+                    (Some(true), Some(us)) => format!("synchronised, ±{}", ms(us as f64 / 1e3)),
+                    (Some(false), _) => "not synchronised".to_owned(),
+                    _ => "unknown".to_owned(),
+                }),
+            ]
+        })
+        .collect();
+    Section {
+        id: "generators".to_owned(),
+        heading: "Generators".to_owned(),
+        body: html::paragraph(&intro)
+            + &html::figure(
+                charts::bar_chart(
+                    "Each generator's rate (req/s over its window)",
+                    "req/s",
+                    &bars,
+                    count,
+                    BarColours::Single,
+                ),
+                "One bar per shard: a generator that fell behind its share of the schedule shows as a short bar.",
+                &html::table(
+                    &[
+                        "shard",
+                        "host",
+                        "calls",
+                        "req/s",
+                        "streams",
+                        "connections",
+                        "first send",
+                        "clock",
+                    ],
+                    &rows,
+                    true,
+                ),
+            ),
     }
 }
 

@@ -294,9 +294,10 @@ impl Recorder {
     }
 
     /// Fills each second's `latency_p50_ns` and `latency_p99_ns` from the histograms set
-    /// aside (call it on the merged recorder, once every thread's is in), and keeps one
-    /// merged histogram per second.
-    pub fn finish_seconds(&mut self) {
+    /// aside (call it on the merged recorder, once every thread's is in). With `keep`, one
+    /// merged histogram per second stays (a result that may be merged with others' saves
+    /// them); without, they are dropped and nothing is encoded again.
+    pub fn finish_seconds(&mut self, keep: bool) {
         let mut pending = std::mem::take(&mut self.second_latencies);
         if !self.current_second_latency.is_empty() {
             pending.push((
@@ -326,7 +327,7 @@ impl Recorder {
                     stats.latency_p99_ns = merged.value_at_quantile(0.99);
                 }
             }
-            if !merged.is_empty() {
+            if keep && !merged.is_empty() {
                 self.second_latencies.push((second, encode_second(&merged)));
             }
         }
@@ -507,7 +508,7 @@ mod tests {
         let mut all = Recorder::new(false, None);
         all.merge(&a);
         all.merge(&b);
-        all.finish_seconds();
+        all.finish_seconds(false);
         let p = |second: usize| {
             (
                 all.per_second[second].latency_p50_ns,

@@ -263,7 +263,9 @@ pub fn run(
         ignored += outcome.ignored;
         last_completion = last_completion.max(outcome.last_completion);
     }
-    recorder.finish_seconds();
+    // Each second's histogram is kept only for a result that may be merged with other
+    // generators' (`--shard`, `--start-at`): a lone run pays nothing for merging.
+    recorder.finish_seconds(config.shard.is_some() || config.start_at.is_some());
     let end_reason = if cancel.is_cancelled() {
         EndReason::Cancel
     } else if config.total.is_some_and(|total| {

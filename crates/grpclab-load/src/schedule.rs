@@ -171,6 +171,7 @@ impl Schedule {
     }
 
     /// The next call for a stream to send.
+    #[inline]
     pub(crate) fn next_ticket(&self) -> Ticket {
         if self.stop.is_cancelled() {
             return Ticket::Stop;

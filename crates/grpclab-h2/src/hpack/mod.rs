@@ -33,6 +33,11 @@ pub struct CachedBlock {
 impl CachedBlock {
     /// The block, appended to `out`: from the cache when still valid, else encoded by `encode`
     /// (into `out`, via the encoder) and cached when it changed nothing in the table.
+    ///
+    /// The hit (a copy of the cached bytes) is every call's path and small enough to inline
+    /// into each caller; the miss is out of line, so the compiler's inlining budget for the
+    /// caller (a connection's whole turn) is not spent on it.
+    #[inline]
     pub fn write(
         &mut self,
         encoder: &mut Encoder,
@@ -43,6 +48,18 @@ impl CachedBlock {
             out.extend_from_slice(&self.block);
             return;
         }
+        self.encode_and_cache(encoder, out, encode);
+    }
+
+    /// The miss: encodes the block and caches it when it changed nothing in the table.
+    #[inline(never)]
+    #[cold]
+    fn encode_and_cache(
+        &mut self,
+        encoder: &mut Encoder,
+        out: &mut Vec<u8>,
+        encode: impl FnOnce(&mut Encoder, &mut Vec<u8>),
+    ) {
         let before = encoder.generation();
         let start = out.len();
         encoder.begin_block(out);

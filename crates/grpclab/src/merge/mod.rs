@@ -82,7 +82,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         ));
         totals.add(&part.report.result);
     }
-    recorder.finish_seconds();
+    recorder.finish_seconds(true);
 
     let mut generators: Vec<_> = parts
         .iter()

@@ -138,13 +138,16 @@ fn a_single_queue_with_a_known_service_time_saturates_where_theory_says() {
 fn a_client_with_one_stream_is_reported_as_the_limit_not_the_server() {
     let _turn = turn();
     // lab answers in well under a millisecond; one stream cannot offer more than
-    // 1 / (its round trip) req/s, and past that calls wait in the client.
+    // 1 / (its round trip) req/s, and past that calls wait in the client, their latency
+    // growing without bound. The SLO is wide (50 ms) so that a machine's tail noise (a p99 of
+    // 14 ms at 500 req/s was seen on CI, debug build) never fails a probe the stream could
+    // keep up with: only the queue behind the one stream can.
     let server = Server::start("lab");
     let output = capacity(
         &server.target(),
         &[
             "--slo",
-            "p99<=5ms",
+            "p99<=50ms",
             "-c",
             "1",
             "--connections",
@@ -188,7 +191,7 @@ fn a_client_with_one_stream_is_reported_as_the_limit_not_the_server() {
         &server.target(),
         &[
             "--slo",
-            "p99<=5ms",
+            "p99<=50ms",
             "-c",
             "1",
             "--start-rps",

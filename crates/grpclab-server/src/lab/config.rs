@@ -32,6 +32,19 @@ pub const DEFAULT_POOL_QUEUE: usize = 1024;
 /// or the h2 crate (`H2`, the reference).
 pub use grpclab_h2::Transport;
 
+/// How lab decodes a unary Greeter request and encodes its reply (`serve --codec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Codec {
+    /// Our zero-allocation codec: the request read in place as a view, the reply written
+    /// straight into its buffer (lab's default; what the headline figures use).
+    #[default]
+    View,
+    /// prost, as a typical service does it: the request decoded into the generated structs
+    /// (owned strings and vectors), the reply built from them and encoded. Isolates what the
+    /// HTTP/2 engine is worth from what the codec is.
+    Prost,
+}
+
 /// The `lab` server's settings.
 #[derive(Debug, Clone)]
 pub struct LabConfig {
@@ -39,6 +52,8 @@ pub struct LabConfig {
     pub transport: Transport,
     /// Where decode/handle/encode runs.
     pub placement: Placement,
+    /// How unary Greeter requests are decoded and replies encoded.
+    pub codec: Codec,
     /// Worker threads of the pool (pool and adaptive placements).
     pub pool_threads: usize,
     /// Jobs the pool's queue holds before calls wait in their connection.
@@ -79,6 +94,7 @@ impl Default for LabConfig {
         LabConfig {
             transport: Transport::Engine,
             placement: Placement::Inline,
+            codec: Codec::View,
             pool_threads: 1,
             pool_queue: DEFAULT_POOL_QUEUE,
             offload_above: DEFAULT_OFFLOAD_ABOVE,

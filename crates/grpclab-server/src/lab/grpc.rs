@@ -94,6 +94,9 @@ pub struct CallHead {
     /// `route`: the head is stored per stream and moved with it, and growing it from 24 to
     /// 40 bytes cost lab 1 % of its CPU per call in the A/B (BENCHMARKS.md).
     pub inflate_limit: u32,
+    /// How a Greeter request is decoded and its reply encoded (one byte: it sits in the
+    /// padding beside `gzip`, the head stays 24 bytes).
+    pub codec: super::config::Codec,
 }
 
 /// Why a call is refused before its body is read.
@@ -130,6 +133,7 @@ pub fn check_head(
     headers: &RequestHeaders<'_>,
     now: Instant,
     max_message_bytes: usize,
+    codec: super::config::Codec,
 ) -> Result<CallHead, HeadRejection> {
     let content_type = headers.content_type.unwrap_or_default();
     if !content_type.starts_with(b"application/grpc") {
@@ -193,6 +197,7 @@ pub fn check_head(
         deadline,
         gzip,
         inflate_limit: u32::try_from(max_message_bytes).unwrap_or(u32::MAX),
+        codec,
     })
 }
 
@@ -254,9 +259,14 @@ pub fn run_call(head: &CallHead, body: &[u8], implementation: &str) -> Outcome {
 /// Decode, handle, encode: the method's own work on an unframed message.
 fn route_call(head: &CallHead, message: &[u8], implementation: &str) -> Outcome {
     match head.route {
-        Route::SayHello => match fast_say_hello(message) {
-            Some(outcome) => outcome,
-            None => prost_say_hello(message),
+        Route::SayHello => match head.codec {
+            // The view codec handles what it can read in place and leaves the rest (fields it
+            // does not know) to prost, so both answer every request alike.
+            super::config::Codec::View => match fast_say_hello(message) {
+                Some(outcome) => outcome,
+                None => prost_say_hello(message),
+            },
+            super::config::Codec::Prost => prost_say_hello(message),
         },
         Route::Stats => Outcome::Reply(encode_framed(&snapshot(implementation))),
         Route::HeapProfileStart => {
@@ -462,6 +472,7 @@ fn encode_framed(message: &impl Message) -> Bytes {
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::Codec;
     use super::*;
     use grpclab_core::Scenario;
 
@@ -479,30 +490,37 @@ mod tests {
     fn heads_are_checked_per_spec() {
         let now = Instant::now();
         let limit = 4 << 20;
-        assert!(check_head(&headers(SAY_HELLO_PATH), now, limit).is_ok());
+        assert!(check_head(&headers(SAY_HELLO_PATH), now, limit, Codec::View).is_ok());
         let mut json = headers(SAY_HELLO_PATH);
         json.content_type = Some(b"application/json");
-        assert_eq!(check_head(&json, now, limit), Err(HeadRejection::Http(415)));
-        let Err(HeadRejection::Status(status)) = check_head(&headers("/x.Y/Z"), now, limit) else {
+        assert_eq!(
+            check_head(&json, now, limit, Codec::View),
+            Err(HeadRejection::Http(415))
+        );
+        let Err(HeadRejection::Status(status)) =
+            check_head(&headers("/x.Y/Z"), now, limit, Codec::View)
+        else {
             panic!("unknown path must be refused")
         };
         assert_eq!(status.code, Code::Unimplemented);
         let mut gzip = headers(SAY_HELLO_PATH);
         gzip.grpc_encoding = Some(b"gzip");
-        assert!(check_head(&gzip, now, limit).unwrap().gzip);
+        assert!(check_head(&gzip, now, limit, Codec::View).unwrap().gzip);
         let mut brotli = headers(SAY_HELLO_PATH);
         brotli.grpc_encoding = Some(b"br");
         assert!(
-            matches!(check_head(&brotli, now, limit), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
+            matches!(check_head(&brotli, now, limit, Codec::View), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
         );
         let mut timed = headers(SAY_HELLO_PATH);
         timed.grpc_timeout = Some(b"100m");
         assert_eq!(
-            check_head(&timed, now, limit).unwrap().deadline,
+            check_head(&timed, now, limit, Codec::View)
+                .unwrap()
+                .deadline,
             Some(now + std::time::Duration::from_millis(100))
         );
         timed.grpc_timeout = Some(b"soon");
-        assert!(check_head(&timed, now, limit).is_err());
+        assert!(check_head(&timed, now, limit, Codec::View).is_err());
     }
 
     #[test]
@@ -514,12 +532,31 @@ mod tests {
             deadline: None,
             gzip: false,
             inflate_limit: 1 << 20,
+            codec: Codec::View,
         };
         assert_eq!(std::mem::size_of::<CallHead>(), 24, "see inflate_limit");
-        // HelloReply and HelloRequest share their layout: the reply re-encodes the same bytes.
+        // HelloReply and HelloRequest share their layout: the reply re-encodes the same bytes,
+        // whichever codec does it.
         assert_eq!(
             run_call(&head, request, "lab"),
             Outcome::Reply(request.clone())
+        );
+        let prost = CallHead {
+            codec: Codec::Prost,
+            ..head
+        };
+        assert_eq!(
+            run_call(&prost, request, "lab"),
+            Outcome::Reply(request.clone())
+        );
+        // A corrupt request fails with the same code either way (prost words its reason).
+        let code = |outcome: Outcome| match outcome {
+            Outcome::Status(status) => status.code,
+            other => panic!("invalid protobuf must fail: {other:?}"),
+        };
+        assert_eq!(
+            code(run_call(&prost, b"\0\0\0\0\x02\xff\xff", "lab")),
+            code(run_call(&head, b"\0\0\0\0\x02\xff\xff", "lab"))
         );
         let Outcome::Status(status) = run_call(&head, b"\0\0\0\0\x02\xff\xff", "lab") else {
             panic!("invalid protobuf must fail")

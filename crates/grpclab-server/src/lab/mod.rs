@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::{
-    LabConfig, Transport, DEFAULT_CONNECTION_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS,
+    Codec, LabConfig, Transport, DEFAULT_CONNECTION_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_OFFLOAD_ABOVE, DEFAULT_POOL_QUEUE,
 };
 pub use placement::Placement;

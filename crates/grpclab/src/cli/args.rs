@@ -129,6 +129,15 @@ pub enum ImplementationArg {
     Lab,
 }
 
+/// `grpclab serve --codec` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CodecArg {
+    /// lab's zero-allocation codec.
+    View,
+    /// prost's generated structs.
+    Prost,
+}
+
 /// `grpclab serve --decode` values: where a call's decode, handling and encode run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlacementArg {
@@ -922,6 +931,12 @@ pub struct ServeArgs {
     /// to an idle pool worker when the process has a core beyond its I/O threads; else inline).
     #[arg(long, value_enum, default_value_t = PlacementArg::Inline, value_name = "PLACEMENT")]
     pub decode: PlacementArg,
+
+    /// lab: how a Greeter request is decoded and its reply encoded: view (lab's own
+    /// zero-allocation codec, in place) or prost (the generated structs, owned strings and
+    /// vectors, as a typical service: what our engine gives a service written the usual way).
+    #[arg(long, value_enum, default_value_t = CodecArg::View, value_name = "CODEC")]
+    pub codec: CodecArg,
 
     /// lab: threads of the decode pool (pool and adaptive placements).
     #[arg(long, default_value_t = 1, value_name = "N")]

@@ -1,12 +1,12 @@
 //! `grpclab serve`: run a built-in server until SIGTERM or Ctrl-C.
 
 use grpclab_core::tls::ServerTls;
-use grpclab_server::lab::{LabConfig, Placement, Transport};
+use grpclab_server::lab::{Codec, LabConfig, Placement, Transport};
 use grpclab_server::{Implementation, ServeConfig};
 use std::io::Write;
 use std::net::SocketAddr;
 
-use super::args::{ImplementationArg, PlacementArg, ServeArgs, TransportArg};
+use super::args::{CodecArg, ImplementationArg, PlacementArg, ServeArgs, TransportArg};
 use crate::InputError;
 
 /// Validates the flags into a server configuration.
@@ -81,6 +81,10 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
         lab: LabConfig {
             transport,
             placement,
+            codec: match args.codec {
+                CodecArg::View => Codec::View,
+                CodecArg::Prost => Codec::Prost,
+            },
             pool_threads: args.pool_threads,
             pool_queue: args.pool_queue,
             offload_above: args.offload_above,

@@ -248,12 +248,16 @@ impl Service for LabService {
             grpc_encoding: head.grpc_encoding,
             grpc_timeout: head.grpc_timeout,
         };
-        check_head(&headers, now, self.config.max_message_bytes).map_err(
-            |rejection| match rejection {
-                HeadRejection::Http(status) => Response::Http(status),
-                HeadRejection::Status(status) => status_response(status),
-            },
+        check_head(
+            &headers,
+            now,
+            self.config.max_message_bytes,
+            self.config.codec,
         )
+        .map_err(|rejection| match rejection {
+            HeadRejection::Http(status) => Response::Http(status),
+            HeadRejection::Status(status) => status_response(status),
+        })
     }
 
     fn deadline(&self, call: &CallHead) -> Option<Instant> {

@@ -250,7 +250,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
                 .map(HeaderValue::as_bytes),
             grpc_timeout: parts.headers.get("grpc-timeout").map(HeaderValue::as_bytes),
         };
-        match check_head(&headers, Instant::now(), self.config.max_message_bytes) {
+        match check_head(
+            &headers,
+            Instant::now(),
+            self.config.max_message_bytes,
+            self.config.codec,
+        ) {
             // Streaming is served on lab's own engine only: answered at once, since a bidi
             // client waits for replies before it half-closes.
             Ok(head) if head.route.is_streaming() => {

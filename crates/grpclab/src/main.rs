@@ -61,6 +61,20 @@ fn verdict_exit(what: &str, failed: &[String]) -> ExitCode {
     ExitCode::from(grpclab::verdict::EXIT_THRESHOLD)
 }
 
+/// The exit code of a load-shaped run (`load`, `merge`) from its `--threshold` verdicts.
+fn thresholds_exit(report: &grpclab::export::Report) -> ExitCode {
+    let failed: Vec<String> = report
+        .thresholds
+        .iter()
+        .filter(|verdict| !verdict.passed)
+        .map(|verdict| format!("{} ({})", verdict.expression, verdict.actual))
+        .collect();
+    verdict_exit(
+        &format!("of {} thresholds failed", report.thresholds.len()),
+        &failed,
+    )
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => {
@@ -180,16 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let report = cli::load::execute(prepared, &cancel)?;
-            let failed: Vec<String> = report
-                .thresholds
-                .iter()
-                .filter(|verdict| !verdict.passed)
-                .map(|verdict| format!("{} ({})", verdict.expression, verdict.actual))
-                .collect();
-            Ok(verdict_exit(
-                &format!("of {} thresholds failed", report.thresholds.len()),
-                &failed,
-            ))
+            Ok(thresholds_exit(&report))
         }
         Command::Completions(args) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
@@ -223,16 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Merge(args) => {
             let report = cli::merge::execute(&args)?;
-            let failed: Vec<String> = report
-                .thresholds
-                .iter()
-                .filter(|verdict| !verdict.passed)
-                .map(|verdict| format!("{} ({})", verdict.expression, verdict.actual))
-                .collect();
-            Ok(verdict_exit(
-                &format!("of {} thresholds failed", report.thresholds.len()),
-                &failed,
-            ))
+            Ok(thresholds_exit(&report))
         }
         Command::Stats(args) => {
             let stats = cli::stats::fetch_for(&args)?;

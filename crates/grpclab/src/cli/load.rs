@@ -453,18 +453,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         bound_by,
         sharding,
     };
-    let figures = RunFigures {
-        latency: &report.ghz_latency(),
-        count: report.result.count(),
-        errors: report.result.errors(),
-        rps: report.result.rps(),
-    };
-    let verdicts = prepared
-        .thresholds
-        .iter()
-        .map(|threshold| threshold.judge(&figures))
-        .collect();
-    report.thresholds = verdicts;
+    report.thresholds = judge(&report, &prepared.thresholds);
     let bytes = exporter_for(prepared.format).render(&report)?;
     write_output(prepared.output.as_deref(), &bytes)?;
     // Whatever the output format (JSON read by a script, a file), a run in which nothing
@@ -473,6 +462,23 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         let _ = writeln!(std::io::stderr(), "grpclab: {line}");
     }
     Ok(report)
+}
+
+/// `--threshold` verdicts on a finished (or merged) run, in the order given.
+pub(crate) fn judge(
+    report: &Report,
+    thresholds: &[Threshold],
+) -> Vec<crate::verdict::ThresholdVerdict> {
+    let figures = RunFigures {
+        latency: &report.ghz_latency(),
+        count: report.result.count(),
+        errors: report.result.errors(),
+        rps: report.result.rps(),
+    };
+    thresholds
+        .iter()
+        .map(|threshold| threshold.judge(&figures))
+        .collect()
 }
 
 /// The shard a Kubernetes Indexed Job's pod runs: `JOB_COMPLETION_INDEX` (set by the Job

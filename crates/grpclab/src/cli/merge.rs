@@ -6,7 +6,6 @@ use std::io::Write as _;
 use super::args::MergeArgs;
 use super::exporter_for;
 use crate::export::Report;
-use crate::verdict::threshold::RunFigures;
 use crate::verdict::Threshold;
 use crate::InputError;
 
@@ -33,17 +32,7 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
         )
         .into());
     }
-    let figures = RunFigures {
-        latency: &report.ghz_latency(),
-        count: report.result.count(),
-        errors: report.result.errors(),
-        rps: report.result.rps(),
-    };
-    let verdicts = thresholds
-        .iter()
-        .map(|threshold| threshold.judge(&figures))
-        .collect();
-    report.thresholds = verdicts;
+    report.thresholds = super::load::judge(&report, &thresholds);
     // What the reader must know goes where a person looks whatever the format (the
     // summary has the warnings in it already).
     let summary_shown = args.format == super::args::OutputFormat::Summary && args.output.is_none();

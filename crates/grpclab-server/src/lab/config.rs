@@ -32,18 +32,8 @@ pub const DEFAULT_POOL_QUEUE: usize = 1024;
 /// or the h2 crate (`H2`, the reference).
 pub use grpclab_h2::Transport;
 
-/// How lab decodes a unary Greeter request and encodes its reply (`serve --codec`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Codec {
-    /// Our zero-allocation codec: the request read in place as a view, the reply written
-    /// straight into its buffer (lab's default; what the headline figures use).
-    #[default]
-    View,
-    /// prost, as a typical service does it: the request decoded into the generated structs
-    /// (owned strings and vectors), the reply built from them and encoded. Isolates what the
-    /// HTTP/2 engine is worth from what the codec is.
-    Prost,
-}
+/// How Greeter requests are decoded (`serve --codec`): defined beside the handlers that use it.
+pub use super::grpc::Codec;
 
 /// The `lab` server's settings.
 #[derive(Debug, Clone)]

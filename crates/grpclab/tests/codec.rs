@@ -38,16 +38,7 @@ fn serve_with(codec: &str, calls: u64) -> (u64, u64, u64) {
     );
     let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let ok = result["ok"].as_u64().unwrap();
-    let stats = grpclab()
-        .args(["stats", &server.target(), "--insecure"])
-        .output()
-        .expect("run stats");
-    assert!(
-        stats.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stats.stderr)
-    );
-    let stats: Value = serde_json::from_slice(&stats.stdout).expect("stats JSON");
+    let stats = server.stats();
     assert_eq!(
         stats["counting"], true,
         "the allocation counter is installed"

@@ -178,17 +178,7 @@ fn last_json_line(out: &Output) -> String {
 }
 
 fn served_calls(server: &Server) -> u64 {
-    let out = grpclab()
-        .args(["stats", &server.target(), "--insecure"])
-        .output()
-        .expect("grpclab stats");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stats: Value = serde_json::from_slice(&out.stdout).expect("stats JSON");
-    stats["calls"].as_u64().expect("calls")
+    server.stats()["calls"].as_u64().expect("calls")
 }
 
 #[test]

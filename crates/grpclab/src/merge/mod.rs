@@ -27,8 +27,10 @@ use crate::InputError;
 pub struct Part {
     /// The file it was read from.
     pub source: String,
-    /// The result.
+    /// The result (its `sharding` is in the field below, not in the report).
     pub report: Report,
+    /// Which shards it holds and its generators' facts.
+    pub sharding: Sharding,
     /// Its settings as saved, compared field by field with the other parts'.
     pub settings: Vec<(&'static str, String)>,
     /// Its histograms' form (unit, encoding and bounds).
@@ -45,7 +47,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         ));
     };
     check_same_run(&parts)?;
-    let of = first.sharding().of;
+    let of = first.sharding.of;
     check_shards(&parts, of, partial)?;
 
     // The merged window starts with the earliest generator's; each generator's seconds are
@@ -86,7 +88,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
 
     let mut generators: Vec<_> = parts
         .iter()
-        .flat_map(|p| p.sharding().generators.clone())
+        .flat_map(|p| p.sharding.generators.clone())
         .collect();
     generators.sort_by_key(|g| g.shard);
     let facts = facts(&parts, &generators, &recorder, base, &starts, &ends);
@@ -118,16 +120,6 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
             merge: Some(facts),
         }),
     })
-}
-
-impl Part {
-    fn sharding(&self) -> &Sharding {
-        // `read` refuses a result without one.
-        self.report
-            .sharding
-            .as_ref()
-            .unwrap_or_else(|| unreachable!("read() keeps only sharded results"))
-    }
 }
 
 /// The counters that add up across generators, and how the run ended.
@@ -179,7 +171,7 @@ fn check_same_run(parts: &[Part]) -> Result<(), InputError> {
                 first.source, part.source, first.histogram_form, part.histogram_form
             )));
         }
-        let (a, b) = (first.sharding().of, part.sharding().of);
+        let (a, b) = (first.sharding.of, part.sharding.of);
         if a != b {
             return Err(InputError(format!(
                 "{} is a shard of {a} generators but {} of {b}: merge the shards of one run",
@@ -202,7 +194,7 @@ fn shown(value: &str) -> String {
 fn check_shards(parts: &[Part], of: u64, partial: bool) -> Result<(), InputError> {
     let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
     for part in parts {
-        for shard in part.sharding().held() {
+        for shard in part.sharding.held() {
             if shard >= of {
                 return Err(InputError(format!(
                     "{} holds shard {shard} of {of}, which does not exist (shards count from 0)",

@@ -160,8 +160,9 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             result,
             thresholds: Vec::new(),
             bound_by: None,
-            sharding: Some(sharding),
+            sharding: None,
         },
+        sharding,
     })
 }
 
@@ -241,21 +242,30 @@ fn run_options(json: &JsonReport) -> RunOptions {
         details: o.details_limit,
         count_errors: o.count_errors,
         skip_first: o.skip_first,
-        load: LoadShape {
-            schedule: o.load_schedule.clone(),
-            start: o.load_start as f64,
-            end: o.load_end as f64,
-            step: o.load_step as f64,
-            step_duration: Duration::from_nanos(o.load_step_duration),
-            max_duration: Duration::from_nanos(o.load_max_duration),
-        },
-        concurrency_shape: LoadShape {
-            schedule: o.concurrency_schedule.clone(),
-            start: o.concurrency_start as f64,
-            end: o.concurrency_end as f64,
-            step: o.concurrency_step as f64,
-            step_duration: Duration::from_nanos(o.concurrency_step_duration),
-            max_duration: Duration::from_nanos(o.concurrency_max_duration),
-        },
+        load: shape(
+            &o.load_schedule,
+            [o.load_start, o.load_end],
+            o.load_step,
+            [o.load_step_duration, o.load_max_duration],
+        ),
+        concurrency_shape: shape(
+            &o.concurrency_schedule,
+            [o.concurrency_start, o.concurrency_end],
+            o.concurrency_step,
+            [o.concurrency_step_duration, o.concurrency_max_duration],
+        ),
+    }
+}
+
+/// A load or concurrency schedule back from ghz's option fields: its name, start and end,
+/// step, and step and maximum durations (ns).
+fn shape(schedule: &str, [start, end]: [u64; 2], step: i64, [each, max]: [u64; 2]) -> LoadShape {
+    LoadShape {
+        schedule: schedule.to_owned(),
+        start: start as f64,
+        end: end as f64,
+        step: step as f64,
+        step_duration: Duration::from_nanos(each),
+        max_duration: Duration::from_nanos(max),
     }
 }

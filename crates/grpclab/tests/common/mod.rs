@@ -85,6 +85,20 @@ impl Server {
         self.addr.to_string()
     }
 
+    /// The server's own counters (`grpclab stats`: calls, allocations, ...), as JSON.
+    pub fn stats(&self) -> serde_json::Value {
+        let out = grpclab()
+            .args(["stats", &self.target(), "--insecure"])
+            .output()
+            .expect("run grpclab stats");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("stats JSON")
+    }
+
     /// SIGTERM, then the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         signal(self.child.id(), "TERM");

@@ -46,6 +46,11 @@ pub struct LoadResult {
     /// `--duration-stop ignore`: calls in flight when the duration ended, left out of every
     /// figure.
     pub ignored: u64,
+    /// A timed open loop: calls the schedule intended inside the measured window that were
+    /// never sent, neither succeeded nor failed: still waiting to be taken when the
+    /// duration ended, because the client (or every connection it had) could not keep up
+    /// with the rate. `count + ignored + unsent` is the schedule's calls in the window.
+    pub unsent: u64,
     /// Templated calls whose rendering failed and went out with call 0's request instead.
     pub render_failures: u64,
     /// When the client threads were released to send (the warmup's start): with

@@ -276,6 +276,15 @@ pub fn run(
     } else {
         EndReason::Timeout
     };
+    // A timed open loop accounts for every call its schedule intended in the window: those
+    // not recorded or left out were never sent.
+    let unsent = match (end_reason, schedule.calls_in_window()) {
+        (EndReason::Timeout, Some(scheduled)) => {
+            let skipped = shared.skipped.load(Relaxed).min(config.skip_first);
+            scheduled.saturating_sub(recorder.count() + ignored + skipped)
+        }
+        _ => 0,
+    };
     let measured_end = match (config.duration, end_reason) {
         // A timed run's window is its duration, plus however long the last calls took to
         // drain; a window cut short by Ctrl-C or -n ends with the last completion.
@@ -294,6 +303,7 @@ pub fn run(
         planned_reconnects,
         abandoned,
         ignored,
+        unsent,
         render_failures: shared.render_failures.load(Relaxed),
         first_send,
     })

@@ -193,13 +193,8 @@ impl Schedule {
                     measured,
                 };
             }
-            RateShape::Constant { interval_ns } => {
-                let slot = self.global_slot(self.next_slot.fetch_add(1, Ordering::Relaxed));
-                self.start + Duration::from_nanos((slot as f64 * interval_ns) as u64)
-            }
-            RateShape::Steps(steps) => {
-                let slot = self.global_slot(self.next_slot.fetch_add(1, Ordering::Relaxed));
-                self.start + Duration::from_nanos(steps.slot_time_ns(slot) as u64)
+            RateShape::Constant { .. } | RateShape::Steps(_) => {
+                self.start + self.slot_time(self.next_slot.fetch_add(1, Ordering::Relaxed))
             }
         };
         if let Some(end) = self.end.filter(|end| intended >= *end) {
@@ -214,6 +209,51 @@ impl Schedule {
             intended: Some(intended),
             measured,
         }
+    }
+
+    /// Open loop: when this generator's `local`-th call is intended, after the start.
+    #[inline]
+    fn slot_time(&self, local: u64) -> Duration {
+        let slot = self.global_slot(local);
+        match &self.rate {
+            RateShape::Closed => Duration::ZERO,
+            RateShape::Constant { interval_ns } => {
+                Duration::from_nanos((slot as f64 * interval_ns) as u64)
+            }
+            RateShape::Steps(steps) => Duration::from_nanos(steps.slot_time_ns(slot) as u64),
+        }
+    }
+
+    /// Open loop: the first of this generator's calls intended at or after `since_start`.
+    fn first_slot_from(&self, since_start: Duration) -> u64 {
+        // Slot times only grow: find an upper bound by doubling, then bisect.
+        let mut high = 1u64;
+        while self.slot_time(high) < since_start && high < u64::MAX / 4 {
+            high *= 2;
+        }
+        let mut low = 0u64;
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if self.slot_time(middle) < since_start {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+
+    /// A timed open loop: how many of this generator's calls the schedule intends inside the
+    /// measured window. With the calls recorded (and left out) it says how many came due and
+    /// were never sent. `None` for a closed loop or a run without a duration.
+    pub(crate) fn calls_in_window(&self) -> Option<u64> {
+        if matches!(self.rate, RateShape::Closed) {
+            return None;
+        }
+        let end = self.end?;
+        let from = self.first_slot_from(self.measure_from - self.start);
+        let to = self.first_slot_from(end - self.start);
+        Some(to.saturating_sub(from))
     }
 
     /// Takes one measured call from the `-n` budget for a call due at `due`; the call that
@@ -438,5 +478,46 @@ mod tests {
             }
             assert_eq!(allowed, streams);
         }
+    }
+
+    #[test]
+    fn the_calls_in_a_window_are_counted_from_the_same_times_the_tickets_use() {
+        let schedule = |pacing, shard: Option<Shard>| {
+            let mut schedule = Schedule::new(
+                Instant::now(),
+                pacing,
+                Duration::from_millis(500),
+                Some(Duration::from_secs(1)),
+                None,
+                CancellationToken::new(),
+            );
+            if let Some(shard) = shard {
+                schedule.take_shard(shard);
+            }
+            schedule
+        };
+        let rate = Pacing::OpenLoop { rate: 100.0 };
+        // Calls 50..150 of the global schedule fall in [0.5 s, 1.5 s).
+        assert_eq!(schedule(rate, None).calls_in_window(), Some(100));
+        // Shard 1 of 3 takes the global slots 1, 4, 7, ...: 52, 55, ..., 148 in the window.
+        let shard = Shard { index: 1, of: 3 };
+        assert_eq!(schedule(rate, Some(shard)).calls_in_window(), Some(33));
+        // The same count, ticket by ticket.
+        let counted = schedule(rate, Some(shard));
+        let mut measured = 0;
+        while let Ticket::Send { measured: m, .. } = counted.next_ticket() {
+            measured += u64::from(m);
+        }
+        assert_eq!(measured, 33);
+        // Steps: 10 req/s for 1 s then 20 req/s: [0.5 s, 1.5 s) holds 5 + 10 calls.
+        let steps = Pacing::Steps {
+            start: 10.0,
+            step: 10.0,
+            step_duration: Duration::from_secs(1),
+            end: Some(20.0),
+            max_duration: None,
+        };
+        assert_eq!(schedule(steps, None).calls_in_window(), Some(15));
+        assert_eq!(schedule(Pacing::ClosedLoop, None).calls_in_window(), None);
     }
 }

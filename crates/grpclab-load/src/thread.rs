@@ -8,6 +8,7 @@
 use bytes::Bytes;
 use grpclab_core::Code;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -135,6 +136,52 @@ impl ThreadState {
         if measured {
             self.outstanding
                 .set(self.outstanding.get().saturating_sub(1));
+        }
+    }
+
+    /// Open loop while a connection is down: ends every call of `held` and then of the
+    /// schedule that is due by `now` as Unavailable (`reason`), and leaves the first call not
+    /// yet due at the front of `held`. Returns when that call is due, or `None` once the
+    /// schedule has no more calls (and `held` is empty).
+    ///
+    /// Why: a connection that cannot be re-established takes no calls, and an open loop's
+    /// calls keep coming due. Left in the schedule, they would never be sent, failed or
+    /// counted: an outage would shrink the run instead of showing as errors (coordinated
+    /// omission). gRPC clients fail a call at once while their channel is down (not
+    /// wait-for-ready), so each due call ends Unavailable; its latency runs from its intended
+    /// time, so calls that waited out a connection attempt show that wait.
+    pub(crate) fn fail_due(
+        &self,
+        held: &mut VecDeque<(Instant, bool)>,
+        now: Instant,
+        reason: &str,
+    ) -> Option<Instant> {
+        loop {
+            if held.is_empty() {
+                match self.take_ticket() {
+                    Ticket::Stop => return None,
+                    Ticket::Send { intended, measured } => {
+                        // A closed-loop ticket (never taken here by the transports) is due now.
+                        held.push_back((intended.unwrap_or(now), measured));
+                    }
+                }
+            }
+            let &(at, measured) = held.front()?;
+            if at > now {
+                return Some(at);
+            }
+            held.pop_front();
+            let latency = now.saturating_duration_since(at);
+            if measured {
+                let failure = Err(CallFailure {
+                    code: Code::Unavailable,
+                    message: reason.to_owned(),
+                    connection_lost: true,
+                });
+                self.record(&failure, latency, Duration::ZERO, now);
+            } else {
+                self.record_warmup_call(latency, now);
+            }
         }
     }
 

@@ -35,6 +35,25 @@ fn count_of(result: &LoadResult, code: Code) -> u64 {
     result.status_counts().get(&code).copied().unwrap_or(0)
 }
 
+/// An open loop at `rate` for `duration` (no `-n`) over `concurrency` streams on
+/// `connections` connections.
+fn timed_open_loop(
+    addr: std::net::SocketAddr,
+    transport: Transport,
+    rate: f64,
+    duration: Duration,
+    concurrency: usize,
+    connections: usize,
+) -> LoadConfig {
+    let mut config = config_for(addr, transport);
+    config.pacing = Pacing::OpenLoop { rate };
+    config.duration = Some(duration);
+    config.total = None;
+    config.concurrency = concurrency;
+    config.connections = connections;
+    config
+}
+
 const BOTH: [Transport; 2] = [Transport::Engine, Transport::H2];
 
 /// A: an open-loop `-n` run whose server dies and stays dead still records exactly N calls:
@@ -64,6 +83,77 @@ fn open_loop_total_is_exact_when_the_server_dies_for_good() {
         assert_eq!(result.end_reason, EndReason::Total, "{transport:?}");
         assert!(count_of(&result, Code::Unavailable) >= 1, "{transport:?}");
         assert!(result.ok() <= served, "{transport:?}: OK calls were served");
+    }
+}
+
+/// A timed open loop whose server dies halfway accounts for every call its schedule intended:
+/// while no connection can be made, each call that comes due fails as Unavailable instead of
+/// staying in the schedule unsent (an outage must show as errors, not as a shorter run).
+/// The same for one shard of a sharded run: its part of the global schedule.
+#[test]
+fn a_timed_open_loop_counts_every_due_call_across_a_server_death() {
+    for transport in BOTH {
+        for shard in [None, Some(grpclab_load::Shard { index: 1, of: 2 })] {
+            let mut server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
+            // 600 calls intended in the window: 2.5 ms apart over 1.5 s (300 for one shard
+            // of two).
+            let mut config = timed_open_loop(
+                server.addr,
+                transport,
+                400.0,
+                Duration::from_millis(1500),
+                4,
+                2,
+            );
+            config.shard = shard;
+            let intended = if shard.is_some() { 300 } else { 600 };
+            let served = Arc::clone(&server.served);
+            let killer = std::thread::spawn(move || {
+                server.wait_for_served(intended / 6);
+                server.kill();
+            });
+            let result = run_bounded(config);
+            killer.join().unwrap();
+            let served = served.load(std::sync::atomic::Ordering::Relaxed);
+            let what = format!("{transport:?} {shard:?}: {:?}", result.error_counts());
+            assert_eq!(result.end_reason, EndReason::Timeout, "{what}");
+            assert_eq!(result.count() + result.unsent, intended, "{what}");
+            // Only calls coming due in the last moments before the stop can be left unsent
+            // (before the fix, every call due after the death was: about half of them).
+            assert!(
+                result.unsent <= intended / 20,
+                "{what}: unsent {}",
+                result.unsent
+            );
+            assert!(result.ok() <= served, "{what}: OK calls were served");
+            assert_eq!(
+                count_of(&result, Code::Unavailable),
+                result.count() - result.ok(),
+                "{what}"
+            );
+            assert!(
+                count_of(&result, Code::Unavailable) >= intended / 4,
+                "{what}: the calls due after the death fail"
+            );
+        }
+    }
+}
+
+/// A timed open loop that cannot keep up says so: calls intended in the window that never
+/// went out are counted as unsent. Two streams against a server that never answers: two
+/// calls go out and are abandoned at the end; the other 198 were never sent.
+#[test]
+fn calls_an_open_loop_never_sent_are_counted_as_unsent() {
+    for transport in BOTH {
+        let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Hang));
+        let mut config =
+            timed_open_loop(server.addr, transport, 200.0, Duration::from_secs(1), 2, 1);
+        config.duration_stop = grpclab_load::DurationStop::Close;
+        let result = run_bounded(config);
+        let what = format!("{transport:?}: {:?}", result.error_counts());
+        assert_eq!(result.count(), 2, "{what}");
+        assert_eq!(count_of(&result, Code::Canceled), 2, "{what}");
+        assert_eq!(result.unsent, 198, "{what}");
     }
 }
 
@@ -392,6 +482,7 @@ fn keepalive_finds_a_stalled_server_and_spares_a_slow_one() {
             config.concurrency = 2;
             config.total = None;
             config.duration = Some(Duration::from_millis(1500));
+            config.total = None;
             config.duration_stop = grpclab_load::DurationStop::Close;
             config.timeout = None;
             config.keepalive = keepalive;

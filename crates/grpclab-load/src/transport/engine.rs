@@ -282,12 +282,31 @@ impl LabSource {
             .record(&outcome, latency, now.saturating_duration_since(sent), now);
     }
 
-    /// The connection is down and could not be re-established: the tickets held for it were
-    /// taken from the schedule (and the `-n` budget), so each is recorded as failed.
-    fn fail_held(&mut self, reason: &str) {
-        while let Some((_, measured)) = self.held.pop_front() {
-            if measured {
-                record_unavailable(&self.thread, reason);
+    /// Open loop, the connection down until `retry_at` (the next attempt to re-establish
+    /// it): the held calls and those coming due meanwhile end as Unavailable when due (see
+    /// `ThreadState::fail_due`); the first call due later stays held for the next
+    /// connection. False when the run is over.
+    async fn fail_until(
+        &mut self,
+        retry_at: Instant,
+        reason: &str,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> bool {
+        loop {
+            let Some(next) = self.thread.fail_due(&mut self.held, Instant::now(), reason) else {
+                return false;
+            };
+            let wake = next.min(retry_at);
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = stop.cancelled() => {
+                    // Held calls that came due before the stop failed like the rest.
+                    self.thread.fail_due(&mut self.held, Instant::now(), reason);
+                    return false;
+                }
+            }
+            if next >= retry_at {
+                return true;
             }
         }
     }
@@ -417,6 +436,9 @@ async fn connection_loop(
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;
     let mut planned = false;
+    let open_loop = thread.shared.config.pacing.is_open_loop();
+    // The last backoff was spent failing the calls that came due (open loop).
+    let mut backoff_spent = false;
     loop {
         if let Some(live) = tcp.take() {
             match run_connection(live, template.clone(), slots, &mut source, &stop).await {
@@ -442,7 +464,7 @@ async fn connection_loop(
             source.drop_held();
             return;
         }
-        if !backoff.is_zero() {
+        if !backoff.is_zero() && !std::mem::take(&mut backoff_spent) {
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = stop.cancelled() => {
@@ -470,11 +492,22 @@ async fn connection_loop(
             }
             Err(reason) => {
                 planned = false;
-                source.fail_held(&reason);
-                if !fail_tickets(&thread, slots, &reason) {
+                backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
+                if open_loop {
+                    // Calls keep coming due while the connection is down: each fails when
+                    // due, and the backoff is spent doing that.
+                    if !source
+                        .fail_until(Instant::now() + backoff, &reason, &stop)
+                        .await
+                    {
+                        source.drop_held();
+                        return;
+                    }
+                    backoff_spent = true;
+                } else if !fail_tickets(&thread, slots, &reason) {
+                    // Closed loop: each stream's next call fails, once per attempt.
                     return;
                 }
-                backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
             }
         }
     }

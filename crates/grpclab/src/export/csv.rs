@@ -79,6 +79,7 @@ mod tests {
                 reconnects: 0,
                 planned_reconnects: 0,
                 abandoned: 0,
+                unsent: 0,
                 render_failures: 0,
                 ignored: 0,
             },

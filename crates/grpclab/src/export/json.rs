@@ -449,6 +449,11 @@ pub struct JsonReport {
     /// grpclab: `--duration-stop ignore`: calls in flight at the end, left out.
     #[serde(default)]
     pub ignored_in_flight: u64,
+    /// grpclab, timed open loop: calls the schedule intended inside the window that were never
+    /// sent (the client or its connections fell behind the rate); `count + ignoredInFlight +
+    /// unsent` is the schedule's calls in the window.
+    #[serde(default)]
+    pub unsent: u64,
     /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
@@ -596,6 +601,7 @@ impl JsonReport {
             abandoned: result.abandoned,
             render_failures: result.render_failures,
             ignored_in_flight: result.ignored,
+            unsent: result.unsent,
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
             details_kept: result

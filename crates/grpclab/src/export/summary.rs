@@ -226,6 +226,13 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             result.ignored
         )?;
     }
+    if result.unsent > 0 {
+        writeln!(
+            out,
+            "  Due in the window but never sent (the client or its connections fell behind the rate):\t{}",
+            result.unsent
+        )?;
+    }
     if result.render_failures > 0 {
         writeln!(
             out,
@@ -407,6 +414,7 @@ mod tests {
             reconnects: 0,
             planned_reconnects: 0,
             abandoned: 0,
+            unsent: 0,
             render_failures: 0,
             ignored: 0,
         }

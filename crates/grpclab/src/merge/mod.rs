@@ -106,6 +106,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         planned_reconnects: totals.planned_reconnects,
         abandoned: totals.abandoned,
         ignored: totals.ignored,
+        unsent: totals.unsent,
         render_failures: totals.render_failures,
         first_send,
     };
@@ -129,6 +130,7 @@ struct Totals {
     planned_reconnects: u64,
     abandoned: u64,
     ignored: u64,
+    unsent: u64,
     render_failures: u64,
     end_reason: Option<EndReason>,
 }
@@ -139,6 +141,7 @@ impl Totals {
         self.planned_reconnects += result.planned_reconnects;
         self.abandoned += result.abandoned;
         self.ignored += result.ignored;
+        self.unsent += result.unsent;
         self.render_failures += result.render_failures;
         // One generator stopped early (Ctrl-C) makes the whole run cut short.
         self.end_reason = match (self.end_reason, result.end_reason) {

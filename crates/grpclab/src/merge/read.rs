@@ -145,6 +145,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
         planned_reconnects: json.planned_reconnects,
         abandoned: json.abandoned,
         ignored: json.ignored_in_flight,
+        unsent: json.unsent,
         render_failures: json.render_failures,
         first_send,
     };

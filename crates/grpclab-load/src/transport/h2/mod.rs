@@ -14,6 +14,7 @@ use grpclab_core::framing::format_grpc_timeout;
 use grpclab_core::Code;
 use h2::client::SendRequest;
 use http::{HeaderMap, HeaderValue, Uri};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -169,9 +170,18 @@ impl StreamConnection {
         failure
     }
 
-    /// After a connection-level failure: forget the sender and wait until the driver has
-    /// news (reconnected, or another attempt failed), so a dead connection is not hammered.
-    async fn wait_for_change(&mut self, stop: &CancellationToken) {
+    /// After a connection-level failure (`reason`): forget the sender and wait until the
+    /// driver has news (reconnected, or another attempt failed), so a dead connection is not
+    /// hammered. Open loop, calls keep coming due meanwhile: each ends as Unavailable when
+    /// due (see `ThreadState::fail_due`), and the first one due after the wait stays in
+    /// `held` for this stream to send next.
+    async fn wait_for_change(
+        &mut self,
+        thread: &ThreadState,
+        held: &mut VecDeque<(Instant, bool)>,
+        reason: &str,
+        stop: &CancellationToken,
+    ) {
         self.sender = None;
         if self.state.borrow().generation != self.generation {
             return;
@@ -179,10 +189,32 @@ impl StreamConnection {
         // At most a second: a failure taken for a connection loss while the connection is
         // in fact up (the driver then never publishes news) must not park the stream for
         // good, or an -n run whose streams all parked would never end.
-        tokio::select! {
-            _ = self.state.changed() => {}
-            _ = stop.cancelled() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        let give_up = Instant::now() + Duration::from_secs(1);
+        let open_loop = thread.shared.config.pacing.is_open_loop();
+        loop {
+            let wake = if open_loop {
+                match thread.fail_due(held, Instant::now(), reason) {
+                    // The schedule has no more calls: the stream's next ticket says stop.
+                    None => return,
+                    Some(next) => next.min(give_up),
+                }
+            } else {
+                give_up
+            };
+            tokio::select! {
+                _ = self.state.changed() => return,
+                _ = stop.cancelled() => {
+                    if open_loop {
+                        // Held calls that came due before the stop failed like the rest.
+                        thread.fail_due(held, Instant::now(), reason);
+                    }
+                    return;
+                }
+                _ = tokio::time::sleep_until(wake.into()) => {}
+            }
+            if Instant::now() >= give_up {
+                return;
+            }
         }
     }
 }
@@ -260,11 +292,29 @@ async fn stream_loop(
     let mut scratch = Vec::new();
     let stop = thread.schedule.stop_token().clone();
     let timeout = thread.shared.config.timeout;
+    // Open loop: a call taken while the connection was down and not yet due (at most one).
+    let mut held = VecDeque::new();
     loop {
-        if !wait_for_turn(&thread, slot, &stop).await {
+        if stop.is_cancelled() {
+            // Not yet due when the run stopped: never a call.
+            for (_, measured) in held.drain(..) {
+                thread.drop_ticket(measured);
+            }
             return;
         }
-        let Ticket::Send { intended, measured } = thread.take_ticket() else {
+        let ticket = match held.pop_front() {
+            Some((at, measured)) => Ticket::Send {
+                intended: Some(at),
+                measured,
+            },
+            None => {
+                if !wait_for_turn(&thread, slot, &stop).await {
+                    return;
+                }
+                thread.take_ticket()
+            }
+        };
+        let Ticket::Send { intended, measured } = ticket else {
             return;
         };
         if let Some(intended) = intended {
@@ -353,7 +403,9 @@ async fn stream_loop(
         }
         if let Err(failure) = outcome {
             if failure.connection_lost {
-                connection.wait_for_change(&stop).await;
+                connection
+                    .wait_for_change(&thread, &mut held, &failure.message, &stop)
+                    .await;
             }
         }
     }

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""lab's distance to the physical limit: lab beside a raw-TCP floor of the same wire sizes, one run.
+
+The floor (benches/floor/floor.c, built here with cc -O2) is one epoll thread answering
+fixed-size requests with fixed-size replies, one write per read: what a request costs a server
+when only the kernel's TCP path is left. Its sizes are lab's bytes on the wire per call,
+measured in this run from the lab server's sockets (the kernel's bytes received and sent
+per call served, `ss -ti`), so the two servers move the same bytes.
+
+Two loads, each server alone on CPU 0 with its client on CPU 1:
+  - saturation: closed loop, 50 connections x 20 requests in flight (grpclab load: -c 1000
+    --connections 50; the floor's client: 20 per connection);
+  - low load: open loop at each of --rates req/s over 4 connections, with two arrival
+    patterns: x1, single requests evenly paced (grpclab load -c 4: one stream per connection,
+    so one call per write; the floor's client paced by a timerfd), and x16, 16 consecutive
+    requests per write on one connection (grpclab load -c 64: a connection takes as many
+    consecutive calls as it has free streams and sends those due together; the floor's
+    client the same). A server's CPU per request at low load is mostly wake-ups, so the
+    arrival pattern decides it; each pattern is compared with itself.
+Per window (after the warmup): server CPU µs per request = Δ(the scheduler's exact runtime of
+every thread, /proc/PID/task/*/schedstat) / requests served (lab: its admin counters; the
+floor: replies its client received). Not utime+stime: this kernel samples those at its 250 Hz
+tick, which is biased when the work is paced by timers aligned with that tick. Rounds alternate the two;
+the table shows medians and lab / floor.
+
+Usage: benches/floor.py [--rounds 3] [--duration 8] [--warmup 2] [--rates 30000,40000]
+       [--scenario complex_proto] [--lab-args ""]
+"""
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from common import BIN, ROOT, build, median, run_client, server_stats, start_server, stop_server
+
+FLOOR_SOURCE = os.path.join(ROOT, "benches", "floor", "floor.c")
+
+
+def build_floor():
+    """Compiles the floor into a temporary directory; returns the binary's path."""
+    out = os.path.join(tempfile.mkdtemp(prefix="grpclab-floor-"), "floor")
+    subprocess.run(["cc", "-O2", "-o", out, FLOOR_SOURCE], check=True)
+    return out
+
+
+def cpu_seconds(pid):
+    """CPU time of every thread of a live process, exact: the scheduler's runtime in ns."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return total / 1e9
+
+
+def socket_bytes(target):
+    """(bytes received, bytes sent) over the server's established TCP connections on `target`'s
+    port, from the kernel's per-socket counters (`ss -ti`)."""
+    port = target.rsplit(":", 1)[1]
+    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    received = sum(int(n) for n in re.findall(r"bytes_received:(\d+)", out))
+    sent = sum(int(n) for n in re.findall(r"bytes_sent:(\d+)", out))
+    return received, sent
+
+
+def lab_load_args(mode, rate, batch):
+    if mode == "saturation":
+        return ["-c", "1000", "--connections", "50"]
+    # A connection takes as many consecutive calls as it has free streams and sends those due
+    # together: `batch` streams per connection make batches of up to `batch` calls.
+    return ["--rps", str(rate), "-c", str(4 * batch), "--connections", "4"]
+
+
+def measure_lab(lab_args, mode, rate, scenario, duration, warmup, batch=16):
+    """One window of lab (1 thread, CPU 0) under grpclab load (CPU 1)."""
+    server, target = start_server(["--impl", "lab"] + lab_args)
+    try:
+        marks = {}
+
+        def at_warmup_end():
+            marks["cpu"] = cpu_seconds(server.pid)
+            marks["io"] = socket_bytes(target)
+            marks["calls"] = server_stats(target)["calls"]
+
+        argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "--scenario", scenario,
+                "-z", f"{duration}s", "--warmup", f"{warmup}s", "--cpus", "1", "-O", "json"]
+        argv += lab_load_args(mode, rate, batch)
+        marks_end = {}
+        # The connections close when the client ends: read their counters just before.
+        timer = threading.Timer(warmup + duration - 0.3, lambda: marks_end.update(io=socket_bytes(target)))
+        timer.start()
+        run_client(argv, warmup, at_warmup_end)
+        timer.join()
+        read, written = marks_end["io"]
+        # The counters cover 0.3 s less than the window: scale the calls to the same span.
+        span = (duration - 0.3) / duration
+        cpu = cpu_seconds(server.pid) - marks["cpu"]
+        # The admin RPC that reads the counters is one call and a few hundred bytes: noise.
+        calls = server_stats(target)["calls"] - marks["calls"]
+    finally:
+        stop_server(server)
+    calls = max(calls, 1)
+    return {
+        "rps": calls / duration,
+        "server_us": cpu * 1e6 / calls,
+        "request_bytes": (read - marks["io"][0]) / (calls * span),
+        "reply_bytes": (written - marks["io"][1]) / (calls * span),
+    }
+
+
+def measure_floor(floor, sizes, mode, rate, duration, warmup, batch=1):
+    """One window of the floor server (CPU 0) under its own client (CPU 1)."""
+    request, reply = (str(round(size)) for size in sizes)
+    port = str(20000 + os.getpid() % 20000)
+    server = subprocess.Popen(["taskset", "-c", "0", floor, "server", port, request, reply])
+    try:
+        time.sleep(0.3)
+        if server.poll() is not None:
+            sys.exit(f"the floor server did not start (port {port})")
+        marks = {}
+        if mode == "saturation":
+            shape = ["50", "20", str(warmup), str(duration)]
+        else:
+            shape = ["4", "1", str(warmup), str(duration), str(rate), str(batch)]
+        argv = ["taskset", "-c", "1", floor, "client", port, request, reply] + shape
+        stdout, _, _ = run_client(argv, warmup, lambda: marks.update(cpu=cpu_seconds(server.pid)))
+        cpu = cpu_seconds(server.pid) - marks["cpu"]
+    finally:
+        server.kill()
+        server.wait()
+    words = stdout.split()
+    replies, seconds = int(words[1]), float(words[3])
+    return {"rps": replies / seconds, "server_us": cpu * 1e6 / max(replies, 1)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rates", default="30000,40000", help="low-load rates, comma-separated")
+    parser.add_argument("--scenario", default="complex_proto")
+    parser.add_argument("--lab-args", default="", help="extra `serve --impl lab` flags")
+    args = parser.parse_args()
+    build()
+    floor = build_floor()
+    lab_args = shlex.split(args.lab_args)
+    loads = [("saturation", None)] + [("open loop", int(r)) for r in args.rates.split(",")]
+    # (load label, arrival pattern): saturation is closed loop; each rate runs with single
+    # requests (batch 1) and with grpclab load's default pattern here (16 per write).
+    cells = [("saturation", None, 1)]
+    for rate in args.rates.split(","):
+        cells += [(f"{int(rate)} req/s", int(rate), 1), (f"{int(rate)} req/s", int(rate), 16)]
+    results = {}
+    for round_number in range(1, args.rounds + 1):
+        for label, rate, batch in cells:
+            mode = "saturation" if rate is None else "open loop"
+            lab = measure_lab(lab_args, mode, rate, args.scenario, args.duration, args.warmup, batch)
+            sizes = (lab["request_bytes"], lab["reply_bytes"])
+            floor_result = measure_floor(floor, sizes, mode, rate, args.duration, args.warmup, batch)
+            for name, result in (("lab", lab), ("floor", floor_result)):
+                results.setdefault((label, batch, name), []).append(result)
+                print(f"round {round_number} {label:>12} x{batch:<2} {name:<5} {result['rps']:>9.0f} req/s "
+                      f"server {result['server_us']:6.2f} µs/req"
+                      + (f"  wire {sizes[0]:.0f} B in / {sizes[1]:.0f} B out per call" if name == "lab" else ""),
+                      flush=True)
+    print()
+    print(f"scenario {args.scenario}; lab {' '.join(lab_args) or '(defaults)'}; medians of {args.rounds} rounds")
+    print("server CPU from the scheduler's exact runtime (/proc/PID/task/*/schedstat)")
+    print("arrivals: closed = 50 connections x 20 in flight; x1 = single requests evenly paced over")
+    print("4 connections (lab: grpclab load -c 4); x16 = 16 consecutive requests per write on one")
+    print("connection (lab: grpclab load -c 64, its pattern with 16 streams per connection)")
+    print("| load | arrivals | lab req/s | floor req/s | lab µs/req | floor µs/req | lab / floor | wire B/call (in/out) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, rate, batch in cells:
+        lab = results[(label, batch, "lab")]
+        fl = results[(label, batch, "floor")]
+        ratios = sorted(a["server_us"] / b["server_us"] for a, b in zip(lab, fl))
+        arrivals = "closed" if rate is None else f"x{batch}"
+        print(f"| {label} | {arrivals} | {median([r['rps'] for r in lab]):.0f} | "
+              f"{median([r['rps'] for r in fl]):.0f} | {median([r['server_us'] for r in lab]):.2f} | "
+              f"{median([r['server_us'] for r in fl]):.2f} | "
+              f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
+              f"{median([r['request_bytes'] for r in lab]):.0f} / {median([r['reply_bytes'] for r in lab]):.0f} |")
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,28 @@ pub fn declared_message_len(bytes: &[u8]) -> Option<usize> {
     }
 }
 
+/// A header value that is a decimal number, as `:status` (RFC 9110 §15: 3DIGIT) and
+/// `grpc-status` (1*DIGIT) are: digits only, no sign, no space; `None` for anything else or a
+/// number above `u32::MAX`.
+///
+/// Why by hand: the client reads two of them per call, and going through `str::from_utf8`
+/// and `str::parse` cost ~100 instructions per call, a tenth of the client's receive path.
+#[inline]
+pub fn parse_decimal(value: &[u8]) -> Option<u32> {
+    if value.is_empty() || value.len() > 10 {
+        return None;
+    }
+    let mut number: u64 = 0;
+    for &byte in value {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        number = number * 10 + u64::from(digit);
+    }
+    u32::try_from(number).ok()
+}
+
 /// `grpc-message` is percent-encoded: printable ASCII except `%` passes, the rest is `%XX`.
 pub fn percent_encode(text: &str) -> Cow<'_, str> {
     if text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'%') {
@@ -53,6 +75,22 @@ pub fn percent_decode(value: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_header_values_are_digits_only() {
+        assert_eq!(parse_decimal(b"200"), Some(200));
+        assert_eq!(parse_decimal(b"0"), Some(0));
+        assert_eq!(parse_decimal(b"4294967295"), Some(u32::MAX));
+        assert_eq!(parse_decimal(b"4294967296"), None);
+        assert_eq!(parse_decimal(b"99999999999"), None);
+        for bad in [&b""[..], b"+200", b"-1", b" 200", b"20 0", b"2a", b"\xff"] {
+            assert_eq!(parse_decimal(bad), None, "{bad:?}");
+        }
+        // The same answers as the standard library for every digit string it accepts.
+        for n in [1u32, 9, 10, 99, 100, 404, 65_535, 65_536, 1_000_000_007] {
+            assert_eq!(parse_decimal(n.to_string().as_bytes()), Some(n));
+        }
+    }
 
     #[test]
     fn grpc_messages_are_percent_encoded() {

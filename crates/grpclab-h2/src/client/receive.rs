@@ -29,20 +29,15 @@ impl<S: CallSource> Connection<'_, S> {
                 b":status" => {
                     *malformed |= regular_seen;
                     *status_fields = status_fields.saturating_add(1);
-                    *http = std::str::from_utf8(value)
-                        .ok()
-                        .and_then(|v| v.parse().ok())
+                    *http = crate::grpc::parse_decimal(value)
+                        .and_then(|v| u16::try_from(v).ok())
                         .unwrap_or(0);
                 }
                 _ if name.first() == Some(&b':') => *malformed = true,
                 b"grpc-status" => {
                     regular_seen = true;
-                    *status = Some(
-                        std::str::from_utf8(value)
-                            .ok()
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(2),
-                    );
+                    // Not a number: Unknown (2).
+                    *status = Some(crate::grpc::parse_decimal(value).unwrap_or(2));
                 }
                 b"grpc-message" => {
                     regular_seen = true;

@@ -238,9 +238,16 @@ fn toml_string(text: &str) -> String {
 #[test]
 fn limits_are_applied_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
+    // 200 streams (SHORT's 20 are too few): with 20 a debug-build client on a busy machine
+    // waits on round trips before the half core saturates, and the row is then, rightly,
+    // bound by concurrency.
     let env = [
         SHORT,
-        &[("GRPC_SERVER_CPUS", "0.5"), ("GRPC_SERVER_RAM", "256m")],
+        &[
+            ("GRPC_SERVER_CPUS", "0.5"),
+            ("GRPC_SERVER_RAM", "256m"),
+            ("GRPC_CLIENT_CONCURRENCY", "200"),
+        ],
     ]
     .concat();
     let output = bench(dir.path(), &["lab"], &env);

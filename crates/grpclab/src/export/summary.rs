@@ -397,7 +397,7 @@ fn nano_unit(nanos: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{nano_unit, precise, starvation_note, SummaryExporter};
+    use super::{extras, nano_unit, precise, starvation_note, SummaryExporter};
     use crate::export::{Exporter, Report, RunOptions};
     use grpclab_core::Code;
     use grpclab_load::{EndReason, LoadResult, Recorder};
@@ -554,6 +554,35 @@ grpclab:
         let note = starvation_note(&result).unwrap();
         assert!(note.contains("2 calls sent during the warmup"), "{note}");
         assert!(note.contains("1.50 s"), "{note}");
+    }
+
+    #[test]
+    fn calls_an_open_loop_never_sent_are_said_and_exported() {
+        let mut recorder = Recorder::new(true, None);
+        recorder.record_ok(Duration::from_millis(2), Duration::ZERO, Duration::ZERO);
+        let mut result = result_of(recorder, Duration::from_secs(1), Duration::from_secs(1));
+        let report = |result: &LoadResult| Report {
+            options: RunOptions::default(),
+            result: result.clone(),
+            thresholds: Vec::new(),
+            bound_by: None,
+            sharding: None,
+        };
+        let text = extras(&report(&result)).unwrap();
+        assert!(!text.contains("never sent"), "{text}");
+        result.unsent = 198;
+        let text = extras(&report(&result)).unwrap();
+        assert!(
+            text.contains("Due in the window but never sent") && text.contains("198"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_slice(
+            &crate::export::json::JsonExporter
+                .render(&report(&result))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["unsent"], 198);
     }
 
     #[test]

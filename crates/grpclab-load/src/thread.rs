@@ -173,16 +173,22 @@ impl ThreadState {
             held.pop_front();
             let latency = now.saturating_duration_since(at);
             if measured {
-                let failure = Err(CallFailure {
-                    code: Code::Unavailable,
-                    message: reason.to_owned(),
-                    connection_lost: true,
-                });
-                self.record(&failure, latency, Duration::ZERO, now);
+                self.record_connection_down(reason, latency, now);
             } else {
                 self.record_warmup_call(latency, now);
             }
         }
+    }
+
+    /// Records a measured call that was never sent because its connection is down and
+    /// could not be re-established (`reason`): Unavailable, as a gRPC client fails it.
+    pub(crate) fn record_connection_down(&self, reason: &str, latency: Duration, now: Instant) {
+        let failure = Err(CallFailure {
+            code: Code::Unavailable,
+            message: reason.to_owned(),
+            connection_lost: true,
+        });
+        self.record(&failure, latency, Duration::ZERO, now);
     }
 
     pub(crate) fn next_body(&self) -> Bytes {

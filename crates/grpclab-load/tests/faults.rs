@@ -482,7 +482,6 @@ fn keepalive_finds_a_stalled_server_and_spares_a_slow_one() {
             config.concurrency = 2;
             config.total = None;
             config.duration = Some(Duration::from_millis(1500));
-            config.total = None;
             config.duration_stop = grpclab_load::DurationStop::Close;
             config.timeout = None;
             config.keepalive = keepalive;

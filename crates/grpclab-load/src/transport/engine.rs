@@ -389,16 +389,6 @@ impl LabSource {
     }
 }
 
-/// Records a scheduled call that could not be sent because the connection is down.
-fn record_unavailable(thread: &ThreadState, reason: &str) {
-    let failure = Err(CallFailure {
-        code: Code::Unavailable,
-        message: reason.to_owned(),
-        connection_lost: true,
-    });
-    thread.record(&failure, Duration::ZERO, Duration::ZERO, Instant::now());
-}
-
 /// Records `count` scheduled calls as failed with `reason` (a connection that is down),
 /// taking their tickets so `-n` and the duration still end the run.
 fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
@@ -407,7 +397,7 @@ fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
             Ticket::Stop => return false,
             Ticket::Send { measured, .. } => {
                 if measured {
-                    record_unavailable(thread, reason);
+                    thread.record_connection_down(reason, Duration::ZERO, Instant::now());
                 }
             }
         }
@@ -437,8 +427,6 @@ async fn connection_loop(
     let mut backoff = Duration::ZERO;
     let mut planned = false;
     let open_loop = thread.shared.config.pacing.is_open_loop();
-    // The last backoff was spent failing the calls that came due (open loop).
-    let mut backoff_spent = false;
     loop {
         if let Some(live) = tcp.take() {
             match run_connection(live, template.clone(), slots, &mut source, &stop).await {
@@ -464,15 +452,6 @@ async fn connection_loop(
             source.drop_held();
             return;
         }
-        if !backoff.is_zero() && !std::mem::take(&mut backoff_spent) {
-            tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = stop.cancelled() => {
-                    source.drop_held();
-                    return;
-                }
-            }
-        }
         match connect(
             target,
             thread.shared.config.connect_timeout,
@@ -493,19 +472,22 @@ async fn connection_loop(
             Err(reason) => {
                 planned = false;
                 backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
-                if open_loop {
-                    // Calls keep coming due while the connection is down: each fails when
-                    // due, and the backoff is spent doing that.
-                    if !source
+                // Wait out the backoff before the next attempt. Open loop: calls keep coming
+                // due meanwhile, and each fails when due. Closed loop: each stream's next
+                // call fails, once per attempt.
+                let go_on = if open_loop {
+                    source
                         .fail_until(Instant::now() + backoff, &reason, &stop)
                         .await
-                    {
-                        source.drop_held();
-                        return;
-                    }
-                    backoff_spent = true;
-                } else if !fail_tickets(&thread, slots, &reason) {
-                    // Closed loop: each stream's next call fails, once per attempt.
+                } else {
+                    fail_tickets(&thread, slots, &reason)
+                        && tokio::select! {
+                            _ = tokio::time::sleep(backoff) => true,
+                            _ = stop.cancelled() => false,
+                        }
+                };
+                if !go_on {
+                    source.drop_held();
                     return;
                 }
             }

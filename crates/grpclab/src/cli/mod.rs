@@ -14,6 +14,7 @@ pub mod load;
 pub mod merge;
 pub mod serve;
 pub mod stats;
+mod values;
 
 pub use args::{Cli, Command};
 

@@ -1,0 +1,292 @@
+//! The page for one load run: its summary, latency curve, timeline, status codes, the
+//! generators of a sharded run and its threshold verdicts.
+
+use super::{count, ms, percent, percentile_section, status_section, timeline_section};
+use crate::export::JsonReport;
+use crate::report::charts::{self, BarColours};
+use crate::report::html::{self, Cell, Page, Section};
+
+/// A streaming run's summary rows: messages each way, their rates over the window, and the
+/// ping-pong round trips (none for a unary run).
+fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
+    let Some((sent_rate, received_rate)) = crate::bench::results::message_rates(load) else {
+        return Vec::new();
+    };
+    let mut rows = vec![
+        (
+            "messages sent",
+            load.messages_sent as f64,
+            load.messages_sent.to_string(),
+        ),
+        (
+            "messages received",
+            load.messages_received as f64,
+            load.messages_received.to_string(),
+        ),
+        ("msgs/s sent", sent_rate, count(sent_rate)),
+        ("msgs/s received", received_rate, count(received_rate)),
+    ];
+    if let Some(round_trip) = &load.round_trip {
+        let at = |percentage: f64| {
+            round_trip
+                .latency_distribution
+                .iter()
+                .find(|point| point.percentage == percentage)
+                .map(|point| point.latency as f64 / 1e6)
+        };
+        let average = round_trip.average as f64 / 1e6;
+        rows.push(("round trip average", average, ms(average)));
+        for (label, percentage) in [("round trip p50", 50.0), ("round trip p99", 99.0)] {
+            if let Some(value) = at(percentage) {
+                rows.push((label, value, ms(value)));
+            }
+        }
+    }
+    rows
+}
+
+/// The page for one load run.
+pub fn load_page(name: &str, load: &JsonReport) -> Page {
+    let runs = [(name, load)];
+    let options = &load.options;
+    let subtitle = format!(
+        "{} · {} · {} calls in {:.2} s, {:.0} req/s",
+        options.call,
+        options.host,
+        load.count,
+        load.measured_window as f64 / 1e9,
+        load.measured_rps
+    );
+    let summary_rows: Vec<Vec<Cell>> = [
+        ("calls", load.count as f64, load.count.to_string()),
+        ("OK", load.ok as f64, load.ok.to_string()),
+        ("errors", load.errors as f64, load.errors.to_string()),
+        (
+            "req/s (measured window)",
+            load.measured_rps,
+            count(load.measured_rps),
+        ),
+        (
+            "average",
+            load.average as f64 / 1e6,
+            ms(load.average as f64 / 1e6),
+        ),
+        (
+            "fastest",
+            load.fastest as f64 / 1e6,
+            ms(load.fastest as f64 / 1e6),
+        ),
+        (
+            "slowest",
+            load.slowest as f64 / 1e6,
+            ms(load.slowest as f64 / 1e6),
+        ),
+    ]
+    .into_iter()
+    .chain(stream_rows(load))
+    .map(|(label, value, text)| {
+        // Fastest and slowest are over successful calls: with none, nothing was measured.
+        if load.ok == 0 && (label == "fastest" || label == "slowest") {
+            vec![Cell::text(label), Cell::text("–")]
+        } else {
+            vec![Cell::text(label), Cell::number(text, value)]
+        }
+    })
+    .collect();
+    let histogram: Vec<(String, f64)> = load
+        .histogram
+        .iter()
+        .map(|bucket| (ms(bucket.mark * 1e3), bucket.count as f64))
+        .collect();
+    let histogram_rows: Vec<Vec<Cell>> = load
+        .histogram
+        .iter()
+        .map(|bucket| {
+            vec![
+                Cell::number(ms(bucket.mark * 1e3), bucket.mark),
+                Cell::number(bucket.count.to_string(), bucket.count as f64),
+                Cell::number(percent(bucket.frequency * 100.0), bucket.frequency),
+            ]
+        })
+        .collect();
+    let options_pairs: Vec<(String, String)> = serde_json::to_value(options)
+        .ok()
+        .and_then(|value| value.as_object().cloned())
+        .map(|map| {
+            map.into_iter()
+                .map(|(key, value)| {
+                    let text = match value {
+                        serde_json::Value::String(text) => text,
+                        other => other.to_string(),
+                    };
+                    (key, text)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Page {
+        title: format!("grpclab load: {name}"),
+        subtitle,
+        sections: vec![
+            Section {
+                id: "summary".to_owned(),
+                heading: "Summary".to_owned(),
+                body: if load.ok == 0 && load.count > 0 {
+                    html::paragraph(&format!(
+                        "No call succeeded: all {} failed (see Status codes and errors), so no \
+                         latency or throughput here measures the server's work.",
+                        load.count
+                    )) + &html::table(&["", "value"], &summary_rows, false)
+                } else {
+                    html::table(&["", "value"], &summary_rows, false)
+                },
+            },
+            threshold_section(load),
+            generators_section(load),
+            percentile_section(&runs),
+            Section {
+                id: "histogram".to_owned(),
+                heading: "Response time histogram".to_owned(),
+                body: html::figure(
+                    charts::bar_chart(
+                        "Calls by latency (ghz's buckets)",
+                        "calls",
+                        &histogram,
+                        count,
+                        BarColours::Single,
+                    ),
+                    "ghz's histogram: each bar counts the calls up to its mark.",
+                    &html::table(&["up to", "calls", "share"], &histogram_rows, false),
+                ),
+            },
+            timeline_section(&runs),
+            status_section(&runs),
+            Section {
+                id: "configuration".to_owned(),
+                heading: "Options".to_owned(),
+                body: html::settings(&options_pairs),
+            },
+        ],
+    }
+}
+
+/// A run shared by several generators, or their merge: what the merge found, and each
+/// generator's part (a section only for sharded results).
+fn generators_section(load: &JsonReport) -> Section {
+    let Some(sharding) = &load.sharding else {
+        return Section {
+            id: "generators".to_owned(),
+            heading: "Generators".to_owned(),
+            body: String::new(),
+        };
+    };
+    let mut intro = format!(
+        "Shards {} of {}.",
+        sharding
+            .held()
+            .iter()
+            .map(|shard| shard.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        sharding.of
+    );
+    if let Some(facts) = &sharding.merge {
+        intro.push_str(&format!(
+            " Merged exactly (histograms added): {:.0} req/s as the sum of the generators' rates, {:.0} req/s over the {:.2} s they all measured; start skew {} (latest first send minus earliest); clock error {}.",
+            facts.sum_of_rates,
+            facts.shared_window_rps,
+            facts.shared_window as f64 / 1e9,
+            ms(facts.start_skew as f64 / 1e6),
+            match facts.worst_clock_error_us {
+                Some(us) => format!("at most {}", ms(us as f64 / 1e3)),
+                None => "unknown (a clock not synchronised)".to_owned(),
+            }
+        ));
+        for warning in &facts.warnings {
+            intro.push_str(&format!(" Warning: {warning}."));
+        }
+    }
+    let bars: Vec<(String, f64)> = sharding
+        .generators
+        .iter()
+        .map(|g| (format!("shard {}", g.shard), g.measured_rps))
+        .collect();
+    let rows: Vec<Vec<Cell>> = sharding
+        .generators
+        .iter()
+        .map(|g| {
+            vec![
+                Cell::number(g.shard.to_string(), g.shard as f64),
+                Cell::text(g.host.clone()),
+                Cell::number(g.count.to_string(), g.count as f64),
+                Cell::number(count(g.measured_rps), g.measured_rps),
+                Cell::number(g.concurrency.to_string(), g.concurrency as f64),
+                Cell::number(g.connections.to_string(), g.connections as f64),
+                Cell::text(g.first_send.clone()),
+                Cell::text(match (g.clock.synchronized, g.clock.max_error_us) {
+                    (Some(true), Some(us)) => format!("synchronised, ±{}", ms(us as f64 / 1e3)),
+                    (Some(false), _) => "not synchronised".to_owned(),
+                    _ => "unknown".to_owned(),
+                }),
+            ]
+        })
+        .collect();
+    Section {
+        id: "generators".to_owned(),
+        heading: "Generators".to_owned(),
+        body: html::paragraph(&intro)
+            + &html::figure(
+                charts::bar_chart(
+                    "Each generator's rate (req/s over its window)",
+                    "req/s",
+                    &bars,
+                    count,
+                    BarColours::Single,
+                ),
+                "One bar per shard: a generator that fell behind its share of the schedule shows as a short bar.",
+                &html::table(
+                    &[
+                        "shard",
+                        "host",
+                        "calls",
+                        "req/s",
+                        "streams",
+                        "connections",
+                        "first send",
+                        "clock",
+                    ],
+                    &rows,
+                    true,
+                ),
+            ),
+    }
+}
+
+/// The run's `--threshold` verdicts (a section only when it had some).
+fn threshold_section(load: &JsonReport) -> Section {
+    let rows: Vec<Vec<Cell>> = load
+        .thresholds
+        .iter()
+        .map(|verdict| {
+            vec![
+                Cell::text(verdict.expression.clone()),
+                Cell::text(verdict.actual.clone()),
+                Cell::text(if verdict.passed { "passed" } else { "FAILED" }),
+            ]
+        })
+        .collect();
+    let failed = load.thresholds.iter().filter(|v| !v.passed).count();
+    let body = if rows.is_empty() {
+        String::new()
+    } else {
+        html::paragraph(&format!(
+            "{failed} of {} thresholds failed (exit code 3 when any does).",
+            rows.len()
+        )) + &html::table(&["threshold", "this run", "verdict"], &rows, false)
+    };
+    Section {
+        id: "thresholds".to_owned(),
+        heading: "Thresholds".to_owned(),
+        body,
+    }
+}

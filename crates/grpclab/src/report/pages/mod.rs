@@ -1,0 +1,303 @@
+//! What each kind of page shows: a bench results folder (the grpc_bench table and its
+//! pictures, `bench.rs`), one load run (`load -O json`, or `load -O html` directly,
+//! `load.rs`), a compare folder (`compare.rs`). Here: the sections more than one page draws
+//! (latency curves, the timeline, status codes) and the number formats they share.
+
+mod bench;
+mod compare;
+mod load;
+
+pub use bench::{bench_page, sweep_section};
+pub use compare::compare_page;
+pub use load::load_page;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+
+use super::charts::{self, trim_number, LineChart, Series, XScale};
+use super::html::{self, Cell, Section};
+use crate::export::JsonReport;
+
+/// The percentiles the latency curves are drawn through (50 to 99.99, denser in the tail).
+pub const CURVE_PERCENTILES: [f64; 17] = [
+    50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 92.5, 95.0, 96.0, 97.0, 98.0, 99.0, 99.5, 99.9,
+    99.95, 99.99,
+];
+
+/// Latency in milliseconds with three significant decimals.
+fn ms(value: f64) -> String {
+    format!("{value:.3} ms")
+}
+
+fn count(value: f64) -> String {
+    format!("{value:.0}")
+}
+
+fn percent(value: f64) -> String {
+    format!("{value:.1}%")
+}
+
+fn mib(value: f64) -> String {
+    format!("{value:.1} MiB")
+}
+
+/// A run's latency histogram, from its saved HdrHistogram; `None` when there is none.
+pub fn latency_histogram(load: &JsonReport) -> Option<Histogram<u64>> {
+    load.latency_histogram()
+}
+
+/// The curve of one histogram: `(percentile, latency in ms)` at [`CURVE_PERCENTILES`].
+pub fn percentile_curve(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
+    CURVE_PERCENTILES
+        .iter()
+        .map(|&p| (p, histogram.value_at_quantile(p / 100.0) as f64 / 1e6))
+        .collect()
+}
+
+/// Latency percentile curves of several runs on one chart, with the table of their values.
+fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
+    let series: Vec<Series> = runs
+        .iter()
+        .filter_map(|(name, load)| {
+            latency_histogram(load).map(|histogram| Series {
+                name: (*name).to_owned(),
+                points: percentile_curve(&histogram),
+            })
+        })
+        .collect();
+    let chart = charts::line_chart(&LineChart {
+        title: "Latency by percentile (successful calls)",
+        x_label: "percentile",
+        y_label: "latency (ms)",
+        series: &series,
+        x_scale: XScale::Percentile,
+        y_format: trim_number,
+        x_names: &[],
+    });
+    let mut headers = vec!["percentile".to_owned()];
+    headers.extend(series.iter().map(|s| s.name.clone()));
+    let rows: Vec<Vec<Cell>> = CURVE_PERCENTILES
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let mut row = vec![Cell::number(format!("p{}", trim_number(*p)), *p)];
+            row.extend(
+                series
+                    .iter()
+                    .map(|s| Cell::number(ms(s.points[index].1), s.points[index].1)),
+            );
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    Section {
+        id: "percentiles".to_owned(),
+        heading: "Latency percentiles".to_owned(),
+        body: html::figure(
+            chart,
+            "From each run's saved HdrHistogram (1 µs to 60 s, 3 significant digits). x: the \
+             percentile on a log scale (each step a tenfold smaller tail); y: latency in ms.",
+            &html::table(&headers, &rows, false),
+        ),
+    }
+}
+
+/// A line chart against the seconds of the measured window.
+fn over_the_window(
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    format: fn(f64) -> String,
+) -> Result<String, String> {
+    charts::line_chart(&LineChart {
+        title,
+        x_label: "second of the window",
+        y_label,
+        series,
+        x_scale: XScale::Linear,
+        y_format: format,
+        x_names: &[],
+    })
+}
+
+/// Per-second throughput and latency through the measured window.
+fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
+    let per_second = |pick: fn(&crate::export::SecondPoint) -> Option<f64>| -> Vec<Series> {
+        runs.iter()
+            .map(|(name, load)| Series {
+                name: (*name).to_owned(),
+                points: load
+                    .per_second
+                    .iter()
+                    // Seconds at least half inside the window (and the first, for runs
+                    // shorter than a second): calls that ended after it (the drain) land
+                    // in a last, mostly empty second that would read as a collapse.
+                    .filter(|point| {
+                        point.second == 0
+                            || point.second as f64 + 0.5 <= load.measured_window as f64 / 1e9
+                    })
+                    .filter_map(|point| pick(point).map(|y| (point.second as f64, y)))
+                    .collect(),
+            })
+            .filter(|series| !series.points.is_empty())
+            .collect()
+    };
+    let throughput = per_second(|p| Some(p.count as f64));
+    let mean = per_second(|p| p.average.map(|ns| ns as f64 / 1e6));
+    let p99 = per_second(|p| (p.p99 > 0).then_some(p.p99 as f64 / 1e6));
+    let chart = over_the_window;
+    let numbers = |series: &[Series], format: fn(f64) -> String| {
+        let seconds: BTreeSet<u64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|(x, _)| *x as u64))
+            .collect();
+        let mut headers = vec!["second".to_owned()];
+        headers.extend(series.iter().map(|s| s.name.clone()));
+        let rows: Vec<Vec<Cell>> = seconds
+            .iter()
+            .map(|second| {
+                let mut row = vec![Cell::number(second.to_string(), *second as f64)];
+                row.extend(series.iter().map(|s| {
+                    s.points
+                        .iter()
+                        .find(|(x, _)| *x as u64 == *second)
+                        .map_or_else(|| Cell::text("-"), |(_, y)| Cell::number(format(*y), *y))
+                }));
+                row
+            })
+            .collect();
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        html::table(&headers, &rows, false)
+    };
+    let seconds = throughput.iter().map(|s| s.points.len()).max().unwrap_or(0);
+    if seconds < 2 {
+        // A window of under two seconds has one point per series: no line to draw.
+        let window = runs
+            .iter()
+            .map(|(_, load)| load.measured_window as f64 / 1e9)
+            .fold(0.0, f64::max);
+        return Section {
+            id: "timeline".to_owned(),
+            heading: "Through the window".to_owned(),
+            body: [
+                html::paragraph(&format!(
+                    "The measured window lasted {window:.2} s: one second of data, so there is \
+                     no line through it to draw. Its figures:"
+                )),
+                one_second_table(&throughput, &p99, &mean),
+            ]
+            .concat(),
+        };
+    }
+    let body = [
+        html::figure(
+            chart("Calls completed per second", "calls", &throughput, count),
+            "Each second of the measured window: calls that completed in it (successful or not). \
+             A warm-up, a pause or a throttled cgroup shows as a dip.",
+            &numbers(&throughput, count),
+        ),
+        html::figure(
+            chart("p99 latency per second", "latency (ms)", &p99, trim_number),
+            "The 99th percentile of each second's successful calls (from a histogram per \
+             second, 2 significant digits): the tail, second by second.",
+            &numbers(&p99, ms),
+        ),
+        html::figure(
+            chart(
+                "Mean latency per second",
+                "latency (ms)",
+                &mean,
+                trim_number,
+            ),
+            "The mean latency of each second's successful calls.",
+            &numbers(&mean, ms),
+        ),
+    ]
+    .concat();
+    Section {
+        id: "timeline".to_owned(),
+        heading: "Through the window".to_owned(),
+        body,
+    }
+}
+
+/// The figures of a window's only second, one row per run: calls, p99, mean.
+fn one_second_table(throughput: &[Series], p99: &[Series], mean: &[Series]) -> String {
+    let value = |series: &[Series], name: &str, format: fn(f64) -> String| {
+        series
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.points.first())
+            .map_or_else(|| Cell::text("-"), |(_, y)| Cell::number(format(*y), *y))
+    };
+    let rows: Vec<Vec<Cell>> = throughput
+        .iter()
+        .map(|s| {
+            vec![
+                Cell::text(s.name.clone()),
+                value(throughput, &s.name, count),
+                value(p99, &s.name, ms),
+                value(mean, &s.name, ms),
+            ]
+        })
+        .collect();
+    html::table(&["run", "calls", "p99", "mean"], &rows, false)
+}
+
+/// Calls by status code, and the failures' messages.
+fn status_section(runs: &[(&str, &JsonReport)]) -> Section {
+    let codes: BTreeSet<&String> = runs
+        .iter()
+        .flat_map(|(_, load)| load.status_code_distribution.keys())
+        .collect();
+    let mut headers = vec!["run".to_owned()];
+    headers.extend(codes.iter().map(|code| (*code).clone()));
+    let rows: Vec<Vec<Cell>> = runs
+        .iter()
+        .map(|(name, load)| {
+            let mut row = vec![Cell::text(*name)];
+            row.extend(codes.iter().map(|code| {
+                let n = load
+                    .status_code_distribution
+                    .get(*code)
+                    .copied()
+                    .unwrap_or(0);
+                Cell::number(n.to_string(), n as f64)
+            }));
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut body = html::table(&headers, &rows, true);
+    let messages: Vec<Vec<Cell>> = runs
+        .iter()
+        .flat_map(|(name, load)| {
+            load.error_distribution.iter().map(move |(message, n)| {
+                vec![
+                    Cell::text(*name),
+                    Cell::number(n.to_string(), *n as f64),
+                    Cell::text(message.clone()),
+                ]
+            })
+        })
+        .collect();
+    if messages.is_empty() {
+        body.push_str(&html::paragraph("No call failed."));
+    } else {
+        body.push_str(&html::table(&["run", "calls", "error"], &messages, true));
+    }
+    Section {
+        id: "errors".to_owned(),
+        heading: "Status codes and errors".to_owned(),
+        body,
+    }
+}
+
+fn folder_name(dir: &Path) -> String {
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

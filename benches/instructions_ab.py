@@ -13,6 +13,7 @@ runtimes, connections) cancels out.
           engine in an open loop) against NEW's lab server (native)
 
 Usage: benches/instructions_ab.py OLD_BINARY NEW_BINARY [--n1 20000] [--n2 60000]
+                                 [--roles server,engine,h2,open]
 Needs valgrind (Debian's valgrind package).
 """
 import argparse
@@ -85,17 +86,25 @@ def main():
     parser.add_argument("new")
     parser.add_argument("--n1", type=int, default=20000)
     parser.add_argument("--n2", type=int, default=60000)
+    parser.add_argument("--roles", default="server,engine,h2,open",
+                        help="which of server, engine, h2, open to count (comma-separated)")
     args = parser.parse_args()
+    roles = set(args.roles.split(","))
+    unknown = roles - {"server", "engine", "h2", "open"}
+    if unknown:
+        sys.exit(f"--roles: unknown {', '.join(sorted(unknown))}; choose from server, engine, h2, open")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for role, measure in (
-            ("lab server", lambda b, n, tag: server_count(b, args.new, n, tmp, tag)),
-            ("client, our engine", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, [])),
-            ("client, --transport h2", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, ["--transport", "h2"])),
+        for key, role, measure in (
+            ("server", "lab server", lambda b, n, tag: server_count(b, args.new, n, tmp, tag)),
+            ("engine", "client, our engine", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, [])),
+            ("h2", "client, --transport h2", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, ["--transport", "h2"])),
             # The open loop's ticket path (intended times, a shard's slots): a rate far above
             # what the client reaches under callgrind, so every call is due at once.
-            ("client, open loop", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, ["--rps", "1000000"])),
+            ("open", "client, open loop", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, ["--rps", "1000000"])),
         ):
+            if key not in roles:
+                continue
             per_call = {}
             for side, binary in (("A", args.old), ("B", args.new)):
                 low = measure(binary, args.n1, f"{side}-{role[:6]}-1")

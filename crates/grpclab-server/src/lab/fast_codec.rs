@@ -16,8 +16,41 @@ const I64: u8 = 1;
 pub(super) const LEN: u8 = 2;
 const I32: u8 = 5;
 
-/// A decoding failure, worded like prost's.
-pub(crate) type DecodeError = String;
+/// A decoding failure, worded like prost's. Small and `Copy`, not a `String`: every field
+/// read returns a `Result` of it, and a `String` error makes each of those results three
+/// words wide and returned through memory on the path every call takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    BufferUnderflow,
+    InvalidVarint,
+    InvalidKey(u64),
+    InvalidTag,
+    InvalidWireType(u8),
+    UnsupportedWireType(u8),
+    UnexpectedWireType { found: u8, expected: u8 },
+    NotUtf8,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            DecodeError::BufferUnderflow => f.write_str("buffer underflow"),
+            DecodeError::InvalidVarint => f.write_str("invalid varint"),
+            DecodeError::InvalidKey(key) => write!(f, "invalid key value: {key}"),
+            DecodeError::InvalidTag => f.write_str("invalid tag value: 0"),
+            DecodeError::InvalidWireType(wire_type) => {
+                write!(f, "invalid wire type value: {wire_type}")
+            }
+            DecodeError::UnsupportedWireType(wire_type) => {
+                write!(f, "unsupported wire type: {wire_type}")
+            }
+            DecodeError::UnexpectedWireType { found, expected } => {
+                write!(f, "invalid wire type: {found} (expected {expected})")
+            }
+            DecodeError::NotUtf8 => f.write_str("invalid string value: data is not UTF-8 encoded"),
+        }
+    }
+}
 
 /// A varint at `at`, which moves past it. The one-byte case (most keys and lengths of gRPC
 /// messages) is inline wherever it is called: whether the loop below gets inlined depends on
@@ -39,53 +72,52 @@ pub(super) fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
 fn varint_of_several_bytes(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     for shift in (0..70).step_by(7) {
-        let byte = *bytes.get(*at).ok_or("buffer underflow")?;
+        let byte = *bytes.get(*at).ok_or(DecodeError::BufferUnderflow)?;
         *at += 1;
         if shift == 63 && byte > 1 {
-            return Err("invalid varint".to_owned());
+            return Err(DecodeError::InvalidVarint);
         }
         value |= u64::from(byte & 0x7f) << shift;
         if byte & 0x80 == 0 {
             return Ok(value);
         }
     }
-    Err("invalid varint".to_owned())
+    Err(DecodeError::InvalidVarint)
 }
 
+/// A field's key: its number and wire type. Inline: it runs once per field of every message.
+#[inline]
 pub(super) fn key(bytes: &[u8], at: &mut usize) -> Result<(u32, u8), DecodeError> {
     let key = varint(bytes, at)?;
     if key > u64::from(u32::MAX) {
-        return Err(format!("invalid key value: {key}"));
+        return Err(DecodeError::InvalidKey(key));
     }
     let wire_type = (key & 7) as u8;
     let field = (key >> 3) as u32;
     if field == 0 {
-        return Err("invalid tag value: 0".to_owned());
+        return Err(DecodeError::InvalidTag);
     }
     if wire_type > 5 {
-        return Err(format!("invalid wire type value: {wire_type}"));
+        return Err(DecodeError::InvalidWireType(wire_type));
     }
     Ok((field, wire_type))
 }
 
+/// A length-delimited field's bytes (strings, bytes, nested messages).
+#[inline]
 pub(super) fn len_delimited<'a>(bytes: &'a [u8], at: &mut usize) -> Result<&'a [u8], DecodeError> {
     let len = varint(bytes, at)? as usize;
-    let end = at
-        .checked_add(len)
-        .filter(|end| *end <= bytes.len())
-        .ok_or("buffer underflow")?;
-    let slice = &bytes[*at..end];
-    *at = end;
-    Ok(slice)
+    fixed(bytes, at, len)
 }
 
+/// The next `n` bytes (fixed-width fields, and the body of a length-delimited one).
+#[inline]
 fn fixed<'a>(bytes: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], DecodeError> {
-    let end = at
+    let slice = at
         .checked_add(n)
-        .filter(|end| *end <= bytes.len())
-        .ok_or("buffer underflow")?;
-    let slice = &bytes[*at..end];
-    *at = end;
+        .and_then(|end| bytes.get(*at..end))
+        .ok_or(DecodeError::BufferUnderflow)?;
+    *at += n;
     Ok(slice)
 }
 
@@ -97,24 +129,33 @@ pub(super) fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), De
         I64 => fixed(bytes, at, 8).map(|_| ()),
         LEN => len_delimited(bytes, at).map(|_| ()),
         I32 => fixed(bytes, at, 4).map(|_| ()),
-        other => Err(format!("unsupported wire type: {other}")),
+        other => Err(DecodeError::UnsupportedWireType(other)),
     }
 }
 
+/// The field's wire type is the one its declared type uses, or prost's error.
+#[inline]
 pub(super) fn expect(wire_type: u8, expected: u8) -> Result<(), DecodeError> {
     if wire_type == expected {
         Ok(())
     } else {
-        Err(format!(
-            "invalid wire type: {wire_type} (expected {expected})"
-        ))
+        Err(DecodeError::UnexpectedWireType {
+            found: wire_type,
+            expected,
+        })
     }
 }
 
+/// A string field's bytes, checked to be UTF-8 as prost checks them. ASCII first: most
+/// strings are, and the word-at-a-time ASCII test costs a fraction of the full validation
+/// on short strings.
+#[inline]
 fn utf8(bytes: &[u8]) -> Result<&[u8], DecodeError> {
-    std::str::from_utf8(bytes)
-        .map(|_| bytes)
-        .map_err(|_| "invalid string value: data is not UTF-8 encoded".to_owned())
+    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+        Ok(bytes)
+    } else {
+        Err(DecodeError::NotUtf8)
+    }
 }
 
 /// `Hello.Pet`, as a view.
@@ -170,7 +211,12 @@ enum Choice<'a> {
     C2(bool),
 }
 
-/// `Hello`, as a view; pets stay in `bytes` and are decoded again while encoding.
+/// How many pets a view keeps as it decodes them; a message with more has the rest decoded
+/// again from its bytes while encoding (still without allocating).
+const INLINE_PETS: usize = 4;
+
+/// `Hello`, as a view. The first [`INLINE_PETS`] pets are kept decoded; any further ones stay
+/// in `bytes` and are decoded again while encoding.
 #[derive(Default)]
 struct HelloView<'a> {
     bytes: &'a [u8],
@@ -182,6 +228,8 @@ struct HelloView<'a> {
     l: i64,
     choice: Option<Choice<'a>>,
     pets_len: usize,
+    pets: [PetView<'a>; INLINE_PETS],
+    pet_count: usize,
 }
 
 impl<'a> HelloView<'a> {
@@ -201,12 +249,16 @@ impl<'a> HelloView<'a> {
                 2 => {
                     expect(wire_type, I64)?;
                     let raw = fixed(bytes, &mut at, 8)?;
-                    hello.d = f64::from_le_bytes(raw.try_into().map_err(|_| "buffer underflow")?);
+                    hello.d = f64::from_le_bytes(
+                        raw.try_into().map_err(|_| DecodeError::BufferUnderflow)?,
+                    );
                 }
                 3 => {
                     expect(wire_type, I32)?;
                     let raw = fixed(bytes, &mut at, 4)?;
-                    hello.f = f32::from_le_bytes(raw.try_into().map_err(|_| "buffer underflow")?);
+                    hello.f = f32::from_le_bytes(
+                        raw.try_into().map_err(|_| DecodeError::BufferUnderflow)?,
+                    );
                 }
                 4 => {
                     expect(wire_type, VARINT)?;
@@ -233,6 +285,10 @@ impl<'a> HelloView<'a> {
                     let pet = PetView::decode(len_delimited(bytes, &mut at)?)?;
                     let len = pet.encoded_len();
                     hello.pets_len += 1 + varint_len(len as u64) + len;
+                    if let Some(slot) = hello.pets.get_mut(hello.pet_count) {
+                        *slot = pet;
+                    }
+                    hello.pet_count += 1;
                 }
                 _ => skip(bytes, &mut at, wire_type)?,
             }
@@ -293,7 +349,19 @@ impl<'a> HelloView<'a> {
             }
             Some(Choice::C2(value)) => out.put_slice(&[8 << 3, u8::from(value)]),
         }
-        // Pets, in order, decoded again from the request (already validated above).
+        let inline = self.pet_count.min(INLINE_PETS);
+        for pet in &self.pets[..inline] {
+            put_pet(out, pet);
+        }
+        if self.pet_count > INLINE_PETS {
+            self.encode_pets_after(INLINE_PETS, out);
+        }
+    }
+
+    /// Pets past the first `kept`, in order, decoded again from the request (already
+    /// validated by `decode`).
+    fn encode_pets_after(&self, kept: usize, out: &mut BytesMut) {
+        let mut seen = 0;
         let mut at = 0;
         while at < self.bytes.len() {
             let Ok((field, wire_type)) = key(self.bytes, &mut at) else {
@@ -303,14 +371,22 @@ impl<'a> HelloView<'a> {
                 let Ok(pet) = len_delimited(self.bytes, &mut at).and_then(PetView::decode) else {
                     return;
                 };
-                out.put_u8((9 << 3) | LEN);
-                put_varint(out, pet.encoded_len() as u64);
-                pet.encode(out);
+                if seen >= kept {
+                    put_pet(out, &pet);
+                }
+                seen += 1;
             } else if skip(self.bytes, &mut at, wire_type).is_err() {
                 return;
             }
         }
     }
+}
+
+/// One pet as field 9 of `Hello`.
+fn put_pet(out: &mut BytesMut, pet: &PetView<'_>) {
+    out.put_u8((9 << 3) | LEN);
+    put_varint(out, pet.encoded_len() as u64);
+    pet.encode(out);
 }
 
 pub(super) fn varint_len(value: u64) -> usize {
@@ -397,7 +473,9 @@ mod tests {
 
     fn fast_reply(request: &[u8]) -> Result<Option<Vec<u8>>, String> {
         let mut out = BytesMut::new();
-        echo_reply(request, &mut out).map(|handled| handled.then(|| out.to_vec()))
+        echo_reply(request, &mut out)
+            .map(|handled| handled.then(|| out.to_vec()))
+            .map_err(|e| e.to_string())
     }
 
     struct Rng(u64);
@@ -430,7 +508,8 @@ mod tests {
                 2 => Some(PbChoice::C2(false)),
                 _ => Some(PbChoice::C2(true)),
             },
-            pets: (0..rng.next() % 4)
+            // Up to 6 pets: past INLINE_PETS too, where the rest are decoded again.
+            pets: (0..rng.next() % 7)
                 .map(|_| Pet {
                     name: text(rng),
                     color: [Color::Black as i32, Color::Red as i32, -3, 99]

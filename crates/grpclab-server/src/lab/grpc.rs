@@ -349,7 +349,7 @@ pub fn stream_message<'a>(
 }
 
 /// The status for a request message that does not decode.
-pub fn invalid(err: &str, type_name: &str) -> Status {
+pub fn invalid(err: &dyn std::fmt::Display, type_name: &str) -> Status {
     Status {
         code: Code::Internal,
         message: Cow::Owned(format!("request is not a valid {type_name}: {err}")),

@@ -17,6 +17,10 @@ pub struct Decoder {
     protocol_max: usize,
     name_scratch: Vec<u8>,
     value_scratch: Vec<u8>,
+    /// Counts changes to the dynamic table (insertions, size updates). Decoding a block
+    /// depends only on the block's bytes and the table, so two equal blocks decoded at the
+    /// same generation give the same fields: a caller may reuse what it made of the first.
+    generation: u64,
 }
 
 /// Where a field's name comes from, resolved without copying.
@@ -35,12 +39,18 @@ impl Decoder {
             protocol_max,
             name_scratch: Vec::new(),
             value_scratch: Vec::new(),
+            generation: 0,
         }
     }
 
     /// The dynamic table (for tests and diagnostics).
     pub fn table(&self) -> &DynamicTable {
         &self.table
+    }
+
+    /// The dynamic table's generation: it moves whenever a decoded block changes the table.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Resolves an index (RFC 7541 §2.3.3) to a table position, without copying anything.
@@ -112,6 +122,7 @@ impl Decoder {
                     return Err(HpackError::InvalidTableSizeUpdate);
                 }
                 self.table.set_max_size(size);
+                self.generation += 1;
                 continue;
             }
             // Literal: with incremental indexing (01, 6-bit), without (0000), never (0001).
@@ -142,6 +153,7 @@ impl Decoder {
                 let name = Bytes::copy_from_slice(name_bytes);
                 let value = Bytes::copy_from_slice(&self.value_scratch);
                 self.table.insert(name, value);
+                self.generation += 1;
             }
         }
         Ok(())

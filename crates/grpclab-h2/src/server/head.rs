@@ -19,7 +19,17 @@ pub(super) struct HeadScratch {
     pub(super) regular_seen: bool,
     pub(super) content_length: Option<u64>,
     pub(super) malformed: bool,
+    /// The block the fields above were decoded from, and the decoder's generation then, kept
+    /// when decoding it left the HPACK table as it was. A client sends the same few bytes of
+    /// indexed fields for every call; such a block, seen again at the same generation, would
+    /// decode to the same fields, so they are used as they stand (see `on_header_block`).
+    decoded_from: Vec<u8>,
+    decoded_at: Option<u64>,
 }
+
+/// The longest header block kept for reuse: a gRPC client's repeated block of indexed fields
+/// is a few dozen bytes; longer blocks are decoded every time rather than held and compared.
+const REUSABLE_BLOCK: usize = 256;
 
 pub(super) const PSEUDO_METHOD: u8 = 1;
 pub(super) const PSEUDO_SCHEME: u8 = 2;
@@ -106,7 +116,23 @@ impl HeadScratch {
         !(self.malformed || incomplete || body_promised)
     }
 
+    /// Whether the fields held are what decoding `block` at `generation` would give.
+    fn decoded(&self, block: &[u8], generation: u64) -> bool {
+        self.decoded_at == Some(generation) && self.decoded_from == block
+    }
+
+    /// Remembers `block` as the source of the fields held, if decoding it changed nothing in
+    /// the table (its generation stayed `before`) and it is short.
+    fn remember(&mut self, block: &[u8], before: u64, after: u64) {
+        if before == after && block.len() <= REUSABLE_BLOCK {
+            self.decoded_from.clear();
+            self.decoded_from.extend_from_slice(block);
+            self.decoded_at = Some(after);
+        }
+    }
+
     fn clear(&mut self) {
+        self.decoded_at = None;
         self.method.clear();
         self.path.clear();
         for field in [
@@ -220,13 +246,19 @@ impl<S: Service> Connection<S> {
         block: &[u8],
     ) -> Result<(), ConnectionError> {
         // Decode first, whatever happens to the stream: the HPACK state must stay in step.
-        self.head.clear();
-        let head = &mut self.head;
-        self.decoder
-            .decode(block, |name, value| head.field(name, value))
-            .map_err(|_| {
-                connection_error(code::COMPRESSION_ERROR, "malformed HPACK header block")
-            })?;
+        // A block equal to the last one, at the same table generation, decodes to the fields
+        // already held (and changes nothing in the table): they are used as they stand.
+        let before = self.decoder.generation();
+        if !self.head.decoded(block, before) {
+            self.head.clear();
+            let head = &mut self.head;
+            self.decoder
+                .decode(block, |name, value| head.field(name, value))
+                .map_err(|_| {
+                    connection_error(code::COMPRESSION_ERROR, "malformed HPACK header block")
+                })?;
+            self.head.remember(block, before, self.decoder.generation());
+        }
 
         if stream_id <= self.last_stream {
             // A streaming call's half-close so far (None: not a streaming call).

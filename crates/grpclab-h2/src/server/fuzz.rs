@@ -57,7 +57,7 @@ impl Service for EchoService {
         }
     }
 
-    fn call(&mut self, _: bool, body: Bytes, _: Reply) -> Dispatch<bool> {
+    fn call(&mut self, _: bool, body: Bytes, _: Reply, _: Instant) -> Dispatch<bool> {
         Dispatch::Respond(Response::Message(body))
     }
 }

@@ -809,18 +809,22 @@ impl<S: Service> Connection<S> {
     }
 
     fn dispatch(&mut self, stream_id: u32, call: S::Call, body: Bytes) {
-        if let Some((call, body)) = self.offer(stream_id, call, body) {
+        if let Some((call, body)) = self.offer(stream_id, call, body, self.turn_started) {
             self.busy.push_back((stream_id, call, body));
         }
     }
 
     /// Offers calls the service was too busy for again, in order.
     fn retry_busy(&mut self) {
+        if self.busy.is_empty() {
+            return;
+        }
+        let now = Instant::now();
         while let Some((stream_id, call, body)) = self.busy.pop_front() {
             if !self.streams.contains_key(&stream_id) {
                 continue;
             }
-            if let Some((call, body)) = self.offer(stream_id, call, body) {
+            if let Some((call, body)) = self.offer(stream_id, call, body, now) {
                 self.busy.push_front((stream_id, call, body));
                 break;
             }
@@ -828,12 +832,18 @@ impl<S: Service> Connection<S> {
     }
 
     /// Hands a complete call to the service; gives it back if the service is busy.
-    fn offer(&mut self, stream_id: u32, call: S::Call, body: Bytes) -> Option<(S::Call, Bytes)> {
+    fn offer(
+        &mut self,
+        stream_id: u32,
+        call: S::Call,
+        body: Bytes,
+        now: Instant,
+    ) -> Option<(S::Call, Bytes)> {
         let reply = Reply {
             stream: stream_id,
             replies: self.replies_tx.clone(),
         };
-        match self.service.call(call, body, reply) {
+        match self.service.call(call, body, reply, now) {
             Dispatch::Respond(response) => {
                 self.respond(stream_id, response);
                 None

@@ -132,8 +132,16 @@ pub trait Service {
     fn too_large(&self, declared: usize) -> Response;
     /// The answer to a call whose deadline passed before its body arrived.
     fn deadline_exceeded(&self) -> Response;
-    /// The body is complete (one framed message, or whatever the client sent).
-    fn call(&mut self, call: Self::Call, body: Bytes, reply: Reply) -> Dispatch<Self::Call>;
+    /// The body is complete (one framed message, or whatever the client sent). `now` is when
+    /// the bytes that completed it were read (or when a busy call is offered again): the
+    /// clock for a deadline check, read once per turn rather than once per call.
+    fn call(
+        &mut self,
+        call: Self::Call,
+        body: Bytes,
+        reply: Reply,
+        now: Instant,
+    ) -> Dispatch<Self::Call>;
 
     /// What the service keeps for a streaming call (`()` for a service that has none).
     type Stream;

@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 
 use crate::lab::config::LabConfig;
 use crate::lab::grpc::{
-    check_head, invalid, ping_pong_message, run_call, run_ping_pong, stream_message, CallHead,
-    HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST, FEED_REQUEST,
+    check_head, invalid, ping_pong_message, run_call, run_call_at, run_ping_pong, stream_message,
+    CallHead, HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST, FEED_REQUEST,
 };
 use crate::lab::placement::{Job, Placement, PoolSender, Responder, Work};
 use crate::lab::stream_codec;
@@ -285,8 +285,14 @@ impl Service for LabService {
         }
     }
 
-    fn call(&mut self, call: CallHead, body: Bytes, reply: Reply) -> Dispatch<CallHead> {
-        self.unary(call, body, reply)
+    fn call(
+        &mut self,
+        call: CallHead,
+        body: Bytes,
+        reply: Reply,
+        now: Instant,
+    ) -> Dispatch<CallHead> {
+        self.unary(call, body, reply, now)
     }
 }
 
@@ -366,10 +372,18 @@ impl LabService {
 
     /// A unary call, where the decode placement says.
     #[inline]
-    fn unary(&mut self, call: CallHead, body: Bytes, reply: Reply) -> Dispatch<CallHead> {
+    fn unary(
+        &mut self,
+        call: CallHead,
+        body: Bytes,
+        reply: Reply,
+        mut now: Instant,
+    ) -> Dispatch<CallHead> {
         if let Some(delay) = self.config.handler_delay {
-            // A deliberately slow handler (experiments): it blocks, as a slow handler does.
+            // A deliberately slow handler (experiments): it blocks, as a slow handler does,
+            // and its deadline is judged after the wait.
             std::thread::sleep(delay);
+            now = Instant::now();
         }
         if self.config.placement == Placement::Task {
             tokio::spawn(async move {
@@ -378,7 +392,7 @@ impl LabService {
             return Dispatch::Later;
         }
         let Some(pool) = self.pool.as_ref().filter(|_| self.offload(body.len())) else {
-            return Dispatch::Respond(response(run_call(&call, &body, IMPLEMENTATION)));
+            return Dispatch::Respond(response(run_call_at(&call, &body, IMPLEMENTATION, now)));
         };
         let job = Job {
             work: Work::Call,

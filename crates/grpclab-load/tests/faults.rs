@@ -345,6 +345,28 @@ fn malformed_responses_fail_their_calls_precisely() {
     }
 }
 
+/// Trailers of the same bytes that name a different table entry on every other call (the
+/// response's head changes the HPACK table each time): each call gets the status its own
+/// trailers say. The client reuses what a repeated block decoded to only while the table is
+/// unchanged; were it to reuse across a change, every call would read the first status.
+#[test]
+fn the_same_trailer_bytes_are_read_against_the_table_of_their_moment() {
+    let (_server, result) = run_against(Answer::StatusByIndex, 40, 1);
+    assert_eq!(result.count(), 40, "every call counted");
+    assert_eq!(
+        count_of(&result, Code::Ok),
+        20,
+        "{:?}",
+        result.error_counts()
+    );
+    assert_eq!(
+        count_of(&result, Code::Internal),
+        20,
+        "{:?}",
+        result.error_counts()
+    );
+}
+
 /// Every error in the run's table names `message`.
 fn assert_every_error_says(result: &LoadResult, message: &str, answer: Answer) {
     assert!(

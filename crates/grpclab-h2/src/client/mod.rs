@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
-use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
+use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
 
 #[cfg(feature = "fuzzing")]
 mod fuzz;
@@ -176,6 +176,9 @@ struct Connection<'s, S: CallSource> {
     /// pseudo-header rules (unknown or request pseudo-headers, one after a regular field).
     scratch_status_fields: u8,
     scratch_malformed: bool,
+    /// What the server's repeated blocks decoded to: a response's head and its trailers,
+    /// the same few bytes for every successful call (see `hpack::DecodedBlocks`).
+    reply_blocks: DecodedBlocks<receive::ReplyHead, 2>,
     /// Streaming calls only: when the earliest `next_at` is due.
     stream_wake: Option<Instant>,
     /// Scratch for the streams to pump this turn.
@@ -381,6 +384,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             scratch_http: 0,
             scratch_status_fields: 0,
             scratch_malformed: false,
+            reply_blocks: DecodedBlocks::default(),
             stream_wake: None,
             stream_scratch: Vec::new(),
             streams_waiting_room: false,

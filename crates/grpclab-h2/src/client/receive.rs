@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// What a response header block says, as far as a call needs it: kept per repeated block.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReplyHead {
+    status: Option<u32>,
+    http: u16,
+    status_fields: u8,
+    malformed: bool,
+}
+
 impl<S: CallSource> Connection<'_, S> {
     pub(super) fn on_header_block(
         &mut self,
@@ -11,6 +20,64 @@ impl<S: CallSource> Connection<'_, S> {
         end_stream: bool,
         block: &[u8],
     ) -> Result<(), ConnectionError> {
+        let before = self.decoder.generation();
+        if let Some(head) = self.reply_blocks.find(block, before) {
+            // The same bytes at the same table generation: the fields they decoded to before.
+            self.scratch_status = head.status;
+            self.scratch_message.clear();
+            self.scratch_http = head.http;
+            self.scratch_status_fields = head.status_fields;
+            self.scratch_malformed = head.malformed;
+        } else {
+            self.decode_reply_block(block)?;
+            // A block with a grpc-message is not kept: the message is text to carry, and
+            // errors are not the path to make cheap.
+            if self.scratch_message.is_empty() {
+                let head = ReplyHead {
+                    status: self.scratch_status,
+                    http: self.scratch_http,
+                    status_fields: self.scratch_status_fields,
+                    malformed: self.scratch_malformed,
+                };
+                self.reply_blocks
+                    .remember(block, before, self.decoder.generation(), head);
+            }
+        }
+        let Some(call) = self.calls.get_mut(&stream) else {
+            return Ok(()); // a call we gave up on (deadline) or never made
+        };
+        // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
+        // pseudo-header and end the stream (§8.1). A malformed response is a stream error.
+        let malformed = self.scratch_malformed
+            || if call.headers_seen {
+                self.scratch_status_fields != 0 || !end_stream
+            } else {
+                self.scratch_status_fields != 1
+            };
+        if malformed {
+            self.stream_error(
+                stream,
+                code::PROTOCOL_ERROR,
+                "malformed response headers (:status missing or repeated, or misplaced pseudo-headers)",
+            );
+            return Ok(());
+        }
+        if !call.headers_seen {
+            call.headers_seen = true;
+            call.http_status = self.scratch_http;
+        }
+        if let Some(status) = self.scratch_status {
+            call.grpc_status = Some(status);
+            call.grpc_message = std::mem::take(&mut self.scratch_message);
+        }
+        if end_stream {
+            self.end_stream(stream);
+        }
+        Ok(())
+    }
+
+    /// Decodes a response header block into the scratch fields.
+    fn decode_reply_block(&mut self, block: &[u8]) -> Result<(), ConnectionError> {
         self.scratch_status = None;
         self.scratch_message.clear();
         self.scratch_http = 0;
@@ -51,36 +118,6 @@ impl<S: CallSource> Connection<'_, S> {
                     "malformed HPACK header block from the server",
                 )
             })?;
-        let Some(call) = self.calls.get_mut(&stream) else {
-            return Ok(()); // a call we gave up on (deadline) or never made
-        };
-        // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
-        // pseudo-header and end the stream (§8.1). A malformed response is a stream error.
-        let malformed = self.scratch_malformed
-            || if call.headers_seen {
-                self.scratch_status_fields != 0 || !end_stream
-            } else {
-                self.scratch_status_fields != 1
-            };
-        if malformed {
-            self.stream_error(
-                stream,
-                code::PROTOCOL_ERROR,
-                "malformed response headers (:status missing or repeated, or misplaced pseudo-headers)",
-            );
-            return Ok(());
-        }
-        if !call.headers_seen {
-            call.headers_seen = true;
-            call.http_status = self.scratch_http;
-        }
-        if let Some(status) = self.scratch_status {
-            call.grpc_status = Some(status);
-            call.grpc_message = std::mem::take(&mut self.scratch_message);
-        }
-        if end_stream {
-            self.end_stream(stream);
-        }
         Ok(())
     }
 

@@ -2,17 +2,20 @@
 //!
 //! - [`Decoder`]: static and dynamic tables, Huffman, table size updates; every malformed
 //!   block is an [`HpackError`] (a connection error of type COMPRESSION_ERROR).
+//! - [`DecodedBlocks`]: what a repeated block decoded to, reused while the table is unchanged.
 //! - [`Encoder`]: indexes what the caller marks as repeating (gRPC's constant headers), so
 //!   after the first call a header block is a few bytes; varying values (`grpc-timeout`,
 //!   `grpc-message`) go without indexing and never churn the table. Literals are
 //!   Huffman-coded when that is shorter.
 
+mod decoded;
 mod decoder;
 mod encoder;
 pub mod huffman;
 mod huffman_table;
 pub mod table;
 
+pub use decoded::{DecodedBlocks, REUSABLE_BLOCK};
 pub use decoder::{Decoder, MAX_HEADER_LIST};
 
 /// The largest header block (HEADERS plus CONTINUATIONs) a connection buffers.

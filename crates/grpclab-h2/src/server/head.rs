@@ -19,17 +19,11 @@ pub(super) struct HeadScratch {
     pub(super) regular_seen: bool,
     pub(super) content_length: Option<u64>,
     pub(super) malformed: bool,
-    /// The block the fields above were decoded from, and the decoder's generation then, kept
-    /// when decoding it left the HPACK table as it was. A client sends the same few bytes of
-    /// indexed fields for every call; such a block, seen again at the same generation, would
-    /// decode to the same fields, so they are used as they stand (see `on_header_block`).
-    decoded_from: Vec<u8>,
-    decoded_at: Option<u64>,
+    /// The block the fields above were decoded from, kept when decoding it left the HPACK
+    /// table as it was: seen again at the same generation, it would decode to the same
+    /// fields, so they are used as they stand (see `on_header_block`).
+    decoded_from: DecodedBlocks<(), 1>,
 }
-
-/// The longest header block kept for reuse: a gRPC client's repeated block of indexed fields
-/// is a few dozen bytes; longer blocks are decoded every time rather than held and compared.
-const REUSABLE_BLOCK: usize = 256;
 
 pub(super) const PSEUDO_METHOD: u8 = 1;
 pub(super) const PSEUDO_SCHEME: u8 = 2;
@@ -118,21 +112,17 @@ impl HeadScratch {
 
     /// Whether the fields held are what decoding `block` at `generation` would give.
     fn decoded(&self, block: &[u8], generation: u64) -> bool {
-        self.decoded_at == Some(generation) && self.decoded_from == block
+        self.decoded_from.find(block, generation).is_some()
     }
 
     /// Remembers `block` as the source of the fields held, if decoding it changed nothing in
     /// the table (its generation stayed `before`) and it is short.
     fn remember(&mut self, block: &[u8], before: u64, after: u64) {
-        if before == after && block.len() <= REUSABLE_BLOCK {
-            self.decoded_from.clear();
-            self.decoded_from.extend_from_slice(block);
-            self.decoded_at = Some(after);
-        }
+        self.decoded_from.remember(block, before, after, ());
     }
 
     fn clear(&mut self) {
-        self.decoded_at = None;
+        self.decoded_from.forget();
         self.method.clear();
         self.path.clear();
         for field in [

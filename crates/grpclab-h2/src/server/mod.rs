@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
-use crate::hpack::{CachedBlock, Decoder, Encoder, Indexing};
+use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
 
 mod budget;
 mod deadlines;

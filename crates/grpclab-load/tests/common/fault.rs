@@ -43,6 +43,11 @@ pub enum Answer {
     /// A server shutting down: GOAWAY NO_ERROR whose last-stream-id is below the request's
     /// stream (never processed), and no answer.
     ShuttingDown,
+    /// The echo, with the status put into the HPACK dynamic table by the response's head
+    /// (`grpc-status` with incremental indexing: 0 on streams 1, 5, 9, ..., 13 on streams
+    /// 3, 7, 11, ...) and trailers that are always the same byte: index 62, the newest entry.
+    /// The same trailer bytes mean a different status on every other call.
+    StatusByIndex,
 }
 
 /// What the server does on every connection.
@@ -321,6 +326,21 @@ fn answer(out: &mut Vec<u8>, stream: u32, body: &[u8], how: Answer) {
             frame::write_data(out, stream, body, false);
             let trailers = header_block(&[("grpc-status", "0")]);
             frame::write_headers(out, stream, &trailers, true, max);
+        }
+        Answer::StatusByIndex => {
+            let status = if (stream / 2) % 2 == 0 { "0" } else { "13" };
+            let mut encoder = Encoder::default();
+            let mut head =
+                header_block(&[(":status", "200"), ("content-type", "application/grpc")]);
+            encoder.field(
+                b"grpc-status",
+                status.as_bytes(),
+                Indexing::Incremental,
+                &mut head,
+            );
+            frame::write_headers(out, stream, &head, false, max);
+            frame::write_data(out, stream, body, false);
+            frame::write_headers(out, stream, &[0x80 | 62], true, max);
         }
         Answer::DataFirst => {
             frame::write_data(out, stream, body, false);

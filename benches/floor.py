@@ -23,7 +23,12 @@ floor: replies its client received). Not utime+stime: this kernel samples those 
 tick, which is biased when the work is paced by timers aligned with that tick. Rounds alternate the two;
 the table shows medians and lab / floor.
 
+A third load, streaming: lab answering streaming_ping_pong messages at --ping-pong-rate
+messages/s (4 connections x 64 streams, 10 round trips per call), beside the floor answering
+single requests evenly paced at the same rate with lab's bytes per message.
+
 Usage: benches/floor.py [--rounds 3] [--duration 8] [--warmup 2] [--rates 30000,40000]
+       [--ping-pong-rate 40000]
        [--scenario complex_proto] [--lab-args ""]
 """
 import argparse
@@ -74,6 +79,11 @@ def socket_bytes(target):
 def lab_load_args(mode, rate, batch):
     if mode == "saturation":
         return ["-c", "1000", "--connections", "50"]
+    if mode == "ping-pong":
+        # streaming_ping_pong: 10 round trips per call, so calls at a tenth of the message
+        # rate; 64 streams on each of 4 connections (benches/streaming_bars.py's shape).
+        return ["--scenario", "streaming_ping_pong", "--rps", str(rate // 10), "-c", "256",
+                "--connections", "4"]
     # A connection takes as many consecutive calls as it has free streams and sends those due
     # together: `batch` streams per connection make batches of up to `batch` calls.
     return ["--rps", str(rate), "-c", str(4 * batch), "--connections", "4"]
@@ -90,9 +100,12 @@ def measure_lab(lab_args, mode, rate, scenario, duration, warmup, batch=16):
             marks["io"] = socket_bytes(target)
             marks["calls"] = server_stats(target)["calls"]
 
-        argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "--scenario", scenario,
-                "-z", f"{duration}s", "--warmup", f"{warmup}s", "--cpus", "1", "-O", "json"]
-        argv += lab_load_args(mode, rate, batch)
+        argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "-z", f"{duration}s",
+                "--warmup", f"{warmup}s", "--cpus", "1", "-O", "json"]
+        load_args = lab_load_args(mode, rate, batch)
+        if "--scenario" not in load_args:
+            load_args = ["--scenario", scenario] + load_args
+        argv += load_args
         marks_end = {}
         # The connections close when the client ends: read their counters just before.
         timer = threading.Timer(warmup + duration - 0.3, lambda: marks_end.update(io=socket_bytes(target)))
@@ -149,6 +162,8 @@ def main():
     parser.add_argument("--rates", default="30000,40000", help="low-load rates, comma-separated")
     parser.add_argument("--scenario", default="complex_proto")
     parser.add_argument("--lab-args", default="", help="extra `serve --impl lab` flags")
+    parser.add_argument("--ping-pong-rate", type=int, default=40000,
+                        help="streaming ping-pong messages/s beside the floor at that rate (0: skip)")
     args = parser.parse_args()
     build()
     floor = build_floor()
@@ -159,13 +174,20 @@ def main():
     cells = [("saturation", None, 1)]
     for rate in args.rates.split(","):
         cells += [(f"{int(rate)} req/s", int(rate), 1), (f"{int(rate)} req/s", int(rate), 16)]
+    if args.ping_pong_rate:
+        # Each ping-pong message against the floor's single requests at the same rate, with
+        # lab's bytes per message (its HEADERS amortised over the call's 10 messages).
+        cells.append((f"{args.ping_pong_rate} msgs/s ping-pong", args.ping_pong_rate, 1))
     results = {}
     for round_number in range(1, args.rounds + 1):
         for label, rate, batch in cells:
-            mode = "saturation" if rate is None else "open loop"
+            mode = ("saturation" if rate is None
+                    else "ping-pong" if label.endswith("ping-pong") else "open loop")
             lab = measure_lab(lab_args, mode, rate, args.scenario, args.duration, args.warmup, batch)
             sizes = (lab["request_bytes"], lab["reply_bytes"])
-            floor_result = measure_floor(floor, sizes, mode, rate, args.duration, args.warmup, batch)
+            floor_mode = "open loop" if mode == "ping-pong" else mode
+            floor_result = measure_floor(floor, sizes, floor_mode, rate, args.duration, args.warmup,
+                                         batch)
             for name, result in (("lab", lab), ("floor", floor_result)):
                 results.setdefault((label, batch, name), []).append(result)
                 print(f"round {round_number} {label:>12} x{batch:<2} {name:<5} {result['rps']:>9.0f} req/s "
@@ -177,7 +199,9 @@ def main():
     print("server CPU from the scheduler's exact runtime (/proc/PID/task/*/schedstat)")
     print("arrivals: closed = 50 connections x 20 in flight; x1 = single requests evenly paced over")
     print("4 connections (lab: grpclab load -c 4); x16 = 16 consecutive requests per write on one")
-    print("connection (lab: grpclab load -c 64, its pattern with 16 streams per connection)")
+    print("connection (lab: grpclab load -c 64, its pattern with 16 streams per connection);")
+    print("ping-pong: lab's streaming_ping_pong messages (4 connections x 64 streams, 10 round trips")
+    print("per call) against the floor's single requests evenly paced at the same rate")
     print("| load | arrivals | lab req/s | floor req/s | lab µs/req | floor µs/req | lab / floor | wire B/call (in/out) |")
     print("|---|---|---|---|---|---|---|---|")
     for label, rate, batch in cells:

@@ -328,7 +328,11 @@ fn answer(out: &mut Vec<u8>, stream: u32, body: &[u8], how: Answer) {
             frame::write_headers(out, stream, &trailers, true, max);
         }
         Answer::StatusByIndex => {
-            let status = if (stream / 2) % 2 == 0 { "0" } else { "13" };
+            let status = if (stream / 2).is_multiple_of(2) {
+                "0"
+            } else {
+                "13"
+            };
             let mut encoder = Encoder::default();
             let mut head =
                 header_block(&[(":status", "200"), ("content-type", "application/grpc")]);

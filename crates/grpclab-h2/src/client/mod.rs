@@ -169,13 +169,9 @@ struct Connection<'s, S: CallSource> {
     out: Vec<u8>,
     block: Vec<u8>,
     request_block: CachedBlock,
-    scratch_status: Option<u32>,
+    /// What the last header block said (statuses and its shape), and its `grpc-message`.
+    scratch_head: receive::ReplyHead,
     scratch_message: String,
-    scratch_http: u16,
-    /// The last header block's shape: `:status` fields seen, and whether it broke the
-    /// pseudo-header rules (unknown or request pseudo-headers, one after a regular field).
-    scratch_status_fields: u8,
-    scratch_malformed: bool,
     /// What the server's repeated blocks decoded to: a response's head and its trailers,
     /// the same few bytes for every successful call (see `hpack::DecodedBlocks`).
     reply_blocks: DecodedBlocks<receive::ReplyHead, 2>,
@@ -379,11 +375,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
             out: Vec::with_capacity(READ_CHUNK),
             block: Vec::new(),
             request_block: CachedBlock::default(),
-            scratch_status: None,
+            scratch_head: receive::ReplyHead::default(),
             scratch_message: String::new(),
-            scratch_http: 0,
-            scratch_status_fields: 0,
-            scratch_malformed: false,
             reply_blocks: DecodedBlocks::default(),
             stream_wake: None,
             stream_scratch: Vec::new(),

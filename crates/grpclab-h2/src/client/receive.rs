@@ -4,11 +4,16 @@
 
 use super::*;
 
-/// What a response header block says, as far as a call needs it: kept per repeated block.
-#[derive(Debug, Clone, Copy)]
+/// What a response header block says, as far as a call needs it (its `grpc-message` aside):
+/// the scratch a block is decoded into, and what is kept per repeated block.
+#[derive(Debug, Default, Clone, Copy)]
 pub(super) struct ReplyHead {
+    /// `grpc-status`, if the block carries one.
     status: Option<u32>,
+    /// `:status` (0 if absent or not a number).
     http: u16,
+    /// The block's shape: `:status` fields seen, and whether it broke the pseudo-header rules
+    /// (unknown or request pseudo-headers, one after a regular field).
     status_fields: u8,
     malformed: bool,
 }
@@ -23,36 +28,32 @@ impl<S: CallSource> Connection<'_, S> {
         let before = self.decoder.generation();
         if let Some(head) = self.reply_blocks.find(block, before) {
             // The same bytes at the same table generation: the fields they decoded to before.
-            self.scratch_status = head.status;
+            self.scratch_head = head;
             self.scratch_message.clear();
-            self.scratch_http = head.http;
-            self.scratch_status_fields = head.status_fields;
-            self.scratch_malformed = head.malformed;
         } else {
             self.decode_reply_block(block)?;
             // A block with a grpc-message is not kept: the message is text to carry, and
             // errors are not the path to make cheap.
             if self.scratch_message.is_empty() {
-                let head = ReplyHead {
-                    status: self.scratch_status,
-                    http: self.scratch_http,
-                    status_fields: self.scratch_status_fields,
-                    malformed: self.scratch_malformed,
-                };
-                self.reply_blocks
-                    .remember(block, before, self.decoder.generation(), head);
+                self.reply_blocks.remember(
+                    block,
+                    before,
+                    self.decoder.generation(),
+                    self.scratch_head,
+                );
             }
         }
+        let head = self.scratch_head;
         let Some(call) = self.calls.get_mut(&stream) else {
             return Ok(()); // a call we gave up on (deadline) or never made
         };
         // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
         // pseudo-header and end the stream (§8.1). A malformed response is a stream error.
-        let malformed = self.scratch_malformed
+        let malformed = head.malformed
             || if call.headers_seen {
-                self.scratch_status_fields != 0 || !end_stream
+                head.status_fields != 0 || !end_stream
             } else {
-                self.scratch_status_fields != 1
+                head.status_fields != 1
             };
         if malformed {
             self.stream_error(
@@ -64,9 +65,9 @@ impl<S: CallSource> Connection<'_, S> {
         }
         if !call.headers_seen {
             call.headers_seen = true;
-            call.http_status = self.scratch_http;
+            call.http_status = head.http;
         }
-        if let Some(status) = self.scratch_status {
+        if let Some(status) = head.status {
             call.grpc_status = Some(status);
             call.grpc_message = std::mem::take(&mut self.scratch_message);
         }
@@ -76,35 +77,26 @@ impl<S: CallSource> Connection<'_, S> {
         Ok(())
     }
 
-    /// Decodes a response header block into the scratch fields.
+    /// Decodes a response header block into `scratch_head` and `scratch_message`.
     fn decode_reply_block(&mut self, block: &[u8]) -> Result<(), ConnectionError> {
-        self.scratch_status = None;
+        self.scratch_head = ReplyHead::default();
         self.scratch_message.clear();
-        self.scratch_http = 0;
-        self.scratch_status_fields = 0;
-        self.scratch_malformed = false;
-        let (status, message, http, status_fields, malformed) = (
-            &mut self.scratch_status,
-            &mut self.scratch_message,
-            &mut self.scratch_http,
-            &mut self.scratch_status_fields,
-            &mut self.scratch_malformed,
-        );
+        let (head, message) = (&mut self.scratch_head, &mut self.scratch_message);
         let mut regular_seen = false;
         self.decoder
             .decode(block, |name, value| match name {
                 b":status" => {
-                    *malformed |= regular_seen;
-                    *status_fields = status_fields.saturating_add(1);
-                    *http = crate::grpc::parse_decimal(value)
+                    head.malformed |= regular_seen;
+                    head.status_fields = head.status_fields.saturating_add(1);
+                    head.http = crate::grpc::parse_decimal(value)
                         .and_then(|v| u16::try_from(v).ok())
                         .unwrap_or(0);
                 }
-                _ if name.first() == Some(&b':') => *malformed = true,
+                _ if name.first() == Some(&b':') => head.malformed = true,
                 b"grpc-status" => {
                     regular_seen = true;
                     // Not a number: Unknown (2).
-                    *status = Some(crate::grpc::parse_decimal(value).unwrap_or(2));
+                    head.status = Some(crate::grpc::parse_decimal(value).unwrap_or(2));
                 }
                 b"grpc-message" => {
                     regular_seen = true;

@@ -165,6 +165,9 @@ def main():
     parser.add_argument("--ping-pong-rate", type=int, default=40000,
                         help="streaming ping-pong messages/s beside the floor at that rate (0: skip)")
     args = parser.parse_args()
+    if args.ping_pong_rate < 0 or 0 < args.ping_pong_rate < 10:
+        sys.exit(f"--ping-pong-rate {args.ping_pong_rate}: give messages per second, at least 10 "
+                 "(10 round trips per call), or 0 to skip the streaming row")
     build()
     floor = build_floor()
     lab_args = shlex.split(args.lab_args)

@@ -38,7 +38,9 @@ pub use config::{
     RequestRenderer, Shard, ShardShare, StreamSettings, Transport, CONNECT_TIMEOUT,
     DEFAULT_START_TOLERANCE, MAX_SCHEDULED_STREAMS,
 };
-pub use progress::{ProgressSnapshot, ProgressTarget, SecondLatency};
+pub use progress::{
+    LatencyBuckets, ProgressSnapshot, ProgressTarget, SecondLatency, LATENCY_BUCKET_BOUNDS_NS,
+};
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
 pub use run::{drain_limit, run, LoadError};

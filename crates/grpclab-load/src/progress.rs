@@ -14,6 +14,8 @@ pub(crate) struct ThreadProgress {
     errors: AtomicU64,
     /// Failed calls by status code (touched on the error path only).
     by_code: [AtomicU64; Code::COUNT],
+    /// Calls in flight on this thread when its last call ended.
+    in_flight: AtomicU64,
 }
 
 impl ThreadProgress {
@@ -24,6 +26,68 @@ impl ThreadProgress {
         if let Some(code) = failed {
             self.errors.fetch_add(1, Ordering::Relaxed);
             self.by_code[code as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Calls still in flight after one ended. A plain store (single writer): no read-modify-
+    /// write on the call path.
+    pub(crate) fn set_in_flight(&self, calls: u64) {
+        self.in_flight.store(calls, Ordering::Relaxed);
+    }
+}
+
+/// The upper bounds of [`LatencyBuckets`], nanoseconds: 100 µs to 10 s, 1-2.5-5 per decade
+/// (Prometheus' usual latency buckets, finer at the low end where gRPC calls sit).
+pub const LATENCY_BUCKET_BOUNDS_NS: [u64; 16] = [
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+/// The measured calls' latency so far, as cumulative buckets (for a Prometheus histogram):
+/// whole seconds only, so it trails the run by at most a second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyBuckets {
+    /// Calls at or under each bound of [`LATENCY_BUCKET_BOUNDS_NS`].
+    pub cumulative: [u64; LATENCY_BUCKET_BOUNDS_NS.len()],
+    /// Every call counted.
+    pub count: u64,
+    /// Their latencies added, nanoseconds (from the histogram: within its precision).
+    pub sum_ns: f64,
+}
+
+impl LatencyBuckets {
+    /// The buckets of a latency histogram (nanoseconds).
+    pub fn of(histogram: &hdrhistogram::Histogram<u64>) -> LatencyBuckets {
+        let mut cumulative = [0u64; LATENCY_BUCKET_BOUNDS_NS.len()];
+        let mut sum_ns = 0.0;
+        for value in histogram.iter_recorded() {
+            let at = value.value_iterated_to();
+            let count = value.count_at_value();
+            sum_ns += at as f64 * count as f64;
+            for (bucket, bound) in cumulative.iter_mut().zip(LATENCY_BUCKET_BOUNDS_NS) {
+                if histogram.equivalent(at, bound) || at <= bound {
+                    *bucket += count;
+                }
+            }
+        }
+        LatencyBuckets {
+            cumulative,
+            count: histogram.len(),
+            sum_ns,
         }
     }
 }
@@ -48,6 +112,8 @@ pub(crate) struct LiveSeconds {
     finished: Mutex<Vec<(usize, Vec<u8>)>>,
     /// The newest second merged so far and its histogram (controller only).
     merged: Mutex<Option<(usize, hdrhistogram::Histogram<u64>)>>,
+    /// Every second handed over, added (controller only): the run's latency so far.
+    total: Mutex<Option<hdrhistogram::Histogram<u64>>>,
 }
 
 impl LiveSeconds {
@@ -66,11 +132,18 @@ impl LiveSeconds {
             .map(|mut finished| std::mem::take(&mut *finished))
             .unwrap_or_default();
         let mut merged = self.merged.lock().ok()?;
+        let mut total = self.total.lock().ok()?;
         let mut deserializer = hdrhistogram::serialization::Deserializer::new();
         for (second, bytes) in parts {
             let Ok(part) = deserializer.deserialize::<u64, _>(&mut bytes.as_slice()) else {
                 continue;
             };
+            match total.as_mut() {
+                Some(total) => {
+                    let _ = total.add(&part);
+                }
+                None => *total = Some(part.clone()),
+            }
             match merged.as_mut() {
                 Some((current, histogram)) if *current == second => {
                     let _ = histogram.add(&part);
@@ -79,12 +152,19 @@ impl LiveSeconds {
                 _ => *merged = Some((second, part)),
             }
         }
+        drop(total);
         merged.as_ref().map(|(second, histogram)| SecondLatency {
             second: *second as u64,
             calls: histogram.len(),
             p50_ns: histogram.value_at_quantile(0.5),
             p99_ns: histogram.value_at_quantile(0.99),
         })
+    }
+
+    /// The run's latency so far (every whole second handed over), as buckets.
+    pub(crate) fn buckets(&self) -> Option<LatencyBuckets> {
+        let total = self.total.lock().ok()?;
+        total.as_ref().map(LatencyBuckets::of)
     }
 }
 
@@ -107,6 +187,12 @@ pub struct ProgressSnapshot {
     pub errors_by_code: [u64; Code::COUNT],
     /// With `LoadConfig::live_latency`: the newest whole second's latency percentiles.
     pub last_second: Option<SecondLatency>,
+    /// Calls in flight (each thread's count when its last call ended).
+    pub in_flight: u64,
+    /// The open loop's rate (calls per second); `None` for a closed loop or a schedule.
+    pub offered_rps: Option<f64>,
+    /// With `LoadConfig::live_latency`: the latency of every whole second so far.
+    pub latency_buckets: Option<LatencyBuckets>,
 }
 
 /// What "done" means for the progress display.
@@ -116,6 +202,14 @@ pub enum ProgressTarget {
     Duration(Duration),
     /// This many calls.
     Total(u64),
+}
+
+/// Calls in flight over every thread.
+pub(crate) fn in_flight(slots: &[ThreadProgress]) -> u64 {
+    slots
+        .iter()
+        .map(|slot| slot.in_flight.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// Calls completed, failed, and failed by code, over every thread.

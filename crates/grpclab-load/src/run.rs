@@ -242,6 +242,12 @@ pub fn run(
             target,
             errors_by_code,
             last_second: shared.live.as_ref().and_then(|live| live.latest()),
+            in_flight: crate::progress::in_flight(&shared.progress),
+            offered_rps: match config.pacing {
+                crate::Pacing::OpenLoop { rate } => Some(rate),
+                _ => None,
+            },
+            latency_buckets: shared.live.as_ref().and_then(|live| live.buckets()),
         });
     }
     for handle in handles {

@@ -83,6 +83,9 @@ impl LiveView {
             target: ProgressTarget::Total(0),
             errors_by_code: [0; Code::COUNT],
             last_second: None,
+            in_flight: 0,
+            offered_rps: None,
+            latency_buckets: None,
         });
         self.last_draw = Some(Instant::now());
         let _ = self.draw(&snapshot);

@@ -79,6 +79,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => {
             let prepared = cli::bench::prepare(&args)?;
+            let mut history = cli::history::recorder(&args.history)?;
+            let endpoint = cli::live_metrics::start(&args.metrics)?;
+            let metrics = endpoint.as_ref().map(|e| std::sync::Arc::clone(&e.metrics));
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let live = !args.no_tui && std::io::stderr().is_terminal();
@@ -89,27 +92,81 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 None
             };
+            // Each row, once written: stored (its note beside the results, for the page),
+            // and its live metrics set to the final figures.
+            let mut notes: grpclab::report::Notes = Vec::new();
+            let mut row_written =
+                |dir: &std::path::Path,
+                 params: &[(String, String)],
+                 row: &grpclab::bench::runner::ImplResult| {
+                    if let (Some(metrics), Some(load)) = (&metrics, &row.load) {
+                        metrics.finish_saved(&row.name, load);
+                    }
+                    if let Some(note) =
+                        cli::history::store_bench_row(&mut history, dir, params, row)
+                    {
+                        notes.push((row.name.clone(), note));
+                        if let Err(err) = grpclab::report::write_notes(dir, &notes) {
+                            let _ = writeln!(
+                                std::io::stderr(),
+                                "WARNING: cannot write {}: {err}",
+                                grpclab::report::HISTORY_FILE
+                            );
+                        }
+                    }
+                };
             let outcome = match &view {
                 Some(view) => {
                     let mut lines = |line: &str| view.borrow_mut().log(line);
-                    let mut show = |snapshot: &grpclab_load::ProgressSnapshot| {
+                    let mut show = |row: &str, snapshot: &grpclab_load::ProgressSnapshot| {
+                        if let Some(metrics) = &metrics {
+                            metrics.update(row, snapshot);
+                        }
                         view.borrow_mut().update(snapshot)
                     };
-                    bench::execute(prepared, &cancel, &mut lines, Some(&mut show), &write_page)
+                    bench::execute(
+                        prepared,
+                        &cancel,
+                        bench::BenchHooks {
+                            progress: &mut lines,
+                            snapshots: Some(&mut show),
+                            row_written: &mut row_written,
+                            after_write: &write_page,
+                        },
+                    )
                 }
-                None => bench::execute(
-                    prepared,
-                    &cancel,
-                    &mut progress_line(&cancel),
-                    None,
-                    &write_page,
-                ),
+                None => {
+                    let mut to_metrics = |row: &str, snapshot: &grpclab_load::ProgressSnapshot| {
+                        if let Some(metrics) = &metrics {
+                            metrics.update(row, snapshot);
+                        }
+                    };
+                    bench::execute(
+                        prepared,
+                        &cancel,
+                        bench::BenchHooks {
+                            progress: &mut progress_line(&cancel),
+                            // Snapshots cost the run a little (each second's histogram handed
+                            // over): asked for only when something shows them.
+                            snapshots: if metrics.is_some() {
+                                Some(&mut to_metrics)
+                            } else {
+                                None
+                            },
+                            row_written: &mut row_written,
+                            after_write: &write_page,
+                        },
+                    )
+                }
             };
             if let Some(view) = view {
                 // The lines shown in the view stay on the terminal after it closes.
                 for line in view.into_inner().finish() {
                     let _ = writeln!(std::io::stderr(), "{line}");
                 }
+            }
+            if let Some(endpoint) = endpoint {
+                endpoint.end();
             }
             let outcome = outcome?;
             // Results are on disk already; a closed stdout or stderr only loses the echo.
@@ -129,10 +186,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Compare(args) => {
             let prepared = cli::compare::prepare(&args)?;
+            let mut history = cli::history::recorder(&args.history)?;
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let (report, dir) =
                 compare::execute(prepared, &cancel, &mut progress_line(&cancel), &write_page)?;
+            let notes = cli::history::store_compare(&mut history, &report, &dir);
+            if !notes.is_empty() {
+                // The page again, now with each side against its previous run.
+                let written = grpclab::report::write_notes(&dir, &notes)
+                    .map_err(|err| err.to_string())
+                    .and_then(|()| write_page(&dir).map_err(|err| err.to_string()));
+                if let Err(err) = written {
+                    let _ = writeln!(std::io::stderr(), "WARNING: {err}");
+                }
+            }
             let text = match args.format {
                 cli::args::CompareFormat::Text => compare::render(&report),
                 cli::args::CompareFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
@@ -233,6 +301,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(args) => {
             let stats = cli::stats::fetch_for(&args)?;
             println!("{}", serde_json::to_string_pretty(&stats)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History(args) => {
+            cli::history::execute(&args)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {

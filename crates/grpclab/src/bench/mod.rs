@@ -278,17 +278,39 @@ pub(crate) fn results_and_cores(
     Ok((dir, cores))
 }
 
-/// Runs every implementation in turn, writing results after each; `progress` receives one
-/// line per phase, `snapshots` the load's progress, and `after_write` the results folder
-/// each time its tables were written (the caller renders its pages from them: measuring
-/// never renders).
+/// Receives the running row's name and its load's progress.
+pub type SnapshotHook<'a> = &'a mut dyn FnMut(&str, &grpclab_load::ProgressSnapshot);
+
+/// Receives a row just written into the results folder, with the folder's settings.
+pub type RowHook<'a> = &'a mut dyn FnMut(&std::path::Path, &[(String, String)], &ImplResult);
+
+/// What the caller sees of a bench run as it goes (measuring never renders nor stores: the
+/// caller does, from what these hand it).
+pub struct BenchHooks<'a> {
+    /// One line per phase.
+    pub progress: &'a mut dyn FnMut(&str),
+    /// The running row's name and its load's progress, ten times a second.
+    pub snapshots: Option<SnapshotHook<'a>>,
+    /// A row was measured and its record written into the folder, with the folder's
+    /// settings (`bench.params`): e.g. store it in the history.
+    pub row_written: RowHook<'a>,
+    /// The folder's tables were (re)written: render its pages.
+    pub after_write: &'a dyn Fn(&std::path::Path) -> Result<(), InputError>,
+}
+
+/// Runs every implementation in turn, writing results after each, and tells `hooks` as it
+/// goes.
 pub fn execute(
     prepared: PreparedBench,
     cancel: &CancellationToken,
-    progress: &mut dyn FnMut(&str),
-    mut snapshots: Option<&mut dyn FnMut(&grpclab_load::ProgressSnapshot)>,
-    after_write: &dyn Fn(&std::path::Path) -> Result<(), InputError>,
+    hooks: BenchHooks<'_>,
 ) -> anyhow::Result<BenchOutcome> {
+    let BenchHooks {
+        progress,
+        mut snapshots,
+        row_written,
+        after_write,
+    } = hooks;
     let config = &prepared.config;
     let available = limits::available_cores();
     let (dir, cores) = results_and_cores(config, &available)?;
@@ -330,6 +352,11 @@ pub fn execute(
                 dir.path().display()
             ),
         };
+        // The row's name with each snapshot (live metrics label by row).
+        let row_name = run.spec.name.clone();
+        let mut row_snapshots = snapshots
+            .as_mut()
+            .map(|show| move |snapshot: &grpclab_load::ProgressSnapshot| show(&row_name, snapshot));
         let mut context = RunContext {
             config: &run.config,
             scenario: &run.scenario,
@@ -337,10 +364,9 @@ pub fn execute(
             cores: &run_cores,
             cancel,
             progress: &mut prefixed,
-            // A reborrow for this run only (a trait object's lifetime may shrink here).
-            snapshots: snapshots
+            snapshots: row_snapshots
                 .as_mut()
-                .map(|show| &mut **show as &mut dyn FnMut(&grpclab_load::ProgressSnapshot)),
+                .map(|show| show as &mut dyn FnMut(&grpclab_load::ProgressSnapshot)),
             cpu_profile_dir: prepared.profile_cpu.map(|_| dir.path().to_path_buf()),
             cpu_call_graph: prepared.profile_cpu.unwrap_or_default(),
             alloc_profile_dir: prepared.profile_alloc.then(|| dir.path().to_path_buf()),
@@ -369,6 +395,7 @@ pub fn execute(
         };
         prefixed(&summary);
         dir.write_result(&result)?;
+        row_written(dir.path(), &params, &result);
         if !prepared.axes.is_empty() {
             cells.push(sweep::SweepCell::of(
                 &run.implementation,

@@ -56,6 +56,51 @@ impl ResultsDir {
     }
 }
 
+/// A results folder's `bench.params`, line by line (`KEY=VALUE`).
+pub fn read_params(path: &Path) -> Result<Vec<(String, String)>, crate::InputError> {
+    let file = path.join("bench.params");
+    Ok(std::fs::read_to_string(&file)
+        .map_err(|err| crate::InputError(format!("cannot read {}: {err}", file.display())))?
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect())
+}
+
+/// The rows (`<name>.json` records) of a results folder, in file-name order.
+pub fn read_rows(path: &Path) -> Result<Vec<ImplResult>, crate::InputError> {
+    let mut rows = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|err| crate::InputError(format!("cannot list {}: {err}", path.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    entries.sort();
+    for file in entries {
+        let Ok(text) = std::fs::read(&file) else {
+            continue;
+        };
+        // Profiles and other JSON files live beside the rows; a row has these keys.
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if !["name", "status", "command"]
+            .iter()
+            .all(|key| value.get(key).is_some())
+        {
+            continue;
+        }
+        let row: ImplResult = serde_json::from_value(value).map_err(|err| {
+            crate::InputError(format!(
+                "{} is not a bench row grpclab can read ({err})",
+                file.display()
+            ))
+        })?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 /// `yymmddTHHMMSS` in UTC.
 fn timestamp() -> String {
     let rfc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();

@@ -739,6 +739,7 @@ fn measure(
         ..Default::default()
     };
     let report_input = Report {
+        history: None,
         options,
         result,
         thresholds: Vec::new(),

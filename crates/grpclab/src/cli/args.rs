@@ -46,6 +46,9 @@ pub enum Command {
     Load(Box<LoadArgs>),
     /// Run one of the built-in gRPC servers.
     Serve(ServeArgs),
+    /// Every run remembered: list them (the default), show one as `report` does, draw the
+    /// trends, or import results measured before.
+    History(HistoryArgs),
     /// Render saved results (a bench results folder, or a `load -O json` file) as a
     /// self-contained HTML page with charts, or as Markdown; runs nothing.
     Report(ReportArgs),
@@ -207,6 +210,162 @@ pub struct MergeArgs {
     /// one makes the exit code 3.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+}
+
+/// Where a run is stored (`load`, `bench`, `compare`): on by default.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StoreArgs {
+    /// Store runs here: a SQLite file, or a PostgreSQL database as
+    /// postgres://USER@HOST:PORT/DATABASE (password from the URL, --history-password-file or
+    /// $GRPCLAB_HISTORY_PASSWORD; never printed). Default: $GRPCLAB_HISTORY, else
+    /// $XDG_DATA_HOME/grpclab/history.sqlite (~/.local/share/grpclab/history.sqlite).
+    #[arg(long = "history", value_name = "PATH|URL")]
+    pub history: Option<String>,
+
+    /// A file holding the PostgreSQL password (its first line).
+    #[arg(long = "history-password-file", value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+}
+
+/// `--history`, `--no-history` on the commands that store their runs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HistoryFlagArgs {
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Do not store this run (the results folder or file is written as always).
+    #[arg(long = "no-history", conflicts_with = "history")]
+    pub no_history: bool,
+}
+
+/// `--metrics-addr` on `load` and `bench`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve live Prometheus metrics at http://HOST:PORT/metrics while the run goes (calls by
+    /// status, a latency histogram, in-flight calls, offered and achieved rate; in bench one
+    /// label per row). Port 0 picks a free one, printed at the start.
+    #[arg(long = "metrics-addr", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+
+    /// With --metrics-addr: after the run, keep serving until one scrape has read the final
+    /// figures, at most this long (set it to the scrape interval so the end is never missed).
+    #[arg(long = "metrics-linger", value_name = "DURATION", default_value = "0s", value_parser = parse_duration_or_zero, requires = "metrics_addr")]
+    pub metrics_linger: std::time::Duration,
+}
+
+/// `grpclab history [list|show|trend|import]`
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HistoryArgs {
+    /// What to do; without one, list.
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
+
+    /// Which runs to list.
+    #[command(flatten)]
+    pub filter: HistoryFilterArgs,
+
+    /// List format.
+    #[arg(short = 'O', long = "format", value_enum, default_value_t = HistoryFormat::Table)]
+    pub format: HistoryFormat,
+
+    /// The store to read.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `grpclab history`'s actions.
+#[derive(Debug, Subcommand)]
+pub enum HistoryAction {
+    /// List runs, oldest first (the newest --limit).
+    List {
+        /// Which runs.
+        #[command(flatten)]
+        filter: HistoryFilterArgs,
+        /// Format.
+        #[arg(short = 'O', long = "format", value_enum, default_value_t = HistoryFormat::Table)]
+        format: HistoryFormat,
+        /// The store to read.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Render one stored run as `grpclab report` does (HTML with charts, or Markdown).
+    Show {
+        /// The run's id (the first column of `grpclab history`).
+        #[arg(value_name = "ID")]
+        id: i64,
+        /// Where to write the page; `-` (the default for md) for standard output. Default
+        /// for html: run-ID.html in the current folder.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// html or md.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+        format: ReportFormat,
+        /// The store to read.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// An HTML page of trends: req/s, p99 and CPU per call over time, one line per
+    /// implementation and scenario (and machine), the numbers beside each chart.
+    Trend {
+        /// Which runs.
+        #[command(flatten)]
+        filter: HistoryFilterArgs,
+        /// Where to write the page.
+        #[arg(short = 'o', long, value_name = "FILE", default_value = "trend.html")]
+        output: PathBuf,
+        /// The store to read.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Store results measured before: bench or compare results folders, `load -O json`
+    /// files, ghz's JSON reports (`ghz -O json`). A run already stored is not stored again.
+    Import {
+        /// The folders and files.
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<PathBuf>,
+        /// The store to write.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Which stored runs (every filter given must match).
+#[derive(Debug, Clone, Default, Args)]
+pub struct HistoryFilterArgs {
+    /// The implementation (a bench row's name, a compare side, a load's --name).
+    #[arg(long = "impl", value_name = "NAME")]
+    pub implementation: Option<String>,
+    /// The scenario (or a load's call).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// The target a load addressed (HOST:PORT).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub target: Option<String>,
+    /// load, bench, compare or ghz (imported).
+    #[arg(long, value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Runs since: a date (2026-11-30, RFC 3339) or a time ago (7d, 12h).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// A tag a run was given (load --tags), KEY=VALUE.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub tag: Option<String>,
+    /// At most this many, the newest.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub limit: usize,
+}
+
+/// `grpclab history`'s list formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// A table.
+    Table,
+    /// JSON, every field.
+    Json,
+    /// CSV, the headline figures.
+    Csv,
 }
 
 /// `grpclab report RESULTS [-o FILE] [--format html|md]`
@@ -550,6 +709,13 @@ pub struct LoadArgs {
     /// crate, the reference).
     #[arg(long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
     pub transport: TransportArg,
+    /// Where the run is stored.
+    #[command(flatten)]
+    pub history: HistoryFlagArgs,
+
+    /// Live metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// Where the call and its requests come from: a scenario, or a .proto with a payload.
@@ -671,6 +837,13 @@ pub struct BenchArgs {
     /// Settings shared with `grpclab compare`.
     #[command(flatten)]
     pub settings: BenchSettings,
+    /// Where the rows are stored.
+    #[command(flatten)]
+    pub history: HistoryFlagArgs,
+
+    /// Live metrics.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// The harness's settings: grpc_bench's environment variables, each also a flag.
@@ -807,11 +980,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "LEVEL", default_value = "0.999", value_parser = crate::compare::stats::Confidence::parse)]
     pub confidence: crate::compare::stats::Confidence,
 
-    /// A saved baseline as side A, instead of running it: a file --save-baseline wrote, or a
-    /// compare results folder (or its compare.json), whose first side is used. Its settings
-    /// must match this run's.
-    #[arg(long, value_name = "FILE_OR_DIR")]
-    pub baseline: Option<PathBuf>,
+    /// A saved baseline as side A, instead of running it: a file --save-baseline wrote, a
+    /// compare results folder (or its compare.json), whose first side is used; `last`, the
+    /// newest stored compare run with these settings (its first side); or a stored run's id
+    /// (`grpclab history --command compare`), that side. Its settings must match this run's.
+    #[arg(long, value_name = "FILE|DIR|last|ID")]
+    pub baseline: Option<String>,
 
     /// Save the rounds of the first side given as a baseline file for a later --baseline
     /// (with one side, compare only measures and saves).
@@ -831,6 +1005,9 @@ pub struct CompareArgs {
     /// Settings, as for `grpclab bench`.
     #[command(flatten)]
     pub settings: BenchSettings,
+    /// Where the sides are stored.
+    #[command(flatten)]
+    pub history: HistoryFlagArgs,
 }
 
 /// What `grpclab bench --profile` records.

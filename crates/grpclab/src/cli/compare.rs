@@ -8,11 +8,22 @@ use crate::InputError;
 /// Validates `grpclab compare`'s arguments into a comparison ready to run.
 pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
     let config = bench_config(&args.settings)?;
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(|text| {
+            super::history::baseline_source(
+                text,
+                &args.history.store,
+                &crate::compare::baseline::RunSettings::of(&config),
+            )
+        })
+        .transpose()?;
     let suite = crate::bench::suite_of(args.settings.suite.as_deref())?;
     let options = CompareOptions {
         rounds: args.rounds,
         confidence: args.confidence,
-        baseline: args.baseline.clone(),
+        baseline,
         save_baseline: args.save_baseline.clone(),
         fail_if: args.fail_if.clone(),
     };

@@ -49,6 +49,10 @@ pub struct PreparedLoad {
     pub live: bool,
     /// `--threshold`s, judged once the run ends.
     pub thresholds: Vec<Threshold>,
+    /// Where the run is stored when it ends (off for a shard: its merge is the run).
+    pub history: crate::history::Recorder,
+    /// `--metrics-addr`, `--metrics-linger`: live Prometheus metrics while the run goes.
+    pub metrics: super::args::MetricsArgs,
 }
 
 /// Validates the flags and builds the run. Every error is an [`InputError`].
@@ -265,7 +269,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     // The live view on a terminal (oha's), unless --no-tui; --tui forces it (e.g. to measure
     // what it costs with stderr redirected).
     let live = args.tui || (!args.no_tui && std::io::stderr().is_terminal());
-    config.live_latency = live;
+    // The live view and live metrics both draw each finished second's latency.
+    config.live_latency = live || args.metrics.metrics_addr.is_some();
     let options = RunOptions {
         name: args.name.clone(),
         tags: parse_string_map("--tags", args.tags.as_deref())?.unwrap_or_default(),
@@ -330,6 +335,12 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             skip_verify: args.skip_tls,
         },
     };
+    // A shard is part of a run: `grpclab merge` of the parts is what a person compares.
+    let history = if config.shard.is_some() {
+        crate::history::Recorder::off()
+    } else {
+        super::history::recorder(&args.history)?
+    };
     Ok(PreparedLoad {
         config,
         options,
@@ -337,6 +348,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         output: args.output.clone(),
         live,
         thresholds,
+        history,
+        metrics: args.metrics.clone(),
     })
 }
 
@@ -391,10 +404,26 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             wait.as_secs_f64()
         );
     }
+    let endpoint = super::live_metrics::start(&prepared.metrics)?;
+    let row = prepared
+        .options
+        .name
+        .clone()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "load".to_owned());
+    let metrics = endpoint
+        .as_ref()
+        .map(|endpoint| Arc::clone(&endpoint.metrics));
+    let to_metrics = |snapshot: &grpclab_load::ProgressSnapshot| {
+        if let Some(metrics) = &metrics {
+            metrics.update(&row, snapshot);
+        }
+    };
     let client_cpu = crate::bench::sampler::OwnCpu::start();
     let result = match live_view {
         Some(mut view) => {
             let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
+                to_metrics(snapshot);
                 view.update(snapshot)
             });
             let _ = view.finish();
@@ -403,12 +432,16 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         None => {
             let progress = progress_bar();
             let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
+                to_metrics(snapshot);
                 show_progress(&progress, snapshot)
             });
             progress.finish_and_clear();
             result
         }
     };
+    if let (Some(metrics), Ok(result)) = (&metrics, &result) {
+        metrics.finish(&row, result);
+    }
     let result = result.map_err(|err| match err {
         late @ grpclab_load::LoadError::Late { .. } => {
             anyhow::Error::new(crate::LateStart(late.to_string()))
@@ -447,6 +480,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         merge: None,
     });
     let mut report = Report {
+        history: None,
         options: prepared.options,
         result,
         thresholds: Vec::new(),
@@ -454,8 +488,24 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         sharding,
     };
     report.thresholds = judge(&report, &prepared.thresholds);
+    // Stored before the output is rendered, so every format can say how the run compares
+    // with the previous one of its configuration. Storing never fails the run.
+    let mut history = prepared.history;
+    if history.is_on() {
+        let json = crate::export::JsonReport::from_report(&report);
+        let source = prepared
+            .output
+            .as_deref()
+            .map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+        report.history = super::history::store_load(&mut history, &json, &source);
+    }
     let bytes = exporter_for(prepared.format).render(&report)?;
-    write_output(prepared.output.as_deref(), &bytes)?;
+    let written = write_output(prepared.output.as_deref(), &bytes);
+    // The results are out: the last scrape may now read the final figures.
+    if let Some(endpoint) = endpoint {
+        endpoint.end();
+    }
+    written?;
     // Whatever the output format (JSON read by a script, a file), a run in which nothing
     // succeeded says so where a person looks.
     if let Some(line) = crate::export::nothing_succeeded(&report.result) {

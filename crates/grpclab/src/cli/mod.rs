@@ -10,6 +10,8 @@ pub mod capacity;
 pub mod compare;
 pub mod config_file;
 pub mod encode;
+pub mod history;
+pub mod live_metrics;
 pub mod load;
 pub mod merge;
 pub mod serve;

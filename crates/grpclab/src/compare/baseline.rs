@@ -180,6 +180,28 @@ impl Baseline {
         }
     }
 
+    /// The rounds of one side of a compare report (`label`, or the first side) as a
+    /// baseline; `Err` says why it cannot be one.
+    pub fn of_side(report: super::CompareReport, label: Option<&str>) -> Result<Baseline, String> {
+        let settings = report.settings.ok_or_else(|| {
+            "an older compare report without per-round figures; run the baseline again".to_owned()
+        })?;
+        let samples = match label {
+            Some(label) => report.sides.into_iter().find(|side| side.label == label),
+            None => report.sides.into_iter().next(),
+        }
+        .ok_or_else(|| {
+            "an older compare report without per-round figures; run the baseline again".to_owned()
+        })?;
+        if samples.rps.len() < 2 {
+            return Err(format!(
+                "it holds {} round(s); a baseline needs at least 2 for an interval",
+                samples.rps.len()
+            ));
+        }
+        Ok(Baseline::new(settings, samples))
+    }
+
     /// Writes it to `path` as JSON.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         std::fs::write(path, serde_json::to_vec_pretty(self)?).map_err(|err| {
@@ -219,14 +241,7 @@ impl Baseline {
             let report: super::CompareReport = serde_json::from_value(value).map_err(|err| {
                 unreadable(&format!("not a compare report grpclab can read ({err})"))
             })?;
-            match (report.settings, report.sides.into_iter().next()) {
-                (Some(settings), Some(samples)) => Baseline::new(settings, samples),
-                _ => {
-                    return Err(unreadable(
-                        "an older compare report without per-round figures; run the baseline again",
-                    ))
-                }
-            }
+            Baseline::of_side(report, None).map_err(|what| unreadable(&what))?
         } else {
             return Err(unreadable("neither a baseline nor a compare report"));
         };

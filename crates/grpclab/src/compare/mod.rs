@@ -52,6 +52,15 @@ pub struct PreparedCompare {
     gates: Vec<FailIf>,
 }
 
+/// Where `--baseline`'s rounds come from.
+#[derive(Debug, Clone)]
+pub enum BaselineSource {
+    /// A file `--save-baseline` wrote, or a compare results folder or its `compare.json`.
+    File(std::path::PathBuf),
+    /// Already read (from the history store: `--baseline last` or a run's id).
+    Loaded(Box<Baseline>),
+}
+
 /// How to compare, beyond the sides.
 #[derive(Debug, Clone, Default)]
 pub struct CompareOptions {
@@ -60,7 +69,7 @@ pub struct CompareOptions {
     /// Every interval's level.
     pub confidence: Confidence,
     /// A saved baseline to judge the sides against (it becomes A).
-    pub baseline: Option<std::path::PathBuf>,
+    pub baseline: Option<BaselineSource>,
     /// Where to save the first typed side's rounds as a baseline.
     pub save_baseline: Option<std::path::PathBuf>,
     /// `--fail-if` rules, as typed.
@@ -125,8 +134,11 @@ pub fn prepare(
         .map(|text| FailIf::parse(text).map_err(InputError))
         .collect::<Result<Vec<_>, _>>()?;
     let baseline = match &options.baseline {
-        Some(path) => {
-            let baseline = Baseline::load(path)?;
+        Some(source) => {
+            let baseline = match source {
+                BaselineSource::File(path) => Baseline::load(path)?,
+                BaselineSource::Loaded(baseline) => (**baseline).clone(),
+            };
             baseline.check(&RunSettings::of(&config))?;
             Some(baseline)
         }

@@ -68,6 +68,7 @@ mod tests {
         recorder.record_ok(Duration::from_micros(390), ms(1), ms(3));
         recorder.record_ok(ms(1), ms(1), ms(4));
         let report = Report {
+            history: None,
             options: RunOptions::default(),
             result: LoadResult {
                 started_at: std::time::SystemTime::UNIX_EPOCH,

@@ -475,6 +475,10 @@ pub struct JsonReport {
     /// exactly; written with `sharding`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mergeable: Option<Mergeable>,
+    /// grpclab: the run's id in the history store and how it compares with the previous run
+    /// of its configuration; omitted when not stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::verdict::previous::StoredNote>,
 }
 
 /// The parts of a result that its summary figures round or leave out, kept so results of
@@ -586,6 +590,7 @@ impl JsonReport {
             tags: report.options.tags.clone(),
             thresholds: report.thresholds.clone(),
             bound_by: report.bound_by.clone(),
+            history: report.history.clone(),
             measured_window: saturating_ns(result.elapsed),
             whole_run: saturating_ns(result.whole_run),
             measured_rps: result.rps(),

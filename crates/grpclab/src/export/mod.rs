@@ -147,6 +147,9 @@ pub struct Report {
     /// A run shared by several generators (`--shard`, `--start-at`), or their merge: which
     /// shards it holds and each generator's facts. `None` for a lone run.
     pub sharding: Option<crate::generator::Sharding>,
+    /// Where the run was stored and how it compares with the previous run of its
+    /// configuration (`None` with `--no-history`, or a store that could not be written).
+    pub history: Option<crate::verdict::previous::StoredNote>,
 }
 
 /// Renders a report in one format.

@@ -437,6 +437,7 @@ mod tests {
         recorder.record_error(Code::Unavailable, "connection refused", ms(4), ms(200));
         recorder.record_error(Code::Internal, "boom", ms(3), ms(300));
         let report = Report {
+            history: None,
             options: RunOptions {
                 name: Some("golden".to_owned()),
                 ..RunOptions::default()
@@ -519,6 +520,7 @@ grpclab:
             Duration::ZERO,
         );
         let report = Report {
+            history: None,
             options: RunOptions::default(),
             result: result_of(recorder, Duration::from_secs(1), Duration::from_secs(1)),
             thresholds: Vec::new(),
@@ -562,6 +564,7 @@ grpclab:
         recorder.record_ok(Duration::from_millis(2), Duration::ZERO, Duration::ZERO);
         let mut result = result_of(recorder, Duration::from_secs(1), Duration::from_secs(1));
         let report = |result: &LoadResult| Report {
+            history: None,
             options: RunOptions::default(),
             result: result.clone(),
             thresholds: Vec::new(),

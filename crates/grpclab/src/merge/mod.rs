@@ -111,6 +111,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         first_send,
     };
     Ok(Report {
+        history: None,
         options,
         result,
         thresholds: Vec::new(),

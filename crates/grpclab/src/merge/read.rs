@@ -157,6 +157,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             json.hdr_histogram.unit, json.hdr_histogram.encoding
         ),
         report: Report {
+            history: None,
             options,
             result,
             thresholds: Vec::new(),

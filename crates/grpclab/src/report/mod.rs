@@ -28,6 +28,33 @@ pub enum Format {
 /// The file name `bench` and `compare` write their report under, in the results folder.
 pub const REPORT_FILE: &str = "report.html";
 
+/// The file in a results folder that says where each row (or side) was stored and how it
+/// compares with the previous run of its configuration: `[[name, note], ...]`.
+pub const HISTORY_FILE: &str = "history.json";
+
+/// Type of what [`HISTORY_FILE`] holds.
+pub type Notes = Vec<(String, crate::verdict::previous::StoredNote)>;
+
+/// A results folder's notes (none when it has no [`HISTORY_FILE`] or it cannot be read: the
+/// page is drawn without them).
+pub fn read_notes(dir: &Path) -> Notes {
+    std::fs::read(dir.join(HISTORY_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Writes a results folder's notes.
+pub fn write_notes(dir: &Path, notes: &Notes) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(notes).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join(HISTORY_FILE), bytes)
+}
+
+/// The trend page of stored runs, as HTML.
+pub fn trend_page(runs: &[crate::history::StoredRun], store: &str) -> String {
+    html::render(&pages::trend_page(runs, store))
+}
+
 /// What a results path holds.
 enum Saved {
     /// A bench results folder: its settings and rows.
@@ -52,9 +79,17 @@ enum Saved {
 /// Renders the results at `path` (a bench results folder, or a `load -O json` file).
 pub fn render(path: &Path, format: Format) -> Result<String, InputError> {
     let saved = read(path)?;
+    let notes = match &saved {
+        Saved::Bench { dir, .. } | Saved::Compare { dir, .. } => read_notes(dir),
+        Saved::Load { .. } => Vec::new(),
+    };
+    render_saved(saved, &notes, format)
+}
+
+fn render_saved(saved: Saved, notes: &Notes, format: Format) -> Result<String, InputError> {
     Ok(match (saved, format) {
         (Saved::Bench { dir, params, rows }, Format::Html) => {
-            let mut page = pages::bench_page(&dir, &params, &rows);
+            let mut page = pages::bench_page(&dir, &params, &rows, notes);
             if let Some(section) =
                 read_sweep(&dir).and_then(|(axes, cells)| pages::sweep_section(&axes, &cells))
             {
@@ -64,19 +99,74 @@ pub fn render(path: &Path, format: Format) -> Result<String, InputError> {
             html::render(&page)
         }
         (Saved::Compare { dir, report, rows }, Format::Html) => {
-            html::render(&pages::compare_page(&dir, &report, &rows))
+            html::render(&pages::compare_page(&dir, &report, &rows, notes))
         }
-        (Saved::Compare { dir, .. }, Format::Markdown) => {
-            std::fs::read_to_string(dir.join("compare.txt"))
-                .map(|text| format!("# grpclab compare\n\n```\n{text}```\n"))
-                .map_err(|err| InputError(format!("cannot read compare.txt: {err}")))?
-        }
+        (Saved::Compare { report, .. }, Format::Markdown) => format!(
+            "# grpclab compare\n\n```\n{}```\n",
+            crate::compare::render(&report)
+        ),
         (Saved::Bench { params, rows, .. }, Format::Markdown) => bench_markdown(&params, &rows),
         (Saved::Load { name, report }, Format::Html) => {
             html::render(&pages::load_page(&name, &report))
         }
         (Saved::Load { name, report }, Format::Markdown) => load_markdown(&name, &report),
     })
+}
+
+/// A stored run (`grpclab history show`) rendered as `grpclab report` renders the results
+/// it came from: a load run's page, a bench row's, a compare's; an imported ghz report as
+/// its figures.
+pub fn render_stored(
+    run: &crate::history::StoredRun,
+    result: &str,
+    format: Format,
+) -> Result<String, InputError> {
+    let damaged =
+        |err: serde_json::Error| InputError(format!("run {} is stored damaged: {err}", run.id));
+    let saved = match run.result_kind.as_str() {
+        "load" => {
+            let report: JsonReport = serde_json::from_str(result).map_err(damaged)?;
+            let name = if run.implementation.is_empty() {
+                format!("run {}", run.id)
+            } else {
+                run.implementation.clone()
+            };
+            Saved::Load {
+                name,
+                report: Box::new(report),
+            }
+        }
+        "bench" => {
+            #[derive(serde::Deserialize)]
+            struct Stored {
+                params: Vec<(String, String)>,
+                row: ImplResult,
+            }
+            let stored: Stored = serde_json::from_str(result).map_err(damaged)?;
+            Saved::Bench {
+                dir: PathBuf::from(&run.source),
+                params: stored.params,
+                rows: vec![stored.row],
+            }
+        }
+        "compare" => {
+            #[derive(serde::Deserialize)]
+            struct Stored {
+                report: crate::compare::CompareReport,
+            }
+            let stored: Stored = serde_json::from_str(result).map_err(damaged)?;
+            let dir = PathBuf::from(&run.source);
+            // The rounds' rows are in the folder, if it is still there.
+            let rows = crate::bench::results::read_rows(&dir).unwrap_or_default();
+            Saved::Compare {
+                dir,
+                report: Box::new(stored.report),
+                rows,
+            }
+        }
+        _ => return Ok(pages::stored_figures(run, format == Format::Html)),
+    };
+    render_saved(saved, &Vec::new(), format)
 }
 
 /// Writes `report.html` into a results folder (bench, sweep or compare) from what it holds
@@ -143,7 +233,7 @@ fn read(path: &Path) -> Result<Saved, InputError> {
         return Ok(Saved::Compare {
             dir: path.to_path_buf(),
             report: Box::new(report),
-            rows: read_rows(path)?,
+            rows: crate::bench::results::read_rows(path)?,
         });
     }
     let params_file = path.join("bench.params");
@@ -153,52 +243,13 @@ fn read(path: &Path) -> Result<Saved, InputError> {
             path.display()
         )));
     }
-    let params = std::fs::read_to_string(&params_file)
-        .map_err(|err| InputError(format!("cannot read {}: {err}", params_file.display())))?
-        .lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(key, value)| (key.to_owned(), value.to_owned()))
-        .collect();
-    let rows = read_rows(path)?;
+    let params = crate::bench::results::read_params(path)?;
+    let rows = crate::bench::results::read_rows(path)?;
     Ok(Saved::Bench {
         dir: path.to_path_buf(),
         params,
         rows,
     })
-}
-
-/// The rows (`<name>.json` records) of a results folder, in file-name order.
-fn read_rows(path: &Path) -> Result<Vec<ImplResult>, InputError> {
-    let mut rows = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|err| InputError(format!("cannot list {}: {err}", path.display())))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    entries.sort();
-    for file in entries {
-        let Ok(text) = std::fs::read(&file) else {
-            continue;
-        };
-        // Profiles and other JSON files live beside the rows; a row has these keys.
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) else {
-            continue;
-        };
-        if !["name", "status", "command"]
-            .iter()
-            .all(|key| value.get(key).is_some())
-        {
-            continue;
-        }
-        let row: ImplResult = serde_json::from_value(value).map_err(|err| {
-            InputError(format!(
-                "{} is not a bench row grpclab can read ({err})",
-                file.display()
-            ))
-        })?;
-        rows.push(row);
-    }
-    Ok(rows)
 }
 
 /// A sweep's matrix (`sweep.json`), when the folder holds one.

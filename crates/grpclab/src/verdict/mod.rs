@@ -6,8 +6,12 @@
 //!
 //! [`bound`]: what limited a run (server CPU, client, concurrency, memory, errors, the offered
 //! rate), decided from the figures it measured and shown with them.
+//!
+//! [`previous`]: a stored run against the previous run of its configuration, and whether
+//! each change is beyond that configuration's usual spread.
 
 pub mod bound;
+pub mod previous;
 pub mod threshold;
 
 pub use threshold::{Threshold, ThresholdVerdict};

@@ -14,7 +14,12 @@ use crate::report::charts::{self, escape, trim_number, BarColours, LineChart, Se
 use crate::report::html::{self, Cell, Page, Section};
 
 /// The page for a bench results folder (`bench.params` and one `<name>.json` per row).
-pub fn bench_page(dir: &Path, params: &[(String, String)], rows: &[ImplResult]) -> Page {
+pub fn bench_page(
+    dir: &Path,
+    params: &[(String, String)],
+    rows: &[ImplResult],
+    notes: &[(String, crate::verdict::previous::StoredNote)],
+) -> Page {
     let measured: Vec<(&str, &JsonReport, &ImplResult)> = rows
         .iter()
         .filter(|row| row.status == RowStatus::Ok)
@@ -53,6 +58,7 @@ pub fn bench_page(dir: &Path, params: &[(String, String)], rows: &[ImplResult]) 
     if let Some(section) = capacity_section(rows) {
         sections.push(section);
     }
+    sections.push(super::previous_section(notes));
     if let Some(section) = profiles_section(dir, rows) {
         sections.push(section);
     }

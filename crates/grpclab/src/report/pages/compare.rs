@@ -14,6 +14,7 @@ pub fn compare_page(
     dir: &Path,
     report: &crate::compare::CompareReport,
     rows: &[ImplResult],
+    notes: &[(String, crate::verdict::previous::StoredNote)],
 ) -> Page {
     use crate::compare::metric::Metric;
     use crate::compare::stats::Verdict;
@@ -182,6 +183,7 @@ pub fn compare_page(
                 heading: "Rounds".to_owned(),
                 body: html::table(&["round", "req/s", "p99", "server cpu"], &rounds, true),
             },
+            super::previous_section(notes),
         ],
     }
 }

@@ -124,7 +124,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                 .collect()
         })
         .unwrap_or_default();
-    Page {
+    let mut page = Page {
         title: format!("grpclab load: {name}"),
         subtitle,
         sections: vec![
@@ -167,7 +167,15 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
                 body: html::settings(&options_pairs),
             },
         ],
-    }
+    };
+    // Right after the summary: a person opening a run's page wants to know if it moved.
+    let notes: Vec<(String, crate::verdict::previous::StoredNote)> = load
+        .history
+        .iter()
+        .map(|note| (name.to_owned(), note.clone()))
+        .collect();
+    page.sections.insert(1, super::previous_section(&notes));
+    page
 }
 
 /// A run shared by several generators, or their merge: what the merge found, and each

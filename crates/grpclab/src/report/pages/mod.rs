@@ -5,10 +5,12 @@
 
 mod bench;
 mod compare;
+mod history;
 mod load;
 
 pub use bench::{bench_page, sweep_section};
 pub use compare::compare_page;
+pub use history::{stored_figures, trend_page};
 pub use load::load_page;
 
 use std::collections::BTreeSet;
@@ -300,4 +302,92 @@ fn folder_name(dir: &Path) -> String {
         || dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+/// "Against the previous run": each stored run of the page (`name`, its note) against the
+/// previous run of its configuration, figure by figure, with the usual spread and whether
+/// the change is beyond it. Empty (and so left out) when nothing was stored.
+pub fn previous_section(notes: &[(String, crate::verdict::previous::StoredNote)]) -> Section {
+    let mut rows = Vec::new();
+    let mut firsts = Vec::new();
+    for (name, note) in notes {
+        let Some(previous) = &note.against else {
+            firsts.push(format!("{name} (run {})", note.id));
+            continue;
+        };
+        for change in &previous.changes {
+            let (scale, format): (f64, fn(f64) -> String) = match change.metric.as_str() {
+                "req/s" => (1.0, count),
+                "cpu/call" => (1e3, |v| format!("{v:.2} µs")),
+                _ => (1e6, ms),
+            };
+            let band = change.usual.map_or_else(
+                || format!("too few runs ({})", previous.spread_runs),
+                |(low, high)| format!("{} – {}", format(low / scale), format(high / scale)),
+            );
+            let verdict = match change.beyond {
+                Some(true) => "BEYOND the usual spread",
+                Some(false) => "within",
+                None => "unknown",
+            };
+            rows.push(vec![
+                Cell::text(name.clone()),
+                Cell::number(note.id.to_string(), note.id as f64),
+                Cell::number(previous.id.to_string(), previous.id as f64),
+                Cell::text(change.metric.clone()),
+                Cell::number(format(change.previous / scale), change.previous),
+                Cell::number(format(change.now / scale), change.now),
+                Cell::number(
+                    format!("{:+.1}%", change.change_percent),
+                    change.change_percent,
+                ),
+                Cell::text(band),
+                Cell::text(verdict),
+            ]);
+        }
+    }
+    let mut body = String::new();
+    if !rows.is_empty() {
+        body.push_str(&html::paragraph(&format!(
+            "Each figure against the previous run of the same configuration (same settings, implementation and machine); the usual spread is the mean ± 2 standard deviations of up to {} earlier runs (at least {}).",
+            crate::verdict::previous::SPREAD_RUNS,
+            crate::verdict::previous::MIN_SPREAD_RUNS
+        )));
+        body.push_str(&html::table(
+            &[
+                "run",
+                "stored as",
+                "against run",
+                "figure",
+                "then",
+                "now",
+                "change",
+                "usual spread",
+                "verdict",
+            ],
+            &rows,
+            true,
+        ));
+    }
+    if !firsts.is_empty() {
+        body.push_str(&html::paragraph(&format!(
+            "The first stored run of its configuration: {}.",
+            firsts.join(", ")
+        )));
+    }
+    if let Some((_, note)) = notes.first() {
+        body.push_str(&html::paragraph(&format!(
+            "Stored in {} (grpclab history show ID renders any of them again).",
+            note.store
+        )));
+    }
+    Section {
+        id: "previous".to_owned(),
+        heading: "Against the previous run".to_owned(),
+        body: if notes.is_empty() {
+            String::new()
+        } else {
+            body
+        },
+    }
 }

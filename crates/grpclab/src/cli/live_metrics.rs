@@ -1,0 +1,50 @@
+//! `--metrics-addr` and `--metrics-linger` for `load` and `bench`: the endpoint started
+//! before the run, said on stderr, and ended after it.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::args::MetricsArgs;
+use crate::metrics::server::MetricsServer;
+use crate::metrics::LiveMetrics;
+use crate::InputError;
+
+/// A live metrics endpoint for one run.
+pub struct Endpoint {
+    /// What the run writes into.
+    pub metrics: Arc<LiveMetrics>,
+    server: MetricsServer,
+    linger: Duration,
+}
+
+/// Starts the endpoint the flags ask for (none without `--metrics-addr`).
+pub fn start(args: &MetricsArgs) -> Result<Option<Endpoint>, InputError> {
+    let Some(address) = args.metrics_addr else {
+        return Ok(None);
+    };
+    let metrics = LiveMetrics::new();
+    let server = MetricsServer::start(address, Arc::clone(&metrics))?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "metrics: http://{}/metrics",
+        server.address()
+    );
+    Ok(Some(Endpoint {
+        metrics,
+        server,
+        linger: args.metrics_linger,
+    }))
+}
+
+impl Endpoint {
+    /// The run is over: the figures are final; serve them until one scrape read them (at
+    /// most `--metrics-linger`), then stop.
+    pub fn end(self) {
+        self.metrics.close();
+        if !self.linger.is_zero() {
+            let _ = self.metrics.wait_for_final_scrape(self.linger);
+        }
+        drop(self.server);
+    }
+}

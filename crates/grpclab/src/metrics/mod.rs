@@ -1,0 +1,314 @@
+//! Live metrics while a run goes (`--metrics-addr` on `load` and `bench`), in Prometheus'
+//! text format, for the dashboards teams already have.
+//!
+//! The engine is never asked for anything: the controller thread already takes a progress
+//! snapshot ten times a second (counters the client threads keep anyway, and each finished
+//! second's latency histogram); [`LiveMetrics::update`] copies it under a lock the scraper
+//! takes too. A scrape reads that copy, so its cost falls on the HTTP thread ([`server`]).
+//! When a row ends, [`LiveMetrics::finish`] sets every figure to the final result's, so the
+//! last scrape equals what the report says.
+//!
+//! Counters only grow: a snapshot never lowers one (the final result counts the same calls).
+
+pub mod server;
+
+use std::sync::{Arc, Mutex};
+
+use grpclab_core::Code;
+use grpclab_load::{LatencyBuckets, LoadResult, ProgressSnapshot, LATENCY_BUCKET_BOUNDS_NS};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+/// One row's figures (a bench row, or the one load run).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RowFigures {
+    completed: u64,
+    errors_by_code: [u64; Code::COUNT],
+    in_flight: u64,
+    achieved_rps: f64,
+    offered_rps: Option<f64>,
+    latency: Option<LatencyBuckets>,
+    finished: bool,
+}
+
+/// The figures of every row so far, read by the scraper.
+#[derive(Debug, Default)]
+pub struct LiveMetrics {
+    rows: Mutex<Vec<(String, RowFigures)>>,
+    /// Set once a scrape read the figures after [`LiveMetrics::close`]: the final ones.
+    final_read: Mutex<bool>,
+    final_read_changed: std::sync::Condvar,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl LiveMetrics {
+    /// No rows yet.
+    pub fn new() -> Arc<LiveMetrics> {
+        Arc::new(LiveMetrics::default())
+    }
+
+    fn with_row(&self, row: &str, change: impl FnOnce(&mut RowFigures)) {
+        let Ok(mut rows) = self.rows.lock() else {
+            return;
+        };
+        match rows.iter_mut().find(|(name, _)| name == row) {
+            Some((_, figures)) => change(figures),
+            None => {
+                let mut figures = RowFigures::default();
+                change(&mut figures);
+                rows.push((row.to_owned(), figures));
+            }
+        }
+    }
+
+    /// A progress snapshot of `row`.
+    pub fn update(&self, row: &str, snapshot: &ProgressSnapshot) {
+        self.with_row(row, |figures| {
+            figures.completed = figures.completed.max(snapshot.completed);
+            for (total, now) in figures
+                .errors_by_code
+                .iter_mut()
+                .zip(snapshot.errors_by_code.iter())
+            {
+                *total = (*total).max(*now);
+            }
+            figures.in_flight = snapshot.in_flight;
+            figures.achieved_rps = snapshot.current_rps;
+            figures.offered_rps = snapshot.offered_rps;
+            if let Some(buckets) = snapshot.latency_buckets {
+                if figures.latency.is_none_or(|old| buckets.count >= old.count) {
+                    figures.latency = Some(buckets);
+                }
+            }
+        });
+    }
+
+    /// `row` ended with `result`: every figure becomes the result's.
+    pub fn finish(&self, row: &str, result: &LoadResult) {
+        self.with_row(row, |figures| {
+            figures.completed = figures.completed.max(result.count());
+            for code in Code::ALL {
+                if code == Code::Ok {
+                    continue;
+                }
+                let slot = &mut figures.errors_by_code[code as usize];
+                *slot = (*slot).max(result.recorder.status[code as usize]);
+            }
+            figures.in_flight = 0;
+            figures.achieved_rps = result.rps();
+            figures.latency = Some(LatencyBuckets::of(result.latency()));
+            figures.finished = true;
+        });
+    }
+
+    /// A bench `row` ended: every figure becomes its saved load report's.
+    pub fn finish_saved(&self, row: &str, load: &crate::export::JsonReport) {
+        self.with_row(row, |figures| {
+            figures.completed = figures.completed.max(load.count);
+            for code in Code::ALL {
+                if code == Code::Ok {
+                    continue;
+                }
+                let count = load
+                    .status_code_distribution
+                    .get(code.name())
+                    .copied()
+                    .unwrap_or(0);
+                let slot = &mut figures.errors_by_code[code as usize];
+                *slot = (*slot).max(count);
+            }
+            figures.in_flight = 0;
+            figures.achieved_rps = load.measured_rps;
+            if let Some(histogram) = load.latency_histogram() {
+                figures.latency = Some(LatencyBuckets::of(&histogram));
+            }
+            figures.finished = true;
+        });
+    }
+
+    /// The run is over: every figure is final.
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// After [`LiveMetrics::close`]: waits until a scrape has read the final figures, at
+    /// most `linger` (`--metrics-linger`, so a scraper on a 15 s interval sees the end).
+    /// Returns whether one did.
+    pub fn wait_for_final_scrape(&self, linger: std::time::Duration) -> bool {
+        let Ok(read) = self.final_read.lock() else {
+            return false;
+        };
+        self.final_read_changed
+            .wait_timeout_while(read, linger, |read| !*read)
+            .map(|(read, _)| *read)
+            .unwrap_or(false)
+    }
+
+    /// The Prometheus text exposition of every row (`# EOF`-terminated OpenMetrics-style
+    /// text from `prometheus-client`).
+    pub fn encode(self: &Arc<Self>) -> String {
+        // Read before encoding: a scrape that began after the close reads final figures.
+        let closed = self.closed.load(std::sync::atomic::Ordering::SeqCst);
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Scrape(Arc::clone(self))));
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
+            out.clear();
+        }
+        if closed {
+            if let Ok(mut read) = self.final_read.lock() {
+                *read = true;
+                self.final_read_changed.notify_all();
+            }
+        }
+        out
+    }
+}
+
+/// One scrape's view of the metrics.
+#[derive(Debug)]
+struct Scrape(Arc<LiveMetrics>);
+
+impl Collector for Scrape {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let rows = match self.0.rows.lock() {
+            Ok(rows) => rows.clone(),
+            Err(_) => return Ok(()),
+        };
+        {
+            let mut family = encoder.encode_descriptor(
+                "grpclab_calls",
+                "Calls completed in the measured window, by final status",
+                None,
+                MetricType::Counter,
+            )?;
+            for (row, figures) in &rows {
+                let errors: u64 = figures.errors_by_code.iter().sum();
+                let ok = figures.completed.saturating_sub(errors);
+                let labels = [("row", row.as_str()), ("status", "OK")];
+                ConstCounter::new(ok).encode(family.encode_family(&labels)?)?;
+                for (index, count) in figures.errors_by_code.iter().enumerate() {
+                    if *count == 0 {
+                        continue;
+                    }
+                    let Some(code) = Code::ALL.get(index) else {
+                        continue;
+                    };
+                    let labels = [("row", row.as_str()), ("status", code.name())];
+                    ConstCounter::new(*count).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "grpclab_call_latency_seconds",
+                "Latency of the measured calls (whole seconds so far; final at the row's end)",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (row, figures) in &rows {
+                let Some(latency) = figures.latency else {
+                    continue;
+                };
+                let mut buckets = Vec::with_capacity(LATENCY_BUCKET_BOUNDS_NS.len() + 1);
+                let mut below = 0;
+                for (bound, cumulative) in LATENCY_BUCKET_BOUNDS_NS.iter().zip(latency.cumulative) {
+                    buckets.push((*bound as f64 / 1e9, cumulative.saturating_sub(below)));
+                    below = cumulative.max(below);
+                }
+                buckets.push((f64::INFINITY, latency.count.saturating_sub(below)));
+                let labels = [("row", row.as_str())];
+                family
+                    .encode_family(&labels)?
+                    .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                        latency.sum_ns / 1e9,
+                        latency.count,
+                        &buckets,
+                        None,
+                    )?;
+            }
+        }
+        type Gauge = (&'static str, &'static str, fn(&RowFigures) -> Option<f64>);
+        let gauges: [Gauge; 4] = [
+            (
+                "grpclab_in_flight_calls",
+                "Calls in flight",
+                |f| Some(f.in_flight as f64),
+            ),
+            (
+                "grpclab_offered_rate",
+                "The rate asked for, calls per second (open loop only)",
+                |f| f.offered_rps,
+            ),
+            (
+                "grpclab_achieved_rate",
+                "Calls completed per second over the last tenth of a second (the whole window's at the end)",
+                |f| Some(f.achieved_rps),
+            ),
+            (
+                "grpclab_row_finished",
+                "1 once the row's run ended and its figures are final",
+                |f| Some(if f.finished { 1.0 } else { 0.0 }),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (row, figures) in &rows {
+                if let Some(value) = value(figures) {
+                    let labels = [("row", row.as_str())];
+                    ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(completed: u64, unavailable: u64) -> ProgressSnapshot {
+        let mut errors_by_code = [0; Code::COUNT];
+        errors_by_code[Code::Unavailable as usize] = unavailable;
+        ProgressSnapshot {
+            measured: std::time::Duration::from_secs(1),
+            warming_up: false,
+            completed,
+            errors: unavailable,
+            current_rps: 100.0,
+            target: grpclab_load::ProgressTarget::Total(1000),
+            errors_by_code,
+            last_second: None,
+            in_flight: 4,
+            offered_rps: None,
+            latency_buckets: None,
+        }
+    }
+
+    #[test]
+    fn counters_never_go_down_and_every_row_is_labelled() {
+        let metrics = LiveMetrics::new();
+        metrics.update("lab", &snapshot(10, 2));
+        metrics.update("lab", &snapshot(7, 1));
+        metrics.update("tonic-mt", &snapshot(5, 0));
+        let text = metrics.encode();
+        assert!(
+            text.contains("grpclab_calls_total{row=\"lab\",status=\"OK\"} 8"),
+            "{text}"
+        );
+        assert!(
+            text.contains("grpclab_calls_total{row=\"lab\",status=\"Unavailable\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("grpclab_in_flight_calls{row=\"tonic-mt\"} 4.0"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE grpclab_calls counter"), "{text}");
+    }
+}

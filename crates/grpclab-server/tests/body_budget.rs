@@ -17,6 +17,7 @@ const RST_STREAM: u8 = 0x3;
 const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 const MAX_WINDOW: u32 = 0x7fff_ffff;
 /// What the server's frames told the sender.
+#[derive(Debug)]
 enum Event {
     /// Window added to a stream (0: the connection).
     Window(u32, u32),
@@ -190,7 +191,27 @@ fn run_bodies(server: &Running, bodies: usize, body: &[u8], stop_short: usize, r
                 continue;
             }
             let flags = if end { END_STREAM } else { 0 };
-            connection.send(DATA, flags, id, &body[attempt.sent..attempt.sent + chunk]);
+            let chunk_bytes = &body[attempt.sent..attempt.sent + chunk];
+            if connection.try_send(DATA, flags, id, chunk_bytes).is_err() {
+                // The server closed the connection mid-write: its GOAWAY (if it sent one) says
+                // why, and is judged below like one read between writes.
+                loop {
+                    match events.recv_timeout(Duration::from_secs(10)) {
+                        Ok(Event::GoAway(0xb)) => {
+                            calmed = true;
+                            break 'run;
+                        }
+                        Ok(Event::GoAway(code)) => {
+                            panic!("GOAWAY {code:#x} after {refusals} refusals")
+                        }
+                        Ok(Event::Closed) | Err(_) => {
+                            panic!("a write failed and the server said nothing why")
+                        }
+                        // Windows and stream ends sent before it closed.
+                        Ok(_) => {}
+                    }
+                }
+            }
             attempt.sent += chunk;
             attempt.window_offset -= chunk as i64;
             attempt.ended = end;

@@ -329,6 +329,24 @@ impl RawConnection {
         self.send_with_length(kind, flags, stream, payload, payload.len() as u32);
     }
 
+    /// Sends one frame now, reporting a failed write (a server that closed the connection)
+    /// instead of panicking.
+    pub fn try_send(
+        &mut self,
+        kind: u8,
+        flags: u8,
+        stream: u32,
+        payload: &[u8],
+    ) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(9 + payload.len());
+        bytes.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
+        bytes.push(kind);
+        bytes.push(flags);
+        bytes.extend_from_slice(&stream.to_be_bytes());
+        bytes.extend_from_slice(payload);
+        self.try_send_raw(&bytes)
+    }
+
     /// Sends one frame whose header declares `length` (which may lie).
     pub fn send_with_length(
         &mut self,

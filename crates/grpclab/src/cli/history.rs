@@ -213,11 +213,7 @@ pub fn baseline_source(
             ..Filter::default()
         })
         .map_err(failed)?;
-    let mut seen_batches = std::collections::HashSet::new();
     for run in runs.iter().rev() {
-        if !seen_batches.insert(run.batch.clone()) {
-            continue;
-        }
         let Some((run, result)) = read(&mut store, run.id)? else {
             continue;
         };
@@ -231,7 +227,11 @@ pub fn baseline_source(
         else {
             continue;
         };
-        if report.settings.as_ref() != Some(settings) {
+        // The record of the comparison's side A (each side is a record of its own).
+        let first_label = report.sides.first().map(|side| side.label.clone());
+        if report.settings.as_ref() != Some(settings)
+            || value.get("side").and_then(|v| v.as_str()) != first_label.as_deref()
+        {
             continue;
         }
         let mut baseline = Baseline::of_side(report, None)

@@ -289,17 +289,68 @@ pub fn from_compare(
         .map(|s| s.scenario.clone())
         .unwrap_or_default();
     let (version, git_commit) = this_build();
-    report
-        .sides
-        .iter()
-        .map(|side| NewRun {
-            config_key: config_key("compare", "", &side.side, &scenario, &settings, machine),
+    // Each side's name, label and figures: the medians of its rounds, or — in an older
+    // report that kept no rounds — the means its comparisons give.
+    let sides: Vec<(String, String, Figures)> = if report.sides.is_empty() {
+        let mean = |c: &crate::compare::stats::Comparison, a: bool| {
+            if a {
+                c.a.mean
+            } else {
+                c.b.mean
+            }
+        };
+        let figures_of = |c: &crate::compare::SideComparison, a: bool| Figures {
+            rps: Some(mean(&c.rps, a)),
+            p50_ns: Some(mean(&c.p50_ns, a) as u64),
+            p99_ns: Some(mean(&c.p99_ns, a) as u64),
+            cpu_ns_per_call: c.cpu_ns_per_call.as_ref().map(|m| mean(m, a)),
+            ..Figures::default()
+        };
+        let mut sides = Vec::new();
+        if let Some(first) = report.comparisons.first() {
+            sides.push((
+                report.baseline.clone(),
+                "A".to_owned(),
+                figures_of(first, true),
+            ));
+        }
+        for comparison in &report.comparisons {
+            sides.push((
+                comparison.side.clone(),
+                comparison.label.clone(),
+                figures_of(comparison, false),
+            ));
+        }
+        sides
+    } else {
+        report
+            .sides
+            .iter()
+            .map(|side| {
+                (
+                    side.side.clone(),
+                    side.label.clone(),
+                    Figures {
+                        rps: median(&side.rps),
+                        p50_ns: median(&side.p50_ns).map(|v| v as u64),
+                        p99_ns: median(&side.p99_ns).map(|v| v as u64),
+                        cpu_ns_per_call: median(&side.cpu_ns_per_call),
+                        ..Figures::default()
+                    },
+                )
+            })
+            .collect()
+    };
+    sides
+        .into_iter()
+        .map(|(side, label, figures)| NewRun {
+            config_key: config_key("compare", "", &side, &scenario, &settings, machine),
             started_at: started.0.clone(),
             started_unix_ms: started.1,
             command: "compare".to_owned(),
             batch: String::new(),
             target: String::new(),
-            implementation: side.side.clone(),
+            implementation: side,
             scenario: scenario.clone(),
             settings: settings.clone(),
             tags: BTreeMap::new(),
@@ -313,15 +364,9 @@ pub fn from_compare(
             version: version.clone(),
             git_commit: git_commit.clone(),
             source: source.to_owned(),
-            figures: Figures {
-                rps: median(&side.rps),
-                p50_ns: median(&side.p50_ns).map(|v| v as u64),
-                p99_ns: median(&side.p99_ns).map(|v| v as u64),
-                cpu_ns_per_call: median(&side.cpu_ns_per_call),
-                ..Figures::default()
-            },
+            figures,
             result_kind: "compare".to_owned(),
-            result: serde_json::json!({ "side": side.label, "report": report }).to_string(),
+            result: serde_json::json!({ "side": label, "report": report }).to_string(),
         })
         .collect()
 }

@@ -241,7 +241,8 @@ fn a_database_password_never_leaks() {
     let password_file = dir.path().join("pw");
     std::fs::write(&password_file, format!("{password}\n")).unwrap();
     let wrong = url.replace(&password, &format!("{password}-wrong"));
-    let cases: Vec<(Vec<String>, Vec<(&str, String)>)> = vec![
+    type Case<'a> = (Vec<String>, Vec<(&'a str, String)>);
+    let cases: Vec<Case> = vec![
         (vec!["--history".into(), url.clone()], vec![]),
         (
             vec![

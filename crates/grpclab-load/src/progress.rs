@@ -14,8 +14,6 @@ pub(crate) struct ThreadProgress {
     errors: AtomicU64,
     /// Failed calls by status code (touched on the error path only).
     by_code: [AtomicU64; Code::COUNT],
-    /// Calls in flight on this thread when its last call ended.
-    in_flight: AtomicU64,
 }
 
 impl ThreadProgress {
@@ -27,12 +25,6 @@ impl ThreadProgress {
             self.errors.fetch_add(1, Ordering::Relaxed);
             self.by_code[code as usize].fetch_add(1, Ordering::Relaxed);
         }
-    }
-
-    /// Calls still in flight after one ended. A plain store (single writer): no read-modify-
-    /// write on the call path.
-    pub(crate) fn set_in_flight(&self, calls: u64) {
-        self.in_flight.store(calls, Ordering::Relaxed);
     }
 }
 
@@ -187,7 +179,9 @@ pub struct ProgressSnapshot {
     pub errors_by_code: [u64; Code::COUNT],
     /// With `LoadConfig::live_latency`: the newest whole second's latency percentiles.
     pub last_second: Option<SecondLatency>,
-    /// Calls in flight (each thread's count when its last call ended).
+    /// Measured calls in flight: those the schedule handed out less those completed (a
+    /// closed loop without `-n` keeps every stream busy: its concurrency). Derived by the
+    /// controller from counters the run keeps anyway, so it costs the calls nothing.
     pub in_flight: u64,
     /// The open loop's rate (calls per second); `None` for a closed loop or a schedule.
     pub offered_rps: Option<f64>,
@@ -202,14 +196,6 @@ pub enum ProgressTarget {
     Duration(Duration),
     /// This many calls.
     Total(u64),
-}
-
-/// Calls in flight over every thread.
-pub(crate) fn in_flight(slots: &[ThreadProgress]) -> u64 {
-    slots
-        .iter()
-        .map(|slot| slot.in_flight.load(Ordering::Relaxed))
-        .sum()
 }
 
 /// Calls completed, failed, and failed by code, over every thread.

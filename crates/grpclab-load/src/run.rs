@@ -242,7 +242,11 @@ pub fn run(
             target,
             errors_by_code,
             last_second: shared.live.as_ref().and_then(|live| live.latest()),
-            in_flight: crate::progress::in_flight(&shared.progress),
+            in_flight: schedule
+                .measured_issued()
+                .map_or(config.concurrency as u64, |issued| {
+                    issued.saturating_sub(completed)
+                }),
             offered_rps: match config.pacing {
                 crate::Pacing::OpenLoop { rate } => Some(rate),
                 _ => None,

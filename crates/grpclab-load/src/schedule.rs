@@ -243,6 +243,22 @@ impl Schedule {
         low
     }
 
+    /// Measured calls handed out so far: an open loop's slots from the window's first (a
+    /// slot handed out past the end counts too, briefly), a closed loop's `-n` budget taken.
+    /// `None` for a timed closed loop, which keeps no count (every stream is busy). Read by
+    /// the controller for its progress snapshots, never on a call's path.
+    pub(crate) fn measured_issued(&self) -> Option<u64> {
+        match self.rate {
+            RateShape::Closed => self.total.map(|_| self.taken.load(Ordering::Relaxed)),
+            RateShape::Constant { .. } | RateShape::Steps(_) => {
+                let issued = self.next_slot.load(Ordering::Relaxed);
+                let first =
+                    self.first_slot_from(self.measure_from.saturating_duration_since(self.start));
+                Some(issued.saturating_sub(first))
+            }
+        }
+    }
+
     /// A timed open loop: how many of this generator's calls the schedule intends inside the
     /// measured window. With the calls recorded (and left out) it says how many came due and
     /// were never sent. `None` for a closed loop or a run without a duration.

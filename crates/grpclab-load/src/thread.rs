@@ -273,7 +273,6 @@ impl ThreadState {
     ) {
         let in_flight = self.outstanding.get();
         self.outstanding.set(in_flight.saturating_sub(1));
-        self.shared.progress[self.progress_slot].set_in_flight(in_flight.saturating_sub(1));
         let skip_first = self.shared.config.skip_first;
         if skip_first > 0 && self.shared.skipped.fetch_add(1, Relaxed) < skip_first {
             // One of the first `--skipFirst` calls of the run: it ran and ended, and is left

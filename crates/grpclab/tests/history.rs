@@ -494,6 +494,8 @@ fn live_metrics_only_grow_and_end_equal_to_the_result() {
     let mut child = clean(grpclab())
         .args(["load", "--insecure", &server.target()])
         .args(["--scenario", "string_100B", "-z", "3s", "--rps", "2000"])
+        // Warmup calls are not the window's: the counters start after it.
+        .args(["--warmup", "1s"])
         .args(["--metrics-addr", "127.0.0.1:0", "--metrics-linger", "120s"])
         .args(["--no-history", "-O", "json", "-o"])
         .arg(&out)
@@ -824,4 +826,71 @@ fn a_stored_compare_is_a_baseline() {
     assert_eq!(third["sides"][0]["rps"], first["sides"][1]["rps"]);
     // Each folder's page says how each side compares with its previous run.
     assert!(dir.path().join("results").is_dir());
+}
+
+/// In a bench, each row has its own label; when the run ends every row's counters equal
+/// that row's result, and each row is stored with its figures.
+#[test]
+fn bench_rows_are_labelled_live_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h.sqlite");
+    let store = store.to_str().unwrap();
+    let results = dir.path().join("results");
+    let mut command = clean(grpclab());
+    command
+        .args(["bench", "lab", "tonic-st", "--no-tui"])
+        .args(["--duration", "2s", "--warmup", "1s"])
+        .args(["--connections", "2", "--concurrency", "20"])
+        .args(["--metrics-addr", "127.0.0.1:0", "--metrics-linger", "120s"])
+        .args(["--history", store, "--results-dir"])
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GRPC_") {
+            command.env_remove(key);
+        }
+    }
+    let mut child = command.spawn().unwrap();
+    let address = metrics_address(&mut child);
+    let finished = |text: &str, row: &str| {
+        sample(text, &format!("grpclab_row_finished{{row=\"{row}\"}}")) == Some(1.0)
+    };
+    let last = loop {
+        let text = scrape(&address).expect("the endpoint answers until a scrape read the end");
+        if finished(&text, "lab") && finished(&text, "tonic-st") {
+            break text;
+        }
+    };
+    assert!(child.wait().unwrap().success());
+    let folder = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for row in ["lab", "tonic-st"] {
+        let record = json(&folder.join(format!("{row}.json")));
+        let load = &record["load"];
+        let ok = sample(
+            &last,
+            &format!("grpclab_calls_total{{row=\"{row}\",status=\"OK\"}}"),
+        );
+        assert_eq!(ok.map(|v| v as u64), load["ok"].as_u64(), "{row}: {last}");
+        let runs = stored(store, &["--impl", row]);
+        assert_eq!(runs.len(), 1, "{row}");
+        assert_figures_equal_bench(&runs[0], load);
+        assert!(runs[0]["figures"]["cpu_ns_per_call"].as_f64() > Some(0.0));
+    }
+    let notes = json(&folder.join("history.json"));
+    assert_eq!(notes.as_array().map(Vec::len), Some(2), "{notes:#}");
+}
+
+/// A bench row's stored figures equal its load's (a row's status is ok, not an end reason).
+fn assert_figures_equal_bench(run: &serde_json::Value, load: &serde_json::Value) {
+    let figures = &run["figures"];
+    assert_eq!(figures["calls"], load["count"], "{run:#}");
+    assert_eq!(figures["rps"], load["measuredRps"]);
+    assert_eq!(figures["p99_ns"].as_u64(), Some(percentile(load, 99.0)));
+    assert_eq!(run["status"], "ok");
 }

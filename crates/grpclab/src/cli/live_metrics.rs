@@ -38,10 +38,9 @@ pub fn start(args: &MetricsArgs) -> Result<Option<Endpoint>, InputError> {
 }
 
 impl Endpoint {
-    /// The run is over: the figures are final; serve them until one scrape read them (at
-    /// most `--metrics-linger`), then stop.
+    /// The run is over and every row's figures are final: serve them until one scrape has
+    /// read them (at most `--metrics-linger`), then stop.
     pub fn end(self) {
-        self.metrics.close();
         if !self.linger.is_zero() {
             let _ = self.metrics.wait_for_final_scrape(self.linger);
         }

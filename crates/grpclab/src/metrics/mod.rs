@@ -39,10 +39,11 @@ struct RowFigures {
 #[derive(Debug, Default)]
 pub struct LiveMetrics {
     rows: Mutex<Vec<(String, RowFigures)>>,
-    /// Set once a scrape read the figures after [`LiveMetrics::close`]: the final ones.
-    final_read: Mutex<bool>,
-    final_read_changed: std::sync::Condvar,
-    closed: std::sync::atomic::AtomicBool,
+    /// Rows finished so far (changed under the `rows` lock).
+    finished_rows: std::sync::atomic::AtomicU64,
+    /// The most finished rows any scrape has read.
+    finished_rows_read: Mutex<u64>,
+    finished_rows_read_changed: std::sync::Condvar,
 }
 
 impl LiveMetrics {
@@ -55,13 +56,19 @@ impl LiveMetrics {
         let Ok(mut rows) = self.rows.lock() else {
             return;
         };
-        match rows.iter_mut().find(|(name, _)| name == row) {
-            Some((_, figures)) => change(figures),
+        let figures = match rows.iter().position(|(name, _)| name == row) {
+            Some(index) => &mut rows[index].1,
             None => {
-                let mut figures = RowFigures::default();
-                change(&mut figures);
-                rows.push((row.to_owned(), figures));
+                rows.push((row.to_owned(), RowFigures::default()));
+                let last = rows.len() - 1;
+                &mut rows[last].1
             }
+        };
+        let was_finished = figures.finished;
+        change(figures);
+        if figures.finished && !was_finished {
+            self.finished_rows
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
 
@@ -130,40 +137,28 @@ impl LiveMetrics {
         });
     }
 
-    /// The run is over: every figure is final.
-    pub fn close(&self) {
-        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// After [`LiveMetrics::close`]: waits until a scrape has read the final figures, at
+    /// After the run: waits until a scrape has read every finished row's final figures, at
     /// most `linger` (`--metrics-linger`, so a scraper on a 15 s interval sees the end).
     /// Returns whether one did.
     pub fn wait_for_final_scrape(&self, linger: std::time::Duration) -> bool {
-        let Ok(read) = self.final_read.lock() else {
+        let finished = self.finished_rows.load(std::sync::atomic::Ordering::SeqCst);
+        let Ok(read) = self.finished_rows_read.lock() else {
             return false;
         };
-        self.final_read_changed
-            .wait_timeout_while(read, linger, |read| !*read)
-            .map(|(read, _)| *read)
+        self.finished_rows_read_changed
+            .wait_timeout_while(read, linger, |read| *read < finished)
+            .map(|(read, _)| *read >= finished)
             .unwrap_or(false)
     }
 
     /// The Prometheus text exposition of every row (`# EOF`-terminated OpenMetrics-style
     /// text from `prometheus-client`).
     pub fn encode(self: &Arc<Self>) -> String {
-        // Read before encoding: a scrape that began after the close reads final figures.
-        let closed = self.closed.load(std::sync::atomic::Ordering::SeqCst);
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Scrape(Arc::clone(self))));
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
             out.clear();
-        }
-        if closed {
-            if let Ok(mut read) = self.final_read.lock() {
-                *read = true;
-                self.final_read_changed.notify_all();
-            }
         }
         out
     }
@@ -176,7 +171,18 @@ struct Scrape(Arc<LiveMetrics>);
 impl Collector for Scrape {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let rows = match self.0.rows.lock() {
-            Ok(rows) => rows.clone(),
+            // Read under the lock that guards the count: these rows are at least that final.
+            Ok(rows) => {
+                let finished = self
+                    .0
+                    .finished_rows
+                    .load(std::sync::atomic::Ordering::SeqCst);
+                if let Ok(mut read) = self.0.finished_rows_read.lock() {
+                    *read = (*read).max(finished);
+                    self.0.finished_rows_read_changed.notify_all();
+                }
+                rows.clone()
+            }
             Err(_) => return Ok(()),
         };
         {

@@ -210,6 +210,9 @@ pub struct MergeArgs {
     /// one makes the exit code 3.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+    /// Where the merged run is stored (not with --partial: a part is not the run).
+    #[command(flatten)]
+    pub history: HistoryFlagArgs,
 }
 
 /// Where a run is stored (`load`, `bench`, `compare`): on by default.

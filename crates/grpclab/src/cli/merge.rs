@@ -33,6 +33,20 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
         .into());
     }
     report.thresholds = super::load::judge(&report, &thresholds);
+    // The whole run is stored (its parts were not); a partial merge is still a part.
+    let mut history = if args.partial {
+        crate::history::Recorder::off()
+    } else {
+        super::history::recorder(&args.history)?
+    };
+    if history.is_on() {
+        let json = crate::export::JsonReport::from_report(&report);
+        let source = args
+            .output
+            .as_deref()
+            .map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
+        report.history = super::history::store_load(&mut history, &json, &source);
+    }
     // What the reader must know goes where a person looks whatever the format (the
     // summary has the warnings in it already).
     let summary_shown = args.format == super::args::OutputFormat::Summary && args.output.is_none();

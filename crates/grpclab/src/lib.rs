@@ -5,15 +5,18 @@
 //! 1. [`cli`]: clap's definitions and one module per verb (`load`, `serve`, `bench`,
 //!    `compare`, `encode`, `stats`, ghz's `--config` file): flags → typed settings → run →
 //!    print. The only layer that sees clap.
-//! 2. [`report`]: the HTML and Markdown pages of load, bench and compare results (charts
-//!    with their numbers beside them); renders saved results, never measures.
-//! 3. The harness: [`bench`] (grpc_bench on one binary: suite, build, process, limits,
+//! 2. [`report`]: the HTML and Markdown pages of load, bench and compare results and of
+//!    stored runs' trends (charts with their numbers beside them); renders saved results,
+//!    never measures.
+//! 3. [`history`]: the results store (SQLite or PostgreSQL): runs recorded, listed, read
+//!    back, imported; each new run set against the previous one of its configuration.
+//! 4. The harness: [`bench`] (grpc_bench on one binary: suite, build, process, limits,
 //!    sampler, profiles, sweeps, the results folder) and [`compare`] (A/B/n rounds with
-//!    intervals).
-//! 4. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
-//!    [`verdict`]: thresholds (and, later, capacity and what bound a run) judged on results;
-//!    [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from the
-//!    server.
+//!    intervals); [`merge`], [`metrics`] (live Prometheus metrics while a run goes).
+//! 5. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
+//!    [`capacity`]; [`verdict`]: thresholds, what bound a run, a run against its previous
+//!    ones; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
+//!    the server.
 #![deny(missing_docs)]
 
 pub mod bench;

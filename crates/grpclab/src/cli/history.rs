@@ -334,7 +334,7 @@ fn list(
         HistoryFormat::Csv => csv(&runs),
         HistoryFormat::Table => table(&runs),
     };
-    super::load::write_output(None, text.as_bytes())
+    super::output::write_output(None, text.as_bytes())
 }
 
 /// The columns of `history`'s table and CSV.
@@ -451,7 +451,7 @@ fn show(
         None if format == crate::report::Format::Markdown => None,
         None => Some(PathBuf::from(format!("run-{id}.html"))),
     };
-    super::load::write_output(path.as_deref(), text.as_bytes())?;
+    super::output::write_output(path.as_deref(), text.as_bytes())?;
     if let Some(path) = path {
         let _ = writeln!(std::io::stderr(), "report: {}", path.display());
     }
@@ -465,7 +465,7 @@ fn trend(filter: &HistoryFilterArgs, output: &Path, store: &StoreArgs) -> anyhow
         .list(&filter)
         .map_err(|err| InputError(format!("cannot list runs: {}", backend.redact(&err))))?;
     let page = crate::report::trend_page(&runs, &backend.describe());
-    super::load::write_output(Some(output), page.as_bytes())?;
+    super::output::write_output(Some(output), page.as_bytes())?;
     let _ = writeln!(
         std::io::stderr(),
         "trend: {} ({} runs)",

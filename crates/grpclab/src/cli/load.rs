@@ -3,7 +3,6 @@
 //! Two stages, as in ripgrep: [`prepare`] only validates and builds (every error names its flag
 //! or file), [`execute`] runs and writes. Results are always written, Ctrl-C included.
 
-use anyhow::Context as _;
 use grpclab_core::scenario::{validate_reply, Schema};
 use grpclab_core::template::{CallContext, CallInfo, Random, Template};
 use grpclab_core::tls::{ClientTls, TlsClient};
@@ -500,7 +499,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
         report.history = super::history::store_load(&mut history, &json, &source);
     }
     let bytes = exporter_for(prepared.format).render(&report)?;
-    let written = write_output(prepared.output.as_deref(), &bytes);
+    let written = super::output::write_output(prepared.output.as_deref(), &bytes);
     // The results are out: the last scrape may now read the final figures.
     if let Some(endpoint) = endpoint {
         endpoint.end();
@@ -546,26 +545,6 @@ fn shard_from_job() -> Result<Option<grpclab_load::Shard>, InputError> {
     grpclab_load::Shard::parse(&format!("{index}/{shards}"))
         .map(Some)
         .map_err(|err| InputError(format!("JOB_COMPLETION_INDEX and GRPCLAB_SHARDS: {err}")))
-}
-
-/// Writes to the file, or standard output. If the file cannot be written, the output still goes
-/// to standard output, so a finished run is never lost.
-pub(crate) fn write_output(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
-    match path {
-        None => std::io::stdout()
-            .write_all(bytes)
-            .context("cannot write to standard output"),
-        Some(path) => {
-            if let Err(err) = std::fs::write(path, bytes) {
-                let _ = std::io::stdout().write_all(bytes);
-                anyhow::bail!(
-                    "cannot write {}: {err}; the results were printed to standard output instead",
-                    path.display()
-                );
-            }
-            Ok(())
-        }
-    }
 }
 
 /// The TLS client `--insecure`, `--cacert`, `--cert`, `--key`, `--cname` and `--skipTLS`

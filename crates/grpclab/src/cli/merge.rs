@@ -61,6 +61,6 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
         }
     }
     let bytes = exporter_for(args.format).render(&report)?;
-    super::load::write_output(args.output.as_deref(), &bytes)?;
+    super::output::write_output(args.output.as_deref(), &bytes)?;
     Ok(report)
 }

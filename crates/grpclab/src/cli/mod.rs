@@ -14,6 +14,7 @@ pub mod history;
 pub mod live_metrics;
 pub mod load;
 pub mod merge;
+pub mod output;
 pub mod serve;
 pub mod stats;
 mod values;

@@ -11,6 +11,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2), the only one gRPC speaks.
@@ -47,6 +48,17 @@ pub struct ClientTls {
 impl ClientTls {
     /// The rustls client configuration these settings describe.
     pub fn config(&self) -> Result<Arc<ClientConfig>, TlsError> {
+        self.config_noting(None)
+    }
+
+    /// [`ClientTls::config`]; without a client certificate, `requested` (when given) is set
+    /// once a server asks for one — so a server that then hangs up can be told apart from
+    /// one that went away (BoringSSL-based servers close the connection after a TLS 1.3
+    /// handshake without an alert).
+    pub fn config_noting(
+        &self,
+        requested: Option<Arc<AtomicBool>>,
+    ) -> Result<Arc<ClientConfig>, TlsError> {
         let provider = provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -78,7 +90,12 @@ impl ClientTls {
                     "--key needs --cert: give the client certificate (PEM) too",
                 ))
             }
-            (None, None) => builder.with_no_client_auth(),
+            (None, None) => match requested {
+                Some(requested) => {
+                    builder.with_client_cert_resolver(Arc::new(NoteCertificateRequest(requested)))
+                }
+                None => builder.with_no_client_auth(),
+            },
         };
         config.alpn_protocols = vec![ALPN_H2.to_vec()];
         Ok(Arc::new(config))
@@ -131,15 +148,20 @@ pub struct TlsClient {
     pub config: Arc<ClientConfig>,
     /// The server name sent and verified.
     pub server_name: ServerName<'static>,
+    /// Set once a server asked for a client certificate we did not have (never set when
+    /// `--cert` is given).
+    pub certificate_requested: Arc<AtomicBool>,
 }
 
 impl TlsClient {
     /// The client for `settings`, connecting to `host` (the target's host, used as the
     /// server name unless `--cname` says otherwise).
     pub fn new(settings: &ClientTls, host: &str) -> Result<TlsClient, TlsError> {
+        let certificate_requested = Arc::new(AtomicBool::new(false));
         Ok(TlsClient {
-            config: settings.config()?,
+            config: settings.config_noting(Some(Arc::clone(&certificate_requested)))?,
             server_name: settings.server_name(host)?,
+            certificate_requested,
         })
     }
 
@@ -148,6 +170,26 @@ impl TlsClient {
     pub fn for_target(settings: &ClientTls, target: &str) -> Result<TlsClient, TlsError> {
         let host = target.rsplit_once(':').map_or(target, |(host, _)| host);
         TlsClient::new(settings, host)
+    }
+}
+
+/// A client without a certificate that notes whether a server asked for one.
+#[derive(Debug)]
+struct NoteCertificateRequest(Arc<AtomicBool>);
+
+impl rustls::client::ResolvesClientCert for NoteCertificateRequest {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.0.store(true, Ordering::Relaxed);
+        // None: the handshake goes on without client authentication, as with no resolver.
+        None
+    }
+
+    fn has_certs(&self) -> bool {
+        false
     }
 }
 

@@ -264,26 +264,36 @@ pub async fn await_tls13_verdict(
     tcp: &TcpStream,
     session: &mut rustls::ClientConnection,
     wait: std::time::Duration,
-) -> Result<(), rustls::Error> {
+) -> Result<Tls13Verdict, rustls::Error> {
     if session.protocol_version() != Some(rustls::ProtocolVersion::TLSv1_3) {
-        return Ok(());
+        return Ok(Tls13Verdict::Open);
     }
     let verdict = tokio::time::timeout(wait, async {
         loop {
             if tcp.readable().await.is_err() {
-                return Ok(());
+                return Ok(Tls13Verdict::Open);
             }
             match tcp.try_io(Interest::READABLE, || session.read_tls(&mut SocketIo(tcp))) {
-                // The end of the stream is the connection's to report, as for plaintext.
-                Ok(0) => return Ok(()),
-                Ok(_) => return session.process_new_packets().map(|_| ()),
+                // The end of the stream (or a reset) before any record: the caller decides
+                // what it means (a refused client certificate, when one was asked for).
+                Ok(0) => return Ok(Tls13Verdict::Closed),
+                Ok(_) => return session.process_new_packets().map(|_| Tls13Verdict::Open),
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(_) => return Ok(()),
+                Err(_) => return Ok(Tls13Verdict::Closed),
             }
         }
     })
     .await;
-    verdict.unwrap_or(Ok(()))
+    verdict.unwrap_or(Ok(Tls13Verdict::Open))
+}
+
+/// What the server did right after a TLS 1.3 handshake, short of an alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tls13Verdict {
+    /// It sent records (or nothing within the wait): the connection is open.
+    Open,
+    /// It closed the connection before sending any record.
+    Closed,
 }
 
 /// Blocking-style `Read`/`Write` over the non-blocking socket, for rustls's `read_tls` and

@@ -22,7 +22,7 @@ mod io;
 pub mod server;
 mod stream_map;
 
-pub use io::{await_tls13_verdict, Socket};
+pub use io::{await_tls13_verdict, Socket, Tls13Verdict};
 
 /// Which HTTP/2 implementation a grpclab client or server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -737,3 +737,81 @@ fn grpcio_reflection_client_reads_lab_and_tonic() {
         );
     }
 }
+
+/// A grpcio server that requires a client certificate (BoringSSL: after a TLS 1.3 handshake it
+/// hangs up without an alert) is found out before the run: without --cert, one line naming
+/// --cert and --key, exit 2, no call counted; with a certificate its CA signed, every call OK.
+#[test]
+fn grpcio_requiring_a_client_certificate_is_named_before_the_run() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_tools, grpc_reflection"]),
+        "python3 grpcio, grpcio-tools, grpcio-reflection",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ca = common::pki::TestCa::new(dir.path(), "main");
+    let leaf = ca.leaf(dir.path(), "server", false);
+    let client = ca.leaf(dir.path(), "client", false);
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let (mut server, target) = python_server(
+        "grpcio_reflection_server.py",
+        &[
+            format!("{repo}/scenarios/complex_proto"),
+            leaf.cert.display().to_string(),
+            leaf.key.display().to_string(),
+            ca.cert.display().to_string(),
+        ],
+    );
+    for transport in ["lab", "h2"] {
+        let refused = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+            .args(["load", &target, "--scenario", "complex_proto"])
+            .arg("--cacert")
+            .arg(&ca.cert)
+            .args(["--transport", transport, "-n", "50", "--no-history"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{transport}: {stderr}");
+        assert!(
+            refused.stdout.is_empty(),
+            "{transport}: no summary, no call counted"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{transport}: one line: {stderr}");
+        assert!(
+            stderr.contains("--cert") && stderr.contains("--key"),
+            "{transport}: {stderr}"
+        );
+        let accepted = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+            .args(["load", &target, "--scenario", "complex_proto"])
+            .arg("--cacert")
+            .arg(&ca.cert)
+            .arg("--cert")
+            .arg(&client.cert)
+            .arg("--key")
+            .arg(&client.key)
+            .args([
+                "--transport",
+                transport,
+                "-n",
+                "50",
+                "--no-history",
+                "-O",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            accepted.status.success(),
+            "{transport}: {}",
+            String::from_utf8_lossy(&accepted.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&accepted.stdout).unwrap();
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 50,
+            "{transport}: {report:#}"
+        );
+    }
+    drop(server.stdin.take());
+    let _ = server.wait();
+}

@@ -52,9 +52,20 @@ pub(crate) async fn tls_handshake(
             )
         })?;
     let (tcp, session) = stream.get_mut();
-    grpclab_h2::await_tls13_verdict(tcp, session, timeout.min(CLIENT_VERDICT_WAIT))
+    let verdict = grpclab_h2::await_tls13_verdict(tcp, session, timeout.min(CLIENT_VERDICT_WAIT))
         .await
         .map_err(|err| format!("{target}: {}", grpclab_core::tls::explain_tls_error(&err)))?;
+    // BoringSSL-based servers (grpcio, grpc-go's peers in C) that require a certificate we
+    // did not give hang up after the handshake without an alert: say why.
+    if verdict == grpclab_h2::Tls13Verdict::Closed
+        && tls
+            .certificate_requested
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Err(format!(
+            "{target}: the server asked for a client certificate and closed the connection when none was given: give one with --cert and --key (mutual TLS)"
+        ));
+    }
     let (_, session) = stream.get_ref();
     if let Some(protocol) = session.alpn_protocol() {
         if protocol != grpclab_core::tls::ALPN_H2 {

@@ -2,8 +2,9 @@
 reflection from grpcio-reflection, which speaks only grpc.reflection.v1alpha): the peer for
 grpclab's reflection client. Prints its port, serves until its standard input closes.
 
-Usage: grpcio_reflection_server.py PROTO_DIR [CERT.pem KEY.pem]
-       (PROTO_DIR holds helloworld.proto; with CERT and KEY it serves TLS, grpcio's own stack)
+Usage: grpcio_reflection_server.py PROTO_DIR [CERT.pem KEY.pem [CLIENT_CA.pem]]
+       (PROTO_DIR holds helloworld.proto; with CERT and KEY it serves TLS, grpcio's own stack;
+       with CLIENT_CA it requires client certificates signed by that CA: mutual TLS)
 """
 import os
 import sys
@@ -38,7 +39,13 @@ def main():
     reflection.enable_server_reflection(services, server)
     if len(sys.argv) > 3:
         with open(sys.argv[2], "rb") as cert, open(sys.argv[3], "rb") as key:
-            credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+            pair = (key.read(), cert.read())
+        if len(sys.argv) > 4:
+            with open(sys.argv[4], "rb") as client_ca:
+                credentials = grpc.ssl_server_credentials(
+                    [pair], root_certificates=client_ca.read(), require_client_auth=True)
+        else:
+            credentials = grpc.ssl_server_credentials([pair])
         port = server.add_secure_port("127.0.0.1:0", credentials)
     else:
         port = server.add_insecure_port("127.0.0.1:0")

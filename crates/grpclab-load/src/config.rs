@@ -246,12 +246,28 @@ pub struct StreamSettings {
 /// or the h2 crate (`H2`, the reference).
 pub use grpclab_h2::Transport;
 
+/// How a run's connections are spread over the target's addresses: gRPC's load-balancing
+/// policies of the same names (ghz's `--lb-strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Balance {
+    /// Every connection to one address.
+    #[default]
+    PickFirst,
+    /// Connection `i` to address `i mod n`.
+    RoundRobin,
+}
+
 /// A complete description of one load run. Build it, [`validate`](LoadConfig::validate) it,
 /// pass it to [`run`](crate::run).
 #[derive(Clone)]
 pub struct LoadConfig {
-    /// The server's address.
+    /// The server's address (with several, the first, or the first that accepted a
+    /// connection: gRPC's pick_first).
     pub target: SocketAddr,
+    /// Every address the target resolved to, in order (`target` among them).
+    pub addresses: Vec<SocketAddr>,
+    /// How connections are spread over `addresses`.
+    pub balance: Balance,
     /// The `:authority` to send (what the user typed as `HOST:PORT`).
     pub authority: String,
     /// The `:path` of the call, `/package.Service/Method`.
@@ -369,6 +385,16 @@ impl std::fmt::Debug for LoadConfig {
 pub struct ConfigError(pub String);
 
 impl LoadConfig {
+    /// The address connection `connection` dials.
+    pub fn target_for(&self, connection: usize) -> SocketAddr {
+        match self.balance {
+            Balance::RoundRobin if !self.addresses.is_empty() => {
+                self.addresses[connection % self.addresses.len()]
+            }
+            _ => self.target,
+        }
+    }
+
     /// How many streams connection `connection` carries: `concurrency` spread evenly.
     pub(crate) fn streams_on(&self, connection: usize) -> usize {
         let base = self.concurrency / self.connections;
@@ -390,6 +416,8 @@ impl LoadConfig {
     pub fn new(target: SocketAddr, path: &str, requests: Vec<Bytes>) -> LoadConfig {
         LoadConfig {
             target,
+            addresses: vec![target],
+            balance: Balance::PickFirst,
             authority: target.to_string(),
             path: path.to_owned(),
             requests,

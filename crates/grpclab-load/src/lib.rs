@@ -34,8 +34,8 @@ mod thread;
 mod transport;
 
 pub use config::{
-    CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing, ReplyValidator,
-    RequestRenderer, Shard, ShardShare, StreamSettings, Transport, CONNECT_TIMEOUT,
+    Balance, CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing,
+    ReplyValidator, RequestRenderer, Shard, ShardShare, StreamSettings, Transport, CONNECT_TIMEOUT,
     DEFAULT_START_TOLERANCE, MAX_SCHEDULED_STREAMS,
 };
 pub use progress::{

@@ -542,8 +542,8 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
         // ghz flags grpclab does not take: refused by name, not with clap's tip to use `--`.
         (&["--async"], &["--async", "give --rps"]),
         (
-            &["--lb-strategy", "round_robin"],
-            &["--lb-strategy is a ghz flag"],
+            &["--lb-strategy", "grpclb"],
+            &["--lb-strategy", "pick_first", "round_robin"],
         ),
         (
             &["--disable-template-functions"],

@@ -93,11 +93,6 @@ fn config_files_that_cannot_be_used_are_one_line() {
             "--async sends calls on a rate's schedule",
         ),
         (
-            "lb.json",
-            Some("{\"lb-strategy\": \"round_robin\"}"),
-            "--lb-strategy is a ghz flag grpclab does not take",
-        ),
-        (
             "templates.json",
             Some("{\"disable-template-data\": true}"),
             "--disable-template-data is a ghz flag grpclab does not take",

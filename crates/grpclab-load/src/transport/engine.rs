@@ -34,7 +34,12 @@ pub(crate) async fn open(
 ) -> Result<Vec<(usize, Socket)>, String> {
     let mut connections = Vec::new();
     for index in indexes {
-        let socket = connect(config.target, config.connect_timeout, config.tls.as_ref()).await?;
+        let socket = connect(
+            config.target_for(index),
+            config.connect_timeout,
+            config.tls.as_ref(),
+        )
+        .await?;
         connections.push((index, socket));
     }
     Ok(connections)
@@ -417,7 +422,7 @@ async fn connection_loop(
 ) {
     let template = request_template(&thread.shared.config);
     let stop = thread.schedule.stop_token().clone();
-    let target = thread.shared.config.target;
+    let target = thread.shared.config.target_for(connection);
     let mut source = LabSource {
         thread: Rc::clone(&thread),
         held: std::collections::VecDeque::new(),

@@ -371,6 +371,17 @@ pub enum HistoryFormat {
     Csv,
 }
 
+/// `--lb-strategy`'s values, spelled as gRPC and ghz spell them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LbStrategy {
+    /// Every connection to the first address that accepts one.
+    #[value(name = "pick_first")]
+    PickFirst,
+    /// Connection i to address i mod n.
+    #[value(name = "round_robin")]
+    RoundRobin,
+}
+
 /// `grpclab report RESULTS [-o FILE] [--format html|md]`
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -712,6 +723,14 @@ pub struct LoadArgs {
     /// crate, the reference).
     #[arg(long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
     pub transport: TransportArg,
+    /// How connections are spread over the target's addresses (ghz's flag, gRPC's
+    /// policies): pick_first (every connection to the first address that accepts one) or
+    /// round_robin (connection i to address i mod n). A target may name several: HOST:PORT
+    /// and dns:///HOST:PORT (every address of the name), ipv4:A:PORT,B:PORT,
+    /// ipv6:[A]:PORT,[B]:PORT.
+    #[arg(long = "lb-strategy", value_enum, default_value_t = LbStrategy::PickFirst, value_name = "STRATEGY")]
+    pub lb_strategy: LbStrategy,
+
     /// Where the run is stored.
     #[command(flatten)]
     pub history: HistoryFlagArgs,
@@ -1175,8 +1194,6 @@ pub struct UnsupportedGhzFlags {
     disable_template_functions: bool,
     #[arg(long, hide = true)]
     disable_template_data: bool,
-    #[arg(long, hide = true, value_name = "STRATEGY")]
-    lb_strategy: Option<String>,
     #[arg(long, hide = true, value_name = "PATH")]
     debug: Option<String>,
 }
@@ -1193,9 +1210,6 @@ impl UnsupportedGhzFlags {
             return Some(format!(
                 "{flag} is a ghz flag grpclab does not take: grpclab renders a call template only when -d/-D holds '{{{{', and a payload without one costs nothing extra; remove the flag"
             ));
-        }
-        if self.lb_strategy.is_some() {
-            return Some("--lb-strategy is a ghz flag grpclab does not take: grpclab dials the one HOST:PORT it is given (no name resolution across several backends); remove the flag, and run one load per backend".to_owned());
         }
         if self.debug.is_some() {
             return Some("--debug is a ghz flag grpclab does not take: grpclab has no debug log; errors are one line each, -O json lists every status and error message, and --details=N lists calls one by one; remove the flag".to_owned());

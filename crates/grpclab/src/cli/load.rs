@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::args::{
-    DurationStopArg, LoadArgs, OutputFormat, ScenarioArgs, ScheduleShape, TransportArg,
+    DurationStopArg, LbStrategy, LoadArgs, OutputFormat, ScenarioArgs, ScheduleShape, TransportArg,
 };
 use super::exporter_for;
 use crate::export::{Report, RunOptions, TlsOptions};
@@ -69,7 +69,13 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             "--async sends calls on a rate's schedule whatever is in flight: give --rps R with it (grpclab's --rps always works that way); without a rate, -c N keeps N calls in flight".to_owned(),
         ));
     }
-    let target = resolve(&args.target)?;
+    let mut resolved = resolve(&args.target)?;
+    let target = pick_first(&resolved.addresses, args.connect_timeout);
+    if args.lb_strategy == LbStrategy::PickFirst {
+        // The address picked first, so a report lists the one that carried the run first.
+        resolved.addresses.retain(|address| *address != target);
+        resolved.addresses.insert(0, target);
+    }
     let metadata_json = match (&args.metadata, &args.metadata_file) {
         (Some(json), _) => Some(json.clone()),
         (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|err| {
@@ -101,6 +107,11 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     )?;
     let scenario = &loaded.scenario;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
+    config.addresses = resolved.addresses.clone();
+    config.balance = match args.lb_strategy {
+        LbStrategy::PickFirst => grpclab_load::Balance::PickFirst,
+        LbStrategy::RoundRobin => grpclab_load::Balance::RoundRobin,
+    };
     config.authority = match &args.authority {
         Some(authority) => {
             // It goes on the wire as a header value: refuse what cannot.
@@ -111,7 +122,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             })?;
             authority.clone()
         }
-        None => args.target.clone(),
+        None => resolved.authority.clone(),
     };
     // ghz's templates in metadata values: the call's names are filled in; values that would
     // vary per call are refused (our engine sends one header block for every call).
@@ -275,6 +286,20 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         tags: parse_string_map("--tags", args.tags.as_deref())?.unwrap_or_default(),
         host: args.target.clone(),
         authority: config.authority.clone(),
+        addresses: if config.addresses.len() > 1 {
+            config.addresses.iter().map(ToString::to_string).collect()
+        } else {
+            Vec::new()
+        },
+        lb_strategy: if config.addresses.len() > 1 {
+            match args.lb_strategy {
+                LbStrategy::PickFirst => "pick_first",
+                LbStrategy::RoundRobin => "round_robin",
+            }
+            .to_owned()
+        } else {
+            String::new()
+        },
         call: scenario.method().full_name().to_owned(),
         scenario: loaded.label.clone(),
         proto: args
@@ -560,7 +585,7 @@ fn client_tls(args: &LoadArgs) -> Result<Option<TlsClient>, InputError> {
         server_name: args.cname.clone(),
         skip_verify: args.skip_tls,
     };
-    let client = TlsClient::for_target(&settings, &args.target)
+    let client = TlsClient::for_target(&settings, &resolve_name(&args.target).0)
         .map_err(|err| InputError(err.to_string()))?;
     if args.skip_tls {
         // Said loudly: nothing checks who answers. Best effort on a closed stderr.
@@ -655,21 +680,103 @@ fn path_text(path: Option<&Path>) -> String {
     path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-fn resolve(target: &str) -> Result<SocketAddr, InputError> {
-    let hint = "give HOST:PORT, e.g. 127.0.0.1:50051";
+/// A target as gRPC names them: `HOST:PORT` and `dns:///HOST:PORT` (every address the name
+/// resolves to), `ipv4:A:PORT[,B:PORT...]`, `ipv6:[A]:PORT[,[B]:PORT...]`.
+#[derive(Debug)]
+struct Resolved {
+    /// The `:authority` to send: the name and port as typed (the first address for ipv4:/ipv6:).
+    authority: String,
+    /// Every address, in order, each once.
+    addresses: Vec<SocketAddr>,
+}
+
+/// The part of a target that names its host: `HOST:PORT` without a `dns:` scheme; for an
+/// address list, its first entry. The second value says whether it is an address list.
+fn resolve_name(target: &str) -> (String, bool) {
+    let target = target.trim();
+    if let Some(rest) = target
+        .strip_prefix("ipv4:")
+        .or_else(|| target.strip_prefix("ipv6:"))
+    {
+        return (rest.split(',').next().unwrap_or("").trim().to_owned(), true);
+    }
+    let name = target
+        .strip_prefix("dns:///")
+        .or_else(|| target.strip_prefix("dns:"))
+        .unwrap_or(target);
+    (name.to_owned(), false)
+}
+
+fn resolve(target: &str) -> Result<Resolved, InputError> {
+    let hint = "give HOST:PORT (e.g. 127.0.0.1:50051), dns:///HOST:PORT, or ipv4:A:PORT,B:PORT";
     if target.is_empty() {
         return Err(InputError(format!(
             "say which server to load: {hint} (or \"host\" in --config)"
         )));
     }
-    if !target.contains(':') {
-        return Err(InputError(format!("'{target}' has no port; {hint}")));
+    if target.starts_with("unix:") {
+        return Err(InputError(format!(
+            "'{target}': unix sockets are not supported yet; {hint}"
+        )));
     }
-    target
-        .to_socket_addrs()
-        .map_err(|err| InputError(format!("cannot resolve '{target}': {err}; {hint}")))?
-        .next()
-        .ok_or_else(|| InputError(format!("'{target}' resolves to no address; {hint}")))
+    let (name, list) = resolve_name(target);
+    let mut addresses: Vec<SocketAddr> = Vec::new();
+    if list {
+        let scheme = &target[..5];
+        for entry in target[5..].split(',').map(str::trim) {
+            let address: SocketAddr = entry.parse().map_err(|_| {
+                InputError(format!(
+                    "'{entry}' in '{target}' is not an address with a port: write {scheme}{}",
+                    if scheme == "ipv6:" {
+                        "[::1]:50051,[::2]:50051"
+                    } else {
+                        "127.0.0.2:50051,127.0.0.3:50051"
+                    }
+                ))
+            })?;
+            if !addresses.contains(&address) {
+                addresses.push(address);
+            }
+        }
+    } else {
+        if !name.contains(':') {
+            return Err(InputError(format!("'{target}' has no port; {hint}")));
+        }
+        for address in name
+            .to_socket_addrs()
+            .map_err(|err| InputError(format!("cannot resolve '{target}': {err}; {hint}")))?
+        {
+            if !addresses.contains(&address) {
+                addresses.push(address);
+            }
+        }
+    }
+    if addresses.is_empty() {
+        return Err(InputError(format!(
+            "'{target}' resolves to no address; {hint}"
+        )));
+    }
+    Ok(Resolved {
+        authority: name,
+        addresses,
+    })
+}
+
+/// gRPC's pick_first: the first address that accepts a connection (each tried for at most
+/// the connect timeout); the first address when none does (the run's own connect then says
+/// why). One address is taken as it is.
+fn pick_first(addresses: &[SocketAddr], connect_timeout: std::time::Duration) -> SocketAddr {
+    if addresses.len() > 1 {
+        for address in addresses {
+            if std::net::TcpStream::connect_timeout(address, connect_timeout).is_ok() {
+                return *address;
+            }
+        }
+    }
+    addresses
+        .first()
+        .copied()
+        .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)))
 }
 
 /// ghz's step and line schedules as [`Pacing::Steps`]; each missing or misplaced flag named.
@@ -1085,6 +1192,17 @@ mod tests {
     #[test]
     fn targets_need_a_port() {
         assert!(resolve("localhost").unwrap_err().0.contains("no port"));
-        assert_eq!(resolve("127.0.0.1:9").unwrap().port(), 9);
+        assert_eq!(resolve("127.0.0.1:9").unwrap().addresses[0].port(), 9);
+        let listed = resolve("ipv4:127.0.0.2:9,127.0.0.3:9,127.0.0.2:9").unwrap();
+        assert_eq!(listed.addresses.len(), 2, "each address once");
+        assert_eq!(listed.authority, "127.0.0.2:9");
+        let named = resolve("dns:///localhost:9").unwrap();
+        assert_eq!(named.authority, "localhost:9");
+        assert!(named.addresses.iter().all(|a| a.ip().is_loopback()));
+        assert!(resolve("ipv4:127.0.0.2")
+            .unwrap_err()
+            .0
+            .contains("not an address"));
+        assert!(resolve("unix:/tmp/s.sock").unwrap_err().0.contains("unix"));
     }
 }

@@ -172,6 +172,43 @@ pub struct DetailsKept {
     pub which: String,
 }
 
+/// One of the target's addresses and how many of the run's connections dialled it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddressShare {
+    /// `IP:PORT`.
+    pub address: String,
+    /// Connections to it.
+    pub connections: u64,
+}
+
+impl AddressShare {
+    /// The shares of a run's options: round_robin gives connection i to address i mod n,
+    /// pick_first every connection to the first (the one that accepted).
+    pub fn of(options: &RunOptions) -> Vec<AddressShare> {
+        let count = options.addresses.len();
+        if count < 2 {
+            return Vec::new();
+        }
+        let connections = options.connections as u64;
+        options
+            .addresses
+            .iter()
+            .enumerate()
+            .map(|(index, address)| AddressShare {
+                address: address.clone(),
+                connections: if options.lb_strategy == "round_robin" {
+                    connections / count as u64
+                        + u64::from((index as u64) < connections % count as u64)
+                } else if index == 0 {
+                    connections
+                } else {
+                    0
+                },
+            })
+            .collect()
+    }
+}
+
 /// The run's settings: ghz's `Options` field for field (names as ghz spells them), then
 /// grpclab's own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +242,17 @@ pub struct JsonOptions {
     pub insecure: bool,
     /// The `:authority` sent.
     pub authority: String,
+    /// ghz's `--lb-strategy`; omitted with one address.
+    #[serde(
+        rename = "lb-strategy",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub lb_strategy: String,
+    /// grpclab: every address the target resolved to, with the connections each got (in
+    /// connection order, as `--lb-strategy` spread them); omitted with one address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<AddressShare>,
     /// The open-loop rate rounded to an integer, as ghz's type holds it; 0 = closed loop.
     /// The exact rate is `rate`.
     pub rps: u64,
@@ -320,6 +368,8 @@ impl JsonOptions {
             } else {
                 options.authority.clone()
             },
+            lb_strategy: options.lb_strategy.clone(),
+            addresses: AddressShare::of(options),
             rps: options.rps.round() as u64,
             load_schedule: if options.load.schedule.is_empty() {
                 "const".to_owned()

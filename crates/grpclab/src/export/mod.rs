@@ -51,6 +51,11 @@ pub struct RunOptions {
     pub host: String,
     /// The `:authority` sent (the host unless `--authority`).
     pub authority: String,
+    /// Every address the target resolved to, when it named more than one.
+    pub addresses: Vec<String>,
+    /// `--lb-strategy` (`pick_first` or `round_robin`), when the target had several
+    /// addresses.
+    pub lb_strategy: String,
     /// `package.Service.Method`.
     pub call: String,
     /// The scenario or .proto the call came from.

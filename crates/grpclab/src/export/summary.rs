@@ -202,6 +202,19 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             nano_unit(latency.average)
         )?;
     }
+    let shares = super::json::AddressShare::of(&report.options);
+    if !shares.is_empty() {
+        let listed: Vec<String> = shares
+            .iter()
+            .map(|share| format!("{} ({} conn)", share.address, share.connections))
+            .collect();
+        writeln!(
+            out,
+            "  Addresses ({}):\t{}",
+            report.options.lb_strategy,
+            listed.join(", ")
+        )?;
+    }
     if result.reconnects > 0 {
         writeln!(out, "  Reconnections:\t{}", result.reconnects)?;
     }

@@ -221,6 +221,12 @@ fn run_options(json: &JsonReport) -> RunOptions {
         tags: json.tags.clone(),
         host: o.host.clone(),
         authority: o.authority.clone(),
+        addresses: o
+            .addresses
+            .iter()
+            .map(|share| share.address.clone())
+            .collect(),
+        lb_strategy: o.lb_strategy.clone(),
         call: o.call.clone(),
         scenario: o.scenario.clone(),
         proto: (!o.proto.is_empty()).then(|| o.proto.clone()),

@@ -44,8 +44,12 @@ pub(crate) async fn open(
     let template = Rc::new(call_template(config)?);
     let mut open = Vec::new();
     for index in indexes {
-        let (sender, driver) =
-            connection::connect(config.target, config.connect_timeout, config.tls.as_ref()).await?;
+        let (sender, driver) = connection::connect(
+            config.target_for(index),
+            config.connect_timeout,
+            config.tls.as_ref(),
+        )
+        .await?;
         open.push((index, sender, driver));
     }
     Ok(Connections { template, open })
@@ -69,7 +73,7 @@ pub(crate) fn start(
         });
         tokio::task::spawn_local(connection::drive(
             connection::Dial {
-                target: config.target,
+                target: config.target_for(connection_index),
                 connect_timeout: config.connect_timeout,
                 tls: config.tls.clone(),
                 keepalive: config.keepalive,

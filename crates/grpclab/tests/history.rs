@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{grpclab, Server};
+use common::{chromium, grpclab, Server, CHROMIUM_FLAGS};
 
 /// `grpclab` with no history settings from the environment.
 fn clean(mut command: Command) -> Command {
@@ -638,29 +638,6 @@ fn the_trend_page_shows_the_stored_figures() {
         "a picture"
     );
 }
-
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            Command::new(name)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-}
-
-const CHROMIUM_FLAGS: [&str; 9] = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--hide-scrollbars",
-    "--enable-logging=stderr",
-    "--v=0",
-    "--disable-background-networking",
-    "--no-first-run",
-    "--disable-quic",
-];
 
 /// Results measured before the store: a load JSON, ghz's JSON, a bench folder and a compare
 /// folder are imported once (a second import stores nothing again).

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{grpclab, Server};
+use common::{chromium, grpclab, Server, CHROMIUM_FLAGS};
 use std::path::{Path, PathBuf};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bench-report");
@@ -318,17 +318,6 @@ fn screenshot_dir() -> PathBuf {
     dir
 }
 
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            std::process::Command::new(name)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-}
-
 /// The rendered DOM of `page` in headless chromium, and every line its console printed (our
 /// pages print nothing: any line is a failure).
 fn dump_dom(browser: &str, page: &Path) -> (String, Vec<String>) {
@@ -350,21 +339,6 @@ fn dump_dom(browser: &str, page: &Path) -> (String, Vec<String>) {
         .collect();
     (String::from_utf8_lossy(&dom.stdout).into_owned(), console)
 }
-
-/// Headless, no sandbox (root in CI), logging the console to stderr, no network of its own.
-const CHROMIUM_FLAGS: [&str; 11] = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--hide-scrollbars",
-    "--enable-logging=stderr",
-    "--v=0",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-];
 
 /// The console check can fail: a page that throws, and one that logs an error, are caught.
 #[test]

@@ -48,14 +48,18 @@ fn open(store: &StoreArgs) -> Result<(Store, history::Backend), InputError> {
             )));
         }
     }
-    let store = Store::open(&backend).map_err(|err| {
+    Ok((connect(&backend)?, backend))
+}
+
+/// Opens (or creates) the store at `backend`; its error said without a password.
+fn connect(backend: &history::Backend) -> Result<Store, InputError> {
+    Store::open(backend).map_err(|err| {
         InputError(format!(
             "cannot open the history store {}: {}",
             backend.describe(),
             backend.redact(&err)
         ))
-    })?;
-    Ok((store, backend))
+    })
 }
 
 /// Stores one finished load run (its JSON report as written) and returns what its reports
@@ -171,10 +175,10 @@ pub fn baseline_source(
         store.get(id).map_err(failed)
     };
     let from_record = |run: &StoredRun, result: &str| -> Result<Baseline, String> {
-        if run.result_kind != "compare" {
+        if run.record.result_kind != "compare" {
             return Err(format!(
                 "run {} is a {} run, not a compare side",
-                run.id, run.command
+                run.id, run.record.command
             ));
         }
         let value: serde_json::Value =
@@ -213,7 +217,13 @@ pub fn baseline_source(
             ..Filter::default()
         })
         .map_err(failed)?;
-    for run in runs.iter().rev() {
+    // The settings column is the compare's RunSettings: only a match is read in full.
+    let wanted = serde_json::to_value(settings).unwrap_or(serde_json::Value::Null);
+    for run in runs
+        .iter()
+        .rev()
+        .filter(|run| run.record.settings == wanted)
+    {
         let Some((run, result)) = read(&mut store, run.id)? else {
             continue;
         };
@@ -361,21 +371,22 @@ fn cells(run: &StoredRun) -> Vec<String> {
         |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
     vec![
         run.id.to_string(),
-        run.started_at.clone(),
-        run.command.clone(),
-        run.implementation.clone(),
-        run.scenario.clone(),
-        run.target.clone(),
-        real(run.figures.rps, 1),
-        ms(run.figures.p50_ns),
-        ms(run.figures.p99_ns),
-        run.figures
+        run.record.started_at.clone(),
+        run.record.command.clone(),
+        run.record.implementation.clone(),
+        run.record.scenario.clone(),
+        run.record.target.clone(),
+        real(run.record.figures.rps, 1),
+        ms(run.record.figures.p50_ns),
+        ms(run.record.figures.p99_ns),
+        run.record
+            .figures
             .errors
             .map_or("-".to_owned(), |errors| errors.to_string()),
-        real(run.figures.cpu_ns_per_call.map(|ns| ns / 1e3), 2),
-        real(run.figures.server_cpu_percent, 1),
-        run.machine.host.clone(),
-        run.git_commit.chars().take(10).collect(),
+        real(run.record.figures.cpu_ns_per_call.map(|ns| ns / 1e3), 2),
+        real(run.record.figures.server_cpu_percent, 1),
+        run.record.machine.host.clone(),
+        run.record.git_commit.chars().take(10).collect(),
     ]
 }
 
@@ -482,25 +493,20 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
         runs.extend(history::import::records_of(path)?);
     }
     let backend = backend(store)?;
-    let mut opened = Store::open(&backend).map_err(|err| {
-        InputError(format!(
-            "cannot open the history store {}: {}",
-            backend.describe(),
-            backend.redact(&err)
-        ))
-    })?;
+    let mut opened = connect(&backend)?;
     // A run already stored (same configuration, same start) is not stored twice.
     let mut fresh = Vec::new();
     let mut skipped = 0;
     for run in runs {
         let same = opened
             .list(&Filter {
-                config_key: Some(run.config_key.clone()),
+                config_key: Some(run.record.config_key.clone()),
                 ..Filter::default()
             })
             .map_err(|err| InputError(backend.redact(&err)))?;
         if same.iter().any(|stored| {
-            stored.started_unix_ms == run.started_unix_ms && stored.source == run.source
+            stored.record.started_unix_ms == run.record.started_unix_ms
+                && stored.record.source == run.record.source
         }) {
             skipped += 1;
         } else {
@@ -509,7 +515,7 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
     }
     let batch = format!("import-{}-{}", history::now_unix_ms(), std::process::id());
     for run in &mut fresh {
-        run.batch = batch.clone();
+        run.record.batch = batch.clone();
     }
     let ids = opened
         .insert(&fresh)

@@ -107,9 +107,10 @@ impl Figures {
     }
 }
 
-/// A run to store.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewRun {
+/// What identifies a run and its headline figures: the columns of the store, the same for a
+/// run to store ([`NewRun`]) and one read back ([`StoredRun`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
     /// When it started, RFC 3339 UTC.
     pub started_at: String,
     /// The same, milliseconds since the epoch (for ordering and `--since`).
@@ -142,8 +143,15 @@ pub struct NewRun {
     pub source: String,
     /// The headline figures.
     pub figures: Figures,
-    /// What `result` holds: `load`, `bench` or `compare`.
+    /// What the run's whole result holds: `load`, `bench`, `compare` or `ghz`.
     pub result_kind: String,
+}
+
+/// A run to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// Its columns.
+    pub record: RunRecord,
     /// The whole result as JSON (histograms included), so the run can be rendered again.
     pub result: String,
 }
@@ -153,40 +161,9 @@ pub struct NewRun {
 pub struct StoredRun {
     /// Its id.
     pub id: i64,
-    /// When it started, RFC 3339 UTC.
-    pub started_at: String,
-    /// The same in milliseconds since the epoch.
-    pub started_unix_ms: i64,
-    /// `load`, `bench` or `compare`.
-    pub command: String,
-    /// Shared by the runs of one invocation.
-    pub batch: String,
-    /// The server addressed.
-    pub target: String,
-    /// The implementation.
-    pub implementation: String,
-    /// The scenario or call.
-    pub scenario: String,
-    /// The configuration's key.
-    pub config_key: String,
-    /// Every setting.
-    pub settings: serde_json::Value,
-    /// Its tags.
-    pub tags: BTreeMap<String, String>,
-    /// How it ended.
-    pub status: String,
-    /// Where it ran.
-    pub machine: Machine,
-    /// grpclab's version.
-    pub version: String,
-    /// grpclab's git commit.
-    pub git_commit: String,
-    /// Its results folder or file.
-    pub source: String,
-    /// The headline figures.
-    pub figures: Figures,
-    /// What its result holds.
-    pub result_kind: String,
+    /// Its columns (flattened: the JSON of `grpclab history -O json` lists them beside `id`).
+    #[serde(flatten)]
+    pub record: RunRecord,
 }
 
 /// Which runs `grpclab history` lists; every field given must match.
@@ -306,7 +283,7 @@ impl Recorder {
             Some(Ok(backend)) => backend.clone(),
         };
         for run in &mut runs {
-            run.batch = self.batch.clone();
+            run.record.batch = self.batch.clone();
         }
         // Its own thread: the PostgreSQL driver runs a runtime of its own (never inside the
         // caller's), and a panic in a driver costs the history, never the run.
@@ -336,7 +313,7 @@ fn store_and_compare(backend: &Backend, runs: &[NewRun]) -> Result<Recorded, Str
     let mut against = Vec::with_capacity(runs.len());
     for (run, id) in runs.iter().zip(&ids) {
         let earlier = store.list(&Filter {
-            config_key: Some(run.config_key.clone()),
+            config_key: Some(run.record.config_key.clone()),
             before_id: Some(*id),
             limit: Some(crate::verdict::previous::SPREAD_RUNS),
             ..Filter::default()
@@ -345,11 +322,11 @@ fn store_and_compare(backend: &Backend, runs: &[NewRun]) -> Result<Recorded, Str
             .iter()
             .map(|run| crate::verdict::previous::EarlierRun {
                 id: run.id,
-                started_at: run.started_at.clone(),
-                figures: run.figures.judged(),
+                started_at: run.record.started_at.clone(),
+                figures: run.record.figures.judged(),
             })
             .collect();
-        against.push(Previous::of(&run.figures.judged(), &earlier));
+        against.push(Previous::of(&run.record.figures.judged(), &earlier));
     }
     Ok(Recorded {
         ids,

@@ -132,30 +132,32 @@ pub fn from_load(report: &JsonReport, text: &str, source: &str, machine: Machine
     let (started_at, started_unix_ms) = started(&report.date, report.whole_run);
     let (version, git_commit) = this_build();
     NewRun {
-        config_key: config_key(
-            "load",
-            &target,
-            &implementation,
-            &scenario,
-            &settings,
-            &machine,
-        ),
-        started_at,
-        started_unix_ms,
-        command: "load".to_owned(),
-        batch: String::new(),
-        target,
-        implementation,
-        scenario,
-        settings,
-        tags: report.tags.clone(),
-        status: report.end_reason.clone(),
-        machine,
-        version,
-        git_commit,
-        source: source.to_owned(),
-        figures: load_figures(report),
-        result_kind: "load".to_owned(),
+        record: super::RunRecord {
+            config_key: config_key(
+                "load",
+                &target,
+                &implementation,
+                &scenario,
+                &settings,
+                &machine,
+            ),
+            started_at,
+            started_unix_ms,
+            command: "load".to_owned(),
+            batch: String::new(),
+            target,
+            implementation,
+            scenario,
+            settings,
+            tags: report.tags.clone(),
+            status: report.end_reason.clone(),
+            machine,
+            version,
+            git_commit,
+            source: source.to_owned(),
+            figures: load_figures(report),
+            result_kind: "load".to_owned(),
+        },
         result: text.to_owned(),
     }
 }
@@ -229,28 +231,30 @@ pub fn from_bench_row(
     let (version, git_commit) = this_build();
     let result = serde_json::json!({ "params": params, "row": row }).to_string();
     NewRun {
-        config_key: config_key("bench", "", &row.name, &scenario, &settings, &machine),
-        started_at: started.0,
-        started_unix_ms: started.1,
-        command: "bench".to_owned(),
-        batch: String::new(),
-        target: String::new(),
-        implementation: row.name.clone(),
-        scenario,
-        settings,
-        tags: BTreeMap::new(),
-        status: match row.status {
-            RowStatus::Ok => "ok",
-            RowStatus::Failed => "failed",
-            RowStatus::Skipped => "skipped",
-        }
-        .to_owned(),
-        machine,
-        version,
-        git_commit,
-        source: source.to_owned(),
-        figures: bench_figures(row),
-        result_kind: "bench".to_owned(),
+        record: super::RunRecord {
+            config_key: config_key("bench", "", &row.name, &scenario, &settings, &machine),
+            started_at: started.0,
+            started_unix_ms: started.1,
+            command: "bench".to_owned(),
+            batch: String::new(),
+            target: String::new(),
+            implementation: row.name.clone(),
+            scenario,
+            settings,
+            tags: BTreeMap::new(),
+            status: match row.status {
+                RowStatus::Ok => "ok",
+                RowStatus::Failed => "failed",
+                RowStatus::Skipped => "skipped",
+            }
+            .to_owned(),
+            machine,
+            version,
+            git_commit,
+            source: source.to_owned(),
+            figures: bench_figures(row),
+            result_kind: "bench".to_owned(),
+        },
         result,
     }
 }
@@ -344,28 +348,30 @@ pub fn from_compare(
     sides
         .into_iter()
         .map(|(side, label, figures)| NewRun {
-            config_key: config_key("compare", "", &side, &scenario, &settings, machine),
-            started_at: started.0.clone(),
-            started_unix_ms: started.1,
-            command: "compare".to_owned(),
-            batch: String::new(),
-            target: String::new(),
-            implementation: side,
-            scenario: scenario.clone(),
-            settings: settings.clone(),
-            tags: BTreeMap::new(),
-            status: if report.gate_failed() {
-                "gate failed"
-            } else {
-                "ok"
-            }
-            .to_owned(),
-            machine: machine.clone(),
-            version: version.clone(),
-            git_commit: git_commit.clone(),
-            source: source.to_owned(),
-            figures,
-            result_kind: "compare".to_owned(),
+            record: super::RunRecord {
+                config_key: config_key("compare", "", &side, &scenario, &settings, machine),
+                started_at: started.0.clone(),
+                started_unix_ms: started.1,
+                command: "compare".to_owned(),
+                batch: String::new(),
+                target: String::new(),
+                implementation: side,
+                scenario: scenario.clone(),
+                settings: settings.clone(),
+                tags: BTreeMap::new(),
+                status: if report.gate_failed() {
+                    "gate failed"
+                } else {
+                    "ok"
+                }
+                .to_owned(),
+                machine: machine.clone(),
+                version: version.clone(),
+                git_commit: git_commit.clone(),
+                source: source.to_owned(),
+                figures,
+                result_kind: "compare".to_owned(),
+            },
             result: serde_json::json!({ "side": label, "report": report }).to_string(),
         })
         .collect()

@@ -96,42 +96,49 @@ impl LiveMetrics {
 
     /// `row` ended with `result`: every figure becomes the result's.
     pub fn finish(&self, row: &str, result: &LoadResult) {
-        self.with_row(row, |figures| {
-            figures.completed = figures.completed.max(result.count());
-            for code in Code::ALL {
-                if code == Code::Ok {
-                    continue;
-                }
-                let slot = &mut figures.errors_by_code[code as usize];
-                *slot = (*slot).max(result.recorder.status[code as usize]);
-            }
-            figures.in_flight = 0;
-            figures.achieved_rps = result.rps();
-            figures.latency = Some(LatencyBuckets::of(result.latency()));
-            figures.finished = true;
-        });
+        let failed = |code: Code| result.recorder.status[code as usize];
+        self.set_final(
+            row,
+            result.count(),
+            &failed,
+            result.rps(),
+            Some(LatencyBuckets::of(result.latency())),
+        );
     }
 
     /// A bench `row` ended: every figure becomes its saved load report's.
     pub fn finish_saved(&self, row: &str, load: &crate::export::JsonReport) {
+        let failed = |code: Code| {
+            load.status_code_distribution
+                .get(code.name())
+                .copied()
+                .unwrap_or(0)
+        };
+        let latency = load
+            .latency_histogram()
+            .map(|histogram| LatencyBuckets::of(&histogram));
+        self.set_final(row, load.count, &failed, load.measured_rps, latency);
+    }
+
+    /// A row's final figures: counters raised to them (never lowered), gauges set.
+    fn set_final(
+        &self,
+        row: &str,
+        completed: u64,
+        failed: &dyn Fn(Code) -> u64,
+        rps: f64,
+        latency: Option<LatencyBuckets>,
+    ) {
         self.with_row(row, |figures| {
-            figures.completed = figures.completed.max(load.count);
-            for code in Code::ALL {
-                if code == Code::Ok {
-                    continue;
-                }
-                let count = load
-                    .status_code_distribution
-                    .get(code.name())
-                    .copied()
-                    .unwrap_or(0);
+            figures.completed = figures.completed.max(completed);
+            for code in Code::ALL.into_iter().filter(|code| *code != Code::Ok) {
                 let slot = &mut figures.errors_by_code[code as usize];
-                *slot = (*slot).max(count);
+                *slot = (*slot).max(failed(code));
             }
             figures.in_flight = 0;
-            figures.achieved_rps = load.measured_rps;
-            if let Some(histogram) = load.latency_histogram() {
-                figures.latency = Some(LatencyBuckets::of(&histogram));
+            figures.achieved_rps = rps;
+            if latency.is_some() {
+                figures.latency = latency;
             }
             figures.finished = true;
         });

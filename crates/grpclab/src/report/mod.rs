@@ -123,13 +123,13 @@ pub fn render_stored(
 ) -> Result<String, InputError> {
     let damaged =
         |err: serde_json::Error| InputError(format!("run {} is stored damaged: {err}", run.id));
-    let saved = match run.result_kind.as_str() {
+    let saved = match run.record.result_kind.as_str() {
         "load" => {
             let report: JsonReport = serde_json::from_str(result).map_err(damaged)?;
-            let name = if run.implementation.is_empty() {
+            let name = if run.record.implementation.is_empty() {
                 format!("run {}", run.id)
             } else {
-                run.implementation.clone()
+                run.record.implementation.clone()
             };
             Saved::Load {
                 name,
@@ -144,7 +144,7 @@ pub fn render_stored(
             }
             let stored: Stored = serde_json::from_str(result).map_err(damaged)?;
             Saved::Bench {
-                dir: PathBuf::from(&run.source),
+                dir: PathBuf::from(&run.record.source),
                 params: stored.params,
                 rows: vec![stored.row],
             }
@@ -155,7 +155,7 @@ pub fn render_stored(
                 report: crate::compare::CompareReport,
             }
             let stored: Stored = serde_json::from_str(result).map_err(damaged)?;
-            let dir = PathBuf::from(&run.source);
+            let dir = PathBuf::from(&run.record.source);
             // The rounds' rows are in the folder, if it is still there.
             let rows = crate::bench::results::read_rows(&dir).unwrap_or_default();
             Saved::Compare {

@@ -121,3 +121,30 @@ pub fn signal(pid: u32, name: &str) {
         .expect("run kill");
     assert!(status.success());
 }
+
+/// The headless browser tests open pages in, if one is installed.
+pub fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| {
+            std::process::Command::new(name)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// Headless, no sandbox (root in CI), logging the console to stderr, no network of its own.
+pub const CHROMIUM_FLAGS: [&str; 11] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+];

@@ -11,19 +11,19 @@ use crate::report::html::{self, Cell, Page, Section};
 /// One line of a trend: an implementation and scenario on one machine (runs on different
 /// machines never share a line: their figures do not compare).
 fn line_name(run: &StoredRun) -> String {
-    let mut name = run.implementation.clone();
+    let mut name = run.record.implementation.clone();
     if name.is_empty() {
-        name = run.command.clone();
+        name = run.record.command.clone();
     }
-    if !run.scenario.is_empty() {
+    if !run.record.scenario.is_empty() {
         name.push_str(" · ");
-        name.push_str(&run.scenario);
+        name.push_str(&run.record.scenario);
     }
-    if !run.target.is_empty() {
+    if !run.record.target.is_empty() {
         name.push_str(" → ");
-        name.push_str(&run.target);
+        name.push_str(&run.record.target);
     }
-    format!("{name} @ {}", run.machine.host)
+    format!("{name} @ {}", run.record.machine.host)
 }
 
 /// A figure drawn over time.
@@ -41,21 +41,21 @@ const TRENDS: [Trend; 3] = [
         id: "rps",
         heading: "Requests per second",
         y_label: "req/s",
-        value: |run| run.figures.rps,
+        value: |run| run.record.figures.rps,
         format: count,
     },
     Trend {
         id: "p99",
         heading: "p99 latency",
         y_label: "p99 (ms)",
-        value: |run| run.figures.p99_ns.map(|ns| ns as f64 / 1e6),
+        value: |run| run.record.figures.p99_ns.map(|ns| ns as f64 / 1e6),
         format: ms,
     },
     Trend {
         id: "cpu",
         heading: "Server CPU per call",
         y_label: "CPU per call (µs)",
-        value: |run| run.figures.cpu_ns_per_call.map(|ns| ns / 1e3),
+        value: |run| run.record.figures.cpu_ns_per_call.map(|ns| ns / 1e3),
         format: |v| format!("{v:.2} µs"),
     },
 ];
@@ -65,12 +65,12 @@ const TRENDS: [Trend; 3] = [
 pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
     let first_ms = runs
         .iter()
-        .map(|run| run.started_unix_ms)
+        .map(|run| run.record.started_unix_ms)
         .min()
         .unwrap_or(0);
     let last_ms = runs
         .iter()
-        .map(|run| run.started_unix_ms)
+        .map(|run| run.record.started_unix_ms)
         .max()
         .unwrap_or(0);
     // The largest unit the runs span at least two of, so the axis reads in whole steps.
@@ -85,8 +85,8 @@ pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
     .unwrap_or((1000.0, "seconds"));
     let first_at = runs
         .iter()
-        .min_by_key(|run| run.started_unix_ms)
-        .map(|run| run.started_at.clone())
+        .min_by_key(|run| run.record.started_unix_ms)
+        .map(|run| run.record.started_at.clone())
         .unwrap_or_default();
     let x_label = format!("{unit} since {first_at}");
     let mut lines: BTreeMap<String, Vec<&StoredRun>> = BTreeMap::new();
@@ -94,7 +94,7 @@ pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
         lines.entry(line_name(run)).or_default().push(run);
     }
     let machines: std::collections::BTreeSet<String> =
-        runs.iter().map(|run| run.machine.label()).collect();
+        runs.iter().map(|run| run.record.machine.label()).collect();
     let mut sections = Vec::new();
     if runs.is_empty() {
         sections.push(Section {
@@ -113,7 +113,7 @@ pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
                     .iter()
                     .filter_map(|run| {
                         let y = (trend.value)(run)?;
-                        Some(((run.started_unix_ms - first_ms) as f64 / unit_ms, y))
+                        Some(((run.record.started_unix_ms - first_ms) as f64 / unit_ms, y))
                     })
                     .collect();
                 (!points.is_empty()).then(|| Series {
@@ -133,9 +133,12 @@ pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
                     Some(vec![
                         Cell::text(name.clone()),
                         Cell::number(run.id.to_string(), run.id as f64),
-                        Cell::number(run.started_at.clone(), run.started_unix_ms as f64),
+                        Cell::number(
+                            run.record.started_at.clone(),
+                            run.record.started_unix_ms as f64,
+                        ),
                         Cell::number((trend.format)(y), y),
-                        Cell::text(run.git_commit.chars().take(10).collect::<String>()),
+                        Cell::text(run.record.git_commit.chars().take(10).collect::<String>()),
                     ])
                 })
             })
@@ -186,8 +189,8 @@ pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
             lines.len(),
             first_at,
             runs.iter()
-                .max_by_key(|run| run.started_unix_ms)
-                .map(|run| run.started_at.clone())
+                .max_by_key(|run| run.record.started_unix_ms)
+                .map(|run| run.record.started_at.clone())
                 .unwrap_or_default()
         ),
         sections,
@@ -196,7 +199,7 @@ pub fn trend_page(runs: &[StoredRun], store: &str) -> Page {
 
 /// A stored run that kept only its figures (an imported ghz report): its page, or Markdown.
 pub fn stored_figures(run: &StoredRun, as_html: bool) -> String {
-    let figures = &run.figures;
+    let figures = &run.record.figures;
     let optional = |value: Option<f64>, format: fn(f64) -> String| {
         value.map_or_else(|| "–".to_owned(), format)
     };
@@ -222,12 +225,12 @@ pub fn stored_figures(run: &StoredRun, as_html: bool) -> String {
             "p99".to_owned(),
             optional(figures.p99_ns.map(|v| v as f64 / 1e6), ms),
         ),
-        ("started".to_owned(), run.started_at.clone()),
-        ("target".to_owned(), run.target.clone()),
-        ("call".to_owned(), run.scenario.clone()),
-        ("source".to_owned(), run.source.clone()),
+        ("started".to_owned(), run.record.started_at.clone()),
+        ("target".to_owned(), run.record.target.clone()),
+        ("call".to_owned(), run.record.scenario.clone()),
+        ("source".to_owned(), run.record.source.clone()),
     ];
-    let title = format!("grpclab history: run {} ({})", run.id, run.command);
+    let title = format!("grpclab history: run {} ({})", run.id, run.record.command);
     if !as_html {
         let mut out = format!("# {title}\n\n| | value |\n|---|---|\n");
         for (key, value) in &pairs {
@@ -237,7 +240,10 @@ pub fn stored_figures(run: &StoredRun, as_html: bool) -> String {
     }
     html::render(&Page {
         title,
-        subtitle: format!("{} · imported from {}", run.implementation, run.source),
+        subtitle: format!(
+            "{} · imported from {}",
+            run.record.implementation, run.record.source
+        ),
         sections: vec![Section {
             id: "figures".to_owned(),
             heading: "Figures".to_owned(),

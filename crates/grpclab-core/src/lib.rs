@@ -6,6 +6,8 @@
 //! - [`framing`]: gRPC's length-prefixed message framing and the `grpc-timeout` header.
 //! - [`status`]: gRPC status codes ([`Code`]) with the names ghz reports.
 //! - [`template`]: ghz's call templates (`{{.RequestNumber}}`, `{{randomInt 1 10}}`, ...).
+//! - [`payload_template`]: a templated JSON payload encoded part by part (only what varies,
+//!   per call).
 //! - [`tls`]: TLS settings (PEM files to rustls configurations, ALPN h2, self-signed pairs).
 //! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
 //!
@@ -19,6 +21,7 @@
 
 pub mod duration;
 pub mod framing;
+pub mod payload_template;
 pub mod scenario;
 pub mod status;
 pub mod template;

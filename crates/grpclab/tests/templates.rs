@@ -18,6 +18,9 @@ struct Seen {
     l: i64,
     c1: String,
     x_call: String,
+    /// Constant fields beside the templated ones.
+    f: f32,
+    pets: Vec<String>,
 }
 
 #[derive(Clone, Default)]
@@ -46,6 +49,8 @@ impl Greeter for Recorder {
             l: hello.l,
             c1,
             x_call,
+            f: hello.f,
+            pets: hello.pets.iter().map(|pet| pet.name.clone()).collect(),
         });
         Ok(tonic::Response::new(HelloReply {
             response: Some(hello),
@@ -83,7 +88,9 @@ fn templates_produce_the_values_they_name() {
         "name": "{{.MethodName}}/{{.ServiceName}}/{{.InputName}} #{{.RequestNumber}} by {{.WorkerID}}",
         "n": {{randomInt 10 20}},
         "l": {{.TimestampUnixMilli}},
-        "c1": "{{randomString 6}} {{.UUID}} {{.Timestamp}}"
+        "c1": "{{randomString 6}} {{.UUID}} {{.Timestamp}}",
+        "f": 2.5,
+        "pets": [{"name": "Bof"}, {"name": "Kim"}]
     }}"#;
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -138,6 +145,9 @@ fn templates_produce_the_values_they_name() {
                 parts[2]
             );
             assert_eq!(call.x_call, "helloworld.Greeter.SayHello");
+            // Encoded once, sent with every call's varying fields.
+            assert_eq!(call.f, 2.5);
+            assert_eq!(call.pets, ["Bof", "Kim"]);
         }
         // Every request number once, from 0: one count for the run, across threads.
         numbers.sort_unstable();

@@ -3,6 +3,7 @@
 //! Two stages, as in ripgrep: [`prepare`] only validates and builds (every error names its flag
 //! or file), [`execute`] runs and writes. Results are always written, Ctrl-C included.
 
+use grpclab_core::payload_template::PayloadTemplate;
 use grpclab_core::scenario::{validate_reply, Schema};
 use grpclab_core::template::{CallContext, CallInfo, Random, Template};
 use grpclab_core::tls::{ClientTls, TlsClient};
@@ -156,7 +157,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     config.renderer = loaded
         .template
         .clone()
-        .map(|template| template_renderer(template, scenario.method().input()));
+        .map(|template| template_renderer(template, loaded.payload.as_deref(), scenario.method()));
     config.concurrency = args.concurrency;
     config.concurrency_steps = concurrency_steps(args)?;
     config.connections = args.connections;
@@ -1026,12 +1027,27 @@ fn templated(
     Ok((Some(first), Some(template)))
 }
 
-/// The engine's renderer for a payload template: render the text, encode it as the input
+/// The engine's renderer for a payload template. Planned part by part when it can be (only
+/// the varying fields rendered and encoded per call, the same bytes: see
+/// `grpclab_core::payload_template`); otherwise render the whole text, encode it as the input
 /// message (an array's elements round-robin by request number), frame it.
 fn template_renderer(
     template: Template,
-    input: prost_reflect::MessageDescriptor,
+    text: Option<&str>,
+    method: &prost_reflect::MethodDescriptor,
 ) -> RequestRenderer {
+    let input = method.input();
+    if let Some(plan) =
+        text.and_then(|text| PayloadTemplate::plan(text, &input, &call_info(method)))
+    {
+        return Arc::new(
+            move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
+                plan.render(context, random, text)
+                    .map(|message| vec![message])
+                    .map_err(|err| format!("call {}: {err}", context.request_number))
+            },
+        );
+    }
     Arc::new(
         move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
             template.render(context, random, text);

@@ -276,6 +276,12 @@ pub struct LoadConfig {
     pub requests: Vec<Bytes>,
     /// Extra request headers (`-m`).
     pub metadata: Vec<(HeaderName, HeaderValue)>,
+    /// Metadata whose values vary per call (ghz's `-m` templates: `{{.UUID}}`, ...): rendered
+    /// for each call with the same request number as its payload, sent after `metadata` as
+    /// literals without indexing (the rest of the header block stays cached). Values are
+    /// checked before the run (call 0's rendering must be a valid header value); the actions
+    /// only ever add letters, digits and `-:.TZ`.
+    pub metadata_templates: Vec<(HeaderName, grpclab_core::template::Template)>,
     /// Streams in flight at once, spread evenly over the connections.
     pub concurrency: usize,
     /// HTTP/2 connections.
@@ -373,6 +379,7 @@ impl std::fmt::Debug for LoadConfig {
             .field("tls", &self.tls.is_some())
             .field("gzip", &self.gzip)
             .field("templated", &self.renderer.is_some())
+            .field("metadata_templates", &self.metadata_templates.len())
             .field("concurrency_steps", &self.concurrency_steps)
             .field("keepalive", &self.keepalive)
             .finish()
@@ -422,6 +429,7 @@ impl LoadConfig {
             path: path.to_owned(),
             requests,
             metadata: Vec::new(),
+            metadata_templates: Vec::new(),
             concurrency: 50,
             connections: 1,
             pacing: Pacing::ClosedLoop,

@@ -52,6 +52,10 @@ pub(crate) struct ThreadState {
     /// Templates only: this thread's generator and text buffer, and its worker id.
     render_state: RefCell<(grpclab_core::template::Random, String)>,
     worker_id: String,
+    /// Whether calls take a request number (a payload or metadata template).
+    templated: bool,
+    /// `config.metadata_templates` with their names as bytes, made once for the thread.
+    metadata_templates: Vec<(Bytes, grpclab_core::template::Template)>,
     pub(crate) recorder: RefCell<Recorder>,
     /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
     /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
@@ -88,6 +92,17 @@ impl ThreadState {
                 Some(shard) => format!("s{}g{index}", shard.index),
                 None => format!("g{index}"),
             },
+            templated: config.renderer.is_some() || !config.metadata_templates.is_empty(),
+            metadata_templates: config
+                .metadata_templates
+                .iter()
+                .map(|(name, template)| {
+                    (
+                        Bytes::copy_from_slice(name.as_str().as_bytes()),
+                        template.clone(),
+                    )
+                })
+                .collect(),
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             outstanding: Cell::new(0),
             last_completion: Cell::new(None),
@@ -191,9 +206,27 @@ impl ThreadState {
         self.record(&failure, latency, Duration::ZERO, now);
     }
 
-    pub(crate) fn next_body(&self) -> Bytes {
-        if let Some(renderer) = &self.shared.config.renderer {
-            return self.render_body(renderer);
+    /// The next call's request number (ghz's `.RequestNumber`: one count for the run), when
+    /// anything of a call is rendered from a template; `None` on the constant path. One
+    /// number serves the call's payload and its metadata.
+    pub(crate) fn call_number(&self) -> Option<u64> {
+        if !self.templated {
+            return None;
+        }
+        let local = self.shared.request_number.fetch_add(1, Relaxed);
+        // Sharded: numbers from the run's one global sequence, so no two generators send
+        // the same request number.
+        Some(match self.shared.config.shard {
+            Some(shard) => shard.global(local),
+            None => local,
+        })
+    }
+
+    /// A unary call's request: call `number`'s rendering under a payload template, else the
+    /// next of the constant requests.
+    pub(crate) fn next_body(&self, number: Option<u64>) -> Bytes {
+        if let (Some(renderer), Some(number)) = (&self.shared.config.renderer, number) {
+            return self.render_body(renderer, number);
         }
         let index = self.next_request.get();
         self.next_request.set(index.wrapping_add(1));
@@ -201,23 +234,37 @@ impl ThreadState {
         self.requests[index % self.requests.len()].clone()
     }
 
+    /// Call `number`'s own headers: its metadata templates rendered (none without them).
+    pub(crate) fn call_headers(&self, number: Option<u64>) -> grpclab_h2::client::CallHeaders {
+        let Some(number) = number.filter(|_| !self.metadata_templates.is_empty()) else {
+            return Vec::new();
+        };
+        let context = grpclab_core::template::CallContext {
+            request_number: number,
+            worker_id: &self.worker_id,
+            now: std::time::SystemTime::now(),
+        };
+        let mut state = self.render_state.borrow_mut();
+        let (random, text) = &mut *state;
+        self.metadata_templates
+            .iter()
+            .map(|(name, template)| {
+                template.render(&context, random, text);
+                (name.clone(), Bytes::copy_from_slice(text.as_bytes()))
+            })
+            .collect()
+    }
+
     /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).
     #[cold]
-    fn render_body(&self, renderer: &RequestRenderer) -> Bytes {
-        let (number, messages) = self.render(renderer);
+    fn render_body(&self, renderer: &RequestRenderer, number: u64) -> Bytes {
+        let messages = self.render(renderer, number);
         messages[(number % messages.len() as u64) as usize].clone()
     }
 
-    /// Renders the template once with the next request number: that number and the framed
-    /// messages (never empty: a failed rendering is counted and sends call 0's request).
-    fn render(&self, renderer: &RequestRenderer) -> (u64, Vec<Bytes>) {
-        let local = self.shared.request_number.fetch_add(1, Relaxed);
-        // Sharded: numbers from the run's one global sequence, so no two generators send
-        // the same request number.
-        let number = match self.shared.config.shard {
-            Some(shard) => shard.global(local),
-            None => local,
-        };
+    /// Renders the payload template for call `number`: the framed messages (never empty: a
+    /// failed rendering is counted and sends call 0's request).
+    fn render(&self, renderer: &RequestRenderer, number: u64) -> Vec<Bytes> {
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
         let context = grpclab_core::template::CallContext {
@@ -229,27 +276,26 @@ impl ThreadState {
             Ok(messages) if !messages.is_empty() => messages,
             _ => {
                 self.shared.render_failures.fetch_add(1, Relaxed);
-                return (number, vec![self.requests[0].clone()]);
+                return vec![self.requests[0].clone()];
             }
         };
         if self.shared.config.gzip {
-            let compressed = messages
+            return messages
                 .iter()
                 .map(grpclab_core::framing::gzip_framed)
                 .collect();
-            return (number, compressed);
         }
-        (number, messages)
+        messages
     }
 
     /// A streaming call's messages when the payload is a template rendered once per call
-    /// (`None`: no template, or one rendered per message).
-    pub(crate) fn call_messages(&self) -> Option<Vec<Bytes>> {
+    /// (call `number`'s rendering; `None`: no template, or one rendered per message).
+    pub(crate) fn call_messages(&self, number: Option<u64>) -> Option<Vec<Bytes>> {
         let renderer = self.shared.config.renderer.as_ref()?;
         if self.shared.config.stream.dynamic_messages {
             return None;
         }
-        Some(self.render(renderer).1)
+        Some(self.render(renderer, number?))
     }
 
     /// Message `index` of a streaming call under `--stream-dynamic-messages`: the template
@@ -257,7 +303,8 @@ impl ThreadState {
     pub(crate) fn dynamic_message(&self, index: u64) -> Bytes {
         match &self.shared.config.renderer {
             Some(renderer) => {
-                let messages = self.render(renderer).1;
+                let number = self.call_number().unwrap_or_default();
+                let messages = self.render(renderer, number);
                 messages[(index % messages.len() as u64) as usize].clone()
             }
             None => self.requests[(index % self.requests.len() as u64) as usize].clone(),

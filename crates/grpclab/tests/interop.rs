@@ -610,7 +610,8 @@ fn our_streaming_client_reads_a_grpcio_server() {
 
 /// Call templates on streaming calls (ghz's meaning): the payload is rendered once per call
 /// (its array's messages cycled), or once per message with `--stream-dynamic-messages`. The
-/// grpcio server logs every Upload's payloads, so what was rendered is seen on the wire.
+/// grpcio server logs every Upload's payloads, so what was rendered is seen on the wire, and
+/// the `x-n` metadata rendered per call (`{{.RequestNumber}}`) beside them.
 #[test]
 fn streaming_templates_render_per_call_or_per_message() {
     if !available(
@@ -637,6 +638,7 @@ fn streaming_templates_render_per_call_or_per_message() {
                 .args(["load", "--insecure", "--no-tui", &target, "--proto", &proto])
                 .args(["--call", "grpclab.streaming.v1.StreamingEcho.Upload"])
                 .args(["-d", data, "-n", "6", "-c", "2", "--stream-call-count", "4"])
+                .args(["-m", r#"{"x-n": "{{.RequestNumber}}"}"#])
                 .args(["--transport", transport, "-O", "json"]);
             if dynamic {
                 command.arg("--stream-dynamic-messages");
@@ -651,11 +653,21 @@ fn streaming_templates_render_per_call_or_per_message() {
             assert_eq!(report["statusCodeDistribution"]["OK"], 6, "{report}");
             drop(server.stdin.take());
             let _ = server.wait();
+            let mut numbers = std::collections::BTreeSet::new();
             let calls: Vec<Vec<String>> = std::fs::read_to_string(&log)
                 .unwrap()
                 .lines()
-                .map(|line| line.split(',').map(str::to_owned).collect())
+                .map(|line| {
+                    let (number, payloads) = line.split_once('|').unwrap();
+                    numbers.insert(number.parse::<u64>().unwrap());
+                    payloads.split(',').map(str::to_owned).collect()
+                })
                 .collect();
+            // One number per call; per message renderings take numbers of their own.
+            assert_eq!(numbers.len(), 6, "{transport} {dynamic}: {numbers:?}");
+            if !dynamic {
+                assert_eq!(numbers, (0..6).collect(), "{transport}");
+            }
             assert_eq!(calls.len(), 6, "{transport} {dynamic}: {calls:?}");
             let mut all = std::collections::HashSet::new();
             for call in &calls {

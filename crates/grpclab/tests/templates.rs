@@ -18,6 +18,9 @@ struct Seen {
     l: i64,
     c1: String,
     x_call: String,
+    /// `x-request-id` and `x-n`, from per-call metadata templates.
+    x_request_id: String,
+    x_n: String,
     /// Constant fields beside the templated ones.
     f: f32,
     pets: Vec<String>,
@@ -32,12 +35,15 @@ impl Greeter for Recorder {
         &self,
         request: tonic::Request<HelloRequest>,
     ) -> Result<tonic::Response<HelloReply>, tonic::Status> {
-        let x_call = request
-            .metadata()
-            .get("x-call")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let header = |name: &str| {
+            request
+                .metadata()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (x_call, x_request_id, x_n) = (header("x-call"), header("x-request-id"), header("x-n"));
         let hello = request.into_inner().request.unwrap_or_default();
         let c1 = match &hello.choice {
             Some(grpclab_server::pb::hello::Choice::C1(text)) => text.clone(),
@@ -49,6 +55,8 @@ impl Greeter for Recorder {
             l: hello.l,
             c1,
             x_call,
+            x_request_id,
+            x_n,
             f: hello.f,
             pets: hello.pets.iter().map(|pet| pet.name.clone()).collect(),
         });
@@ -156,6 +164,62 @@ fn templates_produce_the_values_they_name() {
     }
 }
 
+/// ghz's per-call metadata: each call's headers rendered with that call's number (the same as
+/// its payload's), on both transports (streaming calls: interop.rs).
+#[test]
+fn metadata_templates_render_per_call_with_the_payloads_number() {
+    let (target, recorder, _runtime) = recording_server();
+    let metadata = r#"{"x-request-id": "{{.UUID}}", "x-n": "n{{.RequestNumber}}", "x-call": "{{.MethodName}}"}"#;
+    for (transport, data) in [
+        (
+            "lab",
+            Some(r#"{"request": {"name": "n{{.RequestNumber}}", "b": true}}"#),
+        ),
+        (
+            "h2",
+            Some(r#"{"request": {"name": "n{{.RequestNumber}}", "b": true}}"#),
+        ),
+        // Metadata alone templated: the payload stays constant, numbers still count.
+        ("lab", None),
+    ] {
+        recorder.0.lock().unwrap().clear();
+        let mut command = grpclab();
+        command
+            .args(["load", "--insecure", &target, "--scenario", "complex_proto"])
+            .args(["-m", metadata, "-n", "200", "-c", "8", "--cpus", "2"])
+            .args(["--transport", transport, "-O", "json"]);
+        if let Some(data) = data {
+            command.args(["-d", data]);
+        }
+        let output = command.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let seen = recorder.0.lock().unwrap().clone();
+        assert_eq!(seen.len(), 200, "{transport}");
+        let mut numbers: Vec<u64> = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        for call in &seen {
+            assert_eq!(call.x_call, "SayHello");
+            assert_eq!(call.x_request_id.len(), 36, "{}", call.x_request_id);
+            ids.insert(call.x_request_id.clone());
+            if data.is_some() {
+                assert_eq!(call.x_n, call.name, "one number per call");
+            }
+            numbers.push(call.x_n.trim_start_matches('n').parse().unwrap());
+        }
+        numbers.sort_unstable();
+        assert_eq!(
+            numbers,
+            (0..200).collect::<Vec<u64>>(),
+            "{transport} {data:?}"
+        );
+        assert_eq!(ids.len(), 200, "request ids repeat");
+    }
+}
+
 #[test]
 fn bad_templates_are_one_line_before_anything_runs() {
     let (target, recorder, _runtime) = recording_server();
@@ -176,7 +240,22 @@ fn bad_templates_are_one_line_before_anything_runs() {
             r#"{"request": {"n": "{{.WorkerID}}"}}"#,
             "does not fit helloworld.HelloRequest",
         ),
-        ("-m", r#"{"x-call": "{{.RequestNumber}}"}"#, "-d/-D only"),
+        // A per-call value whose literal text no header can carry, a bad name, a reserved one.
+        (
+            "-m",
+            "{\"x-call\": \"a\\u0001{{.RequestNumber}}\"}",
+            "characters a header cannot carry",
+        ),
+        (
+            "-m",
+            r#"{"x call": "{{.UUID}}"}"#,
+            "not a valid header name",
+        ),
+        (
+            "-m",
+            r#"{"grpc-timeout": "{{.RequestNumber}}"}"#,
+            "set by grpclab itself",
+        ),
     ] {
         let output = grpclab()
             .args([

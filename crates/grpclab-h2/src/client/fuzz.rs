@@ -25,6 +25,7 @@ impl CallSource for CountingSource {
                 intended: None,
                 measured: true,
             },
+            headers: Vec::new(),
         }
     }
 

@@ -41,7 +41,7 @@ mod streaming;
 pub use fuzz::{feed_client, FedClient};
 
 pub use source::{
-    CallEnd, CallSource, CallToken, ConnectionEnd, LostCall, NextCall, RequestTemplate,
+    CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, NextCall, RequestTemplate,
 };
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
 
@@ -122,6 +122,7 @@ struct UnsentCall {
     sent: Instant,
     deadline: Option<Instant>,
     body: Bytes,
+    headers: CallHeaders,
 }
 
 /// A HEADERS frame waiting for its CONTINUATIONs.

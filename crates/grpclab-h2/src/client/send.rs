@@ -57,13 +57,18 @@ impl<S: CallSource> Connection<'_, S> {
                     self.wait_until = Some(at);
                     break;
                 }
-                NextCall::Send { body, token } => {
+                NextCall::Send {
+                    body,
+                    token,
+                    headers,
+                } => {
                     let sent = *now.get_or_insert_with(Instant::now);
                     let call = UnsentCall {
                         token,
                         sent,
                         deadline: self.template.timeout.map(|t| sent + t),
                         body,
+                        headers,
                     };
                     if writable && self.unsent.is_empty() && self.may_write(budget) {
                         self.send_request(call);
@@ -87,6 +92,7 @@ impl<S: CallSource> Connection<'_, S> {
             sent,
             deadline,
             body,
+            headers,
         } = unsent;
         let stream = self.next_stream;
         self.next_stream += 2;
@@ -124,6 +130,10 @@ impl<S: CallSource> Connection<'_, S> {
                     );
                 }
             });
+        for (name, value) in &headers {
+            self.encoder
+                .field(name, value, Indexing::Without, &mut self.block);
+        }
         frame::write_headers(
             &mut self.out,
             stream,

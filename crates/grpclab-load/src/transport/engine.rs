@@ -164,6 +164,9 @@ struct LabSource {
     held: std::collections::VecDeque<(Instant, bool)>,
     /// This connection's index in the run (its share of a concurrency schedule).
     connection: usize,
+    /// The request number of the call just handed to the connection (templates only): a
+    /// streaming call's messages are asked for right after, and render with the same number.
+    number: Option<u64>,
 }
 
 impl CallSource for LabSource {
@@ -218,7 +221,7 @@ impl CallSource for LabSource {
 
     fn call_messages(&mut self) -> Vec<Bytes> {
         self.thread
-            .call_messages()
+            .call_messages(self.number)
             .unwrap_or_else(|| self.thread.requests.clone())
     }
 
@@ -250,9 +253,17 @@ impl CallSource for LabSource {
 
 impl LabSource {
     fn send(&mut self, intended: Option<Instant>, measured: bool) -> NextCall {
+        let number = self.thread.call_number();
+        self.number = number;
+        // A streaming call's messages come from `call_messages`/`message`: no body.
+        let body = match self.thread.shared.config.shape {
+            crate::config::CallShape::Unary => self.thread.next_body(number),
+            _ => Bytes::new(),
+        };
         NextCall::Send {
-            body: self.thread.next_body(),
+            body,
             token: CallToken { intended, measured },
+            headers: self.thread.call_headers(number),
         }
     }
 
@@ -427,6 +438,7 @@ async fn connection_loop(
         thread: Rc::clone(&thread),
         held: std::collections::VecDeque::new(),
         connection,
+        number: None,
     };
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;

@@ -125,12 +125,15 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         }
         None => resolved.authority.clone(),
     };
-    // ghz's templates in metadata values: the call's names are filled in; values that would
-    // vary per call are refused (our engine sends one header block for every call).
-    config.metadata = match bind_metadata(metadata_map.as_ref(), scenario.method())? {
-        Some(bound) => headers("-m/--metadata", Some(&bound))?,
-        None => metadata,
-    };
+    // ghz's templates in metadata values: the call's names are filled in once; values that
+    // vary per call are rendered per call (sent apart, so the rest stays cached).
+    match bind_metadata(metadata_map.as_ref(), scenario.method())? {
+        Some((constant, varying)) => {
+            config.metadata = headers("-m/--metadata", Some(&constant))?;
+            config.metadata_templates = varying;
+        }
+        None => config.metadata = metadata,
+    }
     config.tls = tls;
     config.gzip = args.enable_compression;
     config.max_recv_message_bytes = args.max_recv_message_size;
@@ -956,29 +959,52 @@ pub fn load_scenario(
     })
 }
 
-/// `-m` values with templates bound to the call (`None` when no value has one).
+/// `-m` values with templates bound to the call: the constant ones (the call's names filled
+/// in), and those that vary per call with their templates (`None` when no value has one).
+/// A varying value's name and call 0's rendering must make a valid header, so a bad one is one
+/// line now, not a broken call later.
+#[allow(clippy::type_complexity)]
 fn bind_metadata(
     map: Option<&std::collections::BTreeMap<String, String>>,
     method: &prost_reflect::MethodDescriptor,
-) -> Result<Option<std::collections::BTreeMap<String, String>>, InputError> {
+) -> Result<
+    Option<(
+        std::collections::BTreeMap<String, String>,
+        Vec<(HeaderName, Template)>,
+    )>,
+    InputError,
+> {
     let Some(map) = map.filter(|map| map.values().any(|value| value.contains("{{"))) else {
         return Ok(None);
     };
     let call = call_info(method);
-    map.iter()
-        .map(|(name, value)| {
-            let template = Template::parse(value, "-m/--metadata")
-                .map_err(|err| InputError(err.to_string()))?
-                .bind(&call);
-            if !template.is_constant() {
-                return Err(InputError(format!(
-                    "-m/--metadata '{name}': only the call's names ({{{{.MethodName}}}}, {{{{.ServiceName}}}}, ...) can fill metadata; values that change per call ({{{{.RequestNumber}}}}, timestamps, random values) are supported in -d/-D only"
-                )));
-            }
-            Ok((name.clone(), template.text()))
-        })
-        .collect::<Result<_, _>>()
-        .map(Some)
+    let mut constant = std::collections::BTreeMap::new();
+    let mut varying = Vec::new();
+    for (name, value) in map {
+        let template = Template::parse(value, "-m/--metadata")
+            .map_err(|err| InputError(err.to_string()))?
+            .bind(&call);
+        if template.is_constant() {
+            constant.insert(name.clone(), template.text());
+            continue;
+        }
+        let mut first = String::new();
+        template.render(
+            &CallContext {
+                request_number: 0,
+                worker_id: "g0",
+                now: std::time::SystemTime::now(),
+            },
+            &mut Random::new(1),
+            &mut first,
+        );
+        let checked = std::collections::BTreeMap::from([(name.clone(), first)]);
+        let (name, _) = headers("-m/--metadata", Some(&checked))?
+            .pop()
+            .ok_or_else(|| InputError(format!("-m/--metadata: '{name}' gave no header")))?;
+        varying.push((name, template));
+    }
+    Ok(Some((constant, varying)))
 }
 
 /// What a method's call-describing template actions render to.

@@ -12,7 +12,7 @@ Behaviour, so a client's accounting can be checked exactly:
   RESOURCE_EXHAUSTED ("at most 1000 replies");
 - Upload counts messages and bytes; with PAYLOAD_LOG set in its environment, each Upload call
   also appends one line to that file: its payloads, hex, comma-separated (so a test can see
-  what a client's templates rendered).
+  what a client's templates rendered), after "VALUE|" when the call carried an x-n header.
 """
 import os
 import sys
@@ -65,8 +65,10 @@ def main():
                 size += len(request.payload)
                 payloads.append(request.payload.hex())
             if log_path:
+                x_n = dict(context.invocation_metadata()).get("x-n")
+                prefix = f"{x_n}|" if x_n is not None else ""
                 with log_lock, open(log_path, "a") as log:
-                    log.write(",".join(payloads) + "\n")
+                    log.write(prefix + ",".join(payloads) + "\n")
             return streaming_pb2.UploadSummary(messages=messages, bytes=size)
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))

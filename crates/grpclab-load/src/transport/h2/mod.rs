@@ -336,6 +336,8 @@ async fn stream_loop(
                 }
             }
         }
+        let number = thread.call_number();
+        let headers = thread.call_headers(number);
         let sent = Instant::now();
         let outcome = match connection.sender() {
             Err(reason) => Err(CallFailure {
@@ -358,7 +360,7 @@ async fn stream_loop(
                         thread.recorder.borrow_mut().record_round_trip(latency);
                     }
                 };
-                let call_messages = thread.call_messages();
+                let call_messages = thread.call_messages(number);
                 let dynamic = |index: u64| thread.dynamic_message(index);
                 let plan = streaming::StreamPlan {
                     shape: config.shape,
@@ -368,6 +370,7 @@ async fn stream_loop(
                         .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
                     intended,
                     stop: &stop,
+                    headers: &headers,
                 };
                 let call = streaming::streaming_call(
                     sender,
@@ -387,7 +390,8 @@ async fn stream_loop(
                 outcome.map_err(|failure| connection.explain(failure))
             }
             Ok(sender) => {
-                let call = unary_call(sender, &template, thread.next_body(), &mut scratch);
+                let body = thread.next_body(number);
+                let call = unary_call(sender, &template, body, &headers, &mut scratch);
                 let outcome = within_deadline(timeout, call).await;
                 outcome.map_err(|failure| connection.explain(failure))
             }

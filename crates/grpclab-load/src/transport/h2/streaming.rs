@@ -140,6 +140,8 @@ pub(crate) struct StreamPlan<'a> {
     /// (`--stream-call-duration`) sends nothing more and half-closes, so it ends promptly with
     /// its messages counted; a call bounded by a count finishes its plan.
     pub stop: &'a tokio_util::sync::CancellationToken,
+    /// The call's own headers (metadata templates).
+    pub headers: &'a grpclab_h2::client::CallHeaders,
 }
 
 /// The pause before message `sent` (none before the first): `--stream-interval`, cut short
@@ -189,12 +191,13 @@ pub(crate) async fn streaming_call(
         dynamic,
         intended,
         stop,
+        headers,
     } = *plan;
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
         .map_err(failure_from_h2)?;
     let (response, mut body) = sender
-        .send_request(template.request(), false)
+        .send_request(template.request(headers), false)
         .map_err(failure_from_h2)?;
     let mut index = 0usize;
     let mut next = || {

@@ -8,6 +8,7 @@ use http::{HeaderMap, Request, StatusCode, Uri};
 
 use crate::config::ReplyValidator;
 use crate::outcome::{CallFailure, CONNECTION_LOST, REPLY_INFLATE_LIMIT};
+use grpclab_h2::client::CallHeaders;
 use grpclab_h2::grpc::percent_decode;
 
 /// What every call on a thread shares: the request line and headers, built once.
@@ -25,11 +26,22 @@ impl CallTemplate {
     /// A fresh request. h2 takes requests by value, so the header map is cloned per call: the
     /// one per-call allocation left in our code on this transport, owned by http/h2's API (our
     /// engine sends a cached header block instead).
-    pub(crate) fn request(&self) -> Request<()> {
+    /// `call_headers` (a call's own, from metadata templates) are added after the template's.
+    pub(crate) fn request(&self, call_headers: &CallHeaders) -> Request<()> {
         let mut request = Request::new(());
         *request.method_mut() = http::Method::POST;
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = self.headers.clone();
+        for (name, value) in call_headers {
+            // Checked before the run (names and call 0's values); a value the actions made
+            // unsendable cannot occur, and would be left out rather than fail the call.
+            if let (Ok(name), Ok(value)) = (
+                http::header::HeaderName::from_bytes(name),
+                http::HeaderValue::from_maybe_shared(value.clone()),
+            ) {
+                request.headers_mut().append(name, value);
+            }
+        }
         request
     }
 }
@@ -40,13 +52,14 @@ pub(crate) async fn unary_call(
     sender: &mut SendRequest<Bytes>,
     template: &CallTemplate,
     body: Bytes,
+    call_headers: &CallHeaders,
     scratch: &mut Vec<u8>,
 ) -> Result<(), CallFailure> {
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
         .map_err(failure_from_h2)?;
     let (response, mut request_body) = sender
-        .send_request(template.request(), false)
+        .send_request(template.request(call_headers), false)
         .map_err(failure_from_h2)?;
     request_body
         .send_data(body, true)

@@ -131,8 +131,7 @@ impl<S: CallSource> Connection<'_, S> {
                 }
             });
         for (name, value) in &headers {
-            self.encoder
-                .field(name, value, Indexing::Without, &mut self.block);
+            crate::hpack::literal_unindexed(name, value, &mut self.block);
         }
         frame::write_headers(
             &mut self.out,

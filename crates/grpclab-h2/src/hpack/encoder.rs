@@ -104,6 +104,18 @@ impl Encoder {
     }
 }
 
+/// A field as a literal without indexing, its name and value as plain strings: for values that
+/// differ call after call (per-call metadata). Why not [`Encoder::field`]: a table search
+/// never hits for them and Huffman coding costs more CPU than the bytes it saves, on both
+/// sides; and, not being indexed, it leaves the table (and every cached block) as it was.
+pub fn literal_unindexed(name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+    out.push(0x00);
+    encode_integer(name.len(), 7, 0x00, out);
+    out.extend_from_slice(name);
+    encode_integer(value.len(), 7, 0x00, out);
+    out.extend_from_slice(value);
+}
+
 /// A string literal, Huffman-coded when that is shorter.
 fn string(data: &[u8], out: &mut Vec<u8>) {
     let huffman_len = huffman::encoded_len(data);

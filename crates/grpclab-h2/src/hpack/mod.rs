@@ -22,7 +22,7 @@ pub use decoder::{Decoder, MAX_HEADER_LIST};
 pub fn decoder_max_block() -> usize {
     MAX_HEADER_LIST
 }
-pub use encoder::{Encoder, Indexing};
+pub use encoder::{literal_unindexed, Encoder, Indexing};
 
 /// A header block that is made of table references only, kept to be written again verbatim
 /// while the encoder's table stays the same: after the first call, encoding gRPC's constant

@@ -201,3 +201,35 @@ fn malformed_blocks_are_errors() {
         Err(HpackError::InvalidTableSizeUpdate)
     );
 }
+
+#[test]
+fn per_call_literals_decode_and_leave_both_tables_as_they_were() {
+    let mut encoder = Encoder::new(4096);
+    let mut decoder = Decoder::new(4096);
+    let mut block = Vec::new();
+    encoder.begin_block(&mut block);
+    encoder.field(b"x-kept", b"same", Indexing::Incremental, &mut block);
+    let generation = encoder.generation();
+    // A long value: its length needs more than the 7-bit prefix.
+    let long = "v".repeat(300);
+    literal_unindexed(b"x-request-id", long.as_bytes(), &mut block);
+    literal_unindexed(b"x-n", b"", &mut block);
+    assert_eq!(
+        encoder.generation(),
+        generation,
+        "the encoder's table is unchanged"
+    );
+    assert_eq!(
+        decode_all(&mut decoder, &block),
+        pairs(&[("x-kept", "same"), ("x-request-id", &long), ("x-n", "")])
+    );
+    // The decoder's table holds only the indexed field: the next block refers to it by index.
+    let mut next = Vec::new();
+    encoder.begin_block(&mut next);
+    encoder.field(b"x-kept", b"same", Indexing::Incremental, &mut next);
+    assert_eq!(next, [0xbe], "index 62: the only dynamic entry");
+    assert_eq!(
+        decode_all(&mut decoder, &next),
+        pairs(&[("x-kept", "same")])
+    );
+}

@@ -235,10 +235,11 @@ impl ThreadState {
     }
 
     /// Call `number`'s own headers: its metadata templates rendered (none without them).
-    pub(crate) fn call_headers(&self, number: Option<u64>) -> grpclab_h2::client::CallHeaders {
-        let Some(number) = number.filter(|_| !self.metadata_templates.is_empty()) else {
-            return Vec::new();
-        };
+    pub(crate) fn call_headers(
+        &self,
+        number: Option<u64>,
+    ) -> Option<Box<grpclab_h2::client::CallHeaders>> {
+        let number = number.filter(|_| !self.metadata_templates.is_empty())?;
         let context = grpclab_core::template::CallContext {
             request_number: number,
             worker_id: &self.worker_id,
@@ -246,13 +247,20 @@ impl ThreadState {
         };
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
-        self.metadata_templates
+        let headers = self
+            .metadata_templates
             .iter()
             .map(|(name, template)| {
                 template.render(&context, random, text);
                 (name.clone(), Bytes::copy_from_slice(text.as_bytes()))
             })
-            .collect()
+            .collect();
+        Some(Box::new(headers))
+    }
+
+    /// Whether calls take a request number ([`ThreadState::call_number`]).
+    pub(crate) fn templated(&self) -> bool {
+        self.templated
     }
 
     /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).

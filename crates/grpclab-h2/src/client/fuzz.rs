@@ -25,7 +25,7 @@ impl CallSource for CountingSource {
                 intended: None,
                 measured: true,
             },
-            headers: Vec::new(),
+            headers: None,
         }
     }
 

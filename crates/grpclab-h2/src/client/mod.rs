@@ -122,7 +122,7 @@ struct UnsentCall {
     sent: Instant,
     deadline: Option<Instant>,
     body: Bytes,
-    headers: CallHeaders,
+    headers: Option<Box<CallHeaders>>,
 }
 
 /// A HEADERS frame waiting for its CONTINUATIONs.

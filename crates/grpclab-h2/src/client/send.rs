@@ -130,7 +130,7 @@ impl<S: CallSource> Connection<'_, S> {
                     );
                 }
             });
-        for (name, value) in &headers {
+        for (name, value) in headers.iter().flat_map(|headers| headers.iter()) {
             crate::hpack::literal_unindexed(name, value, &mut self.block);
         }
         frame::write_headers(

@@ -13,8 +13,9 @@ pub enum NextCall {
         body: Bytes,
         /// The caller's reference for this call (e.g. its intended send time).
         token: CallToken,
-        /// Headers of this call only, after the template's (see [`CallHeaders`]).
-        headers: CallHeaders,
+        /// Headers of this call only, after the template's (see [`CallHeaders`]). Boxed and
+        /// optional so that a call without any moves one word, not a vector's three.
+        headers: Option<Box<CallHeaders>>,
     },
     /// Nothing before this instant (open loop); ask again then.
     WaitUntil(Instant),
@@ -29,8 +30,8 @@ pub enum NextCall {
 /// Headers of one call only (name, value), such as metadata rendered per call from a
 /// template: written after the template's headers as literals without indexing. Why: the
 /// template's block stays cached (nothing in it changes the HPACK table) and values that
-/// differ call after call never fill the table and evict the ones that repeat. Empty for a
-/// call without any, which allocates nothing.
+/// differ call after call never fill the table and evict the ones that repeat. Most calls
+/// have none.
 pub type CallHeaders = Vec<(Bytes, Bytes)>;
 
 /// The caller's reference for a call.

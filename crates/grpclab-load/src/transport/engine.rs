@@ -253,6 +253,21 @@ impl CallSource for LabSource {
 
 impl LabSource {
     fn send(&mut self, intended: Option<Instant>, measured: bool) -> NextCall {
+        if self.thread.templated() {
+            return self.send_templated(CallToken { intended, measured });
+        }
+        // The constant path: the next encoded request, nothing rendered.
+        NextCall::Send {
+            body: self.thread.next_body(None),
+            token: CallToken { intended, measured },
+            headers: None,
+        }
+    }
+
+    /// A call with a payload or metadata template: rendered with its request number, which
+    /// a streaming call's messages (asked for next) share.
+    #[inline(never)]
+    fn send_templated(&mut self, token: CallToken) -> NextCall {
         let number = self.thread.call_number();
         self.number = number;
         // A streaming call's messages come from `call_messages`/`message`: no body.
@@ -262,7 +277,7 @@ impl LabSource {
         };
         NextCall::Send {
             body,
-            token: CallToken { intended, measured },
+            token,
             headers: self.thread.call_headers(number),
         }
     }

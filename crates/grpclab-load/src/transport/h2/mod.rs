@@ -337,7 +337,9 @@ async fn stream_loop(
             }
         }
         let number = thread.call_number();
-        let headers = thread.call_headers(number);
+        let headers = thread
+            .call_headers(number)
+            .map_or_else(Vec::new, |headers| *headers);
         let sent = Instant::now();
         let outcome = match connection.sender() {
             Err(reason) => Err(CallFailure {

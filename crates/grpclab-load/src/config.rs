@@ -392,6 +392,15 @@ impl std::fmt::Debug for LoadConfig {
 pub struct ConfigError(pub String);
 
 impl LoadConfig {
+    /// Which of `addresses` connection `connection` dials (0 under pick_first: the chosen
+    /// address comes first).
+    pub fn address_index(&self, connection: usize) -> usize {
+        match self.balance {
+            Balance::RoundRobin if !self.addresses.is_empty() => connection % self.addresses.len(),
+            _ => 0,
+        }
+    }
+
     /// The address connection `connection` dials.
     pub fn target_for(&self, connection: usize) -> SocketAddr {
         match self.balance {

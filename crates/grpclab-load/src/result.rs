@@ -56,6 +56,10 @@ pub struct LoadResult {
     /// When the client threads were released to send (the warmup's start): with
     /// `--start-at`, how far this generator actually was from the shared start.
     pub first_send: SystemTime,
+    /// Measured calls that ended on connections to each of `LoadConfig::addresses` (in that
+    /// order; empty without addresses): sent there, or failed while its connection was down.
+    /// Calls abandoned at the run's drain limit are in no address's count.
+    pub calls_by_address: Vec<u64>,
 }
 
 impl LoadResult {

@@ -86,6 +86,7 @@ struct ThreadOutcome {
     /// `--duration-stop ignore`: calls in flight at the end, left out.
     ignored: u64,
     last_completion: Option<Instant>,
+    calls_by_address: Vec<u64>,
 }
 
 /// Runs the load described by `config` and returns what it measured.
@@ -265,7 +266,11 @@ pub fn run(
     let mut abandoned = 0;
     let mut ignored = 0;
     let mut last_completion: Option<Instant> = None;
+    let mut calls_by_address = vec![0; config.addresses.len()];
     for outcome in outcomes.into_iter().flatten() {
+        for (total, calls) in calls_by_address.iter_mut().zip(&outcome.calls_by_address) {
+            *total += calls;
+        }
         recorder.merge(&outcome.recorder);
         reconnects += outcome.reconnects;
         planned_reconnects += outcome.planned_reconnects;
@@ -316,6 +321,7 @@ pub fn run(
         unsent,
         render_failures: shared.render_failures.load(Relaxed),
         first_send,
+        calls_by_address,
     })
 }
 
@@ -463,6 +469,7 @@ fn client_thread(
             abandoned,
             ignored,
             last_completion: thread.last_completion(),
+            calls_by_address: thread.calls_by_address(),
         })
     })
 }

@@ -62,6 +62,9 @@ pub(crate) struct ThreadState {
     outstanding: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     progress_slot: usize,
+    /// Measured calls ended (in the figures) on connections to each of the target's
+    /// addresses, by `LoadConfig::address_index`: this thread's own counts, summed at the end.
+    calls_by_address: Vec<Cell<u64>>,
     /// Live view: how many of the recorder's finished seconds were handed over.
     live_published: Cell<usize>,
     /// Messages (sent, received) of measured streaming calls still in flight when the run
@@ -105,12 +108,20 @@ impl ThreadState {
                 .collect(),
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             outstanding: Cell::new(0),
+            calls_by_address: (0..config.addresses.len().max(1))
+                .map(|_| Cell::new(0))
+                .collect(),
             last_completion: Cell::new(None),
             progress_slot: index,
             live_published: Cell::new(0),
             abandoned_messages: RefCell::new(Vec::new()),
             shared,
         }
+    }
+
+    /// This thread's measured calls per address (see the field).
+    pub(crate) fn calls_by_address(&self) -> Vec<u64> {
+        self.calls_by_address.iter().map(Cell::get).collect()
     }
 
     /// Measured tickets taken and not yet recorded.
@@ -170,6 +181,7 @@ impl ThreadState {
         held: &mut VecDeque<(Instant, bool)>,
         now: Instant,
         reason: &str,
+        address: usize,
     ) -> Option<Instant> {
         loop {
             if held.is_empty() {
@@ -188,7 +200,7 @@ impl ThreadState {
             held.pop_front();
             let latency = now.saturating_duration_since(at);
             if measured {
-                self.record_connection_down(reason, latency, now);
+                self.record_connection_down(reason, latency, now, address);
             } else {
                 self.record_warmup_call(latency, now);
             }
@@ -197,13 +209,19 @@ impl ThreadState {
 
     /// Records a measured call that was never sent because its connection is down and
     /// could not be re-established (`reason`): Unavailable, as a gRPC client fails it.
-    pub(crate) fn record_connection_down(&self, reason: &str, latency: Duration, now: Instant) {
+    pub(crate) fn record_connection_down(
+        &self,
+        reason: &str,
+        latency: Duration,
+        now: Instant,
+        address: usize,
+    ) {
         let failure = Err(CallFailure {
             code: Code::Unavailable,
             message: reason.to_owned(),
             connection_lost: true,
         });
-        self.record(&failure, latency, Duration::ZERO, now);
+        self.record(&failure, latency, Duration::ZERO, now, address);
     }
 
     /// The next call's request number (ghz's `.RequestNumber`: one count for the run), when
@@ -325,6 +343,7 @@ impl ThreadState {
         latency: Duration,
         service: Duration,
         done: Instant,
+        address: usize,
     ) {
         let in_flight = self.outstanding.get();
         self.outstanding.set(in_flight.saturating_sub(1));
@@ -336,6 +355,9 @@ impl ThreadState {
             self.shared.progress[self.progress_slot]
                 .add(outcome.as_ref().err().map(|failure| failure.code));
             return;
+        }
+        if let Some(calls) = self.calls_by_address.get(address) {
+            calls.set(calls.get() + 1);
         }
         let since = done.saturating_duration_since(self.schedule.measure_from());
         // A reply that came after the deadline is late, whichever won the race between it and

@@ -12,8 +12,9 @@ fn calls_served(server: &Server) -> u64 {
     server.stats()["calls"].as_u64().expect("calls in stats")
 }
 
-/// Two servers on two loopback addresses: round_robin gives each half the connections, and
-/// every call is served by one of them.
+/// Two servers on two loopback addresses: round_robin gives each half the connections, every
+/// call is served by one of them, and the calls reported per address are each server's own
+/// count.
 #[test]
 fn round_robin_spreads_connections_over_every_address() {
     let a = Server::start_with(&["--impl", "lab", "--host", "127.0.0.2"]);
@@ -44,6 +45,26 @@ fn round_robin_spreads_connections_over_every_address() {
     let (served_a, served_b) = (calls_served(&a), calls_served(&b));
     assert!(served_a > 0 && served_b > 0, "{served_a} / {served_b}");
     assert_eq!(served_a + served_b, 4000);
+    assert_eq!(shares[0]["calls"], served_a, "{shares:?}");
+    assert_eq!(shares[1]["calls"], served_b, "{shares:?}");
+    let summary = grpclab()
+        .args(["load", "--insecure", &target, "--scenario", "string_100B"])
+        .args([
+            "-n",
+            "100",
+            "--connections",
+            "2",
+            "--lb-strategy",
+            "round_robin",
+        ])
+        .args(["--no-history"])
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&summary.stdout);
+    assert!(
+        summary.contains(&format!("{} (1 conn, ", a.target())) && summary.contains(" calls), "),
+        "{summary}"
+    );
 }
 
 /// pick_first (the default) takes the first address that accepts a connection: a dead first
@@ -84,6 +105,10 @@ fn pick_first_skips_an_address_that_does_not_answer() {
     assert_eq!(shares[0]["connections"], 2);
     assert_eq!(shares[1]["connections"], 0);
     assert_eq!(calls_served(&b), 500);
+    assert_eq!(
+        (&shares[0]["calls"], &shares[1]["calls"]),
+        (&500.into(), &0.into())
+    );
 }
 
 /// One of two addresses goes away mid-run: its calls fail Unavailable and are counted; the
@@ -126,6 +151,20 @@ fn an_address_that_goes_away_is_counted_and_the_others_carry_on() {
         "{codes:?}"
     );
     assert!(calls_served(&a) > served_a_at_kill, "A carried on");
+    // Every measured call is in one address's count, B's failures included.
+    let shares = report["options"]["addresses"].as_array().unwrap();
+    let per_address: Vec<u64> = shares
+        .iter()
+        .map(|s| s["calls"].as_u64().unwrap())
+        .collect();
+    let abandoned = report["abandoned"].as_u64().unwrap_or(0);
+    assert_eq!(
+        per_address.iter().sum::<u64>() + abandoned,
+        report["count"].as_u64().unwrap(),
+        "{shares:?}"
+    );
+    let unavailable = codes["Unavailable"].as_u64().unwrap();
+    assert!(per_address[1] >= unavailable, "{per_address:?} {codes:?}");
 }
 
 /// A name (dns:///) resolves to its addresses; unix sockets are refused in one line.

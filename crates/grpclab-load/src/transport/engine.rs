@@ -164,6 +164,8 @@ struct LabSource {
     held: std::collections::VecDeque<(Instant, bool)>,
     /// This connection's index in the run (its share of a concurrency schedule).
     connection: usize,
+    /// Which of the target's addresses this connection dials (`LoadConfig::address_index`).
+    address: usize,
     /// The request number of the call just handed to the connection (templates only): a
     /// streaming call's messages are asked for right after, and render with the same number.
     number: Option<u64>,
@@ -309,8 +311,13 @@ impl LabSource {
             return;
         }
         let outcome = outcome(self);
-        self.thread
-            .record(&outcome, latency, now.saturating_duration_since(sent), now);
+        self.thread.record(
+            &outcome,
+            latency,
+            now.saturating_duration_since(sent),
+            now,
+            self.address,
+        );
     }
 
     /// Open loop, the connection down until `retry_at` (the next attempt to re-establish
@@ -324,7 +331,10 @@ impl LabSource {
         stop: &tokio_util::sync::CancellationToken,
     ) -> bool {
         loop {
-            let Some(next) = self.thread.fail_due(&mut self.held, Instant::now(), reason) else {
+            let Some(next) =
+                self.thread
+                    .fail_due(&mut self.held, Instant::now(), reason, self.address)
+            else {
                 return false;
             };
             let wake = next.min(retry_at);
@@ -332,7 +342,8 @@ impl LabSource {
                 _ = tokio::time::sleep_until(wake.into()) => {}
                 _ = stop.cancelled() => {
                     // Held calls that came due before the stop failed like the rest.
-                    self.thread.fail_due(&mut self.held, Instant::now(), reason);
+                    self.thread
+                .fail_due(&mut self.held, Instant::now(), reason, self.address);
                     return false;
                 }
             }
@@ -422,13 +433,13 @@ impl LabSource {
 
 /// Records `count` scheduled calls as failed with `reason` (a connection that is down),
 /// taking their tickets so `-n` and the duration still end the run.
-fn fail_tickets(thread: &ThreadState, count: usize, reason: &str) -> bool {
+fn fail_tickets(thread: &ThreadState, count: usize, reason: &str, address: usize) -> bool {
     for _ in 0..count {
         match thread.take_ticket() {
             Ticket::Stop => return false,
             Ticket::Send { measured, .. } => {
                 if measured {
-                    thread.record_connection_down(reason, Duration::ZERO, Instant::now());
+                    thread.record_connection_down(reason, Duration::ZERO, Instant::now(), address);
                 }
             }
         }
@@ -453,6 +464,7 @@ async fn connection_loop(
         thread: Rc::clone(&thread),
         held: std::collections::VecDeque::new(),
         connection,
+        address: thread.shared.config.address_index(connection),
         number: None,
     };
     let mut tcp = Some(first);
@@ -512,7 +524,7 @@ async fn connection_loop(
                         .fail_until(Instant::now() + backoff, &reason, &stop)
                         .await
                 } else {
-                    fail_tickets(&thread, slots, &reason)
+                    fail_tickets(&thread, slots, &reason, source.address)
                         && tokio::select! {
                             _ = tokio::time::sleep(backoff) => true,
                             _ = stop.cancelled() => false,

@@ -82,6 +82,7 @@ mod tests {
                 abandoned: 0,
                 unsent: 0,
                 render_failures: 0,
+                calls_by_address: Vec::new(),
                 ignored: 0,
             },
             thresholds: Vec::new(),

@@ -172,19 +172,24 @@ pub struct DetailsKept {
     pub which: String,
 }
 
-/// One of the target's addresses and how many of the run's connections dialled it.
+/// One of the target's addresses, how many of the run's connections dialled it and how many
+/// measured calls ended on them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddressShare {
     /// `IP:PORT`.
     pub address: String,
     /// Connections to it.
     pub connections: u64,
+    /// Measured calls that ended on those connections (sent there, or failed while the
+    /// connection was down); calls abandoned at the drain limit are in no address's count.
+    #[serde(default)]
+    pub calls: u64,
 }
 
 impl AddressShare {
-    /// The shares of a run's options: round_robin gives connection i to address i mod n,
-    /// pick_first every connection to the first (the one that accepted).
-    pub fn of(options: &RunOptions) -> Vec<AddressShare> {
+    /// The shares of a run: round_robin gives connection i to address i mod n, pick_first
+    /// every connection to the first (the one that accepted); the calls are the run's count.
+    pub fn of(options: &RunOptions, result: &LoadResult) -> Vec<AddressShare> {
         let count = options.addresses.len();
         if count < 2 {
             return Vec::new();
@@ -204,6 +209,7 @@ impl AddressShare {
                 } else {
                     0
                 },
+                calls: result.calls_by_address.get(index).copied().unwrap_or(0),
             })
             .collect()
     }
@@ -347,8 +353,8 @@ pub struct JsonOptions {
 }
 
 impl JsonOptions {
-    /// ghz's options for a run made with `options`.
-    pub fn from_run(options: &RunOptions) -> JsonOptions {
+    /// ghz's options for a run made with `options` (its `result` for the calls per address).
+    pub fn from_run(options: &RunOptions, result: &LoadResult) -> JsonOptions {
         let nanos = |d: Option<Duration>| d.map_or(0, saturating_ns);
         JsonOptions {
             call: options.call.clone(),
@@ -369,7 +375,7 @@ impl JsonOptions {
                 options.authority.clone()
             },
             lb_strategy: options.lb_strategy.clone(),
-            addresses: AddressShare::of(options),
+            addresses: AddressShare::of(options, result),
             rps: options.rps.round() as u64,
             load_schedule: if options.load.schedule.is_empty() {
                 "const".to_owned()
@@ -620,7 +626,7 @@ impl JsonReport {
         JsonReport {
             name: report.options.name.clone().unwrap_or_default(),
             end_reason: ghz_end_reason(result.end_reason).to_owned(),
-            options: JsonOptions::from_run(&report.options),
+            options: JsonOptions::from_run(&report.options, &report.result),
             date: humantime::format_rfc3339_seconds(ended_at).to_string(),
             count: result.count(),
             total: saturating_ns(result.elapsed),

@@ -202,11 +202,16 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             nano_unit(latency.average)
         )?;
     }
-    let shares = super::json::AddressShare::of(&report.options);
+    let shares = super::json::AddressShare::of(&report.options, result);
     if !shares.is_empty() {
         let listed: Vec<String> = shares
             .iter()
-            .map(|share| format!("{} ({} conn)", share.address, share.connections))
+            .map(|share| {
+                format!(
+                    "{} ({} conn, {} calls)",
+                    share.address, share.connections, share.calls
+                )
+            })
             .collect();
         writeln!(
             out,
@@ -429,6 +434,7 @@ mod tests {
             abandoned: 0,
             unsent: 0,
             render_failures: 0,
+            calls_by_address: Vec::new(),
             ignored: 0,
         }
     }

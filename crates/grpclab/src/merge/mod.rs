@@ -109,6 +109,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         unsent: totals.unsent,
         render_failures: totals.render_failures,
         first_send,
+        calls_by_address: totals.calls_by_address,
     };
     Ok(Report {
         history: None,
@@ -133,6 +134,9 @@ struct Totals {
     ignored: u64,
     unsent: u64,
     render_failures: u64,
+    /// Per address, summed element by element (every shard names the same addresses: the
+    /// settings are checked to be the same).
+    calls_by_address: Vec<u64>,
     end_reason: Option<EndReason>,
 }
 
@@ -144,6 +148,17 @@ impl Totals {
         self.ignored += result.ignored;
         self.unsent += result.unsent;
         self.render_failures += result.render_failures;
+        if self.calls_by_address.len() < result.calls_by_address.len() {
+            self.calls_by_address
+                .resize(result.calls_by_address.len(), 0);
+        }
+        for (total, calls) in self
+            .calls_by_address
+            .iter_mut()
+            .zip(&result.calls_by_address)
+        {
+            *total += calls;
+        }
         // One generator stopped early (Ctrl-C) makes the whole run cut short.
         self.end_reason = match (self.end_reason, result.end_reason) {
             (Some(EndReason::Cancel), _) | (_, EndReason::Cancel) => Some(EndReason::Cancel),

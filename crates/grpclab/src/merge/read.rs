@@ -148,6 +148,12 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
         unsent: json.unsent,
         render_failures: json.render_failures,
         first_send,
+        calls_by_address: json
+            .options
+            .addresses
+            .iter()
+            .map(|share| share.calls)
+            .collect(),
     };
     Ok(Part {
         source,

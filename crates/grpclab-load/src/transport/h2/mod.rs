@@ -95,6 +95,7 @@ pub(crate) fn start(
                     state: state_rx.clone(),
                     sender: Some(sender.clone()),
                     generation: 0,
+                    address: config.address_index(connection_index),
                 },
             )));
         }
@@ -144,6 +145,8 @@ struct StreamConnection {
     state: watch::Receiver<ConnectionState>,
     sender: Option<SendRequest<Bytes>>,
     generation: u64,
+    /// Which of the target's addresses it dials (`LoadConfig::address_index`).
+    address: usize,
 }
 
 impl StreamConnection {
@@ -197,7 +200,7 @@ impl StreamConnection {
         let open_loop = thread.shared.config.pacing.is_open_loop();
         loop {
             let wake = if open_loop {
-                match thread.fail_due(held, Instant::now(), reason) {
+                match thread.fail_due(held, Instant::now(), reason, self.address) {
                     // The schedule has no more calls: the stream's next ticket says stop.
                     None => return,
                     Some(next) => next.min(give_up),
@@ -210,7 +213,7 @@ impl StreamConnection {
                 _ = stop.cancelled() => {
                     if open_loop {
                         // Held calls that came due before the stop failed like the rest.
-                        thread.fail_due(held, Instant::now(), reason);
+                        thread.fail_due(held, Instant::now(), reason, self.address);
                     }
                     return;
                 }
@@ -407,6 +410,7 @@ async fn stream_loop(
                 latency,
                 done.saturating_duration_since(sent),
                 done,
+                connection.address,
             );
         } else {
             thread.record_warmup_call(latency, done);

@@ -1,4 +1,5 @@
-//! The byte pipe under a connection loop: a TCP socket, plaintext (h2c) or TLS.
+//! The byte pipe under a connection loop: a TCP socket, plaintext (h2c) or TLS, or a unix
+//! socket (plaintext: a sidecar's or a local server's).
 //!
 //! The loops are readiness-driven (wait until readable, read everything available; write as
 //! far as the socket takes it), so TLS is driven the same way rather than through
@@ -10,15 +11,15 @@
 use bytes::BytesMut;
 use std::io::{self, Read, Write};
 use tokio::io::Interest;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 /// Ciphertext rustls may hold before a write is refused (`WouldBlock`), so a peer that does
 /// not read cannot make a TLS connection buffer without limit.
 const TLS_BUFFER_LIMIT: usize = 256 * 1024;
 
-/// A connection's socket: TCP, with an established TLS session on it or not.
+/// A connection's socket: TCP, with an established TLS session on it or not; or a unix socket.
 pub struct Socket {
-    tcp: TcpStream,
+    tcp: Stream,
     /// Boxed: the session is large, and plaintext connections should not carry its space.
     tls: Option<Box<TlsSession>>,
 }
@@ -31,7 +32,89 @@ struct TlsSession {
 
 impl From<TcpStream> for Socket {
     fn from(tcp: TcpStream) -> Socket {
-        Socket { tcp, tls: None }
+        Socket {
+            tcp: Stream::Tcp(tcp),
+            tls: None,
+        }
+    }
+}
+
+impl From<UnixStream> for Socket {
+    fn from(unix: UnixStream) -> Socket {
+        Socket {
+            tcp: Stream::Unix(unix),
+            tls: None,
+        }
+    }
+}
+
+/// The stream socket under a [`Socket`]. Both kinds are driven the same way (readiness, then
+/// `recv`/`send` on the descriptor), so the connection loops never know which they have.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    /// TCP (TCP_NODELAY set by whoever connected or accepted it).
+    Tcp(TcpStream),
+    /// A unix stream socket.
+    Unix(UnixStream),
+}
+
+impl Stream {
+    async fn readable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(tcp) => tcp.readable().await,
+            Stream::Unix(unix) => unix.readable().await,
+        }
+    }
+
+    async fn writable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(tcp) => tcp.writable().await,
+            Stream::Unix(unix) => unix.writable().await,
+        }
+    }
+
+    /// Runs `f` on the socket as tokio's `try_io` does (a `WouldBlock` clears readiness).
+    fn try_io<R>(&self, interest: Interest, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        match self {
+            Stream::Tcp(tcp) => tcp.try_io(interest, f),
+            Stream::Unix(unix) => unix.try_io(interest, f),
+        }
+    }
+
+    fn sock(&self) -> socket2::SockRef<'_> {
+        match self {
+            Stream::Tcp(tcp) => socket2::SockRef::from(tcp),
+            Stream::Unix(unix) => socket2::SockRef::from(unix),
+        }
+    }
+
+    #[inline]
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(tcp) => tcp.try_write(bytes),
+            Stream::Unix(unix) => unix.try_write(bytes),
+        }
+    }
+
+    /// Half-closes our side (FIN after what was written).
+    pub(crate) fn shutdown_write(&self) {
+        let _ = self.sock().shutdown(std::net::Shutdown::Write);
+    }
+
+    /// Reads and drops what arrives until the peer closes (or an error).
+    pub(crate) async fn discard_until_closed(&self) {
+        let mut scratch = vec![std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+        loop {
+            if self.readable().await.is_err() {
+                return;
+            }
+            match self.try_io(Interest::READABLE, || self.sock().recv(&mut scratch)) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
     }
 }
 
@@ -47,6 +130,7 @@ impl std::fmt::Debug for Socket {
 impl Socket {
     /// A socket whose TLS handshake is done (tokio-rustls's `into_inner()`).
     pub fn with_tls(tcp: TcpStream, session: impl Into<rustls::Connection>) -> Socket {
+        let tcp = Stream::Tcp(tcp);
         let mut session = session.into();
         // The handshake may have read application data behind its last message (a server's
         // SETTINGS right after its Finished): it sits decrypted in the session, and no
@@ -121,9 +205,9 @@ impl Socket {
         }
     }
 
-    /// Gives the TCP socket back (to close it after an error: the TLS session has nothing
+    /// Gives the stream socket back (to close it after an error: the TLS session has nothing
     /// more to say that the peer would still read).
-    pub(crate) fn into_tcp(self) -> TcpStream {
+    pub(crate) fn into_stream(self) -> Stream {
         self.tcp
     }
 }
@@ -135,12 +219,12 @@ impl Socket {
 /// extra read that would only return EAGAIN before the loop waits again — one syscall per turn
 /// of every connection. tokio clears readiness only if no new readiness event arrived since
 /// it was observed, so data that arrives right after the read still wakes the loop.
-fn read_available(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+fn read_available(tcp: &Stream, buf: &mut BytesMut) -> io::Result<usize> {
     let spare = buf.spare_capacity_mut();
     let offered = spare.len();
     let mut got = 0usize;
     let result = tcp.try_io(Interest::READABLE, || {
-        let n = socket2::SockRef::from(tcp).recv(spare)?;
+        let n = tcp.sock().recv(spare)?;
         got = n;
         if n > 0 && n < offered {
             Err(io::ErrorKind::WouldBlock.into())
@@ -163,11 +247,7 @@ fn read_available(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
 /// is drained or about `buf`'s spare capacity has arrived. All decrypted plaintext is moved
 /// out every time (growing `buf` if needed), so none is left in the session for a readiness
 /// event that will not come.
-fn read_tls_available(
-    tcp: &TcpStream,
-    tls: &mut TlsSession,
-    buf: &mut BytesMut,
-) -> io::Result<usize> {
+fn read_tls_available(tcp: &Stream, tls: &mut TlsSession, buf: &mut BytesMut) -> io::Result<usize> {
     tls.buffered = false;
     let offered = buf.capacity() - buf.len();
     let mut got = 0usize;
@@ -178,7 +258,7 @@ fn read_tls_available(
             break;
         }
         let read = tcp.try_io(Interest::READABLE, || {
-            tls.session.read_tls(&mut SocketIo(tcp))
+            tls.session.read_tls(&mut SocketIo(tcp.sock()))
         });
         match read {
             Ok(0) => eof = true,
@@ -241,9 +321,11 @@ fn drain_plaintext(
 }
 
 /// Writes the session's pending ciphertext until the socket would block.
-fn flush_session(tcp: &TcpStream, session: &mut rustls::Connection) -> io::Result<()> {
+fn flush_session(tcp: &Stream, session: &mut rustls::Connection) -> io::Result<()> {
     while session.wants_write() {
-        match tcp.try_io(Interest::WRITABLE, || session.write_tls(&mut SocketIo(tcp))) {
+        match tcp.try_io(Interest::WRITABLE, || {
+            session.write_tls(&mut SocketIo(tcp.sock()))
+        }) {
             Ok(_) => {}
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
             Err(err) => return Err(err),
@@ -273,7 +355,8 @@ pub async fn await_tls13_verdict(
             if tcp.readable().await.is_err() {
                 return Ok(Tls13Verdict::Open);
             }
-            match tcp.try_io(Interest::READABLE, || session.read_tls(&mut SocketIo(tcp))) {
+            let stream = SocketIo(socket2::SockRef::from(tcp));
+            match tcp.try_io(Interest::READABLE, || session.read_tls(&mut { stream })) {
                 // The end of the stream (or a reset) before any record: the caller decides
                 // what it means (a refused client certificate, when one was asked for).
                 Ok(0) => return Ok(Tls13Verdict::Closed),
@@ -298,21 +381,21 @@ pub enum Tls13Verdict {
 
 /// Blocking-style `Read`/`Write` over the non-blocking socket, for rustls's `read_tls` and
 /// `write_tls`, always called inside `try_io` so a `WouldBlock` clears tokio's readiness.
-struct SocketIo<'a>(&'a TcpStream);
+struct SocketIo<'a>(socket2::SockRef<'a>);
 
 impl Read for SocketIo<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*socket2::SockRef::from(self.0)).read(buf)
+        (&*self.0).read(buf)
     }
 }
 
 impl Write for SocketIo<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*socket2::SockRef::from(self.0)).write(buf)
+        (&*self.0).write(buf)
     }
 
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        (&*socket2::SockRef::from(self.0)).write_vectored(bufs)
+        (&*self.0).write_vectored(bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -266,6 +266,9 @@ pub struct LoadConfig {
     pub target: SocketAddr,
     /// Every address the target resolved to, in order (`target` among them).
     pub addresses: Vec<SocketAddr>,
+    /// A unix socket every connection dials instead of `target` (gRPC's `unix:PATH` and
+    /// `unix:///PATH`; plaintext). `target` and `addresses` then only name the run.
+    pub unix: Option<std::path::PathBuf>,
     /// How connections are spread over `addresses`.
     pub balance: Balance,
     /// The `:authority` to send (what the user typed as `HOST:PORT`).
@@ -433,6 +436,7 @@ impl LoadConfig {
         LoadConfig {
             target,
             addresses: vec![target],
+            unix: None,
             balance: Balance::PickFirst,
             authority: target.to_string(),
             path: path.to_owned(),

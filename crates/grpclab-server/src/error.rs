@@ -15,6 +15,14 @@ pub enum ServeError {
         /// why
         reason: std::io::Error,
     },
+    /// The unix socket could not be bound.
+    #[error("cannot listen on unix:{}: {reason}", path.display())]
+    BindUnix {
+        /// the socket's path
+        path: std::path::PathBuf,
+        /// why, with what to do about it
+        reason: String,
+    },
     /// The runtime could not be built.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

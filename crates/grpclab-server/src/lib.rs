@@ -65,6 +65,8 @@ pub struct ServeConfig {
     pub implementation: Implementation,
     /// Where to listen.
     pub addr: SocketAddr,
+    /// lab only: listen on this unix socket instead of `addr` (plaintext).
+    pub unix: Option<std::path::PathBuf>,
     /// Worker threads (tonic-mt's runtime workers; lab's I/O threads).
     pub threads: usize,
     /// The lab server's settings (ignored by the tonic servers).
@@ -76,8 +78,30 @@ pub struct ServeConfig {
 }
 
 /// Runs a built-in server until SIGTERM or Ctrl-C, then drains in-flight calls and returns.
-/// `on_ready` is called with the bound address once the server accepts connections.
-pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+/// `on_ready` is called with where it listens (`IP:PORT`, or `unix:PATH`) once the server
+/// accepts connections.
+pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(String)) -> Result<(), ServeError> {
+    if let Some(path) = &config.unix {
+        if config.implementation != Implementation::Lab || config.tls.is_some() {
+            return Err(ServeError::BindUnix {
+                path: path.clone(),
+                reason: "only lab listens on a unix socket, in plaintext: use --impl lab without --tls-cert".to_owned(),
+            });
+        }
+        let listener = lab::bind_unix(path)?;
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        cancel_on_signal(shutdown.clone())?;
+        on_ready(format!("unix:{}", path.display()));
+        let result = lab::run(
+            lab::Listener::Unix(listener),
+            config.threads,
+            config.lab.clone(),
+            shutdown,
+        );
+        // The socket file outlives its listener: remove it, as servers that made one do.
+        let _ = std::fs::remove_file(path);
+        return result;
+    }
     if config.implementation == Implementation::Lab {
         let listener = lab::bind(config.addr)?;
         let local = listener.local_addr().map_err(|reason| ServeError::Bind {
@@ -86,7 +110,7 @@ pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<
         })?;
         let shutdown = tokio_util::sync::CancellationToken::new();
         cancel_on_signal(shutdown.clone())?;
-        on_ready(local);
+        on_ready(local.to_string());
         return lab::run(listener, config.threads, config.lab.clone(), shutdown);
     }
     let runtime = match config.implementation {
@@ -110,7 +134,7 @@ pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(SocketAddr)) -> Result<
             addr: config.addr,
             reason,
         })?;
-        on_ready(local);
+        on_ready(local.to_string());
         tonic_baseline::run(
             listener,
             config.implementation.name(),

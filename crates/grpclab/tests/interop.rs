@@ -827,3 +827,54 @@ fn grpcio_requiring_a_client_certificate_is_named_before_the_run() {
     drop(server.stdin.take());
     let _ = server.wait();
 }
+
+/// A grpcio server listening on a unix socket (`LISTEN=unix:PATH`): grpclab loads it over
+/// `unix:PATH` on both transports, server streaming, every message counted.
+#[test]
+fn grpcio_on_a_unix_socket_is_loaded_over_it() {
+    if !available(
+        Command::new("python3").args(["-c", "import grpc, grpc_tools"]),
+        "python3 grpcio-tools",
+    ) {
+        return;
+    }
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("grpcio.sock");
+    let listen = format!("unix:{}", socket.display());
+    let (mut server, _) = python_server_with_env(
+        "grpcio_streaming_server.py",
+        &[format!("{repo}/scenarios/streaming")],
+        &[("LISTEN", listen.as_str())],
+    );
+    let proto = format!("{repo}/scenarios/streaming/streaming.proto");
+    for (target, transport) in [
+        (listen.clone(), "lab"),
+        (format!("unix://{}", socket.display()), "h2"),
+    ] {
+        let output = grpclab()
+            .args(["load", "--insecure", "--no-tui", &target, "--proto", &proto])
+            .args(["--call", "grpclab.streaming.v1.StreamingEcho.Feed"])
+            .args([
+                "-d",
+                r#"{"count": 5, "payload": "AAE="}"#,
+                "-n",
+                "40",
+                "-c",
+                "4",
+            ])
+            .args(["--transport", transport, "--no-history", "-O", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{target} {transport}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["statusCodeDistribution"]["OK"], 40, "{report}");
+        assert_eq!(report["messagesReceived"], 200, "{report}");
+    }
+    drop(server.stdin.take());
+    let _ = server.wait();
+}

@@ -56,18 +56,10 @@ pub(super) const ERROR_LINGER: std::time::Duration = std::time::Duration::from_s
 /// half-close our side (FIN after the GOAWAY), then discard what arrives until the peer
 /// closes too, for at most [`ERROR_LINGER`].
 pub(super) async fn close_after_error(mut socket: Socket) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = socket.flush();
-    let mut tcp = socket.into_tcp();
-    let _ = tcp.shutdown().await;
-    // On the heap, and only here: an array would sit in every connection's future.
-    let mut scratch = vec![0u8; 16 * 1024];
-    let _ = tokio::time::timeout(ERROR_LINGER, async {
-        while let Ok(n) = tcp.read(&mut scratch).await {
-            if n == 0 {
-                break;
-            }
-        }
-    })
-    .await;
+    let stream = socket.into_stream();
+    stream.shutdown_write();
+    // Its scratch is on the heap, and only here: an array would sit in every connection's
+    // future.
+    let _ = tokio::time::timeout(ERROR_LINGER, stream.discard_until_closed()).await;
 }

@@ -26,6 +26,20 @@ pub(crate) async fn connect_tcp(
     Ok(tcp)
 }
 
+/// Opens a connection to a unix socket (no TCP_NODELAY there: a unix socket has no Nagle).
+pub(crate) async fn connect_unix(
+    path: &std::path::Path,
+    timeout: Duration,
+) -> Result<tokio::net::UnixStream, String> {
+    let shown = path.display();
+    tokio::time::timeout(timeout, tokio::net::UnixStream::connect(path))
+        .await
+        .map_err(|_| {
+            format!("connecting to unix:{shown} timed out after {timeout:?} (--connect-timeout); is the server listening there?")
+        })?
+        .map_err(|err| format!("cannot connect to unix:{shown}: {err}; is the server running and listening on that socket?"))
+}
+
 /// Runs the client side of a TLS handshake on `tcp` (within `timeout`); the error says in one
 /// line what went wrong and which flag fixes it.
 pub(crate) async fn tls_handshake(

@@ -9,7 +9,6 @@
 
 use bytes::Bytes;
 use grpclab_core::framing::unframe_maybe_gzip;
-use grpclab_core::tls::TlsClient;
 use grpclab_core::Code;
 use grpclab_h2::client::{
     run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, MessagesFrom, NextCall,
@@ -20,7 +19,7 @@ use grpclab_h2::Socket;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::dial::{connect_tcp, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
+use super::dial::{connect_tcp, connect_unix, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
 use crate::outcome::{CallFailure, DEADLINE_MESSAGE, REPLY_INFLATE_LIMIT};
@@ -34,12 +33,7 @@ pub(crate) async fn open(
 ) -> Result<Vec<(usize, Socket)>, String> {
     let mut connections = Vec::new();
     for index in indexes {
-        let socket = connect(
-            config.target_for(index),
-            config.connect_timeout,
-            config.tls.as_ref(),
-        )
-        .await?;
+        let socket = connect(config, index).await?;
         connections.push((index, socket));
     }
     Ok(connections)
@@ -65,14 +59,15 @@ pub(crate) fn start(
         .collect()
 }
 
-/// Opens a connection for our engine: TCP, then TLS when configured.
-async fn connect(
-    target: std::net::SocketAddr,
-    timeout: Duration,
-    tls: Option<&TlsClient>,
-) -> Result<Socket, String> {
-    let tcp = connect_tcp(target, timeout).await?;
-    match tls {
+/// Opens connection `index` for our engine: the unix socket, or TCP to its address, then TLS
+/// when configured.
+async fn connect(config: &LoadConfig, index: usize) -> Result<Socket, String> {
+    let timeout = config.connect_timeout;
+    if let Some(path) = &config.unix {
+        return Ok(Socket::from(connect_unix(path, timeout).await?));
+    }
+    let tcp = connect_tcp(config.target_for(index), timeout).await?;
+    match config.tls.as_ref() {
         None => Ok(Socket::from(tcp)),
         Some(tls) => {
             let (tcp, session) = tls_handshake(tcp, tls, timeout).await?.into_inner();
@@ -459,7 +454,6 @@ async fn connection_loop(
 ) {
     let template = request_template(&thread.shared.config);
     let stop = thread.schedule.stop_token().clone();
-    let target = thread.shared.config.target_for(connection);
     let mut source = LabSource {
         thread: Rc::clone(&thread),
         held: std::collections::VecDeque::new(),
@@ -496,13 +490,7 @@ async fn connection_loop(
             source.drop_held();
             return;
         }
-        match connect(
-            target,
-            thread.shared.config.connect_timeout,
-            thread.shared.config.tls.as_ref(),
-        )
-        .await
-        {
+        match connect(&thread.shared.config, connection).await {
             Ok(live) => {
                 let counter = if planned {
                     &reconnects.planned

@@ -41,17 +41,42 @@ use transport::h2::{serve_connection, H2Responder};
 /// How long in-flight calls may take to finish after SIGTERM.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Where lab accepts connections: a TCP port, or a unix socket (plaintext, as beside a
+/// sidecar).
+#[derive(Debug)]
+pub enum Listener {
+    /// A bound TCP listener.
+    Tcp(std::net::TcpListener),
+    /// A bound unix-socket listener.
+    Unix(std::os::unix::net::UnixListener),
+}
+
+impl From<std::net::TcpListener> for Listener {
+    fn from(listener: std::net::TcpListener) -> Listener {
+        Listener::Tcp(listener)
+    }
+}
+
+/// A connection the accept loop deals to a worker.
+enum Accepted {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
 /// Runs the lab server on `listener` with `threads` I/O threads until `shutdown` is
 /// cancelled, then drains in-flight calls (at most 10 s) and returns.
 pub fn run(
-    listener: std::net::TcpListener,
+    listener: impl Into<Listener>,
     threads: usize,
     config: LabConfig,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    listener
-        .set_nonblocking(true)
-        .map_err(ServeError::Runtime)?;
+    let listener = listener.into();
+    match &listener {
+        Listener::Tcp(tcp) => tcp.set_nonblocking(true),
+        Listener::Unix(unix) => unix.set_nonblocking(true),
+    }
+    .map_err(ServeError::Runtime)?;
     let config = Arc::new(config);
     let uses_pool = config.placement.uses_pool();
     let pools = Pools {
@@ -72,7 +97,7 @@ pub fn run(
     let mut workers = Vec::with_capacity(threads);
     let open_connections = Arc::new(AtomicUsize::new(0));
     for index in 0..threads {
-        let (inbox, connections) = mpsc::unbounded_channel::<std::net::TcpStream>();
+        let (inbox, connections) = mpsc::unbounded_channel::<Accepted>();
         inboxes.push(inbox);
         let config = Arc::clone(&config);
         let senders = PoolSenders {
@@ -146,8 +171,8 @@ impl Drop for OpenConnection {
 /// Accepts connections and deals them round-robin to the workers; past the cap, closes them
 /// at once and says so (at most once a second, with how many were closed).
 fn accept_loop(
-    listener: std::net::TcpListener,
-    inboxes: Vec<mpsc::UnboundedSender<std::net::TcpStream>>,
+    listener: Listener,
+    inboxes: Vec<mpsc::UnboundedSender<Accepted>>,
     cap: ConnectionCap,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
@@ -156,7 +181,14 @@ fn accept_loop(
         .build()
         .map_err(ServeError::Runtime)?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener).map_err(ServeError::Runtime)?;
+        let listener = match listener {
+            Listener::Tcp(tcp) => {
+                AsyncListener::Tcp(tokio::net::TcpListener::from_std(tcp).map_err(ServeError::Runtime)?)
+            }
+            Listener::Unix(unix) => AsyncListener::Unix(
+                tokio::net::UnixListener::from_std(unix).map_err(ServeError::Runtime)?,
+            ),
+        };
         let mut next = 0usize;
         let mut closed_at_cap = 0u64;
         let mut last_cap_line: Option<std::time::Instant> = None;
@@ -165,8 +197,8 @@ fn accept_loop(
                 accepted = listener.accept() => accepted,
                 _ = shutdown.cancelled() => return Ok(()),
             };
-            let tcp = match accepted {
-                Ok((tcp, _)) => tcp,
+            let connection = match accepted {
+                Ok(connection) => connection,
                 // Running out of file descriptors or a connection reset before accept: keep
                 // serving the others.
                 Err(_) => {
@@ -175,7 +207,7 @@ fn accept_loop(
                 }
             };
             if cap.open.load(Ordering::Relaxed) >= cap.max {
-                drop(tcp);
+                drop(connection);
                 closed_at_cap += 1;
                 if last_cap_line.is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1)) {
                     // A closed stderr must not stop the server: the line is best effort.
@@ -190,12 +222,19 @@ fn accept_loop(
                 continue;
             }
             cap.open.fetch_add(1, Ordering::Relaxed);
-            let _ = tcp.set_nodelay(true);
-            let Ok(tcp) = tcp.into_std() else {
+            // Dealt to a worker as a std socket (each worker has its own runtime).
+            let connection = match connection {
+                AsyncAccepted::Tcp(tcp) => {
+                    let _ = tcp.set_nodelay(true);
+                    tcp.into_std().map(Accepted::Tcp)
+                }
+                AsyncAccepted::Unix(unix) => unix.into_std().map(Accepted::Unix),
+            };
+            let Ok(connection) = connection else {
                 cap.open.fetch_sub(1, Ordering::Relaxed);
                 continue;
             };
-            if inboxes[next % inboxes.len()].send(tcp).is_err() {
+            if inboxes[next % inboxes.len()].send(connection).is_err() {
                 return Err(ServeError::Serve("a worker thread stopped".to_owned()));
             }
             next = next.wrapping_add(1);
@@ -203,9 +242,29 @@ fn accept_loop(
     })
 }
 
+/// The accept loop's listener, on its runtime.
+enum AsyncListener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
+enum AsyncAccepted {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+impl AsyncListener {
+    async fn accept(&self) -> std::io::Result<AsyncAccepted> {
+        match self {
+            AsyncListener::Tcp(tcp) => tcp.accept().await.map(|(s, _)| AsyncAccepted::Tcp(s)),
+            AsyncListener::Unix(unix) => unix.accept().await.map(|(s, _)| AsyncAccepted::Unix(s)),
+        }
+    }
+}
+
 /// One I/O thread: owns the connections dealt to it until shutdown, then drains them.
 fn worker(
-    mut connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    mut connections: mpsc::UnboundedReceiver<Accepted>,
     config: Arc<LabConfig>,
     pools: PoolSenders,
     open_connections: Arc<AtomicUsize>,
@@ -219,13 +278,22 @@ fn worker(
     runtime.block_on(async move {
         let tracker = TaskTracker::new();
         loop {
-            let tcp = tokio::select! {
-                tcp = connections.recv() => tcp,
+            let accepted = tokio::select! {
+                accepted = connections.recv() => accepted,
                 _ = shutdown.cancelled() => None,
             };
-            let Some(tcp) = tcp else { break };
+            let Some(accepted) = accepted else { break };
             // Counted by the accept loop; uncounted when the connection's task ends.
             let open = OpenConnection(Arc::clone(&open_connections));
+            let tcp = match accepted {
+                Accepted::Tcp(tcp) => tcp,
+                Accepted::Unix(unix) => {
+                    if let Ok(unix) = tokio::net::UnixStream::from_std(unix) {
+                        serve_unix(unix, &config, &pools, &shutdown, &tracker, open);
+                    }
+                    continue;
+                }
+            };
             let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) else {
                 continue;
             };
@@ -248,15 +316,7 @@ fn worker(
                     });
                 }
                 Transport::Engine => {
-                    let settings = grpclab_h2::server::ServerSettings {
-                        max_concurrent_streams: config.max_concurrent_streams,
-                        connection_window: config.connection_window,
-                        idle_timeout: config.idle_timeout,
-                        keepalive_interval: config.keepalive_interval,
-                        keepalive_timeout: config.keepalive_timeout,
-                        accept_encoding: Some(grpc::ACCEPT_ENCODING),
-                        ..grpclab_h2::server::ServerSettings::default()
-                    };
+                    let settings = engine_settings(&config);
                     let service = LabService::new(Arc::clone(&config), pools.own.clone());
                     let shutdown = shutdown.clone();
                     tracker.spawn(async move {
@@ -285,6 +345,51 @@ fn worker(
     })
 }
 
+/// Serves a connection accepted on a unix socket (plaintext: TLS is refused with `--unix`
+/// when the server is configured), on the worker's tracker like a TCP one.
+fn serve_unix(
+    unix: tokio::net::UnixStream,
+    config: &Arc<LabConfig>,
+    pools: &PoolSenders,
+    shutdown: &CancellationToken,
+    tracker: &TaskTracker,
+    open: OpenConnection,
+) {
+    let shutdown = shutdown.clone();
+    match config.transport {
+        Transport::H2 => {
+            let config = Arc::clone(config);
+            let pool = pools.h2.clone();
+            tracker.spawn(async move {
+                serve_connection(unix, config, pool, shutdown).await;
+                drop(open);
+            });
+        }
+        Transport::Engine => {
+            let settings = engine_settings(config);
+            let service = LabService::new(Arc::clone(config), pools.own.clone());
+            tracker.spawn(async move {
+                let socket = grpclab_h2::Socket::from(unix);
+                grpclab_h2::server::serve_connection(socket, settings, service, shutdown).await;
+                drop(open);
+            });
+        }
+    }
+}
+
+/// Our engine's settings from lab's configuration.
+fn engine_settings(config: &LabConfig) -> grpclab_h2::server::ServerSettings {
+    grpclab_h2::server::ServerSettings {
+        max_concurrent_streams: config.max_concurrent_streams,
+        connection_window: config.connection_window,
+        idle_timeout: config.idle_timeout,
+        keepalive_interval: config.keepalive_interval,
+        keepalive_timeout: config.keepalive_timeout,
+        accept_encoding: Some(grpc::ACCEPT_ENCODING),
+        ..grpclab_h2::server::ServerSettings::default()
+    }
+}
+
 /// How long a client may take to finish its TLS handshake: one that never does would hold a
 /// connection slot for ever.
 const TLS_HANDSHAKE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -300,6 +405,33 @@ async fn tls_handshake(
         Ok(Ok(stream)) => Some(stream),
         _ => None,
     }
+}
+
+/// Binds a unix socket at `path` for the lab server (a stale socket left by a dead server is
+/// replaced; a live one, or a file that is not a socket, is an error).
+pub fn bind_unix(path: &std::path::Path) -> Result<std::os::unix::net::UnixListener, ServeError> {
+    use std::os::unix::fs::FileTypeExt;
+    let fail = |reason: String| ServeError::BindUnix {
+        path: path.to_owned(),
+        reason,
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(fail(
+                "a file that is not a socket is there; give another path".to_owned(),
+            ));
+        }
+        // A socket nobody accepts on is a dead server's: take its place. A live one is kept.
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(fail(
+                "another server is listening there; stop it or give another path".to_owned(),
+            ));
+        }
+        std::fs::remove_file(path)
+            .map_err(|err| fail(format!("cannot remove the stale socket: {err}")))?;
+    }
+    std::os::unix::net::UnixListener::bind(path)
+        .map_err(|err| fail(format!("{err}; is the folder there and writable?")))
 }
 
 /// Binds `addr` for the lab server.

@@ -1112,6 +1112,12 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: std::net::IpAddr,
 
+    /// lab only: listen on this unix socket instead of --host/--port (plaintext; a stale
+    /// socket left by a dead server is replaced). Load it with `grpclab load --insecure
+    /// unix:PATH`.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+
     /// Worker threads (tonic-mt's runtime workers, lab's I/O threads). Default:
     /// GRPC_SERVER_CPUS, else 1.
     #[arg(long, env = "GRPC_SERVER_CPUS", value_name = "N")]

@@ -70,7 +70,15 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             "--async sends calls on a rate's schedule whatever is in flight: give --rps R with it (grpclab's --rps always works that way); without a rate, -c N keeps N calls in flight".to_owned(),
         ));
     }
-    let mut resolved = resolve(&args.target)?;
+    let unix = unix_socket(&args.target)?;
+    let mut resolved = match &unix {
+        // gRPC's authority for a unix socket; the address only names the run.
+        Some(_) => Resolved {
+            authority: "localhost".to_owned(),
+            addresses: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
+        },
+        None => resolve(&args.target)?,
+    };
     let target = pick_first(&resolved.addresses, args.connect_timeout);
     if args.lb_strategy == LbStrategy::PickFirst {
         // The address picked first, so a report lists the one that carried the run first.
@@ -94,7 +102,9 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         None => metadata.clone(),
     };
     let tls = client_tls(args)?;
-    if tls.is_none() {
+    if let Some(path) = &unix {
+        check_unix_target(path, &args.target, tls.is_some(), &args.scenario)?;
+    } else if tls.is_none() {
         check_plaintext_peer(target, &args.target, args.connect_timeout)?;
     }
     let loaded = load_scenario(
@@ -109,6 +119,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     let scenario = &loaded.scenario;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
     config.addresses = resolved.addresses.clone();
+    config.unix = unix;
     config.balance = match args.lb_strategy {
         LbStrategy::PickFirst => grpclab_load::Balance::PickFirst,
         LbStrategy::RoundRobin => grpclab_load::Balance::RoundRobin,
@@ -718,11 +729,6 @@ fn resolve(target: &str) -> Result<Resolved, InputError> {
             "say which server to load: {hint} (or \"host\" in --config)"
         )));
     }
-    if target.starts_with("unix:") {
-        return Err(InputError(format!(
-            "'{target}': unix sockets are not supported yet; {hint}"
-        )));
-    }
     let (name, list) = resolve_name(target);
     let mut addresses: Vec<SocketAddr> = Vec::new();
     if list {
@@ -764,6 +770,73 @@ fn resolve(target: &str) -> Result<Resolved, InputError> {
         authority: name,
         addresses,
     })
+}
+
+/// The socket a `unix:` target names: gRPC's `unix:PATH` (relative or absolute) and
+/// `unix:///ABSOLUTE_PATH`; `None` for any other target.
+fn unix_socket(target: &str) -> Result<Option<std::path::PathBuf>, InputError> {
+    let target = target.trim();
+    if target.starts_with("unix-abstract:") {
+        return Err(InputError(format!(
+            "'{target}': abstract unix sockets are not supported; give unix:PATH or unix:///ABSOLUTE_PATH"
+        )));
+    }
+    let Some(rest) = target.strip_prefix("unix:") else {
+        return Ok(None);
+    };
+    let path = match rest.strip_prefix("//") {
+        Some(absolute) if absolute.starts_with('/') => absolute,
+        Some(_) => {
+            return Err(InputError(format!(
+                "'{target}': after unix:// comes an absolute path (unix:///tmp/server.sock), or write unix:PATH"
+            )))
+        }
+        None => rest,
+    };
+    if path.is_empty() {
+        return Err(InputError(format!(
+            "'{target}' names no socket: give unix:PATH or unix:///ABSOLUTE_PATH"
+        )));
+    }
+    Ok(Some(std::path::PathBuf::from(path)))
+}
+
+/// What a unix-socket run needs before it starts: a socket at the path, plaintext (gRPC over
+/// a unix socket is, beside a sidecar), and the method from files or a built-in scenario
+/// (reflection is asked over TCP).
+fn check_unix_target(
+    path: &std::path::Path,
+    shown: &str,
+    tls: bool,
+    scenario: &ScenarioArgs,
+) -> Result<(), InputError> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {}
+        Ok(_) => {
+            return Err(InputError(format!(
+                "'{shown}': {} is not a socket; is this the path the server listens on?",
+                path.display()
+            )))
+        }
+        Err(err) => {
+            return Err(InputError(format!(
+                "'{shown}': {}: {err}; is the server running and listening on that socket?",
+                path.display()
+            )))
+        }
+    }
+    if tls {
+        return Err(InputError(format!(
+            "'{shown}': TLS over a unix socket is not supported; add --insecure (plaintext, as gRPC uses beside a sidecar)"
+        )));
+    }
+    if scenario.scenario.is_none() && scenario.proto.is_none() && scenario.protoset.is_none() {
+        return Err(InputError(format!(
+            "'{shown}': grpclab asks a server's reflection over TCP only; give the method with --proto/--protoset and --call, or --scenario"
+        )));
+    }
+    Ok(())
 }
 
 /// gRPC's pick_first: the first address that accepts a connection (each tried for at most

@@ -16,6 +16,11 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
         ImplementationArg::TonicSt => Implementation::TonicSt,
         ImplementationArg::Lab => Implementation::Lab,
     };
+    if args.unix.is_some() && (implementation != Implementation::Lab || args.tls_cert.is_some()) {
+        return Err(InputError(
+            "--unix: only lab listens on a unix socket, in plaintext: use --impl lab, without --tls-cert".to_owned(),
+        ));
+    }
     let threads = args.threads.unwrap_or(1);
     if threads == 0 {
         return Err(InputError(
@@ -77,6 +82,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
         implementation,
         tls,
         addr: SocketAddr::new(args.host, args.port),
+        unix: args.unix.clone(),
         threads,
         lab: LabConfig {
             transport,

@@ -73,7 +73,11 @@ def main():
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     streaming_pb2_grpc.add_StreamingEchoServicer_to_server(Echo(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    # LISTEN=unix:PATH listens on a unix socket instead (and prints 0 for the port).
+    listen = os.environ.get("LISTEN")
+    port = server.add_insecure_port(listen) if listen else server.add_insecure_port("127.0.0.1:0")
+    if listen:
+        port = 0
     server.start()
     print(port, flush=True)
     threading.Thread(target=lambda: (sys.stdin.read(), server.stop(0)), daemon=True).start()

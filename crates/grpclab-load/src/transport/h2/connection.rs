@@ -16,11 +16,16 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::transport::dial::{connect_tcp, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
+use crate::transport::dial::{
+    connect_tcp, connect_unix, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
+};
+use tokio_util::either::Either;
 
-/// The socket under an h2 connection: plaintext TCP or TLS over it.
-pub(crate) type Io =
-    tokio_util::either::Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
+/// The socket under an h2 connection: plaintext TCP or TLS over it, or a unix socket.
+pub(crate) type Io = tokio_util::either::Either<
+    tokio_util::either::Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>,
+    tokio::net::UnixStream,
+>;
 
 /// Stream flow-control window we grant the server: replies up to 1 MiB need no WINDOW_UPDATE
 /// round trip.
@@ -39,16 +44,19 @@ pub(crate) struct ConnectionState {
     pub down_reason: String,
 }
 
-/// Opens a TCP connection (TCP_NODELAY) and performs the HTTP/2 handshake.
+/// Opens the unix socket, or a TCP connection (TCP_NODELAY) with TLS when configured, and
+/// performs the HTTP/2 handshake.
 pub(crate) async fn connect(
-    target: SocketAddr,
-    timeout: Duration,
-    tls: Option<&TlsClient>,
+    dial: &Dial,
 ) -> Result<(SendRequest<Bytes>, Connection<Io, Bytes>), String> {
-    let tcp = connect_tcp(target, timeout).await?;
-    let io = match tls {
-        None => Io::Left(tcp),
-        Some(tls) => Io::Right(tls_handshake(tcp, tls, timeout).await?),
+    let (target, timeout) = (dial.target, dial.connect_timeout);
+    let io = match (&dial.unix, &dial.tls) {
+        (Some(path), _) => Io::Right(connect_unix(path, timeout).await?),
+        (None, None) => Io::Left(Either::Left(connect_tcp(target, timeout).await?)),
+        (None, Some(tls)) => {
+            let tcp = connect_tcp(target, timeout).await?;
+            Io::Left(Either::Right(tls_handshake(tcp, tls, timeout).await?))
+        }
     };
     h2::client::Builder::new()
         // Until the server's SETTINGS arrives, one stream at a time (h2 assumes 100): the
@@ -88,9 +96,24 @@ async fn keep_alive(ping_pong: Option<h2::PingPong>, interval: Option<Duration>)
 /// Where a connection goes and how: what `drive` needs to reconnect.
 pub(crate) struct Dial {
     pub target: SocketAddr,
+    /// `LoadConfig::unix`: dialled instead of `target`.
+    pub unix: Option<std::path::PathBuf>,
     pub connect_timeout: Duration,
     pub tls: Option<TlsClient>,
     pub keepalive: Option<Duration>,
+}
+
+impl Dial {
+    /// How connection `index` of a run of `config` is dialled.
+    pub(crate) fn of(config: &crate::config::LoadConfig, index: usize) -> Dial {
+        Dial {
+            target: config.target_for(index),
+            unix: config.unix.clone(),
+            connect_timeout: config.connect_timeout,
+            tls: config.tls.clone(),
+            keepalive: config.keepalive,
+        }
+    }
 }
 
 /// Runs `connection` and replaces it when lost, until `stop` is cancelled and the last stream
@@ -138,7 +161,7 @@ pub(crate) async fn drive(
         } else if stop.is_cancelled() {
             return;
         }
-        match connect(dial.target, dial.connect_timeout, dial.tls.as_ref()).await {
+        match connect(&dial).await {
             Ok((sender, live)) => {
                 reconnects.set(reconnects.get() + 1);
                 state.send_modify(|s| {

@@ -44,12 +44,7 @@ pub(crate) async fn open(
     let template = Rc::new(call_template(config)?);
     let mut open = Vec::new();
     for index in indexes {
-        let (sender, driver) = connection::connect(
-            config.target_for(index),
-            config.connect_timeout,
-            config.tls.as_ref(),
-        )
-        .await?;
+        let (sender, driver) = connection::connect(&connection::Dial::of(config, index)).await?;
         open.push((index, sender, driver));
     }
     Ok(Connections { template, open })
@@ -72,12 +67,7 @@ pub(crate) fn start(
             down_reason: String::new(),
         });
         tokio::task::spawn_local(connection::drive(
-            connection::Dial {
-                target: config.target_for(connection_index),
-                connect_timeout: config.connect_timeout,
-                tls: config.tls.clone(),
-                keepalive: config.keepalive,
-            },
+            connection::Dial::of(config, connection_index),
             driver,
             state_tx,
             drivers_stop.clone(),

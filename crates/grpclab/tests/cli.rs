@@ -549,7 +549,10 @@ fn bad_inputs_get_one_clear_error_and_exit_two() {
             &["--disable-template-functions"],
             &["--disable-template-functions is a ghz flag"],
         ),
-        (&["--debug", "/tmp/ghz.log"], &["--debug is a ghz flag"]),
+        (
+            &["--debug", "/nonexistent-folder/ghz.log"],
+            &["--debug", "cannot write"],
+        ),
     ] {
         let mut argv = vec!["load", "--insecure", t, "--scenario", "complex_proto"];
         argv.extend_from_slice(args);

@@ -33,7 +33,10 @@ pub(crate) async fn open(
 ) -> Result<Vec<(usize, Socket)>, String> {
     let mut connections = Vec::new();
     for index in indexes {
-        let socket = connect(config, index).await?;
+        let socket = connect(config, index).await.inspect_err(|reason| {
+            tracing::debug!(connection = index, %reason, "connect failed");
+        })?;
+        tracing::debug!(connection = index, peer = %peer(config, index), "connected");
         connections.push((index, socket));
     }
     Ok(connections)
@@ -57,6 +60,14 @@ pub(crate) fn start(
             ))
         })
         .collect()
+}
+
+/// What connection `index` dials, for the debug log.
+pub(crate) fn peer(config: &LoadConfig, index: usize) -> String {
+    match &config.unix {
+        Some(path) => format!("unix:{}", path.display()),
+        None => config.target_for(index).to_string(),
+    }
 }
 
 /// Opens connection `index` for our engine: the unix socket, or TCP to its address, then TLS
@@ -388,6 +399,11 @@ impl LabSource {
                 format!("HTTP status {status}"),
             ),
             CallEnd::Reset(error) => {
+                tracing::debug!(
+                    connection = self.connection,
+                    error_code = format_args!("{error:#x}"),
+                    "stream reset by the server"
+                );
                 let code = match error {
                     h2_code::REFUSED_STREAM => Code::Unavailable,
                     h2_code::CANCEL => Code::Canceled,
@@ -406,20 +422,27 @@ impl LabSource {
                 };
                 fail(code, message)
             }
-            CallEnd::Unprocessed(error) => fail(
-                Code::Unavailable,
-                if error == h2_code::NO_ERROR {
-                    // A graceful shutdown (a server stopping, a proxy draining): not a limit.
-                    "the server is shutting down (GOAWAY NO_ERROR) and never processed this call \
+            CallEnd::Unprocessed(error) => {
+                tracing::debug!(
+                    connection = self.connection,
+                    error_code = format_args!("{error:#x}"),
+                    "call above the server's GOAWAY last-stream-id: never processed"
+                );
+                fail(
+                    Code::Unavailable,
+                    if error == h2_code::NO_ERROR {
+                        // A graceful shutdown (a server stopping, a proxy draining): not a limit.
+                        "the server is shutting down (GOAWAY NO_ERROR) and never processed this call \
                      (safe to retry)"
                         .to_owned()
-                } else {
-                    format!(
+                    } else {
+                        format!(
                         "the server ended the connection (GOAWAY error code {error:#x}) before \
                          processing this call (safe to retry)"
                     )
-                },
-            ),
+                    },
+                )
+            }
             CallEnd::Malformed(reason) => fail(Code::Internal, reason.to_owned()),
             CallEnd::DeadlineExceeded => fail(Code::DeadlineExceeded, DEADLINE_MESSAGE.to_owned()),
         }
@@ -475,6 +498,14 @@ async fn connection_loop(
                 Err((end, lost)) => {
                     planned = end == ConnectionEnd::StreamIdsExhausted;
                     let reason = end.to_string();
+                    tracing::debug!(
+                        connection,
+                        peer = %peer(&thread.shared.config, connection),
+                        %reason,
+                        calls_lost = lost.len(),
+                        planned,
+                        "connection ended"
+                    );
                     for call in lost {
                         let (sent, received) = call.messages;
                         if sent > 0 || received > 0 {
@@ -492,6 +523,12 @@ async fn connection_loop(
         }
         match connect(&thread.shared.config, connection).await {
             Ok(live) => {
+                tracing::debug!(
+                    connection,
+                    peer = %peer(&thread.shared.config, connection),
+                    planned,
+                    "reconnected"
+                );
                 let counter = if planned {
                     &reconnects.planned
                 } else {
@@ -504,6 +541,12 @@ async fn connection_loop(
             Err(reason) => {
                 planned = false;
                 backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
+                tracing::debug!(
+                    connection,
+                    %reason,
+                    retry_in_ms = backoff.as_millis() as u64,
+                    "reconnect failed"
+                );
                 // Wait out the backoff before the next attempt. Open loop: calls keep coming
                 // due meanwhile, and each fails when due. Closed loop: each stream's next
                 // call fails, once per attempt.

@@ -70,6 +70,9 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             "--async sends calls on a rate's schedule whatever is in flight: give --rps R with it (grpclab's --rps always works that way); without a rate, -c N keeps N calls in flight".to_owned(),
         ));
     }
+    if let Some(path) = &args.debug {
+        super::debug_log::install(path)?;
+    }
     let unix = unix_socket(&args.target)?;
     let mut resolved = match &unix {
         // gRPC's authority for a unix socket; the address only names the run.
@@ -84,6 +87,16 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         // The address picked first, so a report lists the one that carried the run first.
         resolved.addresses.retain(|address| *address != target);
         resolved.addresses.insert(0, target);
+    }
+    match &unix {
+        Some(path) => tracing::debug!(target = %args.target, socket = %path.display(), "resolved"),
+        None => tracing::debug!(
+            target = %args.target,
+            addresses = ?resolved.addresses,
+            lb_strategy = ?args.lb_strategy,
+            first = %target,
+            "resolved"
+        ),
     }
     let metadata_json = match (&args.metadata, &args.metadata_file) {
         (Some(json), _) => Some(json.clone()),

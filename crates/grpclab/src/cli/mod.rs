@@ -9,6 +9,7 @@ pub mod bench;
 pub mod capacity;
 pub mod compare;
 pub mod config_file;
+pub mod debug_log;
 pub mod encode;
 pub mod history;
 pub mod live_metrics;

@@ -116,6 +116,16 @@ impl Dial {
     }
 }
 
+impl Dial {
+    /// Where it goes, for the debug log.
+    fn peer(&self) -> String {
+        match &self.unix {
+            Some(path) => format!("unix:{}", path.display()),
+            None => self.target.to_string(),
+        }
+    }
+}
+
 /// Runs `connection` and replaces it when lost, until `stop` is cancelled and the last stream
 /// using it has finished. Counts successful reconnections in `reconnects`.
 pub(crate) async fn drive(
@@ -147,6 +157,7 @@ pub(crate) async fn drive(
                 Ok(()) => "the server closed the connection".to_owned(),
                 Err(reason) => reason,
             };
+            tracing::debug!(peer = %dial.peer(), %reason, "connection ended");
             // Say why first, then drop the connection (which fails the streams still on it):
             // a stream that sees a bare "connection lost" reads the reason from the state.
             publish_down(&state, reason);
@@ -163,6 +174,7 @@ pub(crate) async fn drive(
         }
         match connect(&dial).await {
             Ok((sender, live)) => {
+                tracing::debug!(peer = %dial.peer(), "reconnected");
                 reconnects.set(reconnects.get() + 1);
                 state.send_modify(|s| {
                     s.generation += 1;
@@ -172,8 +184,14 @@ pub(crate) async fn drive(
                 connection = Some(live);
             }
             Err(reason) => {
-                publish_down(&state, reason);
                 backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
+                tracing::debug!(
+                    peer = %dial.peer(),
+                    %reason,
+                    retry_in_ms = backoff.as_millis() as u64,
+                    "reconnect failed"
+                );
+                publish_down(&state, reason);
             }
         }
     }

@@ -44,7 +44,14 @@ pub(crate) async fn open(
     let template = Rc::new(call_template(config)?);
     let mut open = Vec::new();
     for index in indexes {
-        let (sender, driver) = connection::connect(&connection::Dial::of(config, index)).await?;
+        let (sender, driver) = connection::connect(&connection::Dial::of(config, index))
+            .await
+            .inspect_err(|reason| tracing::debug!(connection = index, %reason, "connect failed"))?;
+        tracing::debug!(
+            connection = index,
+            peer = %crate::transport::engine::peer(config, index),
+            "connected"
+        );
         open.push((index, sender, driver));
     }
     Ok(Connections { template, open })

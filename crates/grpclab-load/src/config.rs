@@ -266,6 +266,10 @@ pub struct LoadConfig {
     pub target: SocketAddr,
     /// Every address the target resolved to, in order (`target` among them).
     pub addresses: Vec<SocketAddr>,
+    /// A name resolved again whenever a connection is re-made (`dns:` targets and host
+    /// names; `None` for addresses given as such): a connection then dials the address the
+    /// name has now (see `address_index` for which).
+    pub naming: Option<crate::transport::resolve::Naming>,
     /// A unix socket every connection dials instead of `target` (gRPC's `unix:PATH` and
     /// `unix:///PATH`; plaintext). `target` and `addresses` then only name the run.
     pub unix: Option<std::path::PathBuf>,
@@ -437,6 +441,7 @@ impl LoadConfig {
             target,
             addresses: vec![target],
             unix: None,
+            naming: None,
             balance: Balance::PickFirst,
             authority: target.to_string(),
             path: path.to_owned(),

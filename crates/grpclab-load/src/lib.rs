@@ -45,3 +45,4 @@ pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
 pub use run::{drain_limit, run, LoadError};
 pub use tokio_util::sync::CancellationToken;
+pub use transport::resolve::Naming;

@@ -60,6 +60,9 @@ pub struct LoadResult {
     /// order; empty without addresses): sent there, or failed while its connection was down.
     /// Calls abandoned at the run's drain limit are in no address's count.
     pub calls_by_address: Vec<u64>,
+    /// The addresses `calls_by_address` counts for: `LoadConfig::addresses`, then any a
+    /// re-resolution brought during the run (`LoadConfig::naming`).
+    pub addresses: Vec<std::net::SocketAddr>,
 }
 
 impl LoadResult {

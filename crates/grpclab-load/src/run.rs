@@ -121,6 +121,7 @@ pub fn run(
         request_number: AtomicU64::new(0),
         render_failures: AtomicU64::new(0),
         live: config.live_latency.then(LiveSeconds::default),
+        addresses: std::sync::Mutex::new(config.addresses.clone()),
         config,
     });
 
@@ -266,7 +267,11 @@ pub fn run(
     let mut abandoned = 0;
     let mut ignored = 0;
     let mut last_completion: Option<Instant> = None;
-    let mut calls_by_address = vec![0; config.addresses.len()];
+    let addresses = shared.addresses.lock().map_or_else(
+        |poisoned| poisoned.into_inner().clone(),
+        |known| known.clone(),
+    );
+    let mut calls_by_address = vec![0; addresses.len()];
     for outcome in outcomes.into_iter().flatten() {
         for (total, calls) in calls_by_address.iter_mut().zip(&outcome.calls_by_address) {
             *total += calls;
@@ -322,6 +327,7 @@ pub fn run(
         render_failures: shared.render_failures.load(Relaxed),
         first_send,
         calls_by_address,
+        addresses,
     })
 }
 

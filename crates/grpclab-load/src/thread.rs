@@ -41,6 +41,26 @@ pub(crate) struct Shared {
     pub(crate) render_failures: AtomicU64,
     /// `config.live_latency`: each thread's finished seconds, for the progress snapshots.
     pub(crate) live: Option<LiveSeconds>,
+    /// Every address a connection was dialled to, in order of first use (`config.addresses`
+    /// first): an address's id is its position. Locked only when a connection is (re)made.
+    pub(crate) addresses: std::sync::Mutex<Vec<std::net::SocketAddr>>,
+}
+
+impl Shared {
+    /// The id of `address` in [`Shared::addresses`], added if new.
+    pub(crate) fn address_id(&self, address: std::net::SocketAddr) -> usize {
+        let mut known = self
+            .addresses
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match known.iter().position(|a| *a == address) {
+            Some(id) => id,
+            None => {
+                known.push(address);
+                known.len() - 1
+            }
+        }
+    }
 }
 
 /// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
@@ -62,9 +82,10 @@ pub(crate) struct ThreadState {
     outstanding: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     progress_slot: usize,
-    /// Measured calls ended (in the figures) on connections to each of the target's
-    /// addresses, by `LoadConfig::address_index`: this thread's own counts, summed at the end.
-    calls_by_address: Vec<Cell<u64>>,
+    /// Measured calls ended (in the figures) on connections to each address, by its id in
+    /// `Shared::addresses`: this thread's own counts (grown when a re-resolution brings a new
+    /// address), summed at the end.
+    calls_by_address: RefCell<Vec<u64>>,
     /// Live view: how many of the recorder's finished seconds were handed over.
     live_published: Cell<usize>,
     /// Messages (sent, received) of measured streaming calls still in flight when the run
@@ -108,9 +129,7 @@ impl ThreadState {
                 .collect(),
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             outstanding: Cell::new(0),
-            calls_by_address: (0..config.addresses.len().max(1))
-                .map(|_| Cell::new(0))
-                .collect(),
+            calls_by_address: RefCell::new(vec![0; config.addresses.len().max(1)]),
             last_completion: Cell::new(None),
             progress_slot: index,
             live_published: Cell::new(0),
@@ -121,7 +140,7 @@ impl ThreadState {
 
     /// This thread's measured calls per address (see the field).
     pub(crate) fn calls_by_address(&self) -> Vec<u64> {
-        self.calls_by_address.iter().map(Cell::get).collect()
+        self.calls_by_address.borrow().clone()
     }
 
     /// Measured tickets taken and not yet recorded.
@@ -356,8 +375,12 @@ impl ThreadState {
                 .add(outcome.as_ref().err().map(|failure| failure.code));
             return;
         }
-        if let Some(calls) = self.calls_by_address.get(address) {
-            calls.set(calls.get() + 1);
+        {
+            let mut calls = self.calls_by_address.borrow_mut();
+            if address >= calls.len() {
+                calls.resize(address + 1, 0);
+            }
+            calls[address] += 1;
         }
         let since = done.saturating_duration_since(self.schedule.measure_from());
         // A reply that came after the deadline is late, whichever won the race between it and

@@ -20,6 +20,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::dial::{connect_tcp, connect_unix, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
+use super::resolve::redial_target;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
 use crate::outcome::{CallFailure, DEADLINE_MESSAGE, REPLY_INFLATE_LIMIT};
@@ -33,10 +34,12 @@ pub(crate) async fn open(
 ) -> Result<Vec<(usize, Socket)>, String> {
     let mut connections = Vec::new();
     for index in indexes {
-        let socket = connect(config, index).await.inspect_err(|reason| {
-            tracing::debug!(connection = index, %reason, "connect failed");
-        })?;
-        tracing::debug!(connection = index, peer = %peer(config, index), "connected");
+        let socket = connect(config, config.target_for(index))
+            .await
+            .inspect_err(|reason| {
+                tracing::debug!(connection = index, %reason, "connect failed");
+            })?;
+        tracing::debug!(connection = index, peer = %shown(config, config.target_for(index)), "connected");
         connections.push((index, socket));
     }
     Ok(connections)
@@ -62,22 +65,22 @@ pub(crate) fn start(
         .collect()
 }
 
-/// What connection `index` dials, for the debug log.
-pub(crate) fn peer(config: &LoadConfig, index: usize) -> String {
+/// Where a connection to `target` goes, for the debug log.
+pub(crate) fn shown(config: &LoadConfig, target: std::net::SocketAddr) -> String {
     match &config.unix {
         Some(path) => format!("unix:{}", path.display()),
-        None => config.target_for(index).to_string(),
+        None => target.to_string(),
     }
 }
 
-/// Opens connection `index` for our engine: the unix socket, or TCP to its address, then TLS
-/// when configured.
-async fn connect(config: &LoadConfig, index: usize) -> Result<Socket, String> {
+/// Opens a connection for our engine: the unix socket, or TCP to `target`, then TLS when
+/// configured.
+async fn connect(config: &LoadConfig, target: std::net::SocketAddr) -> Result<Socket, String> {
     let timeout = config.connect_timeout;
     if let Some(path) = &config.unix {
         return Ok(Socket::from(connect_unix(path, timeout).await?));
     }
-    let tcp = connect_tcp(config.target_for(index), timeout).await?;
+    let tcp = connect_tcp(target, timeout).await?;
     match config.tls.as_ref() {
         None => Ok(Socket::from(tcp)),
         Some(tls) => {
@@ -477,6 +480,7 @@ async fn connection_loop(
 ) {
     let template = request_template(&thread.shared.config);
     let stop = thread.schedule.stop_token().clone();
+    let mut target = thread.shared.config.target_for(connection);
     let mut source = LabSource {
         thread: Rc::clone(&thread),
         held: std::collections::VecDeque::new(),
@@ -500,7 +504,7 @@ async fn connection_loop(
                     let reason = end.to_string();
                     tracing::debug!(
                         connection,
-                        peer = %peer(&thread.shared.config, connection),
+                        peer = %shown(&thread.shared.config, target),
                         %reason,
                         calls_lost = lost.len(),
                         planned,
@@ -521,11 +525,14 @@ async fn connection_loop(
             source.drop_held();
             return;
         }
-        match connect(&thread.shared.config, connection).await {
+        // A name is resolved again: the connection follows the addresses it has now.
+        target = redial_target(&thread.shared.config, connection, target).await;
+        source.address = thread.shared.address_id(target);
+        match connect(&thread.shared.config, target).await {
             Ok(live) => {
                 tracing::debug!(
                     connection,
-                    peer = %peer(&thread.shared.config, connection),
+                    peer = %shown(&thread.shared.config, target),
                     planned,
                     "reconnected"
                 );

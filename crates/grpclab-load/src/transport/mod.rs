@@ -18,6 +18,7 @@
 mod dial;
 mod engine;
 mod h2;
+pub mod resolve;
 
 use std::cell::Cell;
 use std::rc::Rc;

@@ -15,7 +15,7 @@ use grpclab_load::{
 use http::{HeaderName, HeaderValue};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -79,6 +79,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         Some(_) => Resolved {
             authority: "localhost".to_owned(),
             addresses: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
+            naming: None,
         },
         None => resolve(&args.target)?,
     };
@@ -133,6 +134,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
     config.addresses = resolved.addresses.clone();
     config.unix = unix;
+    config.naming = resolved.naming.clone();
     config.balance = match args.lb_strategy {
         LbStrategy::PickFirst => grpclab_load::Balance::PickFirst,
         LbStrategy::RoundRobin => grpclab_load::Balance::RoundRobin,
@@ -716,6 +718,8 @@ struct Resolved {
     authority: String,
     /// Every address, in order, each once.
     addresses: Vec<SocketAddr>,
+    /// The name, resolved again on every reconnect (`None`: addresses given as such).
+    naming: Option<grpclab_load::Naming>,
 }
 
 /// The part of a target that names its host: `HOST:PORT` without a `dns:` scheme; for an
@@ -728,14 +732,42 @@ fn resolve_name(target: &str) -> (String, bool) {
     {
         return (rest.split(',').next().unwrap_or("").trim().to_owned(), true);
     }
-    let name = target
-        .strip_prefix("dns:///")
-        .or_else(|| target.strip_prefix("dns:"))
-        .unwrap_or(target);
+    let name = match target.strip_prefix("dns://") {
+        // dns://SERVER/NAME:PORT (an empty SERVER: the system's resolver).
+        Some(rest) => rest.split_once('/').map_or(rest, |(_, name)| name),
+        None => target.strip_prefix("dns:").unwrap_or(target),
+    };
     (name.to_owned(), false)
 }
 
+/// The DNS server of a `dns://SERVER[:PORT]/NAME:PORT` target (port 53 unless given); `None`
+/// for every other target (`dns:///`: the system's resolver).
+fn dns_server(target: &str) -> Result<Option<SocketAddr>, InputError> {
+    let Some((server, _)) = target
+        .trim()
+        .strip_prefix("dns://")
+        .and_then(|rest| rest.split_once('/'))
+    else {
+        return Ok(None);
+    };
+    if server.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(address) = server.parse::<SocketAddr>() {
+        return Ok(Some(address));
+    }
+    server
+        .parse::<std::net::IpAddr>()
+        .map(|ip| Some(SocketAddr::new(ip, 53)))
+        .map_err(|_| {
+            InputError(format!(
+                "'{target}': '{server}' is not a DNS server's address; write dns://IP[:PORT]/NAME:PORT (e.g. dns://127.0.0.1:5353/api.local:50051), or dns:///NAME:PORT for the system's resolver"
+            ))
+        })
+}
+
 fn resolve(target: &str) -> Result<Resolved, InputError> {
+    let server = dns_server(target)?;
     let hint = "give HOST:PORT (e.g. 127.0.0.1:50051), dns:///HOST:PORT, or ipv4:A:PORT,B:PORT";
     if target.is_empty() {
         return Err(InputError(format!(
@@ -761,18 +793,38 @@ fn resolve(target: &str) -> Result<Resolved, InputError> {
                 addresses.push(address);
             }
         }
+    } else if let Ok(address) = name.parse::<SocketAddr>() {
+        // An address as such: nothing to resolve, now or on reconnect.
+        addresses.push(address);
     } else {
-        if !name.contains(':') {
-            return Err(InputError(format!("'{target}' has no port; {hint}")));
-        }
-        for address in name
-            .to_socket_addrs()
-            .map_err(|err| InputError(format!("cannot resolve '{target}': {err}; {hint}")))?
-        {
-            if !addresses.contains(&address) {
-                addresses.push(address);
-            }
-        }
+        let (host, port) = name
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)))
+            .ok_or_else(|| InputError(format!("'{target}' has no port; {hint}")))?;
+        let naming = grpclab_load::Naming {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port,
+            server,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| {
+                InputError(format!(
+                    "cannot start a runtime to resolve '{target}': {err}"
+                ))
+            })?;
+        addresses = runtime
+            .block_on(naming.resolve())
+            .map_err(|err| InputError(format!("'{target}': {err}; {hint}")))?;
+        return Ok(Resolved {
+            authority: name,
+            addresses,
+            naming: Some(naming),
+        });
     }
     if addresses.is_empty() {
         return Err(InputError(format!(
@@ -782,6 +834,7 @@ fn resolve(target: &str) -> Result<Resolved, InputError> {
     Ok(Resolved {
         authority: name,
         addresses,
+        naming: None,
     })
 }
 

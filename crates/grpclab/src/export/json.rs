@@ -172,8 +172,9 @@ pub struct DetailsKept {
     pub which: String,
 }
 
-/// One of the target's addresses, how many of the run's connections dialled it and how many
-/// measured calls ended on them.
+/// One of the target's addresses, how many of the run's connections dialled it at the start
+/// and how many measured calls ended on connections to it (an address a re-resolution brought
+/// during the run is listed after the others, with 0 connections at the start).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddressShare {
     /// `IP:PORT`.
@@ -191,17 +192,23 @@ impl AddressShare {
     /// every connection to the first (the one that accepted); the calls are the run's count.
     pub fn of(options: &RunOptions, result: &LoadResult) -> Vec<AddressShare> {
         let count = options.addresses.len();
-        if count < 2 {
+        let listed: Vec<String> = if result.addresses.len() > count {
+            result.addresses.iter().map(ToString::to_string).collect()
+        } else {
+            options.addresses.clone()
+        };
+        if listed.len() < 2 {
             return Vec::new();
         }
         let connections = options.connections as u64;
-        options
-            .addresses
+        listed
             .iter()
             .enumerate()
             .map(|(index, address)| AddressShare {
                 address: address.clone(),
-                connections: if options.lb_strategy == "round_robin" {
+                connections: if index >= count.max(1) {
+                    0
+                } else if options.lb_strategy == "round_robin" {
                     connections / count as u64
                         + u64::from((index as u64) < connections % count as u64)
                 } else if index == 0 {

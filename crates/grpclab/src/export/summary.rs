@@ -435,6 +435,7 @@ mod tests {
             unsent: 0,
             render_failures: 0,
             calls_by_address: Vec::new(),
+            addresses: Vec::new(),
             ignored: 0,
         }
     }

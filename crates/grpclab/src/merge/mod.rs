@@ -110,6 +110,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         render_failures: totals.render_failures,
         first_send,
         calls_by_address: totals.calls_by_address,
+        addresses: first.report.result.addresses.clone(),
     };
     Ok(Report {
         history: None,

@@ -154,6 +154,12 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .iter()
             .map(|share| share.calls)
             .collect(),
+        addresses: json
+            .options
+            .addresses
+            .iter()
+            .filter_map(|share| share.address.parse().ok())
+            .collect(),
     };
     Ok(Part {
         source,

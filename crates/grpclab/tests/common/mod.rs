@@ -40,9 +40,16 @@ impl Server {
         Server::start_with(&["--impl", implementation])
     }
 
+    /// `args` may name a `--port`; without one the server takes a free port.
     pub fn start_with(args: &[&str]) -> Server {
+        let port: &[&str] = if args.contains(&"--port") {
+            &[]
+        } else {
+            &["--port", "0"]
+        };
         let mut child = grpclab()
-            .args(["serve", "--port", "0"])
+            .arg("serve")
+            .args(port)
             .args(args)
             .stderr(Stdio::piped())
             .spawn()

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::transport::dial::{
     connect_tcp, connect_unix, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
 };
+use crate::transport::resolve::redial_target;
 use tokio_util::either::Either;
 
 /// The socket under an h2 connection: plaintext TCP or TLS over it, or a unix socket.
@@ -42,6 +43,8 @@ pub(crate) struct ConnectionState {
     pub sender: Option<SendRequest<Bytes>>,
     /// Why the connection is down, while it is.
     pub down_reason: String,
+    /// The id (`Shared::address_id`) of the address the connection was last made to.
+    pub address: usize,
 }
 
 /// Opens the unix socket, or a TCP connection (TCP_NODELAY) with TLS when configured, and
@@ -96,6 +99,8 @@ async fn keep_alive(ping_pong: Option<h2::PingPong>, interval: Option<Duration>)
 /// Where a connection goes and how: what `drive` needs to reconnect.
 pub(crate) struct Dial {
     pub target: SocketAddr,
+    /// The connection's index in the run (its slot when a name is resolved again).
+    pub index: usize,
     /// `LoadConfig::unix`: dialled instead of `target`.
     pub unix: Option<std::path::PathBuf>,
     pub connect_timeout: Duration,
@@ -108,6 +113,7 @@ impl Dial {
     pub(crate) fn of(config: &crate::config::LoadConfig, index: usize) -> Dial {
         Dial {
             target: config.target_for(index),
+            index,
             unix: config.unix.clone(),
             connect_timeout: config.connect_timeout,
             tls: config.tls.clone(),
@@ -129,7 +135,8 @@ impl Dial {
 /// Runs `connection` and replaces it when lost, until `stop` is cancelled and the last stream
 /// using it has finished. Counts successful reconnections in `reconnects`.
 pub(crate) async fn drive(
-    dial: Dial,
+    mut dial: Dial,
+    shared: std::sync::Arc<crate::thread::Shared>,
     first: Connection<Io, Bytes>,
     state: watch::Sender<ConnectionState>,
     stop: CancellationToken,
@@ -172,14 +179,18 @@ pub(crate) async fn drive(
         } else if stop.is_cancelled() {
             return;
         }
+        // A name is resolved again: the connection follows the addresses it has now.
+        dial.target = redial_target(&shared.config, dial.index, dial.target).await;
         match connect(&dial).await {
             Ok((sender, live)) => {
                 tracing::debug!(peer = %dial.peer(), "reconnected");
                 reconnects.set(reconnects.get() + 1);
+                let address = shared.address_id(dial.target);
                 state.send_modify(|s| {
                     s.generation += 1;
                     s.sender = Some(sender);
                     s.down_reason.clear();
+                    s.address = address;
                 });
                 connection = Some(live);
             }

@@ -49,7 +49,7 @@ pub(crate) async fn open(
             .inspect_err(|reason| tracing::debug!(connection = index, %reason, "connect failed"))?;
         tracing::debug!(
             connection = index,
-            peer = %crate::transport::engine::peer(config, index),
+            peer = %crate::transport::engine::shown(config, config.target_for(index)),
             "connected"
         );
         open.push((index, sender, driver));
@@ -72,9 +72,11 @@ pub(crate) fn start(
             generation: 0,
             sender: Some(sender.clone()),
             down_reason: String::new(),
+            address: config.address_index(connection_index),
         });
         tokio::task::spawn_local(connection::drive(
             connection::Dial::of(config, connection_index),
+            std::sync::Arc::clone(&thread.shared),
             driver,
             state_tx,
             drivers_stop.clone(),
@@ -152,6 +154,7 @@ impl StreamConnection {
         if self.sender.is_none() {
             let state = self.state.borrow_and_update();
             self.generation = state.generation;
+            self.address = state.address;
             match &state.sender {
                 Some(sender) => self.sender = Some(sender.clone()),
                 None => return Err(state.down_reason.clone()),

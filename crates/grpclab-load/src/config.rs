@@ -269,7 +269,7 @@ pub struct LoadConfig {
     /// A name resolved again whenever a connection is re-made (`dns:` targets and host
     /// names; `None` for addresses given as such): a connection then dials the address the
     /// name has now (see `address_index` for which).
-    pub naming: Option<crate::transport::resolve::Naming>,
+    pub naming: Option<crate::naming::Naming>,
     /// A unix socket every connection dials instead of `target` (gRPC's `unix:PATH` and
     /// `unix:///PATH`; plaintext). `target` and `addresses` then only name the run.
     pub unix: Option<std::path::PathBuf>,

@@ -17,12 +17,13 @@
 //! hold their own connection handle, and recorders are per thread.
 //!
 //! Layers, top to bottom (a module imports only from below it): `run` (the controller and
-//! client threads) → `transport` (the seam: `engine` and `h2`, with `dial` beneath both) →
-//! `thread` (tickets, bodies, recording) → `schedule` → `config`, `staircase`, `recorder`,
-//! `progress`, `result`, `outcome`.
+//! client threads) → `transport` (the seam: `engine` and `h2`, with `dial` and `resolve`
+//! beneath both) → `thread` (tickets, bodies, recording) → `schedule` → `config`, `staircase`,
+//! `recorder`, `progress`, `result`, `outcome`, `naming`.
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod naming;
 mod outcome;
 pub mod progress;
 pub mod recorder;
@@ -38,6 +39,7 @@ pub use config::{
     ReplyValidator, RequestRenderer, Shard, ShardShare, StreamSettings, Transport, CONNECT_TIMEOUT,
     DEFAULT_START_TOLERANCE, MAX_SCHEDULED_STREAMS,
 };
+pub use naming::Naming;
 pub use progress::{
     LatencyBuckets, ProgressSnapshot, ProgressTarget, SecondLatency, LATENCY_BUCKET_BOUNDS_NS,
 };
@@ -45,4 +47,3 @@ pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
 pub use run::{drain_limit, run, LoadError};
 pub use tokio_util::sync::CancellationToken;
-pub use transport::resolve::Naming;

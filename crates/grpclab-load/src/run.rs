@@ -250,7 +250,7 @@ pub fn run(
                     issued.saturating_sub(completed)
                 }),
             offered_rps: match config.pacing {
-                crate::Pacing::OpenLoop { rate } => Some(rate),
+                crate::config::Pacing::OpenLoop { rate } => Some(rate),
                 _ => None,
             },
             latency_buckets: shared.live.as_ref().and_then(|live| live.buckets()),

@@ -18,7 +18,7 @@
 mod dial;
 mod engine;
 mod h2;
-pub mod resolve;
+pub(crate) mod resolve;
 
 use std::cell::Cell;
 use std::rc::Rc;

@@ -27,6 +27,13 @@ pub fn error_key(code: Code, message: &str) -> String {
     format!("rpc error: code = {} desc = {message}", code.name())
 }
 
+/// The histogram of the time between two replies of a stream: from 1 ns, not 1 µs, since
+/// replies read together are 0 apart and must show as 0, not as the lowest bucket.
+pub fn new_gap_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_HIGH_NS, HISTOGRAM_SIGFIG)
+        .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"))
+}
+
 /// A new, empty latency histogram with grpclab's bounds (values in nanoseconds).
 pub fn new_histogram() -> Histogram<u64> {
     // The bounds are constants that hdrhistogram accepts (low >= 1, high >= 2 * low, sigfig <= 5).
@@ -181,6 +188,10 @@ pub struct Recorder {
     pub messages_received: u64,
     /// Bidi ping-pong: each request→reply round trip (nanoseconds), measured calls only.
     pub round_trip: Option<Histogram<u64>>,
+    /// Streams with several replies (server streaming): the time between two replies of a
+    /// call arriving (nanoseconds; 0 for replies read together), measured calls only — the
+    /// reply rate ghz#196 asks for, as a distribution.
+    pub message_gaps: Option<Histogram<u64>>,
     /// The messages of the streaming call about to be recorded ([`Recorder::record_messages`]),
     /// taken by its `record_ok` or `record_error`.
     pending_messages: (u64, u64),
@@ -224,6 +235,7 @@ impl Recorder {
             messages_sent: 0,
             messages_received: 0,
             round_trip: None,
+            message_gaps: None,
             pending_messages: (0, 0),
         }
     }
@@ -258,6 +270,13 @@ impl Recorder {
         self.round_trip
             .get_or_insert_with(new_histogram)
             .saturating_record(saturating_ns(latency));
+    }
+
+    /// The time between two replies of a streaming call arriving.
+    pub fn record_message_gap(&mut self, gap: Duration) {
+        self.message_gaps
+            .get_or_insert_with(new_gap_histogram)
+            .saturating_record(saturating_ns(gap));
     }
 
     /// Sets the current second's histogram aside when a call ends in a later second.
@@ -464,6 +483,12 @@ impl Recorder {
             let _ = self
                 .round_trip
                 .get_or_insert_with(new_histogram)
+                .add(theirs);
+        }
+        if let Some(theirs) = &other.message_gaps {
+            let _ = self
+                .message_gaps
+                .get_or_insert_with(new_gap_histogram)
                 .add(theirs);
         }
         if !other.current_second_latency.is_empty() {

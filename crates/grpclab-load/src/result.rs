@@ -140,6 +140,11 @@ impl LoadResult {
         self.recorder.round_trip.as_ref()
     }
 
+    /// Streams with several replies: the time between two replies arriving.
+    pub fn message_gaps(&self) -> Option<&Histogram<u64>> {
+        self.recorder.message_gaps.as_ref()
+    }
+
     /// Calls per final status, for the statuses that occurred.
     pub fn status_counts(&self) -> BTreeMap<Code, u64> {
         Code::ALL

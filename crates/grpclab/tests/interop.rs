@@ -874,6 +874,8 @@ fn grpcio_on_a_unix_socket_is_loaded_over_it() {
         let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(report["statusCodeDistribution"]["OK"], 40, "{report}");
         assert_eq!(report["messagesReceived"], 200, "{report}");
+        // Between two replies of a call: four gaps per call.
+        assert_eq!(report["messageGaps"]["count"], 160, "{report}");
     }
     drop(server.stdin.take());
     let _ = server.wait();

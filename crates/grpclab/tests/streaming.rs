@@ -61,6 +61,13 @@ fn every_shape_counted_on(server: &Server, transport: &[&str]) {
         (&feed["messagesSent"], &feed["messagesReceived"]),
         (&300.into(), &15000.into())
     );
+    // The time between two replies: one gap per reply after each call's first.
+    let gaps = &feed["messageGaps"];
+    assert_eq!(gaps["count"], 15000 - 300, "{gaps}");
+    assert!(
+        gaps["slowest"].as_u64().unwrap() <= feed["slowest"].as_u64().unwrap(),
+        "a gap fits inside its call: {gaps}"
+    );
     // Client streaming: the two-message array cycled to 7 messages, one summary each.
     let upload = load(
         server,
@@ -73,6 +80,7 @@ fn every_shape_counted_on(server: &Server, transport: &[&str]) {
         (&upload["messagesSent"], &upload["messagesReceived"]),
         (&700.into(), &100.into())
     );
+    assert!(upload.get("messageGaps").is_none(), "one reply: no gap");
     // Bidi ping-pong: 100 round trips per call, each in the round-trip histogram.
     let ping_pong = load(
         server,
@@ -87,6 +95,10 @@ fn every_shape_counted_on(server: &Server, transport: &[&str]) {
     assert_eq!(
         (&ping_pong["messagesSent"], &ping_pong["messagesReceived"]),
         (&20000.into(), &20000.into())
+    );
+    assert!(
+        ping_pong.get("messageGaps").is_none(),
+        "ping-pong has round trips instead"
     );
     let round_trip = &ping_pong["roundTrip"];
     assert!(round_trip["fastest"].as_u64().unwrap() > 0, "{round_trip}");

@@ -109,6 +109,8 @@ struct ClientStream {
     half_closed: bool,
     counter: MessageCounter,
     received: u64,
+    /// When the last whole reply arrived (streams that are not ping-pong): for the gaps.
+    last_reply: Option<Instant>,
     /// [`MessagesFrom::EachCall`]: this call's messages.
     messages: Vec<Bytes>,
     /// The run stopped: no message after the one out (see [`Connection::end_streams`]).

@@ -169,6 +169,19 @@ impl<S: CallSource> Connection<'_, S> {
                 );
                 return Ok(());
             }
+            if whole > 0 && self.template.stream.as_ref().is_some_and(|s| !s.ping_pong) {
+                // Replies completed by one DATA frame arrived together: one gap from the
+                // previous reply, then zeros.
+                let now = Instant::now();
+                if let Some(last) = stream.last_reply {
+                    self.source
+                        .message_gap(call.token, now.saturating_duration_since(last));
+                }
+                for _ in 1..whole {
+                    self.source.message_gap(call.token, Duration::ZERO);
+                }
+                stream.last_reply = Some(now);
+            }
             if whole > 0 {
                 if let (Some(written), Some(spec)) =
                     (stream.awaiting_reply.take(), &self.template.stream)

@@ -164,6 +164,7 @@ impl<S: CallSource> Connection<'_, S> {
                     half_closed: false,
                     counter: MessageCounter::default(),
                     received: 0,
+                    last_reply: None,
                 };
                 let last = spec.ends_with_next(0, self.streams_ending);
                 (first, Some(Box::new(state)), last)

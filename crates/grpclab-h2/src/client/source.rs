@@ -77,6 +77,11 @@ pub trait CallSource {
     fn round_trip(&mut self, token: CallToken, latency: Duration) {
         let _ = (token, latency);
     }
+    /// A streaming call that is not ping-pong received another reply `gap` after its previous
+    /// one (zero for replies read together): the reply rate, as the client sees it.
+    fn message_gap(&mut self, token: CallToken, gap: Duration) {
+        let _ = (token, gap);
+    }
     /// A streaming call's messages ([`MessagesFrom::EachCall`]), asked once as it starts.
     fn call_messages(&mut self) -> Vec<Bytes> {
         Vec::new()

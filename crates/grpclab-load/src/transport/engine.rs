@@ -240,6 +240,12 @@ impl CallSource for LabSource {
         self.thread.dynamic_message(index)
     }
 
+    fn message_gap(&mut self, token: CallToken, gap: Duration) {
+        if token.measured {
+            self.thread.recorder.borrow_mut().record_message_gap(gap);
+        }
+    }
+
     fn round_trip(&mut self, token: CallToken, latency: Duration) {
         if token.measured {
             self.thread.recorder.borrow_mut().record_round_trip(latency);

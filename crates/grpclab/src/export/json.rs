@@ -80,6 +80,9 @@ pub struct CallDetailJson {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LatencyStats {
+    /// How many values the histogram holds.
+    #[serde(default)]
+    pub count: u64,
     /// Mean, in nanoseconds.
     pub average: u64,
     /// Fastest, in nanoseconds.
@@ -95,6 +98,7 @@ impl LatencyStats {
     pub fn of(histogram: &Histogram<u64>) -> LatencyStats {
         let empty = histogram.is_empty();
         LatencyStats {
+            count: histogram.len(),
             average: if empty {
                 0
             } else {
@@ -499,6 +503,10 @@ pub struct JsonReport {
     /// grpclab, bidi ping-pong: each request→reply round trip.
     #[serde(default)]
     pub round_trip: Option<LatencyStats>,
+    /// grpclab, streams with several replies (server streaming): the time between two
+    /// replies of a call arriving (0 for replies read together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_gaps: Option<LatencyStats>,
     /// grpclab: connections re-established during the run.
     pub reconnects: u64,
     /// grpclab: new connections opened because a connection's stream ids ran out.
@@ -560,6 +568,9 @@ pub struct Mergeable {
     pub error_latency: String,
     /// Bidi ping-pong round trips (the same encoding), if any.
     pub round_trip: Option<String>,
+    /// The time between two replies of a stream (the same encoding), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_gaps: Option<String>,
     /// Each second of the window, as `perSecond` but exact.
     pub per_second: Vec<MergeableSecond>,
 }
@@ -596,6 +607,7 @@ impl Mergeable {
             all_latency_sum_ns: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
             error_latency: encode_histogram(&recorder.error_latency),
             round_trip: recorder.round_trip.as_ref().map(encode_histogram),
+            message_gaps: recorder.message_gaps.as_ref().map(encode_histogram),
             per_second: recorder
                 .per_second
                 .iter()
@@ -664,6 +676,7 @@ impl JsonReport {
             messages_sent: result.messages().0,
             messages_received: result.messages().1,
             round_trip: result.round_trip().map(LatencyStats::of),
+            message_gaps: result.message_gaps().map(LatencyStats::of),
             reconnects: result.reconnects,
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,

@@ -195,6 +195,16 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             lines(&round_trip)?
         )?;
     }
+    if let Some(gaps) = result.message_gaps() {
+        let stats = LatencyStats::of(gaps);
+        writeln!(
+            out,
+            "  Between two replies of a stream ({} gaps; 0 for replies read together), average {}:{}",
+            gaps.len(),
+            precise(stats.average),
+            lines(&stats)?
+        )?;
+    }
     if result.ok() > 0 && result.errors() > 0 {
         writeln!(
             out,

@@ -61,6 +61,9 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
     if let Some(text) = &exact.round_trip {
         recorder.round_trip = Some(histogram("mergeable.roundTrip", text)?);
     }
+    if let Some(text) = &exact.message_gaps {
+        recorder.message_gaps = Some(histogram("mergeable.messageGaps", text)?);
+    }
     for (name, count) in &json.status_code_distribution {
         let code = Code::from_name(name)
             .ok_or_else(|| fail(format!("unknown status '{name}' in statusCodeDistribution")))?;

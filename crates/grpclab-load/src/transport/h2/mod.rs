@@ -357,7 +357,10 @@ async fn stream_loop(
                 let mut tally = AbandonGuard {
                     thread: &thread,
                     measured,
-                    tally: streaming::StreamTally::default(),
+                    tally: streaming::StreamTally {
+                        keep_gaps: config.shape != CallShape::Bidi,
+                        ..streaming::StreamTally::default()
+                    },
                     ended: false,
                 };
                 let mut round_trip = |latency: Duration| {
@@ -387,10 +390,11 @@ async fn stream_loop(
                 let outcome = within_deadline(timeout, call).await;
                 tally.ended = true;
                 if measured {
-                    thread
-                        .recorder
-                        .borrow_mut()
-                        .record_messages(tally.tally.sent, tally.tally.received);
+                    let mut recorder = thread.recorder.borrow_mut();
+                    for gap in tally.tally.gaps.drain(..) {
+                        recorder.record_message_gap(gap);
+                    }
+                    recorder.record_messages(tally.tally.sent, tally.tally.received);
                 }
                 outcome.map_err(|failure| connection.explain(failure))
             }

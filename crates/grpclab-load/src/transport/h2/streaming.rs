@@ -28,6 +28,12 @@ pub(crate) struct StreamTally {
     pub sent: u64,
     /// Reply messages received whole.
     pub received: u64,
+    /// Streams that are not ping-pong: when the last whole reply arrived, and the time
+    /// between each two (nanoseconds; 0 for replies read together), recorded after the call.
+    pub last_reply: Option<Instant>,
+    pub gaps: Vec<Duration>,
+    /// Whether gaps are kept (every shape but bidi ping-pong).
+    pub keep_gaps: bool,
 }
 
 /// Writes one framed message, waiting for send window as it goes (in pieces when the window
@@ -79,6 +85,16 @@ async fn receive_messages(
         let whole = counter.feed(&chunk);
         got += whole;
         tally.received += whole;
+        if whole > 0 && tally.keep_gaps {
+            let now = Instant::now();
+            if let Some(last) = tally.last_reply {
+                tally.gaps.push(now.saturating_duration_since(last));
+            }
+            tally
+                .gaps
+                .extend(std::iter::repeat_n(Duration::ZERO, whole as usize - 1));
+            tally.last_reply = Some(now);
+        }
     }
     Ok(true)
 }

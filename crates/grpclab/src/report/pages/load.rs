@@ -26,6 +26,26 @@ fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
         ("msgs/s sent", sent_rate, count(sent_rate)),
         ("msgs/s received", received_rate, count(received_rate)),
     ];
+    if let Some(gaps) = &load.message_gaps {
+        // Microseconds: replies of a stream are mostly far less than a millisecond apart.
+        let us = |value: f64| format!("{value:.1} µs");
+        let at = |percentage: f64| {
+            gaps.latency_distribution
+                .iter()
+                .find(|point| point.percentage == percentage)
+                .map(|point| point.latency as f64 / 1e3)
+        };
+        let average = gaps.average as f64 / 1e3;
+        rows.push(("between replies, average", average, us(average)));
+        for (label, percentage) in [
+            ("between replies, p50", 50.0),
+            ("between replies, p99", 99.0),
+        ] {
+            if let Some(value) = at(percentage) {
+                rows.push((label, value, us(value)));
+            }
+        }
+    }
     if let Some(round_trip) = &load.round_trip {
         let at = |percentage: f64| {
             round_trip

@@ -272,11 +272,21 @@ impl Recorder {
             .saturating_record(saturating_ns(latency));
     }
 
-    /// The time between two replies of a streaming call arriving.
-    pub fn record_message_gap(&mut self, gap: Duration) {
-        self.message_gaps
-            .get_or_insert_with(new_gap_histogram)
-            .saturating_record(saturating_ns(gap));
+    /// Replies of a streaming call completed by one read: the first `gap` after the call's
+    /// previous reply (`None`: the call's first), and `together` more 0 apart.
+    pub fn record_message_gaps(&mut self, gap: Option<Duration>, together: u64) {
+        if gap.is_none() && together == 0 {
+            // A call's first reply alone: no gap yet (a call with one reply has none).
+            return;
+        }
+        let histogram = self.message_gaps.get_or_insert_with(new_gap_histogram);
+        if let Some(gap) = gap {
+            histogram.saturating_record(saturating_ns(gap));
+        }
+        if together > 0 {
+            // 0 is inside the bounds: recording it cannot fail.
+            let _ = histogram.record_n(0, together);
+        }
     }
 
     /// Sets the current second's histogram aside when a call ends in a later second.

@@ -173,13 +173,10 @@ impl<S: CallSource> Connection<'_, S> {
                 // Replies completed by one DATA frame arrived together: one gap from the
                 // previous reply, then zeros.
                 let now = Instant::now();
-                if let Some(last) = stream.last_reply {
-                    self.source
-                        .message_gap(call.token, now.saturating_duration_since(last));
-                }
-                for _ in 1..whole {
-                    self.source.message_gap(call.token, Duration::ZERO);
-                }
+                let gap = stream
+                    .last_reply
+                    .map(|last| now.saturating_duration_since(last));
+                self.source.message_gaps(call.token, gap, whole - 1);
                 stream.last_reply = Some(now);
             }
             if whole > 0 {

@@ -77,10 +77,12 @@ pub trait CallSource {
     fn round_trip(&mut self, token: CallToken, latency: Duration) {
         let _ = (token, latency);
     }
-    /// A streaming call that is not ping-pong received another reply `gap` after its previous
-    /// one (zero for replies read together): the reply rate, as the client sees it.
-    fn message_gap(&mut self, token: CallToken, gap: Duration) {
-        let _ = (token, gap);
+    /// A streaming call that is not ping-pong completed replies in one read: the first of
+    /// them `gap` after the call's previous reply (`None`: it is the call's first), and
+    /// `together` more right behind it (0 apart). The reply rate, as the client sees it; one
+    /// report per read, not per reply, so a stream of small replies pays once per read.
+    fn message_gaps(&mut self, token: CallToken, gap: Option<Duration>, together: u64) {
+        let _ = (token, gap, together);
     }
     /// A streaming call's messages ([`MessagesFrom::EachCall`]), asked once as it starts.
     fn call_messages(&mut self) -> Vec<Bytes> {

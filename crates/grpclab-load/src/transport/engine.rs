@@ -240,9 +240,12 @@ impl CallSource for LabSource {
         self.thread.dynamic_message(index)
     }
 
-    fn message_gap(&mut self, token: CallToken, gap: Duration) {
+    fn message_gaps(&mut self, token: CallToken, gap: Option<Duration>, together: u64) {
         if token.measured {
-            self.thread.recorder.borrow_mut().record_message_gap(gap);
+            self.thread
+                .recorder
+                .borrow_mut()
+                .record_message_gaps(gap, together);
         }
     }
 

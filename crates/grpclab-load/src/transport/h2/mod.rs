@@ -392,7 +392,10 @@ async fn stream_loop(
                 if measured {
                     let mut recorder = thread.recorder.borrow_mut();
                     for gap in tally.tally.gaps.drain(..) {
-                        recorder.record_message_gap(gap);
+                        recorder.record_message_gaps(Some(gap), 0);
+                    }
+                    if tally.tally.together > 0 {
+                        recorder.record_message_gaps(None, tally.tally.together);
                     }
                     recorder.record_messages(tally.tally.sent, tally.tally.received);
                 }

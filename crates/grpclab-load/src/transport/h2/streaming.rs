@@ -28,10 +28,12 @@ pub(crate) struct StreamTally {
     pub sent: u64,
     /// Reply messages received whole.
     pub received: u64,
-    /// Streams that are not ping-pong: when the last whole reply arrived, and the time
-    /// between each two (nanoseconds; 0 for replies read together), recorded after the call.
+    /// Streams that are not ping-pong: when the last whole reply arrived, the time between
+    /// two replies read apart, and how many replies came right behind another in one read (0
+    /// apart); recorded after the call.
     pub last_reply: Option<Instant>,
     pub gaps: Vec<Duration>,
+    pub together: u64,
     /// Whether gaps are kept (every shape but bidi ping-pong).
     pub keep_gaps: bool,
 }
@@ -90,9 +92,7 @@ async fn receive_messages(
             if let Some(last) = tally.last_reply {
                 tally.gaps.push(now.saturating_duration_since(last));
             }
-            tally
-                .gaps
-                .extend(std::iter::repeat_n(Duration::ZERO, whole as usize - 1));
+            tally.together += whole - 1;
             tally.last_reply = Some(now);
         }
     }

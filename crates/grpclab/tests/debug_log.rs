@@ -55,7 +55,11 @@ fn the_debug_log_tells_how_connections_came_and_went() {
         // Once calls flow, the server shuts down (GOAWAY) and stays away.
         while server.stats()["calls"].as_u64().unwrap_or(0) < 100 {}
         let status = server.terminate();
-        assert!(status.success(), "{status:?}");
+        assert!(
+            status.success(),
+            "{status:?}: {:?}",
+            server.stderr_lines.lock().unwrap()
+        );
         let output = client.wait_with_output().unwrap();
         assert!(
             output.status.success(),

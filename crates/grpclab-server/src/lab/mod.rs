@@ -235,6 +235,12 @@ fn accept_loop(
                 continue;
             };
             if inboxes[next % inboxes.len()].send(connection).is_err() {
+                // A worker stops taking connections once shutdown begins; a client that
+                // reconnected at that moment (after our GOAWAY) is simply not served. Only a
+                // worker gone while the server runs is a failure.
+                if shutdown.is_cancelled() {
+                    return Ok(());
+                }
                 return Err(ServeError::Serve("a worker thread stopped".to_owned()));
             }
             next = next.wrapping_add(1);

@@ -139,9 +139,8 @@ fn write_parts(
                 write_parts(parts, context, random, text, out)?;
                 // The length goes before the fields, known only now: shift them by its size
                 // (a few bytes of a small message).
-                let mut length = Vec::with_capacity(10);
-                put_varint((out.len() - start) as u64, &mut length);
-                out.splice(start..start, length);
+                let (length, size) = varint_bytes((out.len() - start) as u64);
+                out.splice(start..start, length[..size].iter().copied());
             }
             Part::Field(field) => field.write(context, random, text, out)?,
         }
@@ -330,6 +329,19 @@ fn key_bytes(number: u32, wire_type: u64) -> Vec<u8> {
     let mut key = Vec::with_capacity(5);
     put_varint((u64::from(number) << 3) | wire_type, &mut key);
     key
+}
+
+/// `value` as a varint on the stack: its bytes and how many there are.
+fn varint_bytes(mut value: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
+    let mut size = 0;
+    while value >= 0x80 {
+        bytes[size] = (value as u8) | 0x80;
+        value >>= 7;
+        size += 1;
+    }
+    bytes[size] = value as u8;
+    (bytes, size + 1)
 }
 
 fn put_varint(mut value: u64, out: &mut Vec<u8>) {

@@ -277,11 +277,7 @@ impl ThreadState {
         number: Option<u64>,
     ) -> Option<Box<grpclab_h2::client::CallHeaders>> {
         let number = number.filter(|_| !self.metadata_templates.is_empty())?;
-        let context = grpclab_core::template::CallContext {
-            request_number: number,
-            worker_id: &self.worker_id,
-            now: std::time::SystemTime::now(),
-        };
+        let context = self.call_context(number);
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
         let headers = self
@@ -293,6 +289,15 @@ impl ThreadState {
             })
             .collect();
         Some(Box::new(headers))
+    }
+
+    /// What call `number`'s template actions render from (its number, this thread, now).
+    fn call_context(&self, number: u64) -> grpclab_core::template::CallContext<'_> {
+        grpclab_core::template::CallContext {
+            request_number: number,
+            worker_id: &self.worker_id,
+            now: std::time::SystemTime::now(),
+        }
     }
 
     /// Whether calls take a request number ([`ThreadState::call_number`]).
@@ -312,11 +317,7 @@ impl ThreadState {
     fn render(&self, renderer: &RequestRenderer, number: u64) -> Vec<Bytes> {
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
-        let context = grpclab_core::template::CallContext {
-            request_number: number,
-            worker_id: &self.worker_id,
-            now: std::time::SystemTime::now(),
-        };
+        let context = self.call_context(number);
         let messages = match renderer(&context, random, text) {
             Ok(messages) if !messages.is_empty() => messages,
             _ => {

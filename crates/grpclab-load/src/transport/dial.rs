@@ -26,6 +26,18 @@ pub(crate) async fn connect_tcp(
     Ok(tcp)
 }
 
+/// Where a connection goes, for the debug log: the unix socket when the run has one, else
+/// `target`.
+pub(crate) fn peer_name(
+    config: &crate::config::LoadConfig,
+    target: std::net::SocketAddr,
+) -> String {
+    match &config.unix {
+        Some(path) => format!("unix:{}", path.display()),
+        None => target.to_string(),
+    }
+}
+
 /// Opens a connection to a unix socket (no TCP_NODELAY there: a unix socket has no Nagle).
 pub(crate) async fn connect_unix(
     path: &std::path::Path,

@@ -19,7 +19,9 @@ use grpclab_h2::Socket;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::dial::{connect_tcp, connect_unix, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF};
+use super::dial::{
+    connect_tcp, connect_unix, peer_name, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
+};
 use super::resolve::redial_target;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
@@ -39,7 +41,7 @@ pub(crate) async fn open(
             .inspect_err(|reason| {
                 tracing::debug!(connection = index, %reason, "connect failed");
             })?;
-        tracing::debug!(connection = index, peer = %shown(config, config.target_for(index)), "connected");
+        tracing::debug!(connection = index, peer = %peer_name(config, config.target_for(index)), "connected");
         connections.push((index, socket));
     }
     Ok(connections)
@@ -63,14 +65,6 @@ pub(crate) fn start(
             ))
         })
         .collect()
-}
-
-/// Where a connection to `target` goes, for the debug log.
-pub(crate) fn shown(config: &LoadConfig, target: std::net::SocketAddr) -> String {
-    match &config.unix {
-        Some(path) => format!("unix:{}", path.display()),
-        None => target.to_string(),
-    }
 }
 
 /// Opens a connection for our engine: the unix socket, or TCP to `target`, then TLS when
@@ -361,7 +355,7 @@ impl LabSource {
                 _ = stop.cancelled() => {
                     // Held calls that came due before the stop failed like the rest.
                     self.thread
-                .fail_due(&mut self.held, Instant::now(), reason, self.address);
+                        .fail_due(&mut self.held, Instant::now(), reason, self.address);
                     return false;
                 }
             }
@@ -444,14 +438,14 @@ impl LabSource {
                     Code::Unavailable,
                     if error == h2_code::NO_ERROR {
                         // A graceful shutdown (a server stopping, a proxy draining): not a limit.
-                        "the server is shutting down (GOAWAY NO_ERROR) and never processed this call \
-                     (safe to retry)"
-                        .to_owned()
+                        "the server is shutting down (GOAWAY NO_ERROR) and never processed this \
+                         call (safe to retry)"
+                            .to_owned()
                     } else {
                         format!(
-                        "the server ended the connection (GOAWAY error code {error:#x}) before \
-                         processing this call (safe to retry)"
-                    )
+                            "the server ended the connection (GOAWAY error code {error:#x}) \
+                             before processing this call (safe to retry)"
+                        )
                     },
                 )
             }
@@ -513,7 +507,7 @@ async fn connection_loop(
                     let reason = end.to_string();
                     tracing::debug!(
                         connection,
-                        peer = %shown(&thread.shared.config, target),
+                        peer = %peer_name(&thread.shared.config, target),
                         %reason,
                         calls_lost = lost.len(),
                         planned,
@@ -541,7 +535,7 @@ async fn connection_loop(
             Ok(live) => {
                 tracing::debug!(
                     connection,
-                    peer = %shown(&thread.shared.config, target),
+                    peer = %peer_name(&thread.shared.config, target),
                     planned,
                     "reconnected"
                 );

@@ -295,7 +295,7 @@ fn worker(
                 Accepted::Tcp(tcp) => tcp,
                 Accepted::Unix(unix) => {
                     if let Ok(unix) = tokio::net::UnixStream::from_std(unix) {
-                        serve_unix(unix, &config, &pools, &shutdown, &tracker, open);
+                        serve_plaintext(unix, &config, &pools, &shutdown, &tracker, open);
                     }
                     continue;
                 }
@@ -303,20 +303,18 @@ fn worker(
             let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) else {
                 continue;
             };
-            let tls = tls.clone();
+            let Some(acceptor) = tls.clone() else {
+                serve_plaintext(tcp, &config, &pools, &shutdown, &tracker, open);
+                continue;
+            };
+            let shutdown = shutdown.clone();
             match config.transport {
                 Transport::H2 => {
                     let config = Arc::clone(&config);
                     let pool = pools.h2.clone();
-                    let shutdown = shutdown.clone();
                     tracker.spawn(async move {
-                        match tls {
-                            None => serve_connection(tcp, config, pool, shutdown).await,
-                            Some(acceptor) => {
-                                if let Some(stream) = tls_handshake(&acceptor, tcp).await {
-                                    serve_connection(stream, config, pool, shutdown).await;
-                                }
-                            }
+                        if let Some(stream) = tls_handshake(&acceptor, tcp).await {
+                            serve_connection(stream, config, pool, shutdown).await;
                         }
                         drop(open);
                     });
@@ -324,20 +322,15 @@ fn worker(
                 Transport::Engine => {
                     let settings = engine_settings(&config);
                     let service = LabService::new(Arc::clone(&config), pools.own.clone());
-                    let shutdown = shutdown.clone();
                     tracker.spawn(async move {
-                        let socket = match tls {
-                            None => grpclab_h2::Socket::from(tcp),
-                            Some(acceptor) => match tls_handshake(&acceptor, tcp).await {
-                                Some(stream) => {
-                                    let (tcp, session) = stream.into_inner();
-                                    grpclab_h2::Socket::with_tls(tcp, session)
-                                }
-                                None => return drop(open),
-                            },
-                        };
-                        grpclab_h2::server::serve_connection(socket, settings, service, shutdown)
+                        if let Some(stream) = tls_handshake(&acceptor, tcp).await {
+                            let (tcp, session) = stream.into_inner();
+                            let socket = grpclab_h2::Socket::with_tls(tcp, session);
+                            grpclab_h2::server::serve_connection(
+                                socket, settings, service, shutdown,
+                            )
                             .await;
+                        }
                         drop(open);
                     });
                 }
@@ -351,23 +344,26 @@ fn worker(
     })
 }
 
-/// Serves a connection accepted on a unix socket (plaintext: TLS is refused with `--unix`
-/// when the server is configured), on the worker's tracker like a TCP one.
-fn serve_unix(
-    unix: tokio::net::UnixStream,
+/// Serves a plaintext connection (TCP without TLS, or a unix socket) on the worker's tracker,
+/// with whichever HTTP/2 transport lab runs.
+fn serve_plaintext<S>(
+    stream: S,
     config: &Arc<LabConfig>,
     pools: &PoolSenders,
     shutdown: &CancellationToken,
     tracker: &TaskTracker,
     open: OpenConnection,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    grpclab_h2::Socket: From<S>,
+{
     let shutdown = shutdown.clone();
     match config.transport {
         Transport::H2 => {
             let config = Arc::clone(config);
             let pool = pools.h2.clone();
             tracker.spawn(async move {
-                serve_connection(unix, config, pool, shutdown).await;
+                serve_connection(stream, config, pool, shutdown).await;
                 drop(open);
             });
         }
@@ -375,7 +371,7 @@ fn serve_unix(
             let settings = engine_settings(config);
             let service = LabService::new(Arc::clone(config), pools.own.clone());
             tracker.spawn(async move {
-                let socket = grpclab_h2::Socket::from(unix);
+                let socket = grpclab_h2::Socket::from(stream);
                 grpclab_h2::server::serve_connection(socket, settings, service, shutdown).await;
                 drop(open);
             });

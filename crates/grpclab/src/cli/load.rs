@@ -1127,17 +1127,7 @@ fn bind_metadata(
             constant.insert(name.clone(), template.text());
             continue;
         }
-        let mut first = String::new();
-        template.render(
-            &CallContext {
-                request_number: 0,
-                worker_id: "g0",
-                now: std::time::SystemTime::now(),
-            },
-            &mut Random::new(1),
-            &mut first,
-        );
-        let checked = std::collections::BTreeMap::from([(name.clone(), first)]);
+        let checked = std::collections::BTreeMap::from([(name.clone(), call_zero(&template))]);
         let (name, _) = headers("-m/--metadata", Some(&checked))?
             .pop()
             .ok_or_else(|| InputError(format!("-m/--metadata: '{name}' gave no header")))?;
@@ -1179,17 +1169,23 @@ fn templated(
     if template.is_constant() {
         return Ok((Some(template.text()), None));
     }
+    Ok((Some(call_zero(&template)), Some(template)))
+}
+
+/// A template rendered for call 0 (thread 0): what is checked before the run, so a template
+/// that cannot make a valid payload or header is one line now, not an error per call.
+fn call_zero(template: &Template) -> String {
     let mut first = String::new();
     template.render(
         &CallContext {
             request_number: 0,
-            worker_id: "g0c0",
+            worker_id: "g0",
             now: std::time::SystemTime::now(),
         },
         &mut Random::new(1),
         &mut first,
     );
-    Ok((Some(first), Some(template)))
+    first
 }
 
 /// The engine's renderer for a payload template. Planned part by part when it can be (only

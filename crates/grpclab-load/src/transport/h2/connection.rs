@@ -7,7 +7,6 @@
 //! steady state costs the streams nothing.
 
 use bytes::Bytes;
-use grpclab_core::tls::TlsClient;
 use h2::client::{Connection, SendRequest};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -16,8 +15,9 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::LoadConfig;
 use crate::transport::dial::{
-    connect_tcp, connect_unix, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
+    connect_tcp, connect_unix, peer_name, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
 };
 use crate::transport::resolve::redial_target;
 use tokio_util::either::Either;
@@ -47,13 +47,14 @@ pub(crate) struct ConnectionState {
     pub address: usize,
 }
 
-/// Opens the unix socket, or a TCP connection (TCP_NODELAY) with TLS when configured, and
-/// performs the HTTP/2 handshake.
+/// Opens the run's unix socket, or a TCP connection (TCP_NODELAY) to `target` with TLS when
+/// configured, and performs the HTTP/2 handshake.
 pub(crate) async fn connect(
-    dial: &Dial,
+    config: &LoadConfig,
+    target: SocketAddr,
 ) -> Result<(SendRequest<Bytes>, Connection<Io, Bytes>), String> {
-    let (target, timeout) = (dial.target, dial.connect_timeout);
-    let io = match (&dial.unix, &dial.tls) {
+    let timeout = config.connect_timeout;
+    let io = match (&config.unix, &config.tls) {
         (Some(path), _) => Io::Right(connect_unix(path, timeout).await?),
         (None, None) => Io::Left(Either::Left(connect_tcp(target, timeout).await?)),
         (None, Some(tls)) => {
@@ -96,62 +97,29 @@ async fn keep_alive(ping_pong: Option<h2::PingPong>, interval: Option<Duration>)
     }
 }
 
-/// Where a connection goes and how: what `drive` needs to reconnect.
-pub(crate) struct Dial {
-    pub target: SocketAddr,
-    /// The connection's index in the run (its slot when a name is resolved again).
-    pub index: usize,
-    /// `LoadConfig::unix`: dialled instead of `target`.
-    pub unix: Option<std::path::PathBuf>,
-    pub connect_timeout: Duration,
-    pub tls: Option<TlsClient>,
-    pub keepalive: Option<Duration>,
-}
-
-impl Dial {
-    /// How connection `index` of a run of `config` is dialled.
-    pub(crate) fn of(config: &crate::config::LoadConfig, index: usize) -> Dial {
-        Dial {
-            target: config.target_for(index),
-            index,
-            unix: config.unix.clone(),
-            connect_timeout: config.connect_timeout,
-            tls: config.tls.clone(),
-            keepalive: config.keepalive,
-        }
-    }
-}
-
-impl Dial {
-    /// Where it goes, for the debug log.
-    fn peer(&self) -> String {
-        match &self.unix {
-            Some(path) => format!("unix:{}", path.display()),
-            None => self.target.to_string(),
-        }
-    }
-}
-
-/// Runs `connection` and replaces it when lost, until `stop` is cancelled and the last stream
-/// using it has finished. Counts successful reconnections in `reconnects`.
+/// Runs `connection` (connection `index` of the run, made to `target`) and replaces it when
+/// lost, until `stop` is cancelled and the last stream using it has finished. Counts
+/// successful reconnections in `reconnects`.
 pub(crate) async fn drive(
-    mut dial: Dial,
+    index: usize,
+    mut target: SocketAddr,
     shared: std::sync::Arc<crate::thread::Shared>,
     first: Connection<Io, Bytes>,
     state: watch::Sender<ConnectionState>,
     stop: CancellationToken,
     reconnects: std::rc::Rc<std::cell::Cell<u64>>,
 ) {
+    let config = &shared.config;
     let mut connection = Some(first);
     // The pause before the next attempt: none right after losing a connection (a server that
     // sent GOAWAY for a restart is usually back at once), then exponential while attempts fail.
     let mut backoff = Duration::ZERO;
     loop {
         if let Some(mut live) = connection.take() {
-            let ping_pong = dial.keepalive.and_then(|_| live.ping_pong());
+            let ping_pong = config.keepalive.and_then(|_| live.ping_pong());
             let outcome = tokio::select! {
                 outcome = &mut live => outcome.map_err(|err| describe_connection_error(&err)),
-                dead = keep_alive(ping_pong, dial.keepalive) => Err(dead),
+                dead = keep_alive(ping_pong, config.keepalive) => Err(dead),
                 _ = stop.cancelled() => {
                     // Let the in-flight calls finish: drop our own sender handle so the
                     // connection closes once the streams drop theirs, and keep driving it.
@@ -164,7 +132,7 @@ pub(crate) async fn drive(
                 Ok(()) => "the server closed the connection".to_owned(),
                 Err(reason) => reason,
             };
-            tracing::debug!(peer = %dial.peer(), %reason, "connection ended");
+            tracing::debug!(peer = %peer_name(config, target), %reason, "connection ended");
             // Say why first, then drop the connection (which fails the streams still on it):
             // a stream that sees a bare "connection lost" reads the reason from the state.
             publish_down(&state, reason);
@@ -180,12 +148,12 @@ pub(crate) async fn drive(
             return;
         }
         // A name is resolved again: the connection follows the addresses it has now.
-        dial.target = redial_target(&shared.config, dial.index, dial.target).await;
-        match connect(&dial).await {
+        target = redial_target(config, index, target).await;
+        match connect(config, target).await {
             Ok((sender, live)) => {
-                tracing::debug!(peer = %dial.peer(), "reconnected");
+                tracing::debug!(peer = %peer_name(config, target), "reconnected");
                 reconnects.set(reconnects.get() + 1);
-                let address = shared.address_id(dial.target);
+                let address = shared.address_id(target);
                 state.send_modify(|s| {
                     s.generation += 1;
                     s.sender = Some(sender);
@@ -197,7 +165,7 @@ pub(crate) async fn drive(
             Err(reason) => {
                 backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
                 tracing::debug!(
-                    peer = %dial.peer(),
+                    peer = %peer_name(config, target),
                     %reason,
                     retry_in_ms = backoff.as_millis() as u64,
                     "reconnect failed"

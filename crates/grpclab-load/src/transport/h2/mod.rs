@@ -44,12 +44,12 @@ pub(crate) async fn open(
     let template = Rc::new(call_template(config)?);
     let mut open = Vec::new();
     for index in indexes {
-        let (sender, driver) = connection::connect(&connection::Dial::of(config, index))
+        let (sender, driver) = connection::connect(config, config.target_for(index))
             .await
             .inspect_err(|reason| tracing::debug!(connection = index, %reason, "connect failed"))?;
         tracing::debug!(
             connection = index,
-            peer = %crate::transport::engine::shown(config, config.target_for(index)),
+            peer = %crate::transport::dial::peer_name(config, config.target_for(index)),
             "connected"
         );
         open.push((index, sender, driver));
@@ -75,7 +75,8 @@ pub(crate) fn start(
             address: config.address_index(connection_index),
         });
         tokio::task::spawn_local(connection::drive(
-            connection::Dial::of(config, connection_index),
+            connection_index,
+            config.target_for(connection_index),
             std::sync::Arc::clone(&thread.shared),
             driver,
             state_tx,

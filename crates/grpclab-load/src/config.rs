@@ -24,6 +24,66 @@ pub type RequestRenderer = Arc<
         + Sync,
 >;
 
+/// One method a run calls, with what its calls send.
+#[derive(Clone)]
+pub struct CallMethod {
+    /// The method's full name as reported (`package.Service.Method`).
+    pub name: String,
+    /// The `:path` of its calls, `/package.Service/Method`.
+    pub path: String,
+    /// Framed requests (gRPC prefix included), sent round-robin. At least one.
+    pub requests: Vec<Bytes>,
+    /// Headers of this method's calls only (a workload's per-method metadata), sent after
+    /// [`LoadConfig::metadata`] and cached with them.
+    pub metadata: Vec<(HeaderName, HeaderValue)>,
+    /// Metadata whose values vary per call (ghz's `-m` templates: `{{.UUID}}`, ...): rendered
+    /// for each call with the same request number as its payload, sent after the rest as
+    /// literals without indexing (the rest of the header block stays cached). Values are
+    /// checked before the run (call 0's rendering must be a valid header value); the actions
+    /// only ever add letters, digits and `-:.TZ`.
+    pub metadata_templates: Vec<(HeaderName, grpclab_core::template::Template)>,
+    /// Per-call requests from a template (`-d` with `{{.RequestNumber}}` ...); `None` sends
+    /// `requests` round-robin (the constant path, untouched by templates). A call whose
+    /// rendering fails is sent with `requests[0]` (call 0's rendering, checked before the run)
+    /// and counted in the result's `render_failures`.
+    pub renderer: Option<RequestRenderer>,
+    /// Its share of a mix's calls, against the other methods' weights (at least 1).
+    pub weight: u32,
+}
+
+impl CallMethod {
+    /// A method at `path` sending `requests`, named after its path, weight 1.
+    pub fn new(path: &str, requests: Vec<Bytes>) -> CallMethod {
+        CallMethod {
+            name: path.trim_start_matches('/').replace('/', "."),
+            path: path.to_owned(),
+            requests,
+            metadata: Vec::new(),
+            metadata_templates: Vec::new(),
+            renderer: None,
+            weight: 1,
+        }
+    }
+
+    /// Whether its calls render anything per call (a payload or metadata template).
+    pub fn templated(&self) -> bool {
+        self.renderer.is_some() || !self.metadata_templates.is_empty()
+    }
+}
+
+impl std::fmt::Debug for CallMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallMethod")
+            .field("path", &self.path)
+            .field("requests", &self.requests.len())
+            .field("metadata", &self.metadata.len())
+            .field("metadata_templates", &self.metadata_templates.len())
+            .field("templated", &self.renderer.is_some())
+            .field("weight", &self.weight)
+            .finish()
+    }
+}
+
 /// What happens to calls still in flight when a timed run (`-z`) ends (ghz's
 /// `--duration-stop`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +165,10 @@ pub const DEFAULT_START_TOLERANCE: Duration = Duration::from_millis(500);
 /// Streams a run may keep at once, `-c` or a concurrency schedule's peak (each is a slot the
 /// engine keeps: `-c 100000000` once asked for 26 GB and aborted).
 pub const MAX_SCHEDULED_STREAMS: usize = 100_000;
+
+/// The most methods one mix takes: each has its own figures in every client thread, so a
+/// mix is meant for a handful (a workload's few calls), not for every method of a service.
+pub const MAX_METHODS: usize = 64;
 
 impl ConcurrencySteps {
     pub(crate) fn staircase(&self, run: Option<Duration>) -> crate::staircase::Staircase {
@@ -277,18 +341,17 @@ pub struct LoadConfig {
     pub balance: Balance,
     /// The `:authority` to send (what the user typed as `HOST:PORT`).
     pub authority: String,
-    /// The `:path` of the call, `/package.Service/Method`.
-    pub path: String,
-    /// Framed requests (gRPC prefix included), sent round-robin. At least one.
-    pub requests: Vec<Bytes>,
-    /// Extra request headers (`-m`).
+    /// The methods called: one, or a mix whose calls each pick one by weight (see
+    /// [`CallMethod`] and `mix_seed`). At least one.
+    pub methods: Vec<CallMethod>,
+    /// Request headers of every call (`-m`); a method adds its own
+    /// ([`CallMethod::metadata`]).
     pub metadata: Vec<(HeaderName, HeaderValue)>,
-    /// Metadata whose values vary per call (ghz's `-m` templates: `{{.UUID}}`, ...): rendered
-    /// for each call with the same request number as its payload, sent after `metadata` as
-    /// literals without indexing (the rest of the header block stays cached). Values are
-    /// checked before the run (call 0's rendering must be a valid header value); the actions
-    /// only ever add letters, digits and `-:.TZ`.
-    pub metadata_templates: Vec<(HeaderName, grpclab_core::template::Template)>,
+    /// A mix: which method each call takes is drawn from this seed and the call's number
+    /// among the run's measured (or warmup) calls, so a run of `-n` calls with one seed
+    /// makes the same number of calls of each method every time, whichever thread sends
+    /// them.
+    pub mix_seed: u64,
     /// Streams in flight at once, spread evenly over the connections.
     pub concurrency: usize,
     /// HTTP/2 connections.
@@ -328,11 +391,6 @@ pub struct LoadConfig {
     /// distinct request once, before the run) and accept gzip replies
     /// (`grpc-accept-encoding: gzip`).
     pub gzip: bool,
-    /// Per-call requests from a template (`-d` with `{{.RequestNumber}}` ...); `None` sends
-    /// `requests` round-robin (the constant path, untouched by templates). A call whose
-    /// rendering fails is sent with `requests[0]` (call 0's rendering, checked before the run)
-    /// and counted in the result's `render_failures`.
-    pub renderer: Option<RequestRenderer>,
     /// ghz's `--max-recv-message-size`: a reply message larger than this ends its call with
     /// RESOURCE_EXHAUSTED. `None`: no limit.
     pub max_recv_message_bytes: Option<usize>,
@@ -370,8 +428,7 @@ impl std::fmt::Debug for LoadConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoadConfig")
             .field("target", &self.target)
-            .field("path", &self.path)
-            .field("requests", &self.requests.len())
+            .field("methods", &self.methods)
             .field("concurrency", &self.concurrency)
             .field("connections", &self.connections)
             .field("pacing", &self.pacing)
@@ -385,8 +442,6 @@ impl std::fmt::Debug for LoadConfig {
             .field("details", &self.details)
             .field("tls", &self.tls.is_some())
             .field("gzip", &self.gzip)
-            .field("templated", &self.renderer.is_some())
-            .field("metadata_templates", &self.metadata_templates.len())
             .field("concurrency_steps", &self.concurrency_steps)
             .field("keepalive", &self.keepalive)
             .finish()
@@ -444,10 +499,9 @@ impl LoadConfig {
             naming: None,
             balance: Balance::PickFirst,
             authority: target.to_string(),
-            path: path.to_owned(),
-            requests,
+            methods: vec![CallMethod::new(path, requests)],
             metadata: Vec::new(),
-            metadata_templates: Vec::new(),
+            mix_seed: 0,
             concurrency: 50,
             connections: 1,
             pacing: Pacing::ClosedLoop,
@@ -464,7 +518,6 @@ impl LoadConfig {
             first_stream_id: 1,
             tls: None,
             gzip: false,
-            renderer: None,
             max_recv_message_bytes: None,
             duration_stop: DurationStop::Wait,
             concurrency_steps: None,
@@ -533,7 +586,7 @@ impl LoadConfig {
     /// a connection would only idle).
     pub fn validate(&mut self) -> Result<(), ConfigError> {
         let fail = |message: &str| Err(ConfigError(message.to_owned()));
-        if self.requests.is_empty() {
+        if self.methods.iter().any(|method| method.requests.is_empty()) {
             return fail("no requests to send: give a payload with -d/--data or -D/--data-file");
         }
         if let Some(steps) = self.concurrency_steps {
@@ -611,11 +664,33 @@ impl LoadConfig {
         if self.timeout == Some(Duration::ZERO) {
             self.timeout = None;
         }
-        if !self.path.starts_with('/') {
+        if self.methods.is_empty() {
+            return fail("no method to call: give --call");
+        }
+        if self.methods.len() > MAX_METHODS {
             return Err(ConfigError(format!(
-                "call path '{}' must start with '/'",
-                self.path
+                "a mix of {} methods is more than the {MAX_METHODS} grpclab runs; merge some",
+                self.methods.len()
             )));
+        }
+        for method in &self.methods {
+            if !method.path.starts_with('/') {
+                return Err(ConfigError(format!(
+                    "call path '{}' must start with '/'",
+                    method.path
+                )));
+            }
+            if method.weight == 0 {
+                return Err(ConfigError(format!(
+                    "{} has weight 0: a method in a mix needs a weight of at least 1 (leave it out to call it never)",
+                    method.name
+                )));
+            }
+        }
+        if self.methods.len() > 1 && self.shape != CallShape::Unary {
+            return fail(
+                "a mix of methods takes unary methods only; run a streaming method on its own",
+            );
         }
         self.threads = self.threads.min(self.connections);
         self.share()?;

@@ -35,15 +35,15 @@ mod thread;
 mod transport;
 
 pub use config::{
-    Balance, CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig, Pacing,
-    ReplyValidator, RequestRenderer, Shard, ShardShare, StreamSettings, Transport, CONNECT_TIMEOUT,
-    DEFAULT_START_TOLERANCE, MAX_SCHEDULED_STREAMS,
+    Balance, CallMethod, CallShape, ConcurrencySteps, ConfigError, DurationStop, LoadConfig,
+    Pacing, ReplyValidator, RequestRenderer, Shard, ShardShare, StreamSettings, Transport,
+    CONNECT_TIMEOUT, DEFAULT_START_TOLERANCE, MAX_METHODS, MAX_SCHEDULED_STREAMS,
 };
 pub use naming::Naming;
 pub use progress::{
     LatencyBuckets, ProgressSnapshot, ProgressTarget, SecondLatency, LATENCY_BUCKET_BOUNDS_NS,
 };
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
-pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult};
+pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult, MethodResult};
 pub use run::{drain_limit, run, LoadError};
 pub use tokio_util::sync::CancellationToken;

@@ -108,6 +108,8 @@ pub struct CallDetail {
     pub messages_sent: u64,
     /// A streaming call's reply messages received whole.
     pub messages_received: u64,
+    /// A mix: which of the run's methods it called (its index; 0 with one method).
+    pub method: u32,
 }
 
 /// The first `limit` measured calls, one [`CallDetail`] each (`--details`). Bounded: a long run
@@ -195,6 +197,9 @@ pub struct Recorder {
     /// The messages of the streaming call about to be recorded ([`Recorder::record_messages`]),
     /// taken by its `record_ok` or `record_error`.
     pending_messages: (u64, u64),
+    /// The method of the call about to be recorded ([`Recorder::record_method`]), for its
+    /// entry in `details`.
+    pending_method: u32,
 }
 
 /// Significant digits of the per-second latency histograms: enough for a p99 to 1 %.
@@ -237,6 +242,7 @@ impl Recorder {
             round_trip: None,
             message_gaps: None,
             pending_messages: (0, 0),
+            pending_method: 0,
         }
     }
 
@@ -369,6 +375,11 @@ impl Recorder {
         self.warmup_call_max_ns = self.warmup_call_max_ns.max(saturating_ns(latency));
     }
 
+    /// A mix: the next call recorded called method `method` (its entry in `details` says so).
+    pub fn record_method(&mut self, method: u32) {
+        self.pending_method = method;
+    }
+
     /// Records a successful call. `since_start` is when it completed, from the measured
     /// window's start.
     pub fn record_ok(&mut self, latency: Duration, service: Duration, since_start: Duration) {
@@ -387,6 +398,7 @@ impl Recorder {
         second.latency_sum_ns += latency_ns;
         second.latency_max_ns = second.latency_max_ns.max(latency_ns);
         let (messages_sent, messages_received) = self.take_messages(since_start);
+        let method = self.pending_method;
         if let Some(details) = &mut self.details {
             details.push(|| CallDetail {
                 ended_ns: saturating_ns(since_start),
@@ -395,6 +407,7 @@ impl Recorder {
                 error: None,
                 messages_sent,
                 messages_received,
+                method,
             });
         }
     }
@@ -416,6 +429,7 @@ impl Recorder {
         second.errors += 1;
         let key = error_key(code, message);
         let (messages_sent, messages_received) = self.take_messages(since_start);
+        let method = self.pending_method;
         if let Some(details) = &mut self.details {
             details.push(|| CallDetail {
                 ended_ns: saturating_ns(since_start),
@@ -424,6 +438,7 @@ impl Recorder {
                 error: Some(key.as_str().into()),
                 messages_sent,
                 messages_received,
+                method,
             });
         }
         self.add_message(key, 1);

@@ -63,6 +63,34 @@ pub struct LoadResult {
     /// The addresses `calls_by_address` counts for: `LoadConfig::addresses`, then any a
     /// re-resolution brought during the run (`LoadConfig::naming`).
     pub addresses: Vec<std::net::SocketAddr>,
+    /// A mix: each method's own figures, in `LoadConfig::methods`' order (empty with one
+    /// method: the run's figures are its). Calls abandoned at the drain limit are in the
+    /// run's figures only.
+    pub methods: Vec<MethodResult>,
+}
+
+/// One method of a mix: its name, weight and figures.
+#[derive(Debug, Clone)]
+pub struct MethodResult {
+    /// The method's full name (`package.Service.Method`).
+    pub name: String,
+    /// Its weight in the mix.
+    pub weight: u32,
+    /// Its calls' figures, recorded as the run's are (no call list: the run's `details`
+    /// name each call's method).
+    pub recorder: Recorder,
+}
+
+impl MethodResult {
+    /// Its measured calls, successful or not.
+    pub fn count(&self) -> u64 {
+        self.recorder.count()
+    }
+
+    /// Its calls that did not end with status OK.
+    pub fn errors(&self) -> u64 {
+        self.count() - self.recorder.status[Code::Ok as usize]
+    }
 }
 
 impl LoadResult {

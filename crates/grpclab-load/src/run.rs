@@ -87,6 +87,8 @@ struct ThreadOutcome {
     ignored: u64,
     last_completion: Option<Instant>,
     calls_by_address: Vec<u64>,
+    /// A mix: this thread's figures of each method.
+    method_recorders: Vec<Recorder>,
 }
 
 /// Runs the load described by `config` and returns what it measured.
@@ -104,11 +106,13 @@ pub fn run(
     if config.gzip {
         // Compressed once per distinct request, before the run: the hot path sends the
         // compressed bytes as it sends any request (a refcount clone).
-        config.requests = config
-            .requests
-            .iter()
-            .map(grpclab_core::framing::gzip_framed)
-            .collect();
+        for method in &mut config.methods {
+            method.requests = method
+                .requests
+                .iter()
+                .map(grpclab_core::framing::gzip_framed)
+                .collect();
+        }
     }
     let threads = config.threads;
     let target = match config.duration {
@@ -119,6 +123,7 @@ pub fn run(
         progress: (0..threads).map(|_| ThreadProgress::default()).collect(),
         skipped: AtomicU64::new(0),
         request_number: AtomicU64::new(0),
+        mix_numbers: [AtomicU64::new(0), AtomicU64::new(0)],
         render_failures: AtomicU64::new(0),
         live: config.live_latency.then(LiveSeconds::default),
         addresses: std::sync::Mutex::new(config.addresses.clone()),
@@ -272,7 +277,23 @@ pub fn run(
         |known| known.clone(),
     );
     let mut calls_by_address = vec![0; addresses.len()];
+    let mut methods: Vec<crate::result::MethodResult> = if config.methods.len() > 1 {
+        config
+            .methods
+            .iter()
+            .map(|method| crate::result::MethodResult {
+                name: method.name.clone(),
+                weight: method.weight,
+                recorder: Recorder::new(open_loop, None),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     for outcome in outcomes.into_iter().flatten() {
+        for (total, theirs) in methods.iter_mut().zip(&outcome.method_recorders) {
+            total.recorder.merge(theirs);
+        }
         for (total, calls) in calls_by_address.iter_mut().zip(&outcome.calls_by_address) {
             *total += calls;
         }
@@ -286,6 +307,10 @@ pub fn run(
     // Each second's histogram is kept only for a result that may be merged with other
     // generators' (`--shard`, `--start-at`): a lone run pays nothing for merging.
     recorder.finish_seconds(config.shard.is_some() || config.start_at.is_some());
+    for method in &mut methods {
+        // A method's seconds are its calls per second; its latency is whole-run.
+        method.recorder.finish_seconds(false);
+    }
     let end_reason = if cancel.is_cancelled() {
         EndReason::Cancel
     } else if config.total.is_some_and(|total| {
@@ -328,6 +353,7 @@ pub fn run(
         first_send,
         calls_by_address,
         addresses,
+        methods,
     })
 }
 
@@ -476,6 +502,7 @@ fn client_thread(
             ignored,
             last_completion: thread.last_completion(),
             calls_by_address: thread.calls_by_address(),
+            method_recorders: thread.take_method_recorders(),
         })
     })
 }

@@ -35,8 +35,11 @@ pub(crate) struct Shared {
     /// that many are left out of the results (ghz's `--skipFirst`). Untouched when it is 0.
     pub(crate) skipped: AtomicU64,
     /// The next request number for templates (ghz's `.RequestNumber`: one count for the run).
-    /// Touched only when `config.renderer` is set.
+    /// Touched only when a method is templated.
     pub(crate) request_number: AtomicU64,
+    /// A mix: the next measured call's and the next warmup call's number, from which its
+    /// method is drawn ([`ThreadState::choose_method`]). Untouched with one method.
+    pub(crate) mix_numbers: [AtomicU64; 2],
     /// Calls whose template rendering failed (sent with call 0's request instead).
     pub(crate) render_failures: AtomicU64,
     /// `config.live_latency`: each thread's finished seconds, for the progress snapshots.
@@ -66,17 +69,19 @@ impl Shared {
 /// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
 pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
-    pub(crate) requests: Vec<Bytes>,
-    /// Round-robin position in `requests`.
-    next_request: Cell<usize>,
+    /// What this thread sends for each of `config.methods`, in that order.
+    methods: Vec<ThreadMethod>,
+    /// A mix (several methods): how a call's number picks its method. `None` with one.
+    mix: Option<MixDraw>,
     /// Templates only: this thread's generator and text buffer, and its worker id.
     render_state: RefCell<(grpclab_core::template::Random, String)>,
     worker_id: String,
     /// Whether calls take a request number (a payload or metadata template).
     templated: bool,
-    /// `config.metadata_templates` with their names as bytes, made once for the thread.
-    metadata_templates: Vec<(Bytes, grpclab_core::template::Template)>,
     pub(crate) recorder: RefCell<Recorder>,
+    /// A mix: each method's own figures, beside the run's in `recorder` (empty with one
+    /// method, so a plain run records once per call).
+    pub(crate) method_recorders: RefCell<Vec<Recorder>>,
     /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
     /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
     outstanding: Cell<u64>,
@@ -95,14 +100,84 @@ pub(crate) struct ThreadState {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// One method's requests as a thread sends them.
+struct ThreadMethod {
+    requests: Vec<Bytes>,
+    /// Round-robin position in `requests`.
+    next_request: Cell<usize>,
+    /// The method's metadata templates with their names as bytes, made once for the thread.
+    metadata_templates: Vec<(Bytes, grpclab_core::template::Template)>,
+}
+
+/// How a mix picks a call's method: by weight, from the run's seed and the call's number.
+/// A hash of the two, not a generator per thread, so the choice does not depend on which
+/// thread sends the call: a run of `-n` calls makes the same calls of each method every time.
+#[derive(Debug, Clone)]
+pub(crate) struct MixDraw {
+    seed: u64,
+    /// The weights' running sums: method `i` takes the draws below `cumulative[i]`.
+    cumulative: Vec<u64>,
+}
+
+impl MixDraw {
+    /// The draw for `methods`' weights, `None` with one method.
+    pub(crate) fn new(methods: &[crate::config::CallMethod], seed: u64) -> Option<MixDraw> {
+        if methods.len() < 2 {
+            return None;
+        }
+        let cumulative = methods
+            .iter()
+            .scan(0u64, |sum, method| {
+                *sum += u64::from(method.weight.max(1));
+                Some(*sum)
+            })
+            .collect();
+        Some(MixDraw { seed, cumulative })
+    }
+
+    /// The method of call `number` (`measured` or warmup: two sequences).
+    pub(crate) fn method(&self, number: u64, measured: bool) -> u32 {
+        let total = self.cumulative.last().copied().unwrap_or(1);
+        let stream = if measured { 0 } else { 0x5bd1_e995 };
+        // splitmix64's finaliser: consecutive numbers give independent-looking draws.
+        let mut z = self
+            .seed
+            .wrapping_add(stream)
+            .wrapping_add(number.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        // Multiply-shift maps the 64-bit draw onto 0..total without a division's bias.
+        let draw = ((u128::from(z) * u128::from(total)) >> 64) as u64;
+        self.cumulative.partition_point(|&sum| sum <= draw) as u32
+    }
+}
+
 impl ThreadState {
     /// Thread `index`'s state for a run that has started with `schedule`.
     pub(crate) fn new(index: usize, schedule: Arc<Schedule>, shared: Arc<Shared>) -> ThreadState {
         let config = &shared.config;
         ThreadState {
             schedule,
-            requests: config.requests.clone(),
-            next_request: Cell::new(index),
+            methods: config
+                .methods
+                .iter()
+                .map(|method| ThreadMethod {
+                    requests: method.requests.clone(),
+                    next_request: Cell::new(index),
+                    metadata_templates: method
+                        .metadata_templates
+                        .iter()
+                        .map(|(name, template)| {
+                            (
+                                Bytes::copy_from_slice(name.as_str().as_bytes()),
+                                template.clone(),
+                            )
+                        })
+                        .collect(),
+                })
+                .collect(),
+            mix: MixDraw::new(&config.methods, config.mix_seed),
             render_state: RefCell::new((
                 grpclab_core::template::Random::new(
                     (index as u64 + 1)
@@ -116,18 +191,15 @@ impl ThreadState {
                 Some(shard) => format!("s{}g{index}", shard.index),
                 None => format!("g{index}"),
             },
-            templated: config.renderer.is_some() || !config.metadata_templates.is_empty(),
-            metadata_templates: config
-                .metadata_templates
-                .iter()
-                .map(|(name, template)| {
-                    (
-                        Bytes::copy_from_slice(name.as_str().as_bytes()),
-                        template.clone(),
-                    )
-                })
-                .collect(),
+            templated: config.methods.iter().any(|method| method.templated()),
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
+            method_recorders: RefCell::new(if config.methods.len() > 1 {
+                // Each method's figures without a call list: the run's list names the method
+                // of each call.
+                vec![Recorder::new(config.pacing.is_open_loop(), None); config.methods.len()]
+            } else {
+                Vec::new()
+            }),
             outstanding: Cell::new(0),
             calls_by_address: RefCell::new(vec![0; config.addresses.len().max(1)]),
             last_completion: Cell::new(None),
@@ -235,12 +307,14 @@ impl ThreadState {
         now: Instant,
         address: usize,
     ) {
+        // A call never sent still belongs to a method: the one it would have called.
+        let method = self.choose_method(true);
         let failure = Err(CallFailure {
             code: Code::Unavailable,
             message: reason.to_owned(),
             connection_lost: true,
         });
-        self.record(&failure, latency, Duration::ZERO, now, address);
+        self.record(&failure, latency, Duration::ZERO, now, address, method);
     }
 
     /// The next call's request number (ghz's `.RequestNumber`: one count for the run), when
@@ -259,29 +333,71 @@ impl ThreadState {
         })
     }
 
-    /// A unary call's request: call `number`'s rendering under a payload template, else the
-    /// next of the constant requests.
-    pub(crate) fn next_body(&self, number: Option<u64>) -> Bytes {
-        if let (Some(renderer), Some(number)) = (&self.shared.config.renderer, number) {
-            return self.render_body(renderer, number);
-        }
-        let index = self.next_request.get();
-        self.next_request.set(index.wrapping_add(1));
-        // Cloning `Bytes` shares the encoded request: a reference count, no copy.
-        self.requests[index % self.requests.len()].clone()
+    /// The method of the next call (`measured` or warmup): 0 with one method; in a mix, drawn
+    /// by weight from the call's number in the run (see [`MixDraw`]).
+    #[inline]
+    pub(crate) fn choose_method(&self, measured: bool) -> u32 {
+        let Some(mix) = &self.mix else {
+            return 0;
+        };
+        self.draw_method(mix, measured)
     }
 
-    /// Call `number`'s own headers: its metadata templates rendered (none without them).
+    #[inline(never)]
+    fn draw_method(&self, mix: &MixDraw, measured: bool) -> u32 {
+        let local = self.shared.mix_numbers[usize::from(!measured)].fetch_add(1, Relaxed);
+        // Sharded: numbers from the run's one global sequence, so the shards' draws together
+        // are the draws of one whole run.
+        let number = match self.shared.config.shard {
+            Some(shard) => shard.global(local),
+            None => local,
+        };
+        mix.method(number, measured)
+    }
+
+    /// A unary call's request for `method`: call `number`'s rendering under a payload
+    /// template, else the next of the method's constant requests.
+    pub(crate) fn next_body(&self, method: u32, number: Option<u64>) -> Bytes {
+        let index = method as usize;
+        if let (Some(renderer), Some(number)) = (
+            self.shared
+                .config
+                .methods
+                .get(index)
+                .and_then(|m| m.renderer.as_ref()),
+            number,
+        ) {
+            return self.render_body(index, renderer, number);
+        }
+        let Some(own) = self.methods.get(index) else {
+            return Bytes::new();
+        };
+        let next = own.next_request.get();
+        own.next_request.set(next.wrapping_add(1));
+        // Cloning `Bytes` shares the encoded request: a reference count, no copy.
+        own.requests[next % own.requests.len()].clone()
+    }
+
+    /// The constant requests of the run's first method (streaming calls: a mix is unary).
+    pub(crate) fn requests(&self) -> &[Bytes] {
+        self.methods
+            .first()
+            .map_or(&[], |method| method.requests.as_slice())
+    }
+
+    /// Call `number`'s own headers: its method's metadata templates rendered (none without
+    /// them).
     pub(crate) fn call_headers(
         &self,
+        method: u32,
         number: Option<u64>,
     ) -> Option<Box<grpclab_h2::client::CallHeaders>> {
-        let number = number.filter(|_| !self.metadata_templates.is_empty())?;
+        let templates = &self.methods.get(method as usize)?.metadata_templates;
+        let number = number.filter(|_| !templates.is_empty())?;
         let context = self.call_context(number);
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
-        let headers = self
-            .metadata_templates
+        let headers = templates
             .iter()
             .map(|(name, template)| {
                 template.render(&context, random, text);
@@ -307,14 +423,14 @@ impl ThreadState {
 
     /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).
     #[cold]
-    fn render_body(&self, renderer: &RequestRenderer, number: u64) -> Bytes {
-        let messages = self.render(renderer, number);
+    fn render_body(&self, method: usize, renderer: &RequestRenderer, number: u64) -> Bytes {
+        let messages = self.render(method, renderer, number);
         messages[(number % messages.len() as u64) as usize].clone()
     }
 
-    /// Renders the payload template for call `number`: the framed messages (never empty: a
-    /// failed rendering is counted and sends call 0's request).
-    fn render(&self, renderer: &RequestRenderer, number: u64) -> Vec<Bytes> {
+    /// Renders `method`'s payload template for call `number`: the framed messages (never
+    /// empty: a failed rendering is counted and sends call 0's request).
+    fn render(&self, method: usize, renderer: &RequestRenderer, number: u64) -> Vec<Bytes> {
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
         let context = self.call_context(number);
@@ -322,7 +438,11 @@ impl ThreadState {
             Ok(messages) if !messages.is_empty() => messages,
             _ => {
                 self.shared.render_failures.fetch_add(1, Relaxed);
-                return vec![self.requests[0].clone()];
+                let first = self
+                    .methods
+                    .get(method)
+                    .and_then(|own| own.requests.first().cloned());
+                return vec![first.unwrap_or_default()];
             }
         };
         if self.shared.config.gzip {
@@ -337,26 +457,36 @@ impl ThreadState {
     /// A streaming call's messages when the payload is a template rendered once per call
     /// (call `number`'s rendering; `None`: no template, or one rendered per message).
     pub(crate) fn call_messages(&self, number: Option<u64>) -> Option<Vec<Bytes>> {
-        let renderer = self.shared.config.renderer.as_ref()?;
+        let renderer = self.shared.config.methods.first()?.renderer.as_ref()?;
         if self.shared.config.stream.dynamic_messages {
             return None;
         }
-        Some(self.render(renderer, number?))
+        Some(self.render(0, renderer, number?))
     }
 
     /// Message `index` of a streaming call under `--stream-dynamic-messages`: the template
     /// rendered anew, its element `index % len` (the plain data array without a template).
     pub(crate) fn dynamic_message(&self, index: u64) -> Bytes {
-        match &self.shared.config.renderer {
+        let requests = self.requests();
+        match self
+            .shared
+            .config
+            .methods
+            .first()
+            .and_then(|m| m.renderer.as_ref())
+        {
             Some(renderer) => {
                 let number = self.call_number().unwrap_or_default();
-                let messages = self.render(renderer, number);
+                let messages = self.render(0, renderer, number);
                 messages[(index % messages.len() as u64) as usize].clone()
             }
-            None => self.requests[(index % self.requests.len() as u64) as usize].clone(),
+            None if requests.is_empty() => Bytes::new(),
+            None => requests[(index % requests.len() as u64) as usize].clone(),
         }
     }
 
+    /// Records a measured call's end: `method` (its index in `config.methods`) called on a
+    /// connection to `address` (its id in `Shared::addresses`).
     pub(crate) fn record(
         &self,
         outcome: &Result<(), CallFailure>,
@@ -364,6 +494,7 @@ impl ThreadState {
         service: Duration,
         done: Instant,
         address: usize,
+        method: u32,
     ) {
         let in_flight = self.outstanding.get();
         self.outstanding.set(in_flight.saturating_sub(1));
@@ -394,13 +525,13 @@ impl ThreadState {
                 .timeout
                 .is_some_and(|limit| service > limit);
         let mut recorder = self.recorder.borrow_mut();
-        match outcome {
-            Ok(()) if late => {
-                recorder.record_error(Code::DeadlineExceeded, DEADLINE_MESSAGE, latency, since)
+        if self.mix.is_some() {
+            recorder.record_method(method);
+            if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
+                record_end(own, outcome, late, latency, service, since);
             }
-            Ok(()) => recorder.record_ok(latency, service, since),
-            Err(failure) => recorder.record_error(failure.code, &failure.message, latency, since),
         }
+        record_end(&mut recorder, outcome, late, latency, service, since);
         recorder.note_in_flight(in_flight, since);
         if let Some(live) = &self.shared.live {
             // A live view: hand over each second's histogram once it is set aside.
@@ -420,6 +551,11 @@ impl ThreadState {
         self.shared.progress[self.progress_slot].add(failed);
     }
 
+    /// This thread's figures of each method of a mix (empty with one method).
+    pub(crate) fn take_method_recorders(&self) -> Vec<Recorder> {
+        std::mem::take(&mut *self.method_recorders.borrow_mut())
+    }
+
     /// A call sent during the warmup has ended: counted apart if it ended after the window
     /// began (see `Recorder::warmup_calls_in_window`).
     pub(crate) fn record_warmup_call(&self, latency: Duration, done: Instant) {
@@ -428,5 +564,23 @@ impl ThreadState {
                 .borrow_mut()
                 .record_warmup_call_in_window(latency);
         }
+    }
+}
+
+/// One call's end in `recorder`: OK, or its status (a late OK reply as DeadlineExceeded).
+fn record_end(
+    recorder: &mut Recorder,
+    outcome: &Result<(), CallFailure>,
+    late: bool,
+    latency: Duration,
+    service: Duration,
+    since: Duration,
+) {
+    match outcome {
+        Ok(()) if late => {
+            recorder.record_error(Code::DeadlineExceeded, DEADLINE_MESSAGE, latency, since)
+        }
+        Ok(()) => recorder.record_ok(latency, service, since),
+        Err(failure) => recorder.record_error(failure.code, &failure.message, latency, since),
     }
 }

@@ -26,6 +26,7 @@ use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse
 
 /// Where `grpclab load` asks for descriptors when no schema flag is given: the server, by
 /// reflection, with these request headers.
+#[derive(Clone, Copy)]
 pub struct ReflectFrom<'a> {
     /// The server.
     pub target: SocketAddr,

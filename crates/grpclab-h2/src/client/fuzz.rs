@@ -24,6 +24,8 @@ impl CallSource for CountingSource {
             token: CallToken {
                 intended: None,
                 measured: true,
+                // Two methods in turn: each has its own cached header block.
+                method: (self.started % 2) as u32,
             },
             headers: None,
         }
@@ -68,7 +70,10 @@ pub fn feed_client(data: &[u8]) -> FedClient {
     };
     let template = RequestTemplate {
         authority: "localhost".to_owned(),
-        path: "/helloworld.Greeter/SayHello".to_owned(),
+        methods: vec![
+            MethodHead::path("/helloworld.Greeter/SayHello"),
+            MethodHead::path("/grpclab.Mix/Other"),
+        ],
         headers: Vec::new(),
         timeout: None,
         first_stream_id: 1,

@@ -41,7 +41,8 @@ mod streaming;
 pub use fuzz::{feed_client, FedClient};
 
 pub use source::{
-    CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, NextCall, RequestTemplate,
+    CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, MethodHead, NextCall,
+    RequestTemplate,
 };
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
 
@@ -171,7 +172,8 @@ struct Connection<'s, S: CallSource> {
     released_until: Instant,
     out: Vec<u8>,
     block: Vec<u8>,
-    request_block: CachedBlock,
+    /// Each method's request header block, cached (see [`CachedBlock`]).
+    request_blocks: Vec<CachedBlock>,
     /// What the last header block said (statuses and its shape), and its `grpc-message`.
     scratch_head: receive::ReplyHead,
     scratch_message: String,
@@ -349,8 +351,14 @@ impl<S: CallSource> Drop for Connection<'_, S> {
 impl<'s, S: CallSource> Connection<'s, S> {
     /// A connection with nothing sent yet but our preface, SETTINGS and window raise in its
     /// write buffer.
-    fn new(source: &'s mut S, template: RequestTemplate, slots: usize) -> Connection<'s, S> {
+    fn new(source: &'s mut S, mut template: RequestTemplate, slots: usize) -> Connection<'s, S> {
         let first_stream = template.first_stream_id.max(1) | 1;
+        if template.methods.is_empty() {
+            // A template without a method (a caller's bug) still sends well-formed requests,
+            // which the server answers as unknown: no index can fall outside `methods`.
+            template.methods.push(MethodHead::path("/"));
+        }
+        let request_blocks = vec![CachedBlock::default(); template.methods.len()];
         let mut connection = Connection {
             source,
             template,
@@ -377,7 +385,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             released_until: Instant::now(),
             out: Vec::with_capacity(READ_CHUNK),
             block: Vec::new(),
-            request_block: CachedBlock::default(),
+            request_blocks,
             scratch_head: receive::ReplyHead::default(),
             scratch_message: String::new(),
             reply_blocks: DecodedBlocks::default(),

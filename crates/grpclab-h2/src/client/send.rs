@@ -98,38 +98,35 @@ impl<S: CallSource> Connection<'_, S> {
         self.next_stream += 2;
         self.block.clear();
         let template = &self.template;
-        self.request_block
-            .write(&mut self.encoder, &mut self.block, |encoder, block| {
-                encoder.field(b":method", b"POST", Indexing::Incremental, block);
-                encoder.field(b":scheme", b"http", Indexing::Incremental, block);
+        // A token naming no method (a source's bug) sends the first rather than panic.
+        let method = (token.method as usize).min(template.methods.len().saturating_sub(1));
+        let head = &template.methods[method];
+        self.request_blocks[method].write(&mut self.encoder, &mut self.block, |encoder, block| {
+            encoder.field(b":method", b"POST", Indexing::Incremental, block);
+            encoder.field(b":scheme", b"http", Indexing::Incremental, block);
+            encoder.field(b":path", head.path.as_bytes(), Indexing::Incremental, block);
+            encoder.field(
+                b":authority",
+                template.authority.as_bytes(),
+                Indexing::Incremental,
+                block,
+            );
+            encoder.field(
+                b"content-type",
+                b"application/grpc",
+                Indexing::Incremental,
+                block,
+            );
+            encoder.field(b"te", b"trailers", Indexing::Incremental, block);
+            for (name, value) in template.headers.iter().chain(&head.headers) {
                 encoder.field(
-                    b":path",
-                    template.path.as_bytes(),
+                    name.as_bytes(),
+                    value.as_bytes(),
                     Indexing::Incremental,
                     block,
                 );
-                encoder.field(
-                    b":authority",
-                    template.authority.as_bytes(),
-                    Indexing::Incremental,
-                    block,
-                );
-                encoder.field(
-                    b"content-type",
-                    b"application/grpc",
-                    Indexing::Incremental,
-                    block,
-                );
-                encoder.field(b"te", b"trailers", Indexing::Incremental, block);
-                for (name, value) in &template.headers {
-                    encoder.field(
-                        name.as_bytes(),
-                        value.as_bytes(),
-                        Indexing::Incremental,
-                        block,
-                    );
-                }
-            });
+            }
+        });
         for (name, value) in headers.iter().flat_map(|headers| headers.iter()) {
             crate::hpack::literal_unindexed(name, value, &mut self.block);
         }

@@ -41,6 +41,8 @@ pub struct CallToken {
     pub intended: Option<Instant>,
     /// Whether the call counts (false during warmup).
     pub measured: bool,
+    /// Which of [`RequestTemplate::methods`] the call invokes (0 with one method).
+    pub method: u32,
 }
 
 /// How a call ended.
@@ -112,9 +114,12 @@ pub trait CallSource {
 pub struct RequestTemplate {
     /// `:authority`
     pub authority: String,
-    /// `:path`
-    pub path: String,
-    /// Extra headers (e.g. `grpc-timeout`, metadata): indexed, since they repeat.
+    /// The methods calls invoke (at least one; a call names its own by
+    /// [`CallToken::method`]). Each has its own cached header block, so a mix of methods
+    /// costs no more per call than one method once every path is in the HPACK table.
+    pub methods: Vec<MethodHead>,
+    /// Extra headers of every call (e.g. `grpc-timeout`, metadata): indexed, since they
+    /// repeat.
     pub headers: Vec<(String, String)>,
     /// Client-side deadline per call.
     pub timeout: Option<Duration>,
@@ -131,6 +136,26 @@ pub struct RequestTemplate {
     /// Streaming calls: how each call sends its messages (`None`: unary calls, whose body is
     /// the source's).
     pub stream: Option<StreamSpec>,
+}
+
+/// What one method's requests carry besides the headers every call has.
+#[derive(Debug, Clone)]
+pub struct MethodHead {
+    /// `:path`, `/package.Service/Method`.
+    pub path: String,
+    /// Headers of this method's calls only (e.g. a workload's per-method metadata), after
+    /// [`RequestTemplate::headers`]: indexed, since they repeat.
+    pub headers: Vec<(String, String)>,
+}
+
+impl MethodHead {
+    /// A method with no headers of its own.
+    pub fn path(path: impl Into<String>) -> MethodHead {
+        MethodHead {
+            path: path.into(),
+            headers: Vec::new(),
+        }
+    }
 }
 
 /// A call that was in flight (or started and not yet written) on a connection that was lost.

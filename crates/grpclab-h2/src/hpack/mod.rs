@@ -27,7 +27,7 @@ pub use encoder::{literal_unindexed, Encoder, Indexing};
 /// A header block that is made of table references only, kept to be written again verbatim
 /// while the encoder's table stays the same: after the first call, encoding gRPC's constant
 /// headers costs a copy of a few bytes instead of table searches.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct CachedBlock {
     block: Vec<u8>,
     generation: Option<u64>,

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use grpclab_core::framing::unframe_maybe_gzip;
 use grpclab_core::Code;
 use grpclab_h2::client::{
-    run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, MessagesFrom, NextCall,
-    RequestTemplate, StreamSpec,
+    run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, MessagesFrom, MethodHead,
+    NextCall, RequestTemplate, StreamSpec,
 };
 use grpclab_h2::frame::code as h2_code;
 use grpclab_h2::Socket;
@@ -108,7 +108,23 @@ fn request_template(config: &LoadConfig) -> RequestTemplate {
     }
     RequestTemplate {
         authority: config.authority.clone(),
-        path: config.path.clone(),
+        methods: config
+            .methods
+            .iter()
+            .map(|method| MethodHead {
+                path: method.path.clone(),
+                headers: method
+                    .metadata
+                    .iter()
+                    .map(|(name, value)| {
+                        (
+                            name.as_str().to_owned(),
+                            String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect(),
         headers,
         timeout: config.timeout,
         first_stream_id: config.first_stream_id,
@@ -123,12 +139,17 @@ fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
     let settings = &config.stream;
     // Messages per call: --stream-call-count, else the data array once (ghz); a duration
     // alone sends until it passes.
+    // Streaming calls are never in a mix: the one method's requests.
+    let first = config.methods.first();
+    let messages = first.map_or_else(Vec::new, |method| method.requests.clone());
     let count = settings.call_count.unwrap_or(match settings.call_duration {
         Some(_) => usize::MAX,
-        None => config.requests.len(),
+        None => messages.len(),
     });
-    let messages = config.requests.clone();
-    let messages_from = match (&config.renderer, settings.dynamic_messages) {
+    let messages_from = match (
+        first.and_then(|method| method.renderer.as_ref()),
+        settings.dynamic_messages,
+    ) {
         (None, _) => MessagesFrom::Spec,
         (Some(_), false) => MessagesFrom::EachCall,
         (Some(_), true) => MessagesFrom::EachMessage,
@@ -227,7 +248,7 @@ impl CallSource for LabSource {
     fn call_messages(&mut self) -> Vec<Bytes> {
         self.thread
             .call_messages(self.number)
-            .unwrap_or_else(|| self.thread.requests.clone())
+            .unwrap_or_else(|| self.thread.requests().to_vec())
     }
 
     fn message(&mut self, index: u64) -> Bytes {
@@ -267,13 +288,18 @@ impl CallSource for LabSource {
 
 impl LabSource {
     fn send(&mut self, intended: Option<Instant>, measured: bool) -> NextCall {
+        let token = CallToken {
+            intended,
+            measured,
+            method: self.thread.choose_method(measured),
+        };
         if self.thread.templated() {
-            return self.send_templated(CallToken { intended, measured });
+            return self.send_templated(token);
         }
         // The constant path: the next encoded request, nothing rendered.
         NextCall::Send {
-            body: self.thread.next_body(None),
-            token: CallToken { intended, measured },
+            body: self.thread.next_body(token.method, None),
+            token,
             headers: None,
         }
     }
@@ -286,13 +312,13 @@ impl LabSource {
         self.number = number;
         // A streaming call's messages come from `call_messages`/`message`: no body.
         let body = match self.thread.shared.config.shape {
-            crate::config::CallShape::Unary => self.thread.next_body(number),
+            crate::config::CallShape::Unary => self.thread.next_body(token.method, number),
             _ => Bytes::new(),
         };
         NextCall::Send {
             body,
             token,
-            headers: self.thread.call_headers(number),
+            headers: self.thread.call_headers(token.method, number),
         }
     }
 
@@ -329,6 +355,7 @@ impl LabSource {
             now.saturating_duration_since(sent),
             now,
             self.address,
+            token.method,
         );
     }
 

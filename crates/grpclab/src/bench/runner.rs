@@ -528,7 +528,7 @@ fn measure(
         host: addr.to_string(),
         call: context.scenario.method().full_name().to_owned(),
         scenario: context.scenario.name().to_owned(),
-        distinct_requests: load.requests.len(),
+        distinct_requests: load.methods.iter().map(|m| m.requests.len()).sum(),
         concurrency: load.concurrency,
         connections: load.connections,
         rps: config.qps as f64,

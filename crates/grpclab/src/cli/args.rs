@@ -436,6 +436,25 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 
+    /// A mix of methods: METHOD=WEIGHT, repeated (or comma-separated), e.g. --mix
+    /// pkg.Shop.Browse=9 --mix pkg.Shop.Buy=1. Each call picks a method by weight; each
+    /// method's payload is -d encoded as its own input (give per-method payloads in a
+    /// --workload file). Unary methods only; figures per method and together.
+    #[arg(long, value_name = "METHOD=WEIGHT", value_delimiter = ',', conflicts_with_all = ["call", "workload"])]
+    pub mix: Vec<String>,
+
+    /// A workload file (TOML): several calls with weights, and per call its data and
+    /// metadata (templates allowed): [[calls]] call = "pkg.Svc.Method", weight = 3, data =
+    /// {..}, metadata = {..}; optional seed = N.
+    #[arg(long, value_name = "FILE", conflicts_with = "call")]
+    pub workload: Option<PathBuf>,
+
+    /// A mix's seed: which method each call takes follows from it and the call's number, so
+    /// an -n run with one seed makes the same calls of each method every time. Default: a
+    /// random seed, reported in the results.
+    #[arg(long = "mix-seed", value_name = "N")]
+    pub mix_seed: Option<u64>,
+
     /// Request metadata as a JSON object of strings, e.g. '{"authorization":"Bearer x"}'.
     #[arg(
         short = 'm',
@@ -747,7 +766,7 @@ pub struct LoadArgs {
 }
 
 /// Where the call and its requests come from: a scenario, or a .proto with a payload.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ScenarioArgs {
     /// A built-in scenario (complex_proto, string_10B, string_100B, string_1kB, string_10kB,
     /// large_complex; streaming: streaming_ping_pong, server_stream_1kB, client_stream_1kB)

@@ -121,15 +121,39 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     } else if tls.is_none() {
         check_plaintext_peer(target, &args.target, args.connect_timeout)?;
     }
-    let loaded = load_scenario(
-        &args.scenario,
-        Some(ReflectFrom {
-            target,
-            connect_timeout: args.connect_timeout,
-            metadata: &reflect_metadata,
-            tls: tls.as_ref(),
-        }),
-    )?;
+    let reflect = ReflectFrom {
+        target,
+        connect_timeout: args.connect_timeout,
+        metadata: &reflect_metadata,
+        tls: tls.as_ref(),
+    };
+    let mix = match &args.workload {
+        Some(path) => Some(super::workload::from_file(path)?),
+        None => super::workload::from_flags(&args.mix)?,
+    };
+    // A mix: each method resolved as a lone --call would be, with its own data.
+    let mut mixed = Vec::new();
+    for call in mix.iter().flat_map(|mix| &mix.calls) {
+        let mut scenario_args = args.scenario.clone();
+        scenario_args.call = Some(call.call.clone());
+        if let Some(data) = &call.data {
+            (scenario_args.data, scenario_args.data_file) = (Some(data.clone()), None);
+            (scenario_args.binary, scenario_args.binary_file) = (false, None);
+        }
+        let loaded = load_scenario(&scenario_args, Some(reflect))?;
+        let method = loaded.scenario.method();
+        if method.is_client_streaming() || method.is_server_streaming() {
+            return Err(InputError(format!(
+                "{} streams: a mix takes unary methods only; run a streaming method on its own",
+                method.full_name()
+            )));
+        }
+        mixed.push((loaded, call));
+    }
+    let loaded = match mixed.first() {
+        Some((first, _)) => first.clone(),
+        None => load_scenario(&args.scenario, Some(reflect))?,
+    };
     let scenario = &loaded.scenario;
     let mut config = LoadConfig::new(target, &scenario.path(), scenario.requests().to_vec());
     config.addresses = resolved.addresses.clone();
@@ -153,12 +177,29 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     };
     // ghz's templates in metadata values: the call's names are filled in once; values that
     // vary per call are rendered per call (sent apart, so the rest stays cached).
-    match bind_metadata(metadata_map.as_ref(), scenario.method())? {
-        Some((constant, varying)) => {
-            config.metadata = headers("-m/--metadata", Some(&constant))?;
-            config.metadata_templates = varying;
+    if mixed.is_empty() {
+        match bind_metadata(metadata_map.as_ref(), scenario.method())? {
+            Some((constant, varying)) => {
+                config.metadata = headers("-m/--metadata", Some(&constant))?;
+                config.methods[0].metadata_templates = varying;
+            }
+            None => config.metadata = metadata,
         }
-        None => config.metadata = metadata,
+    } else {
+        if args.validate {
+            return Err(InputError(
+                "--validate checks replies against one method's reply type; run it without a mix"
+                    .to_owned(),
+            ));
+        }
+        config.mix_seed = args
+            .mix_seed
+            .or(mix.as_ref().and_then(|mix| mix.seed))
+            .unwrap_or_else(random_seed);
+        config.methods = mixed
+            .iter()
+            .map(|(loaded, call)| mix_method(loaded, call, metadata_map.as_ref()))
+            .collect::<Result<_, _>>()?;
     }
     config.tls = tls;
     config.gzip = args.enable_compression;
@@ -183,10 +224,11 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             }
         }
     }
-    config.renderer = loaded
-        .template
-        .clone()
-        .map(|template| template_renderer(template, loaded.payload.as_deref(), scenario.method()));
+    if mixed.is_empty() {
+        config.methods[0].renderer = loaded.template.clone().map(|template| {
+            template_renderer(template, loaded.payload.as_deref(), scenario.method())
+        });
+    }
     config.concurrency = args.concurrency;
     config.concurrency_steps = concurrency_steps(args)?;
     config.connections = args.connections;
@@ -351,7 +393,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .and_then(|text| serde_json::from_str(text).ok()),
         binary: args.scenario.binary || args.scenario.binary_file.is_some(),
         metadata: metadata_map,
-        distinct_requests: config.requests.len(),
+        distinct_requests: config.methods.iter().map(|m| m.requests.len()).sum(),
+        mix_seed: (config.methods.len() > 1).then_some(config.mix_seed),
         concurrency: config.concurrency,
         connections: config.connections,
         rps: args.rps,
@@ -987,6 +1030,7 @@ fn concurrency_steps(args: &LoadArgs) -> Result<Option<ConcurrencySteps>, InputE
 }
 
 /// What the scenario flags resolved to.
+#[derive(Clone)]
 pub struct LoadedScenario {
     /// The method and its framed requests.
     pub scenario: Scenario,
@@ -1096,6 +1140,45 @@ pub fn load_scenario(
         payload,
         template,
     })
+}
+
+/// One method of a mix as the engine runs it: its requests (and template), and its
+/// metadata — the run's -m with the method's own over it — split into the constant headers,
+/// cached with the method's header block, and the templates rendered per call.
+fn mix_method(
+    loaded: &LoadedScenario,
+    call: &super::workload::MixCall,
+    run_metadata: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<grpclab_load::CallMethod, InputError> {
+    let scenario = &loaded.scenario;
+    let method = scenario.method();
+    let mut own = grpclab_load::CallMethod::new(&scenario.path(), scenario.requests().to_vec());
+    own.name = method.full_name().to_owned();
+    own.weight = call.weight;
+    let mut metadata = run_metadata.cloned().unwrap_or_default();
+    metadata.extend(call.metadata.clone());
+    let what = format!("{}'s metadata", call.call);
+    match bind_metadata(Some(&metadata), method)? {
+        Some((constant, varying)) => {
+            own.metadata = headers(&what, Some(&constant))?;
+            own.metadata_templates = varying;
+        }
+        None => own.metadata = headers(&what, Some(&metadata))?,
+    }
+    own.renderer = loaded
+        .template
+        .clone()
+        .map(|template| template_renderer(template, loaded.payload.as_deref(), method));
+    Ok(own)
+}
+
+/// A seed for a mix that was given none: from the clock and the process, reported with
+/// the results so the run can be repeated.
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (nanos ^ (u64::from(std::process::id()) << 32)) % 1_000_000_000
 }
 
 /// `-m` values with templates bound to the call: the constant ones (the call's names filled

@@ -19,6 +19,7 @@ pub mod output;
 pub mod serve;
 pub mod stats;
 mod values;
+pub mod workload;
 
 pub use args::{Cli, Command};
 

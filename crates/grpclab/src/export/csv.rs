@@ -84,6 +84,7 @@ mod tests {
                 render_failures: 0,
                 calls_by_address: Vec::new(),
                 addresses: Vec::new(),
+                methods: Vec::new(),
                 ignored: 0,
             },
             thresholds: Vec::new(),

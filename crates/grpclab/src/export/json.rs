@@ -26,6 +26,7 @@
 //! `serviceTime`, reconnect and warmup accounting, `perSecond`, and the merged HdrHistograms in
 //! their standard serialized form so runs can be merged exactly.
 
+use grpclab_core::Code;
 use grpclab_load::{encode_histogram, EndReason, LoadResult};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -74,6 +75,9 @@ pub struct CallDetailJson {
     pub error: String,
     /// The status name (`OK`, `Unavailable`, ...).
     pub status: String,
+    /// grpclab, a mix: the method the call called; omitted for a run of one method.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub method: String,
 }
 
 /// Summary statistics of one histogram at grpclab's percentiles.
@@ -550,6 +554,103 @@ pub struct JsonReport {
     /// of its configuration; omitted when not stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<crate::verdict::previous::StoredNote>,
+    /// grpclab, a mix of methods: its seed and each method's figures (the figures above are
+    /// the whole mix's); omitted for a run of one method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixJson>,
+}
+
+/// A mix of methods: the seed that drew each call's method, and each method's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MixJson {
+    /// `--mix-seed` (or the workload's `seed`, or the one drawn): the same seed makes the same
+    /// calls of each method in an `-n` run.
+    pub seed: u64,
+    /// Each method, in the order given.
+    pub methods: Vec<MethodJson>,
+}
+
+/// One method of a mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MethodJson {
+    /// `package.Service.Method`.
+    pub name: String,
+    /// Its weight as given.
+    pub weight: u32,
+    /// Its share of the weights.
+    pub share: f64,
+    /// Its measured calls, successful or not (calls abandoned at the drain limit are in the
+    /// run's count only).
+    pub count: u64,
+    /// Of those, calls that ended OK.
+    pub ok: u64,
+    /// Of those, calls that did not.
+    pub errors: u64,
+    /// `count` over the run's measured window.
+    pub rps: f64,
+    /// Mean latency of every call of the method, failed ones included (ns).
+    pub average: u64,
+    /// Latency of its successful calls.
+    pub latency: LatencyStats,
+    /// Calls per status name.
+    pub status_code_distribution: BTreeMap<String, u64>,
+    /// Failed calls per error text.
+    pub error_distribution: BTreeMap<String, u64>,
+    /// Its successful calls' latency histogram: HdrHistogram V2 compressed (deflate), base64.
+    pub hdr_histogram: String,
+}
+
+impl MixJson {
+    /// The mix of `result` (`None` for one method).
+    fn of(result: &LoadResult, seed: Option<u64>) -> Option<MixJson> {
+        if result.methods.is_empty() {
+            return None;
+        }
+        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
+        let methods = result
+            .methods
+            .iter()
+            .map(|method| {
+                let recorder = &method.recorder;
+                let count = method.count();
+                let seconds = result.elapsed.as_secs_f64();
+                MethodJson {
+                    name: method.name.clone(),
+                    weight: method.weight,
+                    share: f64::from(method.weight) / weights.max(1) as f64,
+                    count,
+                    ok: count - method.errors(),
+                    errors: method.errors(),
+                    rps: if seconds > 0.0 {
+                        count as f64 / seconds
+                    } else {
+                        0.0
+                    },
+                    average: if count == 0 {
+                        0
+                    } else {
+                        u64::try_from(recorder.all_latency_sum_ns / u128::from(count))
+                            .unwrap_or(u64::MAX)
+                    },
+                    latency: LatencyStats::of(&recorder.latency),
+                    status_code_distribution: Code::ALL
+                        .iter()
+                        .zip(recorder.status.iter())
+                        .filter(|(_, count)| **count > 0)
+                        .map(|(code, count)| (code.name().to_owned(), *count))
+                        .collect(),
+                    error_distribution: recorder.errors.clone(),
+                    hdr_histogram: encode_histogram(&recorder.latency),
+                }
+            })
+            .collect();
+        Some(MixJson {
+            seed: seed.unwrap_or_default(),
+            methods,
+        })
+    }
 }
 
 /// The parts of a result that its summary figures round or leave out, kept so results of
@@ -716,6 +817,7 @@ impl JsonReport {
                 service_time: result.service_time().map(encode_histogram),
             },
             mergeable: report.sharding.as_ref().map(|_| Mergeable::of(result)),
+            mix: MixJson::of(result, report.options.mix_seed),
             sharding: report.sharding.clone(),
         }
     }
@@ -808,6 +910,11 @@ fn details(result: &LoadResult) -> Vec<CallDetailJson> {
             latency: call.latency_ns,
             error: call.error.as_deref().unwrap_or_default().to_owned(),
             status: call.code.name().to_owned(),
+            method: result
+                .methods
+                .get(call.method as usize)
+                .map(|method| method.name.clone())
+                .unwrap_or_default(),
         })
         .collect()
 }

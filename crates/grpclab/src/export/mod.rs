@@ -72,6 +72,8 @@ pub struct RunOptions {
     pub metadata: Option<BTreeMap<String, String>>,
     /// Distinct requests sent round-robin.
     pub distinct_requests: usize,
+    /// A mix of methods: its seed (the methods are in the result); `None` for one method.
+    pub mix_seed: Option<u64>,
     /// Streams in flight.
     pub concurrency: usize,
     /// HTTP/2 connections.

@@ -212,6 +212,44 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             nano_unit(latency.average)
         )?;
     }
+    if !result.methods.is_empty() {
+        writeln!(
+            out,
+            "  Methods (mix seed {}; calls abandoned at the end are in no method's count):",
+            report.options.mix_seed.unwrap_or_default()
+        )?;
+        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
+        let width = result
+            .methods
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(0);
+        for method in &result.methods {
+            let stats = LatencyStats::of(&method.recorder.latency);
+            let at = |p: f64| {
+                stats
+                    .latency_distribution
+                    .iter()
+                    .find(|point| point.percentage == p)
+                    .map_or_else(|| "-".to_owned(), |point| precise(point.latency))
+            };
+            writeln!(
+                out,
+                "    {:width$}  weight {} ({:.1} %), {} calls ({:.1} %), {:.1} req/s, p50 {}, p90 {}, p99 {}, {} errors",
+                method.name,
+                method.weight,
+                100.0 * f64::from(method.weight) / weights.max(1) as f64,
+                method.count(),
+                100.0 * method.count() as f64 / result.count().max(1) as f64,
+                method.count() as f64 / result.elapsed.as_secs_f64().max(f64::MIN_POSITIVE),
+                at(50.0),
+                at(90.0),
+                at(99.0),
+                method.errors()
+            )?;
+        }
+    }
     let shares = super::json::AddressShare::of(&report.options, result);
     if !shares.is_empty() {
         let listed: Vec<String> = shares
@@ -446,6 +484,7 @@ mod tests {
             render_failures: 0,
             calls_by_address: Vec::new(),
             addresses: Vec::new(),
+            methods: Vec::new(),
             ignored: 0,
         }
     }

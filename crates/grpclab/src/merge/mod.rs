@@ -111,6 +111,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         first_send,
         calls_by_address: totals.calls_by_address,
         addresses: first.report.result.addresses.clone(),
+        methods: Vec::new(),
     };
     Ok(Report {
         history: None,

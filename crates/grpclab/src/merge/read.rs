@@ -129,6 +129,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
                 error: (!call.error.is_empty()).then(|| call.error.as_str().into()),
                 messages_sent: 0,
                 messages_received: 0,
+                method: 0,
             });
         }
         recorder.details = Some(CallLog { limit, calls });
@@ -163,6 +164,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .iter()
             .filter_map(|share| share.address.parse().ok())
             .collect(),
+        methods: Vec::new(),
     };
     Ok(Part {
         source,
@@ -250,6 +252,7 @@ fn run_options(json: &JsonReport) -> RunOptions {
         binary: o.binary,
         metadata: o.metadata.clone(),
         distinct_requests: o.distinct_requests,
+        mix_seed: json.mix.as_ref().map(|mix| mix.seed),
         concurrency: o.concurrency as usize,
         connections: o.connections as usize,
         rps: o.rate,

@@ -106,9 +106,6 @@ pub(crate) fn start(
 /// The request headers every call of the run sends (an error: the path or authority cannot
 /// make a URI).
 fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
-    let uri: Uri = format!("http://{}{}", config.authority, config.path)
-        .parse()
-        .map_err(|err| format!("invalid call path or authority: {err}"))?;
     let mut headers = HeaderMap::new();
     headers.insert(
         http::header::CONTENT_TYPE,
@@ -131,9 +128,22 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
     for (name, value) in &config.metadata {
         headers.append(name.clone(), value.clone());
     }
+    let methods = config
+        .methods
+        .iter()
+        .map(|method| {
+            let uri: Uri = format!("http://{}{}", config.authority, method.path)
+                .parse()
+                .map_err(|err| format!("invalid call path or authority: {err}"))?;
+            let mut own = headers.clone();
+            for (name, value) in &method.metadata {
+                own.append(name.clone(), value.clone());
+            }
+            Ok((uri, own))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(CallTemplate {
-        uri,
-        headers,
+        methods,
         validator: config.validator.clone(),
         gzip: config.gzip,
         max_reply_message: config.max_recv_message_bytes,
@@ -340,9 +350,10 @@ async fn stream_loop(
                 }
             }
         }
+        let method = thread.choose_method(measured);
         let number = thread.call_number();
         let headers = thread
-            .call_headers(number)
+            .call_headers(method, number)
             .map_or_else(Vec::new, |headers| *headers);
         let sent = Instant::now();
         let outcome = match connection.sender() {
@@ -374,8 +385,9 @@ async fn stream_loop(
                 let plan = streaming::StreamPlan {
                     shape: config.shape,
                     settings: &config.stream,
-                    messages: call_messages.as_deref().unwrap_or(&thread.requests),
-                    dynamic: (config.renderer.is_some() && config.stream.dynamic_messages)
+                    messages: call_messages.as_deref().unwrap_or(thread.requests()),
+                    dynamic: (config.methods.iter().any(|m| m.renderer.is_some())
+                        && config.stream.dynamic_messages)
                         .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
                     intended,
                     stop: &stop,
@@ -403,8 +415,8 @@ async fn stream_loop(
                 outcome.map_err(|failure| connection.explain(failure))
             }
             Ok(sender) => {
-                let body = thread.next_body(number);
-                let call = unary_call(sender, &template, body, &headers, &mut scratch);
+                let body = thread.next_body(method, number);
+                let call = unary_call(sender, &template, method, body, &headers, &mut scratch);
                 let outcome = within_deadline(timeout, call).await;
                 outcome.map_err(|failure| connection.explain(failure))
             }
@@ -419,6 +431,7 @@ async fn stream_loop(
                 done.saturating_duration_since(sent),
                 done,
                 connection.address,
+                method,
             );
         } else {
             thread.record_warmup_call(latency, done);

@@ -213,7 +213,8 @@ pub(crate) async fn streaming_call(
         .await
         .map_err(failure_from_h2)?;
     let (response, mut body) = sender
-        .send_request(template.request(headers), false)
+        // Streaming calls are never in a mix: the run's one method.
+        .send_request(template.request(0, headers), false)
         .map_err(failure_from_h2)?;
     let mut index = 0usize;
     let mut next = || {

@@ -11,10 +11,10 @@ use crate::outcome::{CallFailure, CONNECTION_LOST, REPLY_INFLATE_LIMIT};
 use grpclab_h2::client::CallHeaders;
 use grpclab_h2::grpc::percent_decode;
 
-/// What every call on a thread shares: the request line and headers, built once.
+/// What every call on a thread shares: each method's request line and headers, built once.
 pub(crate) struct CallTemplate {
-    pub uri: Uri,
-    pub headers: HeaderMap,
+    /// By method (`LoadConfig::methods`' order): its URI, and the run's headers then its own.
+    pub methods: Vec<(Uri, HeaderMap)>,
     pub validator: Option<ReplyValidator>,
     /// Requests are gzip-compressed and gzip replies are accepted (`-e`).
     pub gzip: bool,
@@ -27,11 +27,18 @@ impl CallTemplate {
     /// one per-call allocation left in our code on this transport, owned by http/h2's API (our
     /// engine sends a cached header block instead).
     /// `call_headers` (a call's own, from metadata templates) are added after the template's.
-    pub(crate) fn request(&self, call_headers: &CallHeaders) -> Request<()> {
+    pub(crate) fn request(&self, method: u32, call_headers: &CallHeaders) -> Request<()> {
         let mut request = Request::new(());
         *request.method_mut() = http::Method::POST;
-        *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
+        // Built for every method before the run; an index outside them sends the first.
+        if let Some((uri, headers)) = self
+            .methods
+            .get(method as usize)
+            .or_else(|| self.methods.first())
+        {
+            *request.uri_mut() = uri.clone();
+            *request.headers_mut() = headers.clone();
+        }
         for (name, value) in call_headers {
             // Checked before the run (names and call 0's values); a value the actions made
             // unsendable cannot occur, and would be left out rather than fail the call.
@@ -51,6 +58,7 @@ impl CallTemplate {
 pub(crate) async fn unary_call(
     sender: &mut SendRequest<Bytes>,
     template: &CallTemplate,
+    method: u32,
     body: Bytes,
     call_headers: &CallHeaders,
     scratch: &mut Vec<u8>,
@@ -59,7 +67,7 @@ pub(crate) async fn unary_call(
         .await
         .map_err(failure_from_h2)?;
     let (response, mut request_body) = sender
-        .send_request(template.request(call_headers), false)
+        .send_request(template.request(method, call_headers), false)
         .map_err(failure_from_h2)?;
     request_body
         .send_data(body, true)

@@ -1,0 +1,279 @@
+//! A mix of methods, as the command line (`--mix METHOD=WEIGHT`) or a workload file
+//! (`--workload FILE`, TOML) gives it: which methods, their weights, and per method its data
+//! and metadata. Only reading and checking: `cli/load.rs` resolves each method and builds
+//! the engine's `CallMethod`s.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::InputError;
+
+/// One method of a mix, as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MixCall {
+    /// The method: `package.Service.Method` (or `package.Service/Method`).
+    pub call: String,
+    /// Its share of the calls, against the others' (at least 1).
+    pub weight: u32,
+    /// Its payload as JSON text (`None`: the run's -d/-D, else an empty message).
+    pub data: Option<String>,
+    /// Its own metadata, added to the run's -m (templates allowed).
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A whole mix: its calls and, if given, its seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mix {
+    /// At least one call.
+    pub calls: Vec<MixCall>,
+    /// The workload file's `seed` (the command line's `--mix-seed` wins over it).
+    pub seed: Option<u64>,
+}
+
+/// The workload file's shape (TOML).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    calls: Vec<WorkloadCall>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadCall {
+    call: String,
+    #[serde(default = "one")]
+    weight: i64,
+    #[serde(default)]
+    data: Option<toml::Value>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// The mix `--mix` entries give (`None` without any).
+pub fn from_flags(entries: &[String]) -> Result<Option<Mix>, InputError> {
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let mut calls = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let (call, weight) = match entry.rsplit_once('=') {
+            Some((call, weight)) => {
+                let weight = weight.trim().parse::<i64>().map_err(|_| {
+                    InputError(format!(
+                        "--mix '{entry}': the weight '{weight}' is not a whole number; give METHOD=WEIGHT, e.g. pkg.Svc.Method=3"
+                    ))
+                })?;
+                (call.trim(), weight)
+            }
+            None => (entry.trim(), 1),
+        };
+        calls.push(checked_call(call, weight, None, BTreeMap::new(), "--mix")?);
+    }
+    check_distinct(&calls, "--mix")?;
+    Ok(Some(Mix { calls, seed: None }))
+}
+
+/// The mix a workload file describes.
+pub fn from_file(path: &Path) -> Result<Mix, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| InputError(format!("--workload: cannot read {}: {err}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses a workload file's text (`name` says which file in errors).
+fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
+    let file: WorkloadFile = toml::from_str(text).map_err(|err| {
+        // toml's message spans lines (a snippet of the file): one line of it here.
+        let message = err
+            .message()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let at = err
+            .span()
+            .map(|span| {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        InputError(format!(
+            "--workload {name}: {message}{at}; a workload is [[calls]] tables with call = \"pkg.Svc.Method\" and optional weight, data, metadata"
+        ))
+    })?;
+    if file.calls.is_empty() {
+        return Err(InputError(format!(
+            "--workload {name}: no [[calls]]; give at least one: [[calls]] call = \"pkg.Svc.Method\""
+        )));
+    }
+    let what = format!("--workload {name}");
+    let calls = file
+        .calls
+        .into_iter()
+        .map(|call| {
+            let data = call
+                .data
+                .map(|value| data_text(value, &call.call, &what))
+                .transpose()?;
+            checked_call(&call.call, call.weight, data, call.metadata, &what)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    check_distinct(&calls, &what)?;
+    Ok(Mix {
+        calls,
+        seed: file.seed,
+    })
+}
+
+/// A call's `data` as JSON text: a string is JSON text as written; a table or an array is
+/// converted (its strings may hold templates).
+fn data_text(value: toml::Value, call: &str, what: &str) -> Result<String, InputError> {
+    match value {
+        toml::Value::String(text) => Ok(text),
+        value @ (toml::Value::Table(_) | toml::Value::Array(_)) => serde_json::to_string(&value)
+            .map_err(|err| InputError(format!("{what}: {call}'s data cannot be JSON: {err}"))),
+        other => Err(InputError(format!(
+            "{what}: {call}'s data is a {}; give a table (the message's fields), an array of them, or JSON text",
+            other.type_str()
+        ))),
+    }
+}
+
+fn checked_call(
+    call: &str,
+    weight: i64,
+    data: Option<String>,
+    metadata: BTreeMap<String, String>,
+    what: &str,
+) -> Result<MixCall, InputError> {
+    if call.is_empty() {
+        return Err(InputError(format!(
+            "{what}: a call without a method; give pkg.Service.Method"
+        )));
+    }
+    let weight = u32::try_from(weight).ok().filter(|w| *w >= 1).ok_or_else(|| {
+        InputError(format!(
+            "{what}: {call} has weight {weight}; give a whole number from 1 to {} (leave a method out to call it never)",
+            u32::MAX
+        ))
+    })?;
+    Ok(MixCall {
+        call: call.to_owned(),
+        weight,
+        data,
+        metadata,
+    })
+}
+
+/// A method named twice would split its figures in two: refused.
+fn check_distinct(calls: &[MixCall], what: &str) -> Result<(), InputError> {
+    let normal = |call: &str| call.replace('/', ".");
+    for (index, call) in calls.iter().enumerate() {
+        if calls[..index]
+            .iter()
+            .any(|earlier| normal(&earlier.call) == normal(&call.call))
+        {
+            return Err(InputError(format!(
+                "{what}: {} is named twice; give each method once, with its whole weight",
+                call.call
+            )));
+        }
+    }
+    if calls.len() > grpclab_load::MAX_METHODS {
+        return Err(InputError(format!(
+            "{what}: {} methods is more than the {} a mix takes",
+            calls.len(),
+            grpclab_load::MAX_METHODS
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_give_methods_and_weights() {
+        let mix = from_flags(&["a.B.C=3".to_owned(), "a.B/D".to_owned()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            mix.calls
+                .iter()
+                .map(|c| (c.call.as_str(), c.weight))
+                .collect::<Vec<_>>(),
+            [("a.B.C", 3), ("a.B/D", 1)]
+        );
+        assert_eq!(from_flags(&[]).unwrap(), None);
+        for bad in ["a.B.C=0", "a.B.C=-1", "a.B.C=x", "=2", "a.B.C=99999999999"] {
+            let err = from_flags(&[bad.to_owned()]).unwrap_err().0;
+            assert!(err.starts_with("--mix"), "{bad}: {err}");
+        }
+        let err = from_flags(&["a.B.C=1".to_owned(), "a.B/C=2".to_owned()])
+            .unwrap_err()
+            .0;
+        assert!(err.contains("named twice"), "{err}");
+    }
+
+    #[test]
+    fn a_workload_file_gives_data_metadata_and_seed() {
+        let mix = parse(
+            r#"
+seed = 7
+[[calls]]
+call = "a.B.C"
+weight = 9
+data = { name = "n{{.RequestNumber}}", tags = ["x"] }
+metadata = { "x-id" = "{{.UUID}}" }
+
+[[calls]]
+call = "a.B.D"
+data = '{"id": 1}'
+"#,
+            "w.toml",
+        )
+        .unwrap();
+        assert_eq!(mix.seed, Some(7));
+        assert_eq!(mix.calls[0].weight, 9);
+        let data: serde_json::Value =
+            serde_json::from_str(mix.calls[0].data.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            data,
+            serde_json::json!({"name": "n{{.RequestNumber}}", "tags": ["x"]})
+        );
+        assert_eq!(mix.calls[0].metadata["x-id"], "{{.UUID}}");
+        assert_eq!(mix.calls[1].weight, 1);
+        assert_eq!(mix.calls[1].data.as_deref(), Some(r#"{"id": 1}"#));
+    }
+
+    #[test]
+    fn a_bad_workload_file_is_one_line_naming_the_file() {
+        for (text, says) in [
+            ("", "no [[calls]]"),
+            ("[[calls]]\nweight = 2\n", "missing field `call`"),
+            ("[[calls]]\ncall = \"a.B.C\"\nweight = 0\n", "weight 0"),
+            (
+                "[[calls]]\ncall = \"a.B.C\"\ndata = 3\n",
+                "data is a integer",
+            ),
+            ("[[calls]]\ncall = \"a.B.C\"\nwieght = 3\n", "unknown field"),
+            ("[[calls]\n", "line 1"),
+            (
+                "[[calls]]\ncall = \"a.B.C\"\n[[calls]]\ncall = \"a.B.C\"\n",
+                "named twice",
+            ),
+        ] {
+            let err = parse(text, "w.toml").unwrap_err().0;
+            assert!(err.starts_with("--workload w.toml: "), "{text}: {err}");
+            assert!(err.contains(says), "{text}: {err}");
+            assert!(!err.contains('\n'), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Workload mixes (`--mix`, `--workload`): several methods in one run, each call's method
+//! drawn by weight from the seed and the call's number. Against lab (two of its unary
+//! methods) and a grpcio server that counts each method's calls and the metadata they carried.
+
+mod common;
+
+use common::{grpclab, Server};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+/// The two unary methods lab serves: the Greeter and its admin counters.
+const LAB_MIX: &str = "helloworld.Greeter.SayHello=3,grpclab.admin.v1.Stats.Get=1";
+
+fn load_json(args: &[&str]) -> Value {
+    let out = grpclab()
+        .arg("load")
+        .args(args)
+        .args(["-O", "json"])
+        .output()
+        .expect("run grpclab load");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+/// Each method's calls in a report's mix.
+fn counts(report: &Value) -> BTreeMap<String, u64> {
+    report["mix"]["methods"]
+        .as_array()
+        .expect("a mix in the report")
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_owned(),
+                m["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_seed_makes_the_same_calls_of_each_method_and_each_methods_figures_are_its_calls() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let run = |transport: &str, seed: &str| {
+        load_json(&[
+            &target,
+            "--insecure",
+            "--mix",
+            LAB_MIX,
+            "--mix-seed",
+            seed,
+            "-n",
+            "2000",
+            "-c",
+            "8",
+            "--details=2000",
+            "--transport",
+            transport,
+        ])
+    };
+    let first = run("engine", "5");
+    let again = run("engine", "5");
+    let on_h2 = run("h2", "5");
+    let other_seed = run("engine", "6");
+    let by_method = counts(&first);
+    assert_eq!(by_method.values().sum::<u64>(), 2000, "{by_method:?}");
+    assert_eq!(first["count"], 2000);
+    assert_eq!(first["mix"]["seed"], 5);
+    // The draw is the seed's and the call number's: which thread or transport sends a call
+    // does not change it.
+    assert_eq!(counts(&again), by_method);
+    assert_eq!(counts(&on_h2), by_method);
+    assert_ne!(counts(&other_seed), by_method, "another seed, other draws");
+    // Weights 3:1 over 2000 calls: 1500 expected, one standard deviation is 19.4 calls.
+    let greeter = by_method["helloworld.Greeter.SayHello"];
+    assert!(
+        (1500i64 - greeter as i64).abs() < 5 * 20,
+        "{greeter} of 2000 for weight 3 of 4"
+    );
+    for report in [&first, &on_h2] {
+        // Every call is listed with its method; each method's percentiles are those of its
+        // own calls, exactly.
+        let details = report["details"].as_array().unwrap();
+        assert_eq!(details.len(), 2000);
+        for method in report["mix"]["methods"].as_array().unwrap() {
+            let name = method["name"].as_str().unwrap();
+            let mut own =
+                hdrhistogram::Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3).unwrap();
+            for call in details.iter().filter(|call| call["method"] == name) {
+                assert_eq!(call["status"], "OK", "{call}");
+                own.saturating_record(call["latency"].as_u64().unwrap());
+            }
+            assert_eq!(own.len(), method["count"].as_u64().unwrap(), "{name}");
+            assert_eq!(method["ok"], method["count"]);
+            let latency = &method["latency"];
+            assert_eq!(latency["slowest"].as_u64().unwrap(), own.max(), "{name}");
+            assert_eq!(latency["fastest"].as_u64().unwrap(), own.min(), "{name}");
+            for point in latency["latencyDistribution"].as_array().unwrap() {
+                let percentage = point["percentage"].as_f64().unwrap();
+                assert_eq!(
+                    point["latency"].as_u64().unwrap(),
+                    own.value_at_percentile(percentage),
+                    "{name} p{percentage}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_workload_file_sends_each_methods_own_data_and_metadata() {
+    if !Command::new("python3")
+        .args(["-c", "import grpc"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 grpcio is missing in CI: .ci/run must install it"
+        );
+        eprintln!("SKIPPED: python3 grpcio is not installed (bash .ci/run installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let seen_file = dir.path().join("seen.json");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/grpcio_mix_server.py"
+        ))
+        .arg(&seen_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the grpcio server");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let target = format!("127.0.0.1:{}", port.trim());
+    let proto = dir.path().join("shop.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage mix.v1;\nmessage Item { string name = 1; uint64 id = 2; }\nservice Shop {\n  rpc Browse(Item) returns (Item);\n  rpc Buy(Item) returns (Item);\n}\n",
+    )
+    .unwrap();
+    let workload = dir.path().join("shop.toml");
+    std::fs::write(
+        &workload,
+        r#"
+seed = 11
+[[calls]]
+call = "mix.v1.Shop.Browse"
+weight = 4
+data = { name = "shelf" }
+metadata = { "x-kind" = "browse" }
+
+[[calls]]
+call = "mix.v1.Shop/Buy"
+data = '{"name": "cart", "id": "{{.RequestNumber}}"}'
+metadata = { "x-kind" = "buy", "x-n" = "{{.RequestNumber}}" }
+"#,
+    )
+    .unwrap();
+    let report = load_json(&[
+        &target,
+        "--insecure",
+        "--proto",
+        proto.to_str().unwrap(),
+        "--workload",
+        workload.to_str().unwrap(),
+        "-n",
+        "500",
+        "-c",
+        "4",
+    ]);
+    drop(server.stdin.take());
+    assert!(server.wait().unwrap().success());
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_file).unwrap()).unwrap();
+    let by_method = counts(&report);
+    assert_eq!(report["mix"]["seed"], 11);
+    assert_eq!(report["count"], 500);
+    // The server saw exactly the calls the report gives each method.
+    assert_eq!(
+        seen["Browse"]["calls"].as_u64(),
+        Some(by_method["mix.v1.Shop.Browse"])
+    );
+    assert_eq!(
+        seen["Buy"]["calls"].as_u64(),
+        Some(by_method["mix.v1.Shop.Buy"])
+    );
+    assert!(by_method.values().all(|calls| *calls > 0), "{by_method:?}");
+    // Each method's own metadata, and only its own: the constant one on every call, the
+    // template rendered per call (each Buy call its own request number).
+    let values = |method: &str, key: &str| -> Vec<String> {
+        seen[method][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(values("Browse", "x-kind").iter().all(|v| v == "browse"));
+    assert_eq!(
+        values("Browse", "x-kind").len() as u64,
+        by_method["mix.v1.Shop.Browse"]
+    );
+    assert!(values("Browse", "x-n").is_empty());
+    assert!(values("Buy", "x-kind").iter().all(|v| v == "buy"));
+    let numbers: std::collections::BTreeSet<u64> = values("Buy", "x-n")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(numbers.len() as u64, by_method["mix.v1.Shop.Buy"]);
+}
+
+#[test]
+fn what_a_mix_cannot_run_is_one_line_and_exit_2() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let dir = tempfile::tempdir().unwrap();
+    let bad_toml = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad_toml,
+        "[[calls]]\ncall = \"helloworld.Greeter.SayHello\"\nweight = 0\n",
+    )
+    .unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "--mix",
+                "helloworld.Greeter.SayHello=1,grpclab.streaming.v1.StreamingEcho.Feed=1",
+            ],
+            "unary methods only",
+        ),
+        (
+            vec![
+                "--mix",
+                "helloworld.Greeter.SayHello=1,helloworld.Greeter.Nope=1",
+            ],
+            "Nope",
+        ),
+        (
+            vec!["--mix", "helloworld.Greeter.SayHello=zero"],
+            "not a whole number",
+        ),
+        (vec!["--workload", bad_toml.to_str().unwrap()], "weight 0"),
+        (
+            vec!["--workload", "/nonexistent/w.toml"],
+            "--workload: cannot read /nonexistent/w.toml",
+        ),
+        (vec!["--mix", LAB_MIX, "--validate"], "--validate"),
+    ] {
+        let out = grpclab()
+            .args(["load", &target, "--insecure", "-n", "10"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // --mix and --call say two different things: clap refuses the pair.
+    let out = grpclab()
+        .args([
+            "load",
+            &target,
+            "--insecure",
+            "--call",
+            "helloworld.Greeter.SayHello",
+        ])
+        .args(["--mix", LAB_MIX])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}

@@ -286,3 +286,82 @@ fn what_a_mix_cannot_run_is_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }
+
+#[test]
+fn shards_of_a_mix_merge_to_the_draws_of_one_whole_run() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let dir = tempfile::tempdir().unwrap();
+    let common = [
+        "--insecure",
+        "--mix",
+        LAB_MIX,
+        "--mix-seed",
+        "21",
+        "-n",
+        "2000",
+        "-c",
+        "8",
+        "--connections",
+        "2",
+    ];
+    let whole = load_json(&[&[target.as_str()][..], &common].concat());
+    let mut files = Vec::new();
+    for index in 0..2 {
+        let file = dir.path().join(format!("shard-{index}.json"));
+        let shard = format!("{index}/2");
+        let out = grpclab()
+            .arg("load")
+            .arg(&target)
+            .args(common)
+            .args(["--shard", &shard, "-O", "json", "-o"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(file);
+    }
+    let out = grpclab()
+        .arg("merge")
+        .args(&files)
+        .args(["-O", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each shard draws from its calls' numbers in the run's one sequence: together they made
+    // the calls of each method the whole run made with that seed.
+    assert_eq!(merged["count"], 2000);
+    assert_eq!(counts(&merged), counts(&whole));
+    assert_eq!(merged["mix"]["seed"], 21);
+    // Each method's histogram is the sum of the shards' (its count and slowest call).
+    for (index, method) in merged["mix"]["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let parts: Vec<Value> = files
+            .iter()
+            .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+            .collect();
+        let slowest = parts
+            .iter()
+            .map(|p| {
+                p["mix"]["methods"][index]["latency"]["slowest"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .max();
+        assert_eq!(method["latency"]["slowest"].as_u64(), slowest);
+        assert_eq!(method["latency"]["count"], method["ok"]);
+    }
+}

@@ -600,6 +600,10 @@ pub struct MethodJson {
     pub error_distribution: BTreeMap<String, u64>,
     /// Its successful calls' latency histogram: HdrHistogram V2 compressed (deflate), base64.
     pub hdr_histogram: String,
+    /// The sum of every call's latency (ns), failed ones included: what `average` rounds,
+    /// kept so results of several generators add up exactly (`grpclab merge`).
+    #[serde(default)]
+    pub latency_sum: u64,
 }
 
 impl MixJson {
@@ -643,6 +647,7 @@ impl MixJson {
                         .collect(),
                     error_distribution: recorder.errors.clone(),
                     hdr_histogram: encode_histogram(&recorder.latency),
+                    latency_sum: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
                 }
             })
             .collect();

@@ -75,7 +75,23 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
     let details = first.report.options.details;
     let mut recorder = Recorder::new(open_loop, details);
     let mut totals = Totals::default();
+    let mut methods = first.report.result.methods.clone();
+    for method in &mut methods {
+        method.recorder = grpclab_load::Recorder::new(false, None);
+    }
     for (part, start) in parts.iter().zip(&starts) {
+        let theirs = &part.report.result.methods;
+        if theirs.len() != methods.len()
+            || theirs.iter().zip(&methods).any(|(a, b)| a.name != b.name)
+        {
+            return Err(InputError(format!(
+                "{} ran another mix of methods than {}: merge the parts of one run",
+                part.source, first.source
+            )));
+        }
+        for (total, method) in methods.iter_mut().zip(theirs) {
+            total.recorder.merge(&method.recorder);
+        }
         let offset = seconds_between(base, *start);
         recorder.merge(&shifted(
             &part.report.result.recorder,
@@ -111,7 +127,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         first_send,
         calls_by_address: totals.calls_by_address,
         addresses: first.report.result.addresses.clone(),
-        methods: Vec::new(),
+        methods,
     };
     Ok(Report {
         history: None,

@@ -112,6 +112,37 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             recorder.add_second_histogram(index, bytes);
         }
     }
+    let methods = match &json.mix {
+        Some(mix) => mix
+            .methods
+            .iter()
+            .map(|method| {
+                let mut recorder = Recorder::new(false, None);
+                recorder.latency = histogram(
+                    &format!("mix.methods[{}].hdrHistogram", method.name),
+                    &method.hdr_histogram,
+                )?;
+                for (name, count) in &method.status_code_distribution {
+                    let code = Code::from_name(name).ok_or_else(|| {
+                        fail(format!(
+                            "unknown status '{name}' in {}'s statuses",
+                            method.name
+                        ))
+                    })?;
+                    recorder.status[code as usize] += count;
+                }
+                recorder.errors = method.error_distribution.clone();
+                recorder.all_latency_sum_ns = u128::from(method.latency_sum);
+                Ok(grpclab_load::MethodResult {
+                    name: method.name.clone(),
+                    weight: method.weight,
+                    recorder,
+                })
+            })
+            .collect::<Result<Vec<_>, InputError>>()?,
+        None => Vec::new(),
+    };
+    let method_names: Vec<&str> = methods.iter().map(|m| m.name.as_str()).collect();
     if let Some(limit) = options.details {
         let mut calls = Vec::with_capacity(json.details.len());
         for call in &json.details {
@@ -129,7 +160,10 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
                 error: (!call.error.is_empty()).then(|| call.error.as_str().into()),
                 messages_sent: 0,
                 messages_received: 0,
-                method: 0,
+                method: method_names
+                    .iter()
+                    .position(|name| *name == call.method)
+                    .unwrap_or(0) as u32,
             });
         }
         recorder.details = Some(CallLog { limit, calls });
@@ -164,7 +198,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .iter()
             .filter_map(|share| share.address.parse().ok())
             .collect(),
-        methods: Vec::new(),
+        methods,
     };
     Ok(Part {
         source,

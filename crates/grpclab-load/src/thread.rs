@@ -103,6 +103,8 @@ pub(crate) struct ThreadState {
 /// One method's requests as a thread sends them.
 struct ThreadMethod {
     requests: Vec<Bytes>,
+    /// The method's payload template, if it has one.
+    renderer: Option<RequestRenderer>,
     /// Round-robin position in `requests`.
     next_request: Cell<usize>,
     /// The method's metadata templates with their names as bytes, made once for the thread.
@@ -164,6 +166,7 @@ impl ThreadState {
                 .iter()
                 .map(|method| ThreadMethod {
                     requests: method.requests.clone(),
+                    renderer: method.renderer.clone(),
                     next_request: Cell::new(index),
                     metadata_templates: method
                         .metadata_templates
@@ -358,20 +361,13 @@ impl ThreadState {
     /// A unary call's request for `method`: call `number`'s rendering under a payload
     /// template, else the next of the method's constant requests.
     pub(crate) fn next_body(&self, method: u32, number: Option<u64>) -> Bytes {
-        let index = method as usize;
-        if let (Some(renderer), Some(number)) = (
-            self.shared
-                .config
-                .methods
-                .get(index)
-                .and_then(|m| m.renderer.as_ref()),
-            number,
-        ) {
-            return self.render_body(index, renderer, number);
-        }
-        let Some(own) = self.methods.get(index) else {
+        let Some(own) = self.methods.get(method as usize) else {
             return Bytes::new();
         };
+        // `number` is `None` on the constant path: no template is looked at.
+        if let (Some(number), Some(renderer)) = (number, &own.renderer) {
+            return self.render_body(method as usize, renderer, number);
+        }
         let next = own.next_request.get();
         own.next_request.set(next.wrapping_add(1));
         // Cloning `Bytes` shares the encoded request: a reference count, no copy.

@@ -523,9 +523,7 @@ impl ThreadState {
         let mut recorder = self.recorder.borrow_mut();
         if self.mix.is_some() {
             recorder.record_method(method);
-            if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
-                record_end(own, outcome, late, latency, service, since);
-            }
+            self.record_in_method(method, outcome, late, latency, service, since);
         }
         record_end(&mut recorder, outcome, late, latency, service, since);
         recorder.note_in_flight(in_flight, since);
@@ -545,6 +543,24 @@ impl ThreadState {
             Err(failure) => Some(failure.code),
         };
         self.shared.progress[self.progress_slot].add(failed);
+    }
+
+    /// A mix: the call's end in its method's own figures too. Out of line: a run of one
+    /// method never comes here, and a second inlined copy of the recording would crowd the
+    /// inlining of the path every call takes.
+    #[inline(never)]
+    fn record_in_method(
+        &self,
+        method: u32,
+        outcome: &Result<(), CallFailure>,
+        late: bool,
+        latency: Duration,
+        service: Duration,
+        since: Duration,
+    ) {
+        if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
+            record_end(own, outcome, late, latency, service, since);
+        }
     }
 
     /// This thread's figures of each method of a mix (empty with one method).

@@ -365,3 +365,45 @@ fn shards_of_a_mix_merge_to_the_draws_of_one_whole_run() {
         assert_eq!(method["latency"]["count"], method["ok"]);
     }
 }
+
+#[test]
+fn the_load_page_gives_each_method_its_row() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let args = [
+        target.as_str(),
+        "--insecure",
+        "--mix",
+        LAB_MIX,
+        "--mix-seed",
+        "9",
+        "-n",
+        "600",
+        "-c",
+        "4",
+        "--no-history",
+    ];
+    let report = load_json(&args);
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("mix.html");
+    let out = grpclab()
+        .arg("load")
+        .args(args)
+        .args(["-O", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("a mix of 2 methods"), "subtitle");
+    let methods = &html[html.find("id=\"methods\"").expect("a Methods section")..];
+    // The same seed made the same calls: the page's rows carry the JSON run's counts.
+    for (name, calls) in counts(&report) {
+        let row = &methods[methods.find(&format!(">{name}<")).expect(&name)..];
+        assert!(row.contains(&format!(">{calls} (")), "{name}: {calls}");
+    }
+}

@@ -402,15 +402,17 @@ pub fn bar_chart(
     let height = (60 + 34 * bars.len() as u32).max(140);
     let mut svg = String::new();
     let mut marks = String::new();
+    let labels: Vec<String> = bars.iter().map(|(name, _)| bar_label(name)).collect();
+    let label_width = labels
+        .iter()
+        .map(|label| label.chars().count() as u32 * 8 + 12)
+        .max()
+        .unwrap_or(60);
+    // Long names (a method's full name) widen the chart rather than squeeze the bars.
+    let width = BAR_WIDTH.max(label_width + 300);
     {
-        let root = SVGBackend::with_string(&mut svg, (BAR_WIDTH, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
-        let labels: Vec<String> = bars.iter().map(|(name, _)| bar_label(name)).collect();
-        let label_width = labels
-            .iter()
-            .map(|label| label.chars().count() as u32 * 8 + 12)
-            .max()
-            .unwrap_or(60);
         let mut plot = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)

@@ -69,9 +69,13 @@ fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
 pub fn load_page(name: &str, load: &JsonReport) -> Page {
     let runs = [(name, load)];
     let options = &load.options;
+    let called = match &load.mix {
+        Some(mix) => format!("a mix of {} methods", mix.methods.len()),
+        None => options.call.clone(),
+    };
     let subtitle = format!(
         "{} · {} · {} calls in {:.2} s, {:.0} req/s",
-        options.call,
+        called,
         options.host,
         load.count,
         load.measured_window as f64 / 1e9,
@@ -163,6 +167,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
             },
             threshold_section(load),
             generators_section(load),
+            methods_section(load),
             percentile_section(&runs),
             Section {
                 id: "histogram".to_owned(),
@@ -287,6 +292,87 @@ fn generators_section(load: &JsonReport) -> Section {
                     true,
                 ),
             ),
+    }
+}
+
+/// A mix of methods: each method's calls and latency beside the others' (a section only
+/// for a mix; the rest of the page is the whole mix's).
+fn methods_section(load: &JsonReport) -> Section {
+    let Some(mix) = &load.mix else {
+        return Section {
+            id: "methods".to_owned(),
+            heading: "Methods".to_owned(),
+            body: String::new(),
+        };
+    };
+    let at = |method: &crate::export::MethodJson, percentage: f64| {
+        method
+            .latency
+            .latency_distribution
+            .iter()
+            .find(|point| point.percentage == percentage)
+            .map(|point| point.latency as f64 / 1e6)
+    };
+    let latency_cell = |value: Option<f64>| match value {
+        Some(value) => Cell::number(ms(value), value),
+        None => Cell::text("–"),
+    };
+    let bars: Vec<(String, f64)> = mix
+        .methods
+        .iter()
+        .map(|method| (method.name.clone(), at(method, 99.0).unwrap_or(0.0)))
+        .collect();
+    let p99_rows: Vec<Vec<Cell>> = bars
+        .iter()
+        .map(|(name, p99)| vec![Cell::text(name.clone()), Cell::number(ms(*p99), *p99)])
+        .collect();
+    let rows: Vec<Vec<Cell>> = mix
+        .methods
+        .iter()
+        .map(|method| {
+            let share_of_calls = 100.0 * method.count as f64 / load.count.max(1) as f64;
+            vec![
+                Cell::text(method.name.clone()),
+                Cell::number(
+                    format!("{} ({})", method.weight, percent(method.share * 100.0)),
+                    method.share,
+                ),
+                Cell::number(
+                    format!("{} ({})", method.count, percent(share_of_calls)),
+                    method.count as f64,
+                ),
+                Cell::number(count(method.rps), method.rps),
+                latency_cell(at(method, 50.0)),
+                latency_cell(at(method, 90.0)),
+                latency_cell(at(method, 99.0)),
+                Cell::number(method.errors.to_string(), method.errors as f64),
+            ]
+        })
+        .collect();
+    Section {
+        id: "methods".to_owned(),
+        heading: "Methods".to_owned(),
+        body: html::paragraph(&format!(
+            "A mix of {} methods, each call's method drawn by weight from seed {} (the same seed makes the same calls of each method). Calls abandoned at the end of the run are in no method's count.",
+            mix.methods.len(),
+            mix.seed
+        )) + &html::table(
+            &[
+                "method", "weight", "calls", "req/s", "p50", "p90", "p99", "errors",
+            ],
+            &rows,
+            true,
+        ) + &html::figure(
+            charts::bar_chart(
+                "Each method's p99 latency (successful calls)",
+                "p99 (ms)",
+                &bars,
+                ms,
+                BarColours::Single,
+            ),
+            "One bar per method: which of the mix is slow at the tail.",
+            &html::table(&["method", "p99"], &p99_rows, false),
+        ),
     }
 }
 

@@ -127,8 +127,8 @@ impl<S: CallSource> Connection<'_, S> {
                 );
             }
         });
-        for (name, value) in headers.iter().flat_map(|headers| headers.iter()) {
-            crate::hpack::literal_unindexed(name, value, &mut self.block);
+        if let Some(headers) = &headers {
+            write_call_headers(headers, &mut self.block);
         }
         frame::write_headers(
             &mut self.out,
@@ -229,5 +229,16 @@ impl<S: CallSource> Connection<'_, S> {
             }
             self.message_written(stream);
         }
+    }
+}
+
+/// A call's own headers (metadata rendered per call), after the cached block: out of line,
+/// as most calls have none and the request path every call takes stays small enough for the
+/// compiler to inline what it calls.
+#[cold]
+#[inline(never)]
+fn write_call_headers(headers: &CallHeaders, block: &mut Vec<u8>) {
+    for (name, value) in headers {
+        crate::hpack::literal_unindexed(name, value, block);
     }
 }

@@ -295,7 +295,8 @@ impl CallShape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StreamSettings {
     /// `--stream-call-count`: messages per call (cycling the data array); default: the array
-    /// once.
+    /// once. Server streams (ghz's meaning): the replies after which the client cancels the
+    /// stream, the call counting as OK; default: the server ends it.
     pub call_count: Option<usize>,
     /// `--stream-call-duration`: stop sending after this long.
     pub call_duration: Option<Duration>,
@@ -304,6 +305,11 @@ pub struct StreamSettings {
     /// `--stream-dynamic-messages`: with a call template, render it again for every message
     /// (message `k` is element `k % len` of that rendering); otherwise once per call.
     pub dynamic_messages: bool,
+    /// `--stream-independent`: bidi calls send and receive independently, as ghz's do (the
+    /// sends paced by `interval`, the half-close after the last, the call ending with the
+    /// server's trailers); otherwise strict ping-pong (each send waits for the previous
+    /// message's reply).
+    pub independent: bool,
 }
 
 /// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)

@@ -555,6 +555,47 @@ fn our_streaming_client_reads_a_grpcio_server() {
         );
         assert_eq!(feed["statusCodeDistribution"]["OK"], 20, "{feed}");
         assert_eq!(feed["messagesReceived"], 800);
+        // ghz's --stream-call-count on a server stream: the client cancels each after 7 of
+        // its 40 replies, and the call is a success with exactly 7.
+        let counted = load(
+            "Feed",
+            r#"{"count":40,"payload":"YQ=="}"#,
+            &["-n", "20", "-c", "2", "--stream-call-count", "7"],
+        );
+        assert_eq!(counted["statusCodeDistribution"]["OK"], 20, "{counted}");
+        assert_eq!(counted["count"], 20, "{counted}");
+        assert_eq!(counted["messagesReceived"], 140, "{counted}");
+        // ghz's bidi: sends paced on their own, replies read as they come (not ping-pong):
+        // each call sends 5 and the echo server answers each.
+        let independent = load(
+            "PingPong",
+            r#"{"payload":"YQ=="}"#,
+            &[
+                "-n",
+                "20",
+                "-c",
+                "4",
+                "--stream-independent",
+                "--stream-call-count",
+                "5",
+                "--stream-interval",
+                "1ms",
+            ],
+        );
+        assert_eq!(
+            independent["statusCodeDistribution"]["OK"], 20,
+            "{independent}"
+        );
+        assert_eq!(
+            (
+                &independent["messagesSent"],
+                &independent["messagesReceived"]
+            ),
+            (&100.into(), &100.into()),
+            "{independent}"
+        );
+        assert!(independent["roundTrip"].is_null(), "{independent}");
+        assert_eq!(independent["messageGaps"]["count"], 80, "{independent}");
         let upload = load(
             "Upload",
             r#"{"payload":"YWJj"}"#,

@@ -68,6 +68,42 @@ fn every_shape_counted_on(server: &Server, transport: &[&str]) {
         gaps["slowest"].as_u64().unwrap() <= feed["slowest"].as_u64().unwrap(),
         "a gap fits inside its call: {gaps}"
     );
+    // ghz's --stream-call-count on a server stream: each call cancelled after 9 of its 50
+    // replies, a success with exactly 9; ghz's bidi, sends and replies independent.
+    let counted = load(
+        server,
+        "Feed",
+        r#"{"count":50,"payload":"aGVsbG8="}"#,
+        &["-n", "100", "-c", "10", "--stream-call-count", "9"],
+    );
+    assert_eq!(counted["statusCodeDistribution"]["OK"], 100, "{counted}");
+    assert_eq!(counted["messagesReceived"], 900, "{counted}");
+    let independent = load(
+        server,
+        "PingPong",
+        r#"{"payload":"aGVsbG8="}"#,
+        &[
+            "-n",
+            "50",
+            "-c",
+            "10",
+            "--stream-independent",
+            "--stream-call-count",
+            "20",
+        ],
+    );
+    assert_eq!(
+        independent["statusCodeDistribution"]["OK"], 50,
+        "{independent}"
+    );
+    assert_eq!(
+        (
+            &independent["messagesSent"],
+            &independent["messagesReceived"]
+        ),
+        (&1000.into(), &1000.into())
+    );
+    assert!(independent["roundTrip"].is_null(), "not ping-pong");
     // Client streaming: the two-message array cycled to 7 messages, one summary each.
     let upload = load(
         server,
@@ -173,6 +209,26 @@ fn stream_flags_that_cannot_apply_are_one_line() {
     let (code, stderr) = run(&["--call", &ping_pong, "-d", "{}", "--stream-call-count", "0"]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--stream-call-count"), "{stderr}");
+    // ghz-style flags where they mean nothing are one line, not silently ignored.
+    let feed = format!("{SERVICE}.Feed");
+    for (args, says) in [
+        (
+            vec!["--call", &feed, "-d", "{}", "--stream-independent"],
+            "bidi",
+        ),
+        (
+            vec!["--call", &feed, "-d", "{}", "--stream-call-duration", "1s"],
+            "--stream-call-count N",
+        ),
+        (
+            vec!["--call", &feed, "-d", "{}", "--stream-interval", "1ms"],
+            "--stream-call-count N",
+        ),
+    ] {
+        let (code, stderr) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
 }
 
 /// The built-in streaming scenarios run in `load` and `bench`: each sends its payload array

@@ -86,6 +86,8 @@ pub fn feed_client(data: &[u8]) -> FedClient {
             interval: None,
             ping_pong: true,
             messages_from: MessagesFrom::Spec,
+            // Some fed streams end at their second reply, the client's cancel.
+            receive_limit: (shape & 4 != 0).then_some(2),
         }),
     };
     let mut connection = Connection::new(&mut source, template, 4);

@@ -148,7 +148,13 @@ impl<S: CallSource> Connection<'_, S> {
         }
         call.received += range.len();
         if let Some(stream) = call.stream.as_mut() {
-            let whole = stream.counter.feed(&payload[range.clone()]);
+            let mut whole = stream.counter.feed(&payload[range.clone()]);
+            let limit = self.template.stream.as_ref().and_then(|s| s.receive_limit);
+            let reached = limit.is_some_and(|limit| stream.received + whole >= limit);
+            if let (true, Some(limit)) = (reached, limit) {
+                // Replies behind the limit's in this read are the cancelled rest.
+                whole = limit.saturating_sub(stream.received);
+            }
             stream.received += whole;
             call.recv_unacked += size;
             let too_large = self
@@ -193,6 +199,13 @@ impl<S: CallSource> Connection<'_, S> {
                         call.token.intended.is_some(),
                     );
                 }
+            }
+            if reached {
+                // ghz's --stream-call-count on a server stream: the client has what it asked
+                // for and cancels the rest; the call is a success.
+                frame::write_rst_stream(&mut self.out, header.stream, code::CANCEL);
+                self.finish(header.stream, CallEnd::Ok(None));
+                return Ok(());
             }
             if header.has(flags::END_STREAM) {
                 self.end_stream(header.stream);

@@ -22,6 +22,11 @@ pub struct StreamSpec {
     pub ping_pong: bool,
     /// Where each call's messages come from.
     pub messages_from: MessagesFrom,
+    /// Server streams (ghz's `--stream-call-count`): the call ends once this many whole
+    /// replies have arrived — the client cancels the stream (RST_STREAM CANCEL) and the
+    /// call counts as OK, with exactly this many replies (any behind them in the same read
+    /// are not counted). `None`: the server ends the stream.
+    pub receive_limit: Option<u64>,
 }
 
 /// Where a streaming call's messages come from.

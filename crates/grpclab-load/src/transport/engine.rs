@@ -164,14 +164,16 @@ fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
             interval: None,
             ping_pong: false,
             messages_from,
+            receive_limit: settings.call_count.map(|count| count as u64),
         }),
         CallShape::ClientStreaming | CallShape::Bidi => Some(StreamSpec {
             messages,
             count,
             duration: settings.call_duration,
             interval: settings.interval,
-            ping_pong: config.shape == CallShape::Bidi,
+            ping_pong: config.shape == CallShape::Bidi && !settings.independent,
             messages_from,
+            receive_limit: None,
         }),
     }
 }

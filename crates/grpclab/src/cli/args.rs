@@ -521,9 +521,16 @@ pub struct LoadArgs {
     pub stream_call_duration: Option<std::time::Duration>,
 
     /// Streaming calls: messages sent per call, cycling the data array (ghz's
-    /// --stream-call-count); default: the array once.
+    /// --stream-call-count); default: the array once. Server streams, as ghz: the client
+    /// cancels the stream after N replies, and the call counts as OK.
     #[arg(long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
     pub stream_call_count: Option<usize>,
+
+    /// Bidi calls send and receive independently, as ghz's do: sends paced by
+    /// --stream-interval, the half-close after the last, the call ending with the server's
+    /// trailers. Default: strict ping-pong (each send waits for the previous reply).
+    #[arg(long)]
+    pub stream_independent: bool,
 
     /// ghz's --stream-dynamic-messages: in streaming calls, render the call template (-d with
     /// {{...}}) again for every message instead of once per call.

@@ -302,7 +302,22 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         call_duration: args.stream_call_duration,
         interval: args.stream_interval,
         dynamic_messages: args.stream_dynamic_messages,
+        independent: args.stream_independent,
     };
+    if args.stream_independent && config.shape != grpclab_load::CallShape::Bidi {
+        return Err(InputError(format!(
+            "--stream-independent applies to bidi streams; {} is not one (leave it out)",
+            method.full_name()
+        )));
+    }
+    if config.shape == grpclab_load::CallShape::ServerStreaming
+        && (args.stream_call_duration.is_some() || args.stream_interval.is_some())
+    {
+        return Err(InputError(format!(
+            "--stream-call-duration and --stream-interval pace a client's sends; {} sends one request and the server streams: end it after N replies with --stream-call-count N",
+            method.full_name()
+        )));
+    }
     if config.shape != grpclab_load::CallShape::Unary {
         let refuse = |what: &str| {
             Err(InputError(format!(

@@ -370,7 +370,7 @@ async fn stream_loop(
                     thread: &thread,
                     measured,
                     tally: streaming::StreamTally {
-                        keep_gaps: config.shape != CallShape::Bidi,
+                        keep_gaps: config.shape != CallShape::Bidi || config.stream.independent,
                         ..streaming::StreamTally::default()
                     },
                     ended: false,

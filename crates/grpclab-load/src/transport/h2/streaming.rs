@@ -247,7 +247,17 @@ pub(crate) async fn streaming_call(
         CallShape::Unary | CallShape::ServerStreaming => {
             send_message(&mut body, next(), true).await?;
             tally.sent += 1;
-            let reply = response_head(response).await?;
+            let mut reply = response_head(response).await?;
+            if let (CallShape::ServerStreaming, Some(limit)) = (shape, settings.call_count) {
+                // ghz's --stream-call-count on a server stream: once that many replies are
+                // whole, the client cancels the rest (dropping the stream sends RST_STREAM
+                // CANCEL) and the call is a success, with exactly that many replies.
+                let limit = limit as u64;
+                if receive_messages(&mut reply, &mut counter, limit, tally).await? {
+                    tally.received = tally.received.min(limit);
+                    return Ok(());
+                }
+            }
             finish(reply, &mut counter, tally).await
         }
         CallShape::ClientStreaming => {
@@ -272,6 +282,40 @@ pub(crate) async fn streaming_call(
                 finish(reply, &mut counter, tally).await
             };
             match (sending, ended.await) {
+                (_, Err(status)) => Err(status),
+                (Err(send), Ok(())) => Err(send),
+                (Ok(()), Ok(())) => Ok(()),
+            }
+        }
+        CallShape::Bidi if settings.independent => {
+            // As ghz: the sends go at their own pace while the replies are read as they come;
+            // the call ends with the server's trailers.
+            let mut sent = 0u64;
+            let sending = async {
+                let mut sending = Ok(());
+                while sending.is_ok() && more(sent) {
+                    pause(settings, sent, ends_at_stop.then_some(stop)).await;
+                    if stopped() {
+                        break;
+                    }
+                    sending = send_message(&mut body, next(), false).await;
+                    if sending.is_ok() {
+                        sent += 1;
+                    }
+                }
+                if sending.is_ok() {
+                    sending = send_message(&mut body, Bytes::new(), true).await;
+                }
+                sending
+            };
+            let receiving = async {
+                let reply = response_head(response).await?;
+                finish(reply, &mut counter, tally).await
+            };
+            let (sending, ended) = tokio::join!(sending, receiving);
+            tally.sent += sent;
+            match (sending, ended) {
+                // The server's status is the call's outcome, not a send it made fail.
                 (_, Err(status)) => Err(status),
                 (Err(send), Ok(())) => Err(send),
                 (Ok(()), Ok(())) => Ok(()),

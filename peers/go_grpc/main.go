@@ -1,9 +1,12 @@
 // go_grpc: the Greeter on grpc-go, written the plain way (grpc.NewServer, generated stubs).
-// Usage: server PORT [CERT KEY]   (with CERT and KEY, PEM files: TLS)
+// Usage: server PORT [CERT KEY [CLIENT_CA]]   (with CERT and KEY, PEM files: TLS; with
+// CLIENT_CA too, client certificates signed by it are required: mutual TLS)
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"log"
 	"net"
 	"os"
@@ -28,7 +31,25 @@ func main() {
 		log.Fatalf("cannot listen: %v", err)
 	}
 	var options []grpc.ServerOption
-	if len(os.Args) >= 4 {
+	if len(os.Args) >= 5 {
+		pair, err := tls.LoadX509KeyPair(os.Args[2], os.Args[3])
+		if err != nil {
+			log.Fatalf("cannot load the TLS certificate and key: %v", err)
+		}
+		pem, err := os.ReadFile(os.Args[4])
+		if err != nil {
+			log.Fatalf("cannot read the client CA: %v", err)
+		}
+		clientCAs := x509.NewCertPool()
+		if !clientCAs.AppendCertsFromPEM(pem) {
+			log.Fatalf("no certificate in the client CA file %s", os.Args[4])
+		}
+		options = append(options, grpc.Creds(credentials.NewTLS(&tls.Config{
+			Certificates: []tls.Certificate{pair},
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			ClientCAs:    clientCAs,
+		})))
+	} else if len(os.Args) >= 4 {
 		creds, err := credentials.NewServerTLSFromFile(os.Args[2], os.Args[3])
 		if err != nil {
 			log.Fatalf("cannot load the TLS certificate and key: %v", err)

@@ -409,6 +409,29 @@ pub fn explain_handshake_error(error: &std::io::Error) -> String {
     }
 }
 
+/// [`explain_tls_error`] for a client that may have had no certificate to give:
+/// `sent_none` (the server asked for one and we had none) turns a refusal of "our
+/// certificate" into what it is — the server requires one (grpc-go's crypto/tls answers an
+/// empty certificate with `bad_certificate`, others with `certificate_required` or
+/// `handshake_failure`).
+pub fn explain_client_tls_error(error: &rustls::Error, sent_none: bool) -> String {
+    use rustls::{AlertDescription, Error};
+    match error {
+        Error::AlertReceived(
+            AlertDescription::BadCertificate
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateRequired
+            | AlertDescription::HandshakeFailure
+            | AlertDescription::UnsupportedCertificate
+            | AlertDescription::CertificateUnknown
+            | AlertDescription::AccessDenied,
+        ) if sent_none => format!(
+            "the server requires a client certificate and we had none to give ({error}): give one with --cert and --key (mutual TLS)"
+        ),
+        _ => explain_tls_error(error),
+    }
+}
+
 /// Says in one line why a TLS handshake or session failed, and what to do about it.
 pub fn explain_tls_error(error: &rustls::Error) -> String {
     use rustls::{AlertDescription, CertificateError, Error};

@@ -869,6 +869,111 @@ fn grpcio_requiring_a_client_certificate_is_named_before_the_run() {
     let _ = server.wait();
 }
 
+/// grpc-go (Go's crypto/tls, the peer of peers/go_grpc built here) requiring client
+/// certificates: like BoringSSL's grpcio, it refuses a client without one only after a TLS
+/// 1.3 handshake the client sees succeed. `grpclab load` without --cert names --cert/--key in
+/// one line before any call, exit 2; with them, every call is OK.
+#[test]
+fn grpc_go_requiring_a_client_certificate_is_named_before_the_run() {
+    if !available(
+        Command::new("sh").args([
+            "-c",
+            "command -v go && command -v protoc-gen-go && command -v protoc-gen-go-grpc && test -d /usr/share/gocode/src/google.golang.org/grpc",
+        ]),
+        "Go with grpc-go (bash peers/install.sh go)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let build = dir.path().join("go");
+    let built = Command::new("sh")
+        .arg("build.sh")
+        .arg(format!("{repo}/scenarios/complex_proto"))
+        .arg(&build)
+        .current_dir(format!("{repo}/peers/go_grpc"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let ca = common::pki::TestCa::new(dir.path(), "main");
+    let leaf = ca.leaf(dir.path(), "server", false);
+    let client = ca.leaf(dir.path(), "client", false);
+    // A free port, handed to the server (it takes a number, not 0).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    /// Kills the server however the test ends (a failed assertion included).
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = KillOnDrop(
+        Command::new(build.join("server"))
+            .arg(port.to_string())
+            .args([&leaf.cert, &leaf.key, &ca.cert])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let target = format!("127.0.0.1:{port}");
+    // Until it listens (it says nothing when it does).
+    let mut listening = false;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(&target).is_ok() {
+            listening = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(listening, "the grpc-go server never listened on {target}");
+    for transport in ["lab", "h2"] {
+        let refused = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+            .args(["load", &target, "--scenario", "complex_proto"])
+            .arg("--cacert")
+            .arg(&ca.cert)
+            .args(["--transport", transport, "-n", "50", "--no-history"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{transport}: {stderr}");
+        assert!(refused.stdout.is_empty(), "{transport}: no call counted");
+        assert_eq!(stderr.lines().count(), 1, "{transport}: one line: {stderr}");
+        assert!(
+            stderr.contains("--cert") && stderr.contains("--key"),
+            "{transport}: {stderr}"
+        );
+        let accepted = Command::new(env!("CARGO_BIN_EXE_grpclab"))
+            .args(["load", &target, "--scenario", "complex_proto"])
+            .arg("--cacert")
+            .arg(&ca.cert)
+            .arg("--cert")
+            .arg(&client.cert)
+            .arg("--key")
+            .arg(&client.key)
+            .args(["--transport", transport, "-n", "50", "--no-history"])
+            .args(["-O", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            accepted.status.success(),
+            "{transport}: {}",
+            String::from_utf8_lossy(&accepted.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&accepted.stdout).unwrap();
+        assert_eq!(report["statusCodeDistribution"]["OK"], 50, "{transport}");
+    }
+}
+
 /// A grpcio server listening on a unix socket (`LISTEN=unix:PATH`): grpclab loads it over
 /// `unix:PATH` on both transports, server streaming, every message counted.
 #[test]

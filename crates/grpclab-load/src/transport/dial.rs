@@ -80,7 +80,15 @@ pub(crate) async fn tls_handshake(
     let (tcp, session) = stream.get_mut();
     let verdict = grpclab_h2::await_tls13_verdict(tcp, session, timeout.min(CLIENT_VERDICT_WAIT))
         .await
-        .map_err(|err| format!("{target}: {}", grpclab_core::tls::explain_tls_error(&err)))?;
+        .map_err(|err| {
+            let sent_none = tls
+                .certificate_requested
+                .load(std::sync::atomic::Ordering::Relaxed);
+            format!(
+                "{target}: {}",
+                grpclab_core::tls::explain_client_tls_error(&err, sent_none)
+            )
+        })?;
     // BoringSSL-based servers (grpcio, grpc-go's peers in C) that require a certificate we
     // did not give hang up after the handshake without an alert: say why.
     if verdict == grpclab_h2::Tls13Verdict::Closed

@@ -367,7 +367,7 @@ fn shards_of_a_mix_merge_to_the_draws_of_one_whole_run() {
 }
 
 #[test]
-fn the_load_page_gives_each_method_its_row() {
+fn the_summary_and_the_load_page_give_each_method_its_row() {
     let server = Server::start("lab");
     let target = server.target();
     let args = [
@@ -398,6 +398,18 @@ fn the_load_page_gives_each_method_its_row() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The summary: a line per method with the same counts.
+    let summary = grpclab().arg("load").args(args).output().unwrap();
+    assert!(summary.status.success());
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(text.contains("Methods (mix seed 9"), "{text}");
+    for (name, calls) in counts(&report) {
+        let line = text
+            .lines()
+            .find(|line| line.trim_start().starts_with(&name))
+            .unwrap_or_else(|| panic!("no summary line for {name}: {text}"));
+        assert!(line.contains(&format!(" {calls} calls (")), "{line}");
+    }
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("a mix of 2 methods"), "subtitle");
     let methods = &html[html.find("id=\"methods\"").expect("a Methods section")..];

@@ -259,6 +259,8 @@ fn what_a_mix_cannot_run_is_one_line_and_exit_2() {
             "--workload: cannot read /nonexistent/w.toml",
         ),
         (vec!["--mix", LAB_MIX, "--validate"], "--validate"),
+        (vec!["--mix", LAB_MIX, "-d", "@"], "standard input"),
+        (vec!["--mix", LAB_MIX, "-b"], "standard input"),
     ] {
         let out = grpclab()
             .args(["load", &target, "--insecure", "-n", "10"])

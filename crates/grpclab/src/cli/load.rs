@@ -131,6 +131,14 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         Some(path) => Some(super::workload::from_file(path)?),
         None => super::workload::from_flags(&args.mix)?,
     };
+    // Standard input can be read once, and each method of a mix reads its payload.
+    if mix.as_ref().is_some_and(|mix| mix.calls.len() > 1)
+        && (args.scenario.binary || args.scenario.data.as_deref() == Some("@"))
+    {
+        return Err(InputError(
+            "-b and -d @ read the payload from standard input, once; a mix reads one payload per method: give it in a file (-B FILE, -D FILE) or per method in a --workload file".to_owned(),
+        ));
+    }
     // A mix: each method resolved as a lone --call would be, with its own data.
     let mut mixed = Vec::new();
     for call in mix.iter().flat_map(|mix| &mix.calls) {

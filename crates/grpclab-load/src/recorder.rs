@@ -483,6 +483,26 @@ impl Recorder {
         self.status.iter().sum()
     }
 
+    /// The mean latency of every recorded call, failed ones included (ghz's `average`), in
+    /// nanoseconds; 0 with no calls.
+    pub fn mean_latency_all_ns(&self) -> u64 {
+        let count = u128::from(self.count());
+        if count == 0 {
+            return 0;
+        }
+        u64::try_from(self.all_latency_sum_ns / count).unwrap_or(u64::MAX)
+    }
+
+    /// Calls per final status, for the statuses that occurred.
+    pub fn status_counts(&self) -> BTreeMap<Code, u64> {
+        Code::ALL
+            .iter()
+            .zip(self.status.iter())
+            .filter(|(_, count)| **count > 0)
+            .map(|(code, count)| (*code, *count))
+            .collect()
+    }
+
     /// Adds `other` into this recorder.
     pub fn merge(&mut self, other: &Recorder) {
         // Both histograms share the same bounds, so adding cannot fail.

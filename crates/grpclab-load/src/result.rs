@@ -91,6 +91,11 @@ impl MethodResult {
     pub fn errors(&self) -> u64 {
         self.count() - self.recorder.status[Code::Ok as usize]
     }
+
+    /// Its calls per second over the run's measured window `elapsed`.
+    pub fn rps(&self, elapsed: Duration) -> f64 {
+        per_second(self.count(), elapsed)
+    }
 }
 
 impl LoadResult {
@@ -118,11 +123,7 @@ impl LoadResult {
     /// The mean latency of every measured call, failed ones included (ghz's `average`), in
     /// nanoseconds; 0 with no calls.
     pub fn mean_latency_all_ns(&self) -> u64 {
-        let count = u128::from(self.count());
-        if count == 0 {
-            return 0;
-        }
-        u64::try_from(self.recorder.all_latency_sum_ns / count).unwrap_or(u64::MAX)
+        self.recorder.mean_latency_all_ns()
     }
 
     /// `--details`: the first measured calls, one by one, in the order they ended.
@@ -175,12 +176,7 @@ impl LoadResult {
 
     /// Calls per final status, for the statuses that occurred.
     pub fn status_counts(&self) -> BTreeMap<Code, u64> {
-        Code::ALL
-            .iter()
-            .zip(self.recorder.status.iter())
-            .filter(|(_, count)| **count > 0)
-            .map(|(code, count)| (*code, *count))
-            .collect()
+        self.recorder.status_counts()
     }
 
     /// Failed calls per message.

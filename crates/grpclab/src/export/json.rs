@@ -26,7 +26,6 @@
 //! `serviceTime`, reconnect and warmup accounting, `perSecond`, and the merged HdrHistograms in
 //! their standard serialized form so runs can be merged exactly.
 
-use grpclab_core::Code;
 use grpclab_load::{encode_histogram, EndReason, LoadResult};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -619,7 +618,6 @@ impl MixJson {
             .map(|method| {
                 let recorder = &method.recorder;
                 let count = method.count();
-                let seconds = result.elapsed.as_secs_f64();
                 MethodJson {
                     name: method.name.clone(),
                     weight: method.weight,
@@ -627,23 +625,13 @@ impl MixJson {
                     count,
                     ok: count - method.errors(),
                     errors: method.errors(),
-                    rps: if seconds > 0.0 {
-                        count as f64 / seconds
-                    } else {
-                        0.0
-                    },
-                    average: if count == 0 {
-                        0
-                    } else {
-                        u64::try_from(recorder.all_latency_sum_ns / u128::from(count))
-                            .unwrap_or(u64::MAX)
-                    },
+                    rps: method.rps(result.elapsed),
+                    average: recorder.mean_latency_all_ns(),
                     latency: LatencyStats::of(&recorder.latency),
-                    status_code_distribution: Code::ALL
-                        .iter()
-                        .zip(recorder.status.iter())
-                        .filter(|(_, count)| **count > 0)
-                        .map(|(code, count)| (code.name().to_owned(), *count))
+                    status_code_distribution: recorder
+                        .status_counts()
+                        .into_iter()
+                        .map(|(code, count)| (code.name().to_owned(), count))
                         .collect(),
                     error_distribution: recorder.errors.clone(),
                     hdr_histogram: encode_histogram(&recorder.latency),

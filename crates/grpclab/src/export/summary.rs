@@ -242,7 +242,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
                 100.0 * f64::from(method.weight) / weights.max(1) as f64,
                 method.count(),
                 100.0 * method.count() as f64 / result.count().max(1) as f64,
-                method.count() as f64 / result.elapsed.as_secs_f64().max(f64::MIN_POSITIVE),
+                method.rps(result.elapsed),
                 at(50.0),
                 at(90.0),
                 at(99.0),

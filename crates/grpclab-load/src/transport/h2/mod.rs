@@ -386,7 +386,8 @@ async fn stream_loop(
                     shape: config.shape,
                     settings: &config.stream,
                     messages: call_messages.as_deref().unwrap_or(thread.requests()),
-                    dynamic: (config.methods.iter().any(|m| m.renderer.is_some())
+                    // Streaming calls are never in a mix: the run's one method.
+                    dynamic: (config.methods.first().is_some_and(|m| m.renderer.is_some())
                         && config.stream.dynamic_messages)
                         .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
                     intended,

@@ -9,6 +9,7 @@
 //! - [`payload_template`]: a templated JSON payload encoded part by part (only what varies,
 //!   per call).
 //! - [`tls`]: TLS settings (PEM files to rustls configurations, ALPN h2, self-signed pairs).
+//! - [`clock`]: the wall clock in nanoseconds since the Unix epoch, as message stamps carry it.
 //! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
 //!
 //! ```
@@ -19,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod duration;
 pub mod framing;
 pub mod payload_template;

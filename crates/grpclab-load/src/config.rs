@@ -310,6 +310,11 @@ pub struct StreamSettings {
     /// server's trailers); otherwise strict ping-pong (each send waits for the previous
     /// message's reply).
     pub independent: bool,
+    /// `--stream-stamp`: the reply field holding the time the server produced each reply;
+    /// each reply's latency is then recorded against the client's clock on arrival
+    /// ([`crate::Recorder::message_latency`]). Streams with replies to read (server
+    /// streaming, bidi).
+    pub stamp: Option<grpclab_h2::client::StampField>,
 }
 
 /// Which HTTP/2 implementation carries the calls: grpclab's own engine (`Lab`, the default)

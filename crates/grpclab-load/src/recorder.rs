@@ -194,6 +194,14 @@ pub struct Recorder {
     /// call arriving (nanoseconds; 0 for replies read together), measured calls only — the
     /// reply rate ghz#196 asks for, as a distribution.
     pub message_gaps: Option<Histogram<u64>>,
+    /// Streams whose replies carry the server's stamp (`--stream-stamp`): each reply's latency
+    /// from the time the server stamped it to its arrival (nanoseconds, by the two wall
+    /// clocks), measured calls only.
+    pub message_latency: Option<Histogram<u64>>,
+    /// Of those streams' replies, the ones that carried no stamp (not in `message_latency`).
+    pub messages_unstamped: u64,
+    /// Stamps later than their reply's arrival (recorded as 0): the server's clock is ahead.
+    pub stamps_ahead: u64,
     /// The messages of the streaming call about to be recorded ([`Recorder::record_messages`]),
     /// taken by its `record_ok` or `record_error`.
     pending_messages: (u64, u64),
@@ -241,6 +249,9 @@ impl Recorder {
             messages_received: 0,
             round_trip: None,
             message_gaps: None,
+            message_latency: None,
+            messages_unstamped: 0,
+            stamps_ahead: 0,
             pending_messages: (0, 0),
             pending_method: 0,
         }
@@ -300,6 +311,23 @@ impl Recorder {
         if together > 0 {
             // 0 is inside the bounds: recording it cannot fail.
             let _ = histogram.record_n(0, together);
+        }
+    }
+
+    /// Replies of a stream that arrived at `arrived` (nanoseconds since the Unix epoch), with
+    /// the stamp each carried (`None`: none).
+    pub fn record_message_stamps(&mut self, arrived: u64, stamps: &[Option<u64>]) {
+        let histogram = self.message_latency.get_or_insert_with(new_gap_histogram);
+        for stamp in stamps {
+            match stamp {
+                Some(stamp) if *stamp > 0 => {
+                    if *stamp > arrived {
+                        self.stamps_ahead += 1;
+                    }
+                    histogram.saturating_record(arrived.saturating_sub(*stamp));
+                }
+                _ => self.messages_unstamped += 1,
+            }
         }
     }
 
@@ -544,6 +572,14 @@ impl Recorder {
                 .get_or_insert_with(new_gap_histogram)
                 .add(theirs);
         }
+        if let Some(theirs) = &other.message_latency {
+            let _ = self
+                .message_latency
+                .get_or_insert_with(new_gap_histogram)
+                .add(theirs);
+        }
+        self.messages_unstamped += other.messages_unstamped;
+        self.stamps_ahead += other.stamps_ahead;
         if !other.current_second_latency.is_empty() {
             self.second_latencies.push((
                 other.current_second,

@@ -174,6 +174,11 @@ impl LoadResult {
         self.recorder.message_gaps.as_ref()
     }
 
+    /// Streams read with `--stream-stamp`: each reply's latency from the server's stamp.
+    pub fn message_latency(&self) -> Option<&Histogram<u64>> {
+        self.recorder.message_latency.as_ref()
+    }
+
     /// Calls per final status, for the statuses that occurred.
     pub fn status_counts(&self) -> BTreeMap<Code, u64> {
         self.recorder.status_counts()

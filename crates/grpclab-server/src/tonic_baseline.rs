@@ -64,6 +64,7 @@ impl StreamingEcho for StreamingEchoService {
             Ok(EchoReply {
                 payload: request.payload,
                 sequence: sequence - 1,
+                sent_unix_nanos: 0,
             })
         });
         Ok(Response::new(Box::pin(replies)))
@@ -73,12 +74,22 @@ impl StreamingEcho for StreamingEchoService {
         &self,
         request: Request<FeedRequest>,
     ) -> Result<Response<Self::FeedStream>, Status> {
-        let FeedRequest { count, payload } = request.into_inner();
+        let FeedRequest {
+            count,
+            payload,
+            stamp,
+        } = request.into_inner();
         count_call();
+        // The stream is polled as tonic encodes: each reply is stamped as it is produced.
         let replies = tokio_stream::iter((0..u64::from(count)).map(move |sequence| {
             Ok(EchoReply {
                 payload: payload.clone(),
                 sequence,
+                sent_unix_nanos: if stamp {
+                    grpclab_core::clock::unix_nanos_now()
+                } else {
+                    0
+                },
             })
         }));
         Ok(Response::new(Box::pin(replies)))

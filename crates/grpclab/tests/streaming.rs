@@ -224,6 +224,24 @@ fn stream_flags_that_cannot_apply_are_one_line() {
             vec!["--call", &feed, "-d", "{}", "--stream-interval", "1ms"],
             "--stream-call-count N",
         ),
+        // A stamp field that is not there, not a 64-bit integer, or on a one-reply call.
+        (
+            vec!["--call", &feed, "-d", "{}", "--stream-stamp", "sent_at"],
+            "its 64-bit integer fields: sequence, sent_unix_nanos",
+        ),
+        (
+            vec!["--call", &feed, "-d", "{}", "--stream-stamp", "payload"],
+            "not a single fixed64",
+        ),
+        (
+            vec![
+                "--scenario",
+                "complex_proto",
+                "--stream-stamp",
+                "sent_unix_nanos",
+            ],
+            "has one reply",
+        ),
     ] {
         let (code, stderr) = run(&args);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
@@ -688,6 +706,110 @@ fn abandoned_streams_keep_their_messages() {
         assert!(
             received + 4 >= sent && received <= sent,
             "{transport}: {report}"
+        );
+    }
+}
+
+/// `--stream-stamp`: every reply's latency from the server's stamp (ghz#196's second half),
+/// on tonic and lab, over both transports: one latency per reply counted, none longer than
+/// the slowest call it came in, a receive limit's cancelled replies left out, unstamped
+/// replies counted apart, and shards merging to the sum.
+#[test]
+fn stamped_replies_each_have_their_latency() {
+    for implementation in ["tonic-mt", "lab"] {
+        let server = Server::start(implementation);
+        for transport in [&[][..], &["--transport", "h2"]] {
+            let run = |data: &str, extra: &[&str]| {
+                let extra: Vec<&str> = ["--stream-stamp", "sent_unix_nanos"]
+                    .iter()
+                    .chain(extra)
+                    .chain(transport)
+                    .copied()
+                    .collect();
+                load(&server, "Feed", data, &extra)
+            };
+            let stamped = r#"{"count":40,"payload":"aGVsbG8=","stamp":true}"#;
+            let feed = run(stamped, &["-n", "200", "-c", "8"]);
+            assert_eq!(feed["statusCodeDistribution"]["OK"], 200, "{feed}");
+            assert_eq!(feed["messagesReceived"], 8000, "{feed}");
+            let latency = &feed["messageLatency"];
+            assert_eq!(
+                latency["count"], 8000,
+                "{implementation} {transport:?}: {latency}"
+            );
+            assert!(feed.get("messagesUnstamped").is_none(), "{feed}");
+            assert!(
+                latency["slowest"].as_u64().unwrap() <= feed["slowest"].as_u64().unwrap(),
+                "a reply's latency fits inside its call: {latency} vs {}",
+                feed["slowest"]
+            );
+            // Cancelled after 7 replies: the 7 counted are the ones with a latency.
+            let counted = run(
+                stamped,
+                &["-n", "50", "-c", "5", "--stream-call-count", "7"],
+            );
+            assert_eq!(counted["messagesReceived"], 350, "{counted}");
+            assert_eq!(counted["messageLatency"]["count"], 350, "{counted}");
+            // The server not asked to stamp: every reply counted as unstamped, none guessed.
+            let unstamped = run(r#"{"count":40}"#, &["-n", "20", "-c", "4"]);
+            assert_eq!(unstamped["messagesUnstamped"], 800, "{unstamped}");
+            assert_eq!(unstamped["messageLatency"]["count"], 0, "{unstamped}");
+        }
+    }
+}
+
+/// Two shards of a stamped run merge to one whose reply latencies are all of theirs, and
+/// whose unstamped replies are too.
+#[test]
+fn stamped_reply_latencies_merge_exactly() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    for (data, stamped) in [
+        (r#"{"count":30,"stamp":true}"#, true),
+        (r#"{"count":30}"#, false),
+    ] {
+        let mut files = Vec::new();
+        for index in 0..2 {
+            let shard = format!("{index}/2");
+            let report = load(
+                &server,
+                "Feed",
+                data,
+                &[
+                    "-n",
+                    "100",
+                    "-c",
+                    "4",
+                    "--connections",
+                    "2",
+                    "--stream-stamp",
+                    "sent_unix_nanos",
+                    "--shard",
+                    &shard,
+                ],
+            );
+            assert_eq!(report["messagesReceived"], 50 * 30, "{report}");
+            let file = dir.path().join(format!("shard-{index}-{stamped}.json"));
+            std::fs::write(&file, report.to_string()).unwrap();
+            files.push(file);
+        }
+        let output = grpclab()
+            .args(["merge", "-O", "json"])
+            .args(&files)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let merged: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let (with, without) = if stamped { (3000, 0) } else { (0, 3000) };
+        assert_eq!(merged["messageLatency"]["count"], with, "{merged}");
+        assert_eq!(
+            merged["messagesUnstamped"].as_u64().unwrap_or(0),
+            without,
+            "{merged}"
         );
     }
 }

@@ -88,6 +88,11 @@ pub fn feed_client(data: &[u8]) -> FedClient {
             messages_from: MessagesFrom::Spec,
             // Some fed streams end at their second reply, the client's cancel.
             receive_limit: (shape & 4 != 0).then_some(2),
+            // Some read a stamp out of every reply, whatever bytes the replies hold.
+            stamp: (shape & 8 != 0).then_some(super::StampField {
+                number: 3,
+                encoding: super::StampEncoding::Fixed64,
+            }),
         }),
     };
     let mut connection = Connection::new(&mut source, template, 4);

@@ -16,7 +16,8 @@
 //! This file holds the connection loop (keepalive, deadlines, lost connections, frame
 //! dispatch); `source` the interface to the caller ([`CallSource`] and what it is told),
 //! `send` starting calls and writing requests within the windows, `receive` the replies, and
-//! `streaming` a streaming call's plan ([`StreamSpec`]) and [`MessageCounter`]. They are `impl`
+//! `streaming` a streaming call's plan ([`StreamSpec`]) and [`MessageCounter`], `stamp` reading a
+//! server's stamp out of each reply ([`StampField`]). They are `impl`
 //! blocks of the one connection and see its fields, as the server's modules do.
 
 use bytes::{Bytes, BytesMut};
@@ -35,6 +36,7 @@ mod fuzz;
 mod receive;
 mod send;
 mod source;
+mod stamp;
 mod streaming;
 
 #[cfg(feature = "fuzzing")]
@@ -44,6 +46,7 @@ pub use source::{
     CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, MethodHead, NextCall,
     RequestTemplate,
 };
+pub use stamp::{StampEncoding, StampField};
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
 
 const READ_CHUNK: usize = 64 * 1024;

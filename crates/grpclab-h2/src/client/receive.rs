@@ -156,6 +156,11 @@ impl<S: CallSource> Connection<'_, S> {
                 whole = limit.saturating_sub(stream.received);
             }
             stream.received += whole;
+            if let Some(stamps) = stream.counter.stamps().filter(|_| whole > 0) {
+                // Only the replies counted: any behind a receive limit were cancelled.
+                let counted = stamps.len().min(whole as usize);
+                self.source.message_stamps(call.token, &stamps[..counted]);
+            }
             call.recv_unacked += size;
             let too_large = self
                 .template

@@ -159,7 +159,7 @@ impl<S: CallSource> Connection<'_, S> {
                     awaiting_reply: None,
                     intended: token.intended,
                     half_closed: false,
-                    counter: MessageCounter::default(),
+                    counter: MessageCounter::for_spec(self.template.stream.as_ref()),
                     received: 0,
                     last_reply: None,
                 };

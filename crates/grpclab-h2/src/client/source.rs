@@ -86,6 +86,12 @@ pub trait CallSource {
     fn message_gaps(&mut self, token: CallToken, gap: Option<Duration>, together: u64) {
         let _ = (token, gap, together);
     }
+    /// Replies of a streaming call completed by one read, with the stamp each carried
+    /// ([`StreamSpec::stamp`]; `None`: it had none). Told at once, so the source can read its
+    /// clock as they arrive.
+    fn message_stamps(&mut self, token: CallToken, stamps: &[Option<u64>]) {
+        let _ = (token, stamps);
+    }
     /// A streaming call's messages ([`MessagesFrom::EachCall`]), asked once as it starts.
     fn call_messages(&mut self) -> Vec<Bytes> {
         Vec::new()

@@ -3,6 +3,7 @@
 //! written as windows and the write buffer allow, replies counted whole across DATA frames by
 //! [`MessageCounter`] and released at once.
 
+use super::stamp::StampScanner;
 use super::*;
 
 /// How every call of a connection streams (ghz's `--stream-*` semantics).
@@ -27,6 +28,9 @@ pub struct StreamSpec {
     /// call counts as OK, with exactly this many replies (any behind them in the same read
     /// are not counted). `None`: the server ends the stream.
     pub receive_limit: Option<u64>,
+    /// The reply field carrying the time the server produced each reply: read from every
+    /// reply and handed to [`CallSource::message_stamps`] as it arrives.
+    pub stamp: Option<StampField>,
 }
 
 /// Where a streaming call's messages come from.
@@ -75,7 +79,8 @@ impl StreamSpec {
 }
 
 /// Counts whole gRPC messages (5-byte prefix, then the length it announces) in a byte stream
-/// that arrives in arbitrary chunks, keeping none of it.
+/// that arrives in arbitrary chunks, keeping none of it — only, when asked
+/// ([`MessageCounter::stamped`]), each message's stamp.
 #[derive(Debug, Default, Clone)]
 pub struct MessageCounter {
     prefix: [u8; 5],
@@ -84,11 +89,38 @@ pub struct MessageCounter {
     remaining: usize,
     /// The largest length a prefix has announced.
     largest: usize,
+    /// Reads each message's stamp; the stamps of the messages the last `feed` completed.
+    stamps: Option<Box<(StampScanner, Vec<Option<u64>>)>>,
 }
 
 impl MessageCounter {
+    /// A counter that also reads `field` from every message (see [`MessageCounter::stamps`]).
+    pub fn stamped(field: StampField) -> MessageCounter {
+        MessageCounter {
+            stamps: Some(Box::new((StampScanner::new(field), Vec::new()))),
+            ..MessageCounter::default()
+        }
+    }
+
+    /// A counter for `spec`'s replies: stamped when it names a stamp field.
+    pub fn for_spec(spec: Option<&StreamSpec>) -> MessageCounter {
+        match spec.and_then(|spec| spec.stamp) {
+            Some(field) => MessageCounter::stamped(field),
+            None => MessageCounter::default(),
+        }
+    }
+
+    /// The stamps of the messages the last [`MessageCounter::feed`] completed, in order
+    /// (`None` for a message without one); `None` for a counter that reads none.
+    pub fn stamps(&self) -> Option<&[Option<u64>]> {
+        self.stamps.as_ref().map(|stamps| stamps.1.as_slice())
+    }
+
     /// Feeds a chunk; returns how many messages it completed.
     pub fn feed(&mut self, mut data: &[u8]) -> u64 {
+        if let Some(stamps) = &mut self.stamps {
+            stamps.1.clear();
+        }
         let mut completed = 0;
         while !data.is_empty() {
             if self.prefix_len < 5 {
@@ -104,19 +136,32 @@ impl MessageCounter {
                     if length == 0 {
                         completed += 1;
                         self.prefix_len = 0;
+                        self.message_done();
                     }
                 }
                 continue;
             }
             let take = self.remaining.min(data.len());
+            if let Some(stamps) = &mut self.stamps {
+                stamps.0.feed(&data[..take]);
+            }
             self.remaining -= take;
             data = &data[take..];
             if self.remaining == 0 {
                 completed += 1;
                 self.prefix_len = 0;
+                self.message_done();
             }
         }
         completed
+    }
+
+    /// A message is whole: its stamp is read.
+    fn message_done(&mut self) {
+        if let Some(stamps) = &mut self.stamps {
+            let stamp = stamps.0.finish();
+            stamps.1.push(stamp);
+        }
     }
 
     /// Whether a message is partly received.
@@ -320,5 +365,39 @@ mod tests {
         let mut counter = MessageCounter::default();
         assert_eq!(counter.feed(&stream[..7]), 0);
         assert!(counter.in_message(), "a message cut short");
+    }
+
+    #[test]
+    fn stamps_come_with_the_messages_each_feed_completes() {
+        // Three framed messages: stamped 11, unstamped (empty), stamped 33 behind a payload.
+        let field = StampField {
+            number: 3,
+            encoding: super::super::stamp::StampEncoding::Fixed64,
+        };
+        let stamped = |stamp: u64, payload: &[u8]| {
+            let mut body = vec![(1 << 3) | 2, payload.len() as u8];
+            body.extend_from_slice(payload);
+            body.push((3 << 3) | 1);
+            body.extend_from_slice(&stamp.to_le_bytes());
+            body
+        };
+        let mut stream = Vec::new();
+        for body in [stamped(11, b""), Vec::new(), stamped(33, &[9; 100])] {
+            stream.push(0u8);
+            stream.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            stream.extend_from_slice(&body);
+        }
+        for chunk in [1, 4, 5, 16, stream.len()] {
+            let mut counter = MessageCounter::stamped(field);
+            let mut stamps = Vec::new();
+            for piece in stream.chunks(chunk) {
+                let whole = counter.feed(piece);
+                let read = counter.stamps().unwrap_or_default();
+                assert_eq!(read.len() as u64, whole, "chunks of {chunk}");
+                stamps.extend_from_slice(read);
+            }
+            assert_eq!(stamps, [Some(11), None, Some(33)], "chunks of {chunk}");
+        }
+        assert_eq!(MessageCounter::default().stamps(), None);
     }
 }

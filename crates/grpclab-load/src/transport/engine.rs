@@ -165,6 +165,7 @@ fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
             ping_pong: false,
             messages_from,
             receive_limit: settings.call_count.map(|count| count as u64),
+            stamp: settings.stamp,
         }),
         CallShape::ClientStreaming | CallShape::Bidi => Some(StreamSpec {
             messages,
@@ -174,6 +175,8 @@ fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
             ping_pong: config.shape == CallShape::Bidi && !settings.independent,
             messages_from,
             receive_limit: None,
+            // Client streaming has one reply: its latency is the call's.
+            stamp: settings.stamp.filter(|_| config.shape == CallShape::Bidi),
         }),
     }
 }
@@ -263,6 +266,15 @@ impl CallSource for LabSource {
                 .recorder
                 .borrow_mut()
                 .record_message_gaps(gap, together);
+        }
+    }
+
+    fn message_stamps(&mut self, token: CallToken, stamps: &[Option<u64>]) {
+        if token.measured {
+            self.thread
+                .recorder
+                .borrow_mut()
+                .record_message_stamps(grpclab_core::clock::unix_nanos_now(), stamps);
         }
     }
 

@@ -12,7 +12,7 @@ use bytes::{BufMut, BytesMut};
 
 /// Protobuf wire types.
 pub(super) const VARINT: u8 = 0;
-const I64: u8 = 1;
+pub(super) const I64: u8 = 1;
 pub(super) const LEN: u8 = 2;
 const I32: u8 = 5;
 

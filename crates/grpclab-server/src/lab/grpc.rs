@@ -314,7 +314,7 @@ pub fn ping_pong_message(
     let message = stream_message(framed, head, ECHO_REQUEST)?;
     let payload = super::stream_codec::echo_request_payload(&message)
         .map_err(|err| invalid(&err, ECHO_REQUEST))?;
-    super::stream_codec::put_echo_reply(out, &message[payload], sequence);
+    super::stream_codec::put_echo_reply(out, &message[payload], sequence, 0);
     count_call();
     Ok(())
 }

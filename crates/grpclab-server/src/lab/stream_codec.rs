@@ -8,7 +8,7 @@ use bytes::{BufMut, BytesMut};
 use std::ops::Range;
 
 use super::fast_codec::{
-    expect, key, len_delimited, put_varint, skip, varint, varint_len, DecodeError, LEN, VARINT,
+    expect, key, len_delimited, put_varint, skip, varint, varint_len, DecodeError, I64, LEN, VARINT,
 };
 
 /// Where field 1 (`bytes payload`) of an `EchoRequest` is in `message` (empty when absent).
@@ -28,10 +28,24 @@ pub(crate) fn echo_request_payload(message: &[u8]) -> Result<Range<usize>, Decod
     Ok(payload)
 }
 
-/// A `FeedRequest`: how many replies, and where its payload is in `message`.
-pub(crate) fn feed_request(message: &[u8]) -> Result<(u32, Range<usize>), DecodeError> {
-    let mut count = 0u32;
-    let mut payload = 0..0;
+/// A `FeedRequest` as a view over its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FeedRequestView {
+    /// How many replies.
+    pub count: u32,
+    /// Where each reply's payload is in the message.
+    pub payload: Range<usize>,
+    /// Whether each reply carries the time it was produced (`sent_unix_nanos`).
+    pub stamp: bool,
+}
+
+/// Reads a `FeedRequest`.
+pub(crate) fn feed_request(message: &[u8]) -> Result<FeedRequestView, DecodeError> {
+    let mut view = FeedRequestView {
+        count: 0,
+        payload: 0..0,
+        stamp: false,
+    };
     let mut at = 0;
     while at < message.len() {
         let (field, wire_type) = key(message, &mut at)?;
@@ -39,21 +53,32 @@ pub(crate) fn feed_request(message: &[u8]) -> Result<(u32, Range<usize>), Decode
             1 => {
                 expect(wire_type, VARINT)?;
                 // prost reads a uint32 as a varint truncated to 32 bits.
-                count = varint(message, &mut at)? as u32;
+                view.count = varint(message, &mut at)? as u32;
             }
             2 => {
                 expect(wire_type, LEN)?;
                 let slice = len_delimited(message, &mut at)?;
-                payload = at - slice.len()..at;
+                view.payload = at - slice.len()..at;
+            }
+            3 => {
+                expect(wire_type, VARINT)?;
+                // prost reads a bool as any non-zero varint.
+                view.stamp = varint(message, &mut at)? != 0;
             }
             _ => skip(message, &mut at, wire_type)?,
         }
     }
-    Ok((count, payload))
+    Ok(view)
 }
 
-/// Appends a framed `EchoReply { payload, sequence }` to `out`.
-pub(crate) fn put_echo_reply(out: &mut BytesMut, payload: &[u8], sequence: u64) {
+/// Appends a framed `EchoReply { payload, sequence, sent_unix_nanos }` to `out` (0: the
+/// field left out, as proto3 does).
+pub(crate) fn put_echo_reply(
+    out: &mut BytesMut,
+    payload: &[u8],
+    sequence: u64,
+    sent_unix_nanos: u64,
+) {
     let payload_field = if payload.is_empty() {
         0
     } else {
@@ -64,7 +89,8 @@ pub(crate) fn put_echo_reply(out: &mut BytesMut, payload: &[u8], sequence: u64) 
     } else {
         1 + varint_len(sequence)
     };
-    let len = payload_field + sequence_field;
+    let stamp_field = if sent_unix_nanos == 0 { 0 } else { 1 + 8 };
+    let len = payload_field + sequence_field + stamp_field;
     out.reserve(5 + len);
     out.put_u8(0);
     out.put_u32(len as u32);
@@ -76,6 +102,10 @@ pub(crate) fn put_echo_reply(out: &mut BytesMut, payload: &[u8], sequence: u64) 
     if sequence != 0 {
         out.put_u8((2 << 3) | VARINT);
         put_varint(out, sequence);
+    }
+    if sent_unix_nanos != 0 {
+        out.put_u8((3 << 3) | I64);
+        out.put_u64_le(sent_unix_nanos);
     }
 }
 
@@ -121,18 +151,20 @@ mod tests {
     #[test]
     fn replies_are_byte_identical_to_prost() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        for round in 0..2000 {
+        for round in 0..2000u32 {
             let payload: Vec<u8> = (0..rng.next() % 300).map(|_| rng.next() as u8).collect();
             let sequence = if round % 3 == 0 {
                 0
             } else {
                 rng.next() >> (rng.next() % 64)
             };
+            let sent_unix_nanos = if round.is_multiple_of(2) { 0 } else { rng.next() };
             let mut out = BytesMut::new();
-            put_echo_reply(&mut out, &payload, sequence);
+            put_echo_reply(&mut out, &payload, sequence, sent_unix_nanos);
             let expected = EchoReply {
                 payload: payload.clone(),
                 sequence,
+                sent_unix_nanos,
             }
             .encode_to_vec();
             assert_eq!(unframed(&out), expected.as_slice());
@@ -154,6 +186,7 @@ mod tests {
             let mut feed = FeedRequest {
                 count: rng.next() as u32,
                 payload: echo.clone(),
+                stamp: rng.next().is_multiple_of(2),
             }
             .encode_to_vec();
             // Corrupt some: a flipped byte, a cut, an unknown field, a repeated field.
@@ -181,9 +214,10 @@ mod tests {
                 (ours, prost) => panic!("{echo:?}: ours {ours:?}, prost {prost:?}"),
             }
             match (feed_request(&feed), FeedRequest::decode(feed.as_slice())) {
-                (Ok((count, range)), Ok(decoded)) => {
-                    assert_eq!(count, decoded.count);
-                    assert_eq!(&feed[range], decoded.payload.as_slice());
+                (Ok(view), Ok(decoded)) => {
+                    assert_eq!(view.count, decoded.count);
+                    assert_eq!(&feed[view.payload], decoded.payload.as_slice());
+                    assert_eq!(view.stamp, decoded.stamp);
                 }
                 (Err(_), Err(_)) => {}
                 (ours, prost) => panic!("{feed:?}: ours {ours:?}, prost {prost:?}"),

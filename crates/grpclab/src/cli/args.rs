@@ -532,6 +532,12 @@ pub struct LoadArgs {
     #[arg(long)]
     pub stream_independent: bool,
 
+    /// Server and bidi streams: the reply field holding when the server produced each reply
+    /// (a fixed64 or uint64 of nanoseconds since the Unix epoch), for each reply's latency.
+    /// grpclab's servers fill `sent_unix_nanos` when the Feed request sets `"stamp": true`.
+    #[arg(long, value_name = "FIELD")]
+    pub stream_stamp: Option<String>,
+
     /// ghz's --stream-dynamic-messages: in streaming calls, render the call template (-d with
     /// {{...}}) again for every message instead of once per call.
     #[arg(long)]

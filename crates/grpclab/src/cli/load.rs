@@ -311,6 +311,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         interval: args.stream_interval,
         dynamic_messages: args.stream_dynamic_messages,
         independent: args.stream_independent,
+        stamp: match &args.stream_stamp {
+            Some(name) => Some(super::stamp::stamp_field(method, name)?),
+            None => None,
+        },
     };
     if args.stream_independent && config.shape != grpclab_load::CallShape::Bidi {
         return Err(InputError(format!(

@@ -17,6 +17,7 @@ pub mod load;
 pub mod merge;
 pub mod output;
 pub mod serve;
+pub mod stamp;
 pub mod stats;
 mod values;
 pub mod workload;

@@ -510,6 +510,17 @@ pub struct JsonReport {
     /// replies of a call arriving (0 for replies read together).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_gaps: Option<LatencyStats>,
+    /// grpclab, streams read with `--stream-stamp`: each reply's latency from the time the
+    /// server stamped it to its arrival, by the two wall clocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_latency: Option<LatencyStats>,
+    /// grpclab, `--stream-stamp`: replies that carried no stamp (not in `messageLatency`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_unstamped: u64,
+    /// grpclab, `--stream-stamp`: stamps later than their reply's arrival (recorded as 0): the
+    /// server's clock is ahead of the client's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stamps_ahead: u64,
     /// grpclab: connections re-established during the run.
     pub reconnects: u64,
     /// grpclab: new connections opened because a connection's stream ids ran out.
@@ -665,6 +676,9 @@ pub struct Mergeable {
     /// The time between two replies of a stream (the same encoding), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_gaps: Option<String>,
+    /// Each reply's latency from its stamp (the same encoding), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_latency: Option<String>,
     /// Each second of the window, as `perSecond` but exact.
     pub per_second: Vec<MergeableSecond>,
 }
@@ -702,6 +716,7 @@ impl Mergeable {
             error_latency: encode_histogram(&recorder.error_latency),
             round_trip: recorder.round_trip.as_ref().map(encode_histogram),
             message_gaps: recorder.message_gaps.as_ref().map(encode_histogram),
+            message_latency: recorder.message_latency.as_ref().map(encode_histogram),
             per_second: recorder
                 .per_second
                 .iter()
@@ -771,6 +786,9 @@ impl JsonReport {
             messages_received: result.messages().1,
             round_trip: result.round_trip().map(LatencyStats::of),
             message_gaps: result.message_gaps().map(LatencyStats::of),
+            message_latency: result.message_latency().map(LatencyStats::of),
+            messages_unstamped: result.recorder.messages_unstamped,
+            stamps_ahead: result.recorder.stamps_ahead,
             reconnects: result.reconnects,
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,
@@ -890,6 +908,11 @@ pub fn ghz_histogram(latency: &Histogram<u64>) -> Vec<HistogramBucket> {
             frequency: count as f64 / calls,
         })
         .collect()
+}
+
+/// Whether a count is zero: counts that are zero in every run but a few are left out.
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 fn details(result: &LoadResult) -> Vec<CallDetailJson> {

@@ -205,6 +205,36 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             lines(&stats)?
         )?;
     }
+    if let Some(stamped) = result.message_latency() {
+        let unstamped = result.recorder.messages_unstamped;
+        if stamped.is_empty() {
+            writeln!(
+                out,
+                "  Reply latency from the server's stamps: none of the {unstamped} replies carried a stamp in the --stream-stamp field (grpclab's servers fill sent_unix_nanos in Feed replies when the request sets \"stamp\": true)"
+            )?;
+        } else {
+            let stats = LatencyStats::of(stamped);
+            writeln!(
+                out,
+                "  Each reply from the server's stamp to its arrival ({} replies{}), average {}:{}",
+                stamped.len(),
+                if unstamped > 0 {
+                    format!("; {unstamped} more carried no stamp")
+                } else {
+                    String::new()
+                },
+                precise(stats.average),
+                lines(&stats)?
+            )?;
+        }
+        if result.recorder.stamps_ahead > 0 {
+            writeln!(
+                out,
+                "  {} stamps were later than their reply's arrival (counted as 0): the server's clock is ahead of this one's",
+                result.recorder.stamps_ahead
+            )?;
+        }
+    }
     if result.ok() > 0 && result.errors() > 0 {
         writeln!(
             out,

@@ -64,6 +64,11 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
     if let Some(text) = &exact.message_gaps {
         recorder.message_gaps = Some(histogram("mergeable.messageGaps", text)?);
     }
+    if let Some(text) = &exact.message_latency {
+        recorder.message_latency = Some(histogram("mergeable.messageLatency", text)?);
+    }
+    recorder.messages_unstamped = json.messages_unstamped;
+    recorder.stamps_ahead = json.stamps_ahead;
     for (name, count) in &json.status_code_distribution {
         let code = Code::from_name(name)
             .ok_or_else(|| fail(format!("unknown status '{name}' in statusCodeDistribution")))?;

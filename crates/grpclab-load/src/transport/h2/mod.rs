@@ -411,6 +411,9 @@ async fn stream_loop(
                     if tally.tally.together > 0 {
                         recorder.record_message_gaps(None, tally.tally.together);
                     }
+                    for (arrived, stamp) in tally.tally.stamps.drain(..) {
+                        recorder.record_message_stamps(arrived, &[stamp]);
+                    }
                     recorder.record_messages(tally.tally.sent, tally.tally.received);
                 }
                 outcome.map_err(|failure| connection.explain(failure))

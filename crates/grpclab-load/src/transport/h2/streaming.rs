@@ -36,6 +36,9 @@ pub(crate) struct StreamTally {
     pub together: u64,
     /// Whether gaps are kept (every shape but bidi ping-pong).
     pub keep_gaps: bool,
+    /// `--stream-stamp`: each reply's arrival (nanoseconds since the Unix epoch) and the stamp
+    /// it carried; recorded after the call.
+    pub stamps: Vec<(u64, Option<u64>)>,
 }
 
 /// Writes one framed message, waiting for send window as it goes (in pieces when the window
@@ -87,6 +90,12 @@ async fn receive_messages(
         let whole = counter.feed(&chunk);
         got += whole;
         tally.received += whole;
+        if let Some(stamps) = counter.stamps().filter(|_| whole > 0) {
+            let arrived = grpclab_core::clock::unix_nanos_now();
+            tally
+                .stamps
+                .extend(stamps.iter().map(|stamp| (arrived, *stamp)));
+        }
         if whole > 0 && tally.keep_gaps {
             let now = Instant::now();
             if let Some(last) = tally.last_reply {
@@ -225,7 +234,11 @@ pub(crate) async fn streaming_call(
         index += 1;
         message
     };
-    let mut counter = MessageCounter::default();
+    let mut counter = match settings.stamp {
+        // Client streaming has one reply: its latency is the call's.
+        Some(field) if shape != CallShape::ClientStreaming => MessageCounter::stamped(field),
+        _ => MessageCounter::default(),
+    };
     let started = Instant::now();
     // How many messages this call sends: --stream-call-count, else the data array once
     // (ghz); a duration alone sends until it passes.
@@ -255,6 +268,7 @@ pub(crate) async fn streaming_call(
                 let limit = limit as u64;
                 if receive_messages(&mut reply, &mut counter, limit, tally).await? {
                     tally.received = tally.received.min(limit);
+                    tally.stamps.truncate(limit as usize);
                     return Ok(());
                 }
             }

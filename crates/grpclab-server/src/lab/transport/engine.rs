@@ -61,6 +61,8 @@ pub enum LabStream {
         payload: Bytes,
         /// The next reply's sequence number.
         sequence: u64,
+        /// Each reply carries the time it was produced (`FeedRequest.stamp`).
+        stamp: bool,
     },
     /// Client streaming: what the client has sent so far.
     Upload {
@@ -103,6 +105,7 @@ impl Service for LabService {
                 remaining: 0,
                 payload: Bytes::new(),
                 sequence: 0,
+                stamp: false,
             }),
             Route::Upload => Some(LabStream::Upload {
                 messages: 0,
@@ -128,6 +131,7 @@ impl Service for LabService {
                 requested,
                 remaining,
                 payload,
+                stamp,
                 ..
             } => {
                 if *requested {
@@ -149,9 +153,11 @@ impl Service for LabService {
                     }
                 };
                 match stream_codec::feed_request(&request) {
-                    Ok((count, range)) => {
+                    Ok(feed) => {
                         count_call();
-                        *remaining = u64::from(count);
+                        let range = feed.payload;
+                        *remaining = u64::from(feed.count);
+                        *stamp = feed.stamp;
                         *payload = match request {
                             // A slice of the request: no copy.
                             Cow::Borrowed(_) => message.slice(5 + range.start..5 + range.end),
@@ -223,14 +229,21 @@ impl Service for LabService {
             remaining,
             payload,
             sequence,
+            stamp,
             ..
         } = stream
         else {
             out.set_producing(false);
             return;
         };
+        // One clock reading per batch: the replies produced together leave together.
+        let sent_unix_nanos = if *stamp {
+            grpclab_core::clock::unix_nanos_now()
+        } else {
+            0
+        };
         while *remaining > 0 && out.room() > 0 {
-            stream_codec::put_echo_reply(out.buffer(), payload, *sequence);
+            stream_codec::put_echo_reply(out.buffer(), payload, *sequence, sent_unix_nanos);
             *sequence += 1;
             *remaining -= 1;
         }

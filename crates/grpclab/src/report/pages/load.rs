@@ -2,7 +2,7 @@
 //! generators of a sharded run and its threshold verdicts.
 
 use super::{count, ms, percent, percentile_section, status_section, timeline_section};
-use crate::export::JsonReport;
+use crate::export::{JsonReport, LatencyStats};
 use crate::report::charts::{self, BarColours};
 use crate::report::html::{self, Cell, Page, Section};
 
@@ -26,25 +26,49 @@ fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
         ("msgs/s sent", sent_rate, count(sent_rate)),
         ("msgs/s received", received_rate, count(received_rate)),
     ];
-    if let Some(gaps) = &load.message_gaps {
-        // Microseconds: replies of a stream are mostly far less than a millisecond apart.
+    // Microseconds: replies of a stream are mostly far less than a millisecond apart, and
+    // a stamped reply's latency is of the same order.
+    let mut microseconds = |what: [&'static str; 3], stats: &LatencyStats| {
         let us = |value: f64| format!("{value:.1} µs");
-        let at = |percentage: f64| {
-            gaps.latency_distribution
+        let average = stats.average as f64 / 1e3;
+        rows.push((what[0], average, us(average)));
+        for (label, percentage) in [(what[1], 50.0), (what[2], 99.0)] {
+            let point = stats
+                .latency_distribution
                 .iter()
-                .find(|point| point.percentage == percentage)
-                .map(|point| point.latency as f64 / 1e3)
-        };
-        let average = gaps.average as f64 / 1e3;
-        rows.push(("between replies, average", average, us(average)));
-        for (label, percentage) in [
-            ("between replies, p50", 50.0),
-            ("between replies, p99", 99.0),
-        ] {
-            if let Some(value) = at(percentage) {
+                .find(|point| point.percentage == percentage);
+            if let Some(value) = point.map(|point| point.latency as f64 / 1e3) {
                 rows.push((label, value, us(value)));
             }
         }
+    };
+    if let Some(gaps) = &load.message_gaps {
+        microseconds(
+            [
+                "between replies, average",
+                "between replies, p50",
+                "between replies, p99",
+            ],
+            gaps,
+        );
+    }
+    if let Some(stamped) = &load.message_latency {
+        microseconds(
+            [
+                "reply from its stamp, average",
+                "reply from its stamp, p50",
+                "reply from its stamp, p99",
+            ],
+            stamped,
+        );
+    }
+    if load.messages_unstamped > 0 {
+        let unstamped = load.messages_unstamped;
+        rows.push((
+            "replies without a stamp",
+            unstamped as f64,
+            count(unstamped as f64),
+        ));
     }
     if let Some(round_trip) = &load.round_trip {
         let at = |percentage: f64| {

@@ -298,7 +298,8 @@ pub struct StreamSettings {
     /// once. Server streams (ghz's meaning): the replies after which the client cancels the
     /// stream, the call counting as OK; default: the server ends it.
     pub call_count: Option<usize>,
-    /// `--stream-call-duration`: stop sending after this long.
+    /// `--stream-call-duration`: stop sending after this long. Server streams (ghz's meaning):
+    /// the client cancels each call this long after it started, the call counting as OK.
     pub call_duration: Option<Duration>,
     /// `--stream-interval`: the pause between two sends.
     pub interval: Option<Duration>,

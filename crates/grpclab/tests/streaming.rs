@@ -217,10 +217,6 @@ fn stream_flags_that_cannot_apply_are_one_line() {
             "bidi",
         ),
         (
-            vec!["--call", &feed, "-d", "{}", "--stream-call-duration", "1s"],
-            "--stream-call-count N",
-        ),
-        (
             vec!["--call", &feed, "-d", "{}", "--stream-interval", "1ms"],
             "--stream-call-count N",
         ),
@@ -811,5 +807,53 @@ fn stamped_reply_latencies_merge_exactly() {
             without,
             "{merged}"
         );
+    }
+}
+
+/// ghz's --stream-call-duration on a server stream: the client cancels each call when its time
+/// is up, or when a timed run ends, and the call counts as OK with the replies it got; with
+/// --stream-call-count too, whichever comes first ends it. On tonic and lab, both transports.
+#[test]
+fn server_streams_bounded_by_time_are_cancelled_as_successes() {
+    // A stream far longer than any test: only the client's cancel ends it.
+    let endless = r#"{"count":4000000000}"#;
+    for implementation in ["tonic-mt", "lab"] {
+        let server = Server::start(implementation);
+        for transport in [&[][..], &["--transport", "h2"]] {
+            let run = |data: &str, extra: &[&str]| {
+                let extra: Vec<&str> = extra.iter().chain(transport).copied().collect();
+                load(&server, "Feed", data, &extra)
+            };
+            let timed = run(
+                endless,
+                &["-n", "6", "-c", "3", "--stream-call-duration", "150ms"],
+            );
+            assert_eq!(timed["statusCodeDistribution"]["OK"], 6, "{timed}");
+            assert_eq!(timed["count"], 6, "{timed}");
+            assert!(timed["messagesReceived"].as_u64().unwrap() > 0, "{timed}");
+            // The count comes first.
+            let counted = run(
+                endless,
+                &[
+                    "-n",
+                    "6",
+                    "-c",
+                    "3",
+                    "--stream-call-duration",
+                    "1h",
+                    "--stream-call-count",
+                    "5",
+                ],
+            );
+            assert_eq!(counted["statusCodeDistribution"]["OK"], 6, "{counted}");
+            assert_eq!(counted["messagesReceived"], 30, "{counted}");
+            // A timed run ends its hour-long streams when it ends: each one OK, none abandoned.
+            let ended = run(
+                endless,
+                &["-z", "300ms", "-c", "3", "--stream-call-duration", "1h"],
+            );
+            assert_eq!(ended["statusCodeDistribution"]["OK"], 3, "{ended}");
+            assert_eq!(ended["abandoned"], 0, "{ended}");
+        }
     }
 }

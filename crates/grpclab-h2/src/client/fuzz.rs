@@ -57,7 +57,8 @@ pub struct FedClient {
 /// reports how every call ended. The first byte picks the shape: bit 0 prepends a valid server
 /// preface (an empty SETTINGS and the ACK of ours) so calls are written before the rest
 /// arrives; bit 1 makes the calls bidi ping-pong streams (three messages each) instead of unary
-/// calls; the rest is the server's bytes, fed in two pieces split where the second byte says.
+/// calls, bit 2 ends them at their second reply, bit 3 reads a stamp from every reply, bit 4
+/// cancels them at the next turn; the rest is the server's bytes, fed in two pieces split where the second byte says.
 /// For fuzzing and robustness tests: whatever the input, every call must end exactly once
 /// (`started == completed + lost`), and nothing may panic or loop.
 pub fn feed_client(data: &[u8]) -> FedClient {
@@ -89,6 +90,8 @@ pub fn feed_client(data: &[u8]) -> FedClient {
             // Some fed streams end at their second reply, the client's cancel.
             receive_limit: (shape & 4 != 0).then_some(2),
             // Some read a stamp out of every reply, whatever bytes the replies hold.
+            // Some cancel every call at the next turn, as a time-bounded server stream does.
+            receive_for: (shape & 16 != 0).then_some(Duration::ZERO),
             stamp: (shape & 8 != 0).then_some(super::StampField {
                 number: 3,
                 encoding: super::StampEncoding::Fixed64,

@@ -119,6 +119,8 @@ struct ClientStream {
     messages: Vec<Bytes>,
     /// The run stopped: no message after the one out (see [`Connection::end_streams`]).
     ending: bool,
+    /// [`StreamSpec::receive_for`]: when the client cancels this server stream.
+    cancel_at: Option<Instant>,
 }
 
 /// A call started (its ticket taken, its deadline running) but not yet written: the server's

@@ -162,7 +162,11 @@ impl<S: CallSource> Connection<'_, S> {
                     counter: MessageCounter::for_spec(self.template.stream.as_ref()),
                     received: 0,
                     last_reply: None,
+                    cancel_at: spec.receive_for.map(|limit| sent + limit),
                 };
+                if let Some(at) = state.cancel_at {
+                    self.stream_wake = Some(self.stream_wake.map_or(at, |wake| wake.min(at)));
+                }
                 let last = spec.ends_with_next(0, self.streams_ending);
                 (first, Some(Box::new(state)), last)
             }

@@ -28,6 +28,10 @@ pub struct StreamSpec {
     /// call counts as OK, with exactly this many replies (any behind them in the same read
     /// are not counted). `None`: the server ends the stream.
     pub receive_limit: Option<u64>,
+    /// Server streams (ghz's `--stream-call-duration`): the client cancels each call this long
+    /// after it started (RST_STREAM CANCEL), and at once when the run stops; the call counts
+    /// as OK with the replies whole by then. `None`: the server ends the stream.
+    pub receive_for: Option<Duration>,
     /// The reply field carrying the time the server produced each reply: read from every
     /// reply and handed to [`CallSource::message_stamps`] as it arrives.
     pub stamp: Option<StampField>,
@@ -259,6 +263,19 @@ impl<S: CallSource> Connection<'_, S> {
             .template
             .stream
             .as_ref()
+            .is_some_and(|spec| spec.receive_for.is_some())
+        {
+            // Server streams bounded by time end now, with what they have.
+            let ids: Vec<u32> = self.calls.keys().copied().collect();
+            for id in ids {
+                self.cancel_in_time(id);
+            }
+            return;
+        }
+        if self
+            .template
+            .stream
+            .as_ref()
             .is_none_or(|spec| spec.duration.is_none())
         {
             return;
@@ -283,6 +300,13 @@ impl<S: CallSource> Connection<'_, S> {
         }
     }
 
+    /// A server stream's time is up ([`StreamSpec::receive_for`]) or the run stopped: the
+    /// client cancels it, and the call is a success with the replies whole so far.
+    fn cancel_in_time(&mut self, stream_id: u32) {
+        frame::write_rst_stream(&mut self.out, stream_id, code::CANCEL);
+        self.finish(stream_id, CallEnd::Ok(None));
+    }
+
     /// Writes the next message of every streaming call whose plan allows one now, while the
     /// write buffer stays under `budget` (the rest go on a later turn).
     pub(super) fn pump_streams(&mut self, budget: usize) {
@@ -290,10 +314,18 @@ impl<S: CallSource> Connection<'_, S> {
         let mut due = std::mem::take(&mut self.stream_scratch);
         due.clear();
         let mut wake: Option<Instant> = None;
+        let mut over: Vec<u32> = Vec::new();
         for (id, call) in self.calls.iter_mut() {
             let Some(stream) = call.stream.as_mut() else {
                 continue;
             };
+            if let (Some(at), Some(now)) = (stream.cancel_at, now) {
+                if at <= now {
+                    over.push(*id);
+                    continue;
+                }
+                wake = Some(wake.map_or(at, |earlier| earlier.min(at)));
+            }
             if let (Some(at), Some(now)) = (stream.next_at, now) {
                 if at <= now {
                     stream.next_at = None;
@@ -307,6 +339,9 @@ impl<S: CallSource> Connection<'_, S> {
             }
         }
         self.stream_wake = wake;
+        for stream_id in over {
+            self.cancel_in_time(stream_id);
+        }
         for stream_id in due.drain(..) {
             // A client-streaming call keeps writing while it may: each message written makes
             // the next ready at once (no interval).

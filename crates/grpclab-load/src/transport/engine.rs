@@ -165,6 +165,7 @@ fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
             ping_pong: false,
             messages_from,
             receive_limit: settings.call_count.map(|count| count as u64),
+            receive_for: settings.call_duration,
             stamp: settings.stamp,
         }),
         CallShape::ClientStreaming | CallShape::Bidi => Some(StreamSpec {
@@ -175,6 +176,7 @@ fn stream_spec(config: &LoadConfig) -> Option<StreamSpec> {
             ping_pong: config.shape == CallShape::Bidi && !settings.independent,
             messages_from,
             receive_limit: None,
+            receive_for: None,
             // Client streaming has one reply: its latency is the call's.
             stamp: settings.stamp.filter(|_| config.shape == CallShape::Bidi),
         }),

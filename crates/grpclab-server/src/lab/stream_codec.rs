@@ -158,7 +158,11 @@ mod tests {
             } else {
                 rng.next() >> (rng.next() % 64)
             };
-            let sent_unix_nanos = if round.is_multiple_of(2) { 0 } else { rng.next() };
+            let sent_unix_nanos = if round.is_multiple_of(2) {
+                0
+            } else {
+                rng.next()
+            };
             let mut out = BytesMut::new();
             put_echo_reply(&mut out, &payload, sequence, sent_unix_nanos);
             let expected = EchoReply {

@@ -516,7 +516,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub stream_interval: Option<std::time::Duration>,
 
-    /// Streaming calls: stop sending after this long (ghz's --stream-call-duration).
+    /// Streaming calls: stop sending after this long (ghz's --stream-call-duration). Server
+    /// streams, as ghz: the client cancels each call after this long, and it counts as OK.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub stream_call_duration: Option<std::time::Duration>,
 

@@ -322,11 +322,9 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             method.full_name()
         )));
     }
-    if config.shape == grpclab_load::CallShape::ServerStreaming
-        && (args.stream_call_duration.is_some() || args.stream_interval.is_some())
-    {
+    if config.shape == grpclab_load::CallShape::ServerStreaming && args.stream_interval.is_some() {
         return Err(InputError(format!(
-            "--stream-call-duration and --stream-interval pace a client's sends; {} sends one request and the server streams: end it after N replies with --stream-call-count N",
+            "--stream-interval paces a client's sends; {} sends one request and the server streams: end each call after N replies with --stream-call-count N, or after a time with --stream-call-duration",
             method.full_name()
         )));
     }

@@ -261,15 +261,34 @@ pub(crate) async fn streaming_call(
             send_message(&mut body, next(), true).await?;
             tally.sent += 1;
             let mut reply = response_head(response).await?;
-            if let (CallShape::ServerStreaming, Some(limit)) = (shape, settings.call_count) {
-                // ghz's --stream-call-count on a server stream: once that many replies are
-                // whole, the client cancels the rest (dropping the stream sends RST_STREAM
-                // CANCEL) and the call is a success, with exactly that many replies.
-                let limit = limit as u64;
-                if receive_messages(&mut reply, &mut counter, limit, tally).await? {
-                    tally.received = tally.received.min(limit);
-                    tally.stamps.truncate(limit as usize);
-                    return Ok(());
+            let bounded = settings.call_count.is_some() || settings.call_duration.is_some();
+            if shape == CallShape::ServerStreaming && bounded {
+                // ghz's --stream-call-count and --stream-call-duration on a server stream:
+                // once that many replies are whole, or the time is up (or the run stops), the
+                // client cancels the rest (dropping the stream sends RST_STREAM CANCEL) and
+                // the call is a success, with the replies whole by then.
+                let limit = settings.call_count.map_or(u64::MAX, |count| count as u64);
+                let receiving = receive_messages(&mut reply, &mut counter, limit, tally);
+                let received = match settings.call_duration {
+                    Some(duration) => {
+                        let until = tokio::time::Instant::from_std(started + duration);
+                        tokio::select! {
+                            received = receiving => Some(received?),
+                            _ = tokio::time::sleep_until(until) => None,
+                            _ = stop.cancelled() => None,
+                        }
+                    }
+                    None => Some(receiving.await?),
+                };
+                match received {
+                    // The server ended the stream first: its trailers say how.
+                    Some(false) => {}
+                    Some(true) => {
+                        tally.received = tally.received.min(limit);
+                        tally.stamps.truncate(limit as usize);
+                        return Ok(());
+                    }
+                    None => return Ok(()),
                 }
             }
             finish(reply, &mut counter, tally).await

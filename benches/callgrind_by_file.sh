@@ -6,9 +6,12 @@
 # inlined into) and by function. instructions_ab.py says how much; this says where.
 #
 # Usage: bash benches/callgrind_by_file.sh OLD_BINARY NEW_BINARY [N1 N2]
+#   SCENARIO=server_stream_1kB CONCURRENCY=64 bash benches/callgrind_by_file.sh OLD NEW 500 1500
+#   (another built-in scenario: a streaming one's calls carry many messages each)
 # Needs valgrind (callgrind, callgrind_annotate). Server on CPU 0, clients on CPU 1.
 set -euo pipefail
 old=$1 new=$2 n1=${3:-20000} n2=${4:-60000}
+scenario=${SCENARIO:-complex_proto} concurrency=${CONCURRENCY:-100}
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 taskset -c 0 "$new" serve --impl lab --port "$port" > "$work/lab.log" 2>&1 &
@@ -19,7 +22,7 @@ for side in old new; do
   bin=$old; [ "$side" = new ] && bin=$new
   for n in "$n1" "$n2"; do
     taskset -c 1 valgrind --tool=callgrind --callgrind-out-file="$work/$side.$n.out" "$bin" load \
-      "127.0.0.1:$port" --insecure --scenario complex_proto -c 100 --connections 4 --cpus 1 \
+      "127.0.0.1:$port" --insecure --scenario "$scenario" -c "$concurrency" --connections 4 --cpus 1 \
       -n "$n" --no-history > /dev/null 2>&1
     callgrind_annotate --threshold=100 --auto=no "$work/$side.$n.out" 2>/dev/null \
       | grep -E '^\s*[0-9,]+ \(' | grep -v '=>' | sed 's/([^)]*%)//' \

@@ -10,9 +10,10 @@ warmup) / messages received in that window. The table shows each round, the medi
 
 With --stamp-b, side B also asks the server to stamp every reply and reads each one's stamp
 (`"stamp": true` in the request, `--stream-stamp sent_unix_nanos`): give the same binary twice
-for what reading stamps costs the client.
+for what reading stamps costs the client. With --rps N both sides run an open loop of N calls/s
+(the same offered load, so a server slowed by stamping does not change the client's batching).
 
-Usage: benches/stream_client_ab.py OLD_BINARY [NEW_BINARY] [--rounds 5] [--duration 8] [--warmup 2] [--stamp-b]
+Usage: benches/stream_client_ab.py OLD_BINARY [NEW_BINARY] [--rounds 5] [--duration 8] [--warmup 2] [--stamp-b] [--rps N]
 """
 import argparse
 import json
@@ -37,6 +38,8 @@ def round_of(binary, target, args, stamp=False):
             "--cpus", "1", "--no-history", "-O", "json"]
     if stamp:
         argv += ["-d", stamped_payload(), "--stream-stamp", "sent_unix_nanos"]
+    if args.rps:
+        argv += ["--rps", str(args.rps)]
     stdout, cpu, _ = run_client(argv, args.warmup)
     report = json.loads(stdout)
     received = max(report.get("messagesReceived", 0), 1)
@@ -51,6 +54,7 @@ def main():
     parser.add_argument("--duration", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--stamp-b", action="store_true", help="side B reads every reply's stamp")
+    parser.add_argument("--rps", type=int, default=0, help="open loop at this many calls/s (0: closed loop)")
     args = parser.parse_args()
     if args.new == BIN:
         build()

@@ -82,6 +82,16 @@ impl StampScanner {
         stamp
     }
 
+    /// A whole message's body in one slice (the common case: a reply within one DATA
+    /// frame): scanned straight through, several times faster than byte-wise [`Self::feed`].
+    /// [`Self::finish`] then gives its stamp.
+    pub(crate) fn whole(&mut self, body: &[u8]) {
+        match read_whole(body, self.field) {
+            Some(found) => self.found = found,
+            None => self.state = State::Broken,
+        }
+    }
+
     /// Feeds bytes of the current message's body.
     pub(crate) fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
@@ -177,6 +187,55 @@ impl StampScanner {
     }
 }
 
+/// The last occurrence of `field` in `body` (`Some(None)`: absent); `None`: not protobuf.
+fn read_whole(body: &[u8], field: StampField) -> Option<Option<u64>> {
+    fn varint(body: &[u8], at: &mut usize) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *body.get(*at)?;
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    let mut found = None;
+    let mut at = 0;
+    while at < body.len() {
+        let key = varint(body, &mut at)?;
+        let ours = key >> 3 == u64::from(field.number);
+        match (key & 7) as u8 {
+            VARINT => {
+                let value = varint(body, &mut at)?;
+                if ours && field.encoding == StampEncoding::Varint {
+                    found = Some(value);
+                }
+            }
+            I64 => {
+                let bytes: [u8; 8] = body.get(at..at + 8)?.try_into().ok()?;
+                at += 8;
+                if ours && field.encoding == StampEncoding::Fixed64 {
+                    found = Some(u64::from_le_bytes(bytes));
+                }
+            }
+            I32 => {
+                at += 4;
+                if at > body.len() {
+                    return None;
+                }
+            }
+            LEN => {
+                let len = usize::try_from(varint(body, &mut at)?).ok()?;
+                at = at.checked_add(len).filter(|end| *end <= body.len())?;
+            }
+            _ => return None,
+        }
+    }
+    Some(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,12 +264,20 @@ mod tests {
         out
     }
 
+    /// The stamp read byte-wise in chunks, checked against the one-slice read.
     fn scan(field: StampField, message: &[u8], chunk: usize) -> Option<u64> {
         let mut scanner = StampScanner::new(field);
         for piece in message.chunks(chunk.max(1)) {
             scanner.feed(piece);
         }
-        scanner.finish()
+        let chunked = scanner.finish();
+        scanner.whole(message);
+        assert_eq!(
+            scanner.finish(),
+            chunked,
+            "whole vs chunks of {chunk}: {message:?}"
+        );
+        chunked
     }
 
     const FIXED: StampField = StampField {

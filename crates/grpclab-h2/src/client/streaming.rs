@@ -93,6 +93,8 @@ pub struct MessageCounter {
     remaining: usize,
     /// The largest length a prefix has announced.
     largest: usize,
+    /// The current message's length (valid once the prefix is whole).
+    body_len: usize,
     /// Reads each message's stamp; the stamps of the messages the last `feed` completed.
     stamps: Option<Box<(StampScanner, Vec<Option<u64>>)>>,
 }
@@ -121,10 +123,28 @@ impl MessageCounter {
     }
 
     /// Feeds a chunk; returns how many messages it completed.
-    pub fn feed(&mut self, mut data: &[u8]) -> u64 {
+    pub fn feed(&mut self, data: &[u8]) -> u64 {
+        // Two instances of one loop: a counter without stamps pays nothing for them.
+        if self.stamps.is_some() {
+            self.feed_stamped(data)
+        } else {
+            self.feed_with::<false>(data)
+        }
+    }
+
+    /// [`MessageCounter::feed`] reading stamps. Out of line: the stamped loop stays out of
+    /// the plain one's caller.
+    #[inline(never)]
+    fn feed_stamped(&mut self, data: &[u8]) -> u64 {
         if let Some(stamps) = &mut self.stamps {
             stamps.1.clear();
         }
+        self.feed_with::<true>(data)
+    }
+
+    /// The counting loop; `STAMPED`: also scan each body for its stamp.
+    #[inline(always)]
+    fn feed_with<const STAMPED: bool>(&mut self, mut data: &[u8]) -> u64 {
         let mut completed = 0;
         while !data.is_empty() {
             if self.prefix_len < 5 {
@@ -137,24 +157,35 @@ impl MessageCounter {
                 {
                     self.remaining = length;
                     self.largest = self.largest.max(length);
+                    if STAMPED {
+                        self.body_len = length;
+                    }
                     if length == 0 {
                         completed += 1;
                         self.prefix_len = 0;
-                        self.message_done();
+                        if STAMPED {
+                            self.message_done();
+                        }
                     }
                 }
                 continue;
             }
             let take = self.remaining.min(data.len());
-            if let Some(stamps) = &mut self.stamps {
-                stamps.0.feed(&data[..take]);
+            if let (true, Some(stamps)) = (STAMPED, &mut self.stamps) {
+                if take == self.remaining && self.remaining == self.body_len {
+                    stamps.0.whole(&data[..take]);
+                } else {
+                    stamps.0.feed(&data[..take]);
+                }
             }
             self.remaining -= take;
             data = &data[take..];
             if self.remaining == 0 {
                 completed += 1;
                 self.prefix_len = 0;
-                self.message_done();
+                if STAMPED {
+                    self.message_done();
+                }
             }
         }
         completed

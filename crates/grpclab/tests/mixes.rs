@@ -421,3 +421,80 @@ fn the_summary_and_the_load_page_give_each_method_its_row() {
         assert!(row.contains(&format!(">{calls} (")), "{name}: {calls}");
     }
 }
+
+/// `--threshold METHOD:...` reads one method of the mix: its verdict's figure is that
+/// method's own (not the whole run's), a failed one exits 3 with the results written, and a
+/// method that is not in the mix (or a run that is no mix) is one line, exit 2.
+#[test]
+fn a_methods_threshold_judges_that_methods_calls() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let out = grpclab()
+        .args([
+            "load",
+            &target,
+            "--insecure",
+            "--mix",
+            LAB_MIX,
+            "--mix-seed",
+            "7",
+        ])
+        .args(["-n", "1000", "-c", "8", "--no-history", "-O", "json"])
+        .args(["--threshold", "Stats.Get:rps>=1"])
+        .args(["--threshold", "SayHello:errors==0"])
+        .args(["--threshold", "helloworld.Greeter.SayHello:p50<=1ns"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("results written");
+    let verdicts = report["thresholds"].as_array().expect("verdicts");
+    let stats = report["mix"]["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "grpclab.admin.v1.Stats.Get")
+        .unwrap();
+    // A quarter of the calls: its rate is not the run's.
+    let rps = stats["rps"].as_f64().unwrap();
+    assert!(rps < report["rps"].as_f64().unwrap() / 2.0, "{stats}");
+    assert_eq!(verdicts[0]["passed"], true, "{verdicts:?}");
+    assert_eq!(
+        verdicts[0]["actual"],
+        format!("{rps:.1} req/s"),
+        "the method's own rate"
+    );
+    assert_eq!(verdicts[1]["passed"], true, "{verdicts:?}");
+    assert_eq!(verdicts[2]["passed"], false, "{verdicts:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("helloworld.Greeter.SayHello:p50<=1ns"),
+        "{stderr}"
+    );
+
+    for (args, says) in [
+        (
+            vec!["--mix", LAB_MIX, "--threshold", "Goodbye:p99<=1ms"],
+            "'Goodbye' is no method of the mix; its methods: helloworld.Greeter.SayHello, grpclab.admin.v1.Stats.Get",
+        ),
+        (
+            vec!["--scenario", "complex_proto", "--threshold", "SayHello:p99<=1ms"],
+            "this run calls one method",
+        ),
+    ] {
+        let out = grpclab()
+            .args(["load", &target, "--insecure", "-n", "10", "--no-history"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(out.stdout.is_empty(), "nothing ran");
+    }
+}

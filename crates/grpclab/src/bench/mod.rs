@@ -237,6 +237,7 @@ fn judge_row(
         count: load.count,
         errors: load.errors,
         rps: load.measured_rps,
+        methods: &[],
     };
     thresholds.iter().map(|t| t.judge(&figures)).collect()
 }

@@ -869,6 +869,17 @@ pub fn capacity_probe(
         service: result.recorder.service_time.clone(),
         client_cpu_share: client_cpu.percent().unwrap_or(0.0) / (100.0 * threads),
         server,
+        methods: result
+            .methods
+            .iter()
+            .map(|method| crate::capacity::MethodMeasure {
+                name: method.name.clone(),
+                calls: method.count(),
+                errors: method.errors(),
+                rps: method.rps(result.elapsed),
+                latency: method.recorder.latency.clone(),
+            })
+            .collect(),
     })
 }
 
@@ -903,6 +914,8 @@ fn search_capacity(
         max_probe: plan.max_probe,
         warmup: Duration::from_secs(1),
         concurrency: load.concurrency,
+        // bench runs one method.
+        method_shares: Vec::new(),
     };
     let progress = &mut *context.progress;
     let mut prefixed = |line: &str| progress(&format!("{name}: capacity: {}", line.trim_start()));

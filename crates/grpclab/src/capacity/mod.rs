@@ -17,7 +17,7 @@ use grpclab_load::CancellationToken;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::threshold::RunFigures;
+use crate::verdict::threshold::{MethodFigures, RunFigures};
 use crate::verdict::{Threshold, ThresholdVerdict};
 use search::{Next, Search, SearchPlan};
 
@@ -43,6 +43,22 @@ pub struct ProbeMeasure {
     pub client_cpu_share: f64,
     /// The server's usage over the probe, when its process is known.
     pub server: Option<ServerUsage>,
+    /// Each method of a mix (none otherwise), for SLOs on one method.
+    pub methods: Vec<MethodMeasure>,
+}
+
+/// One method of a mix in a probe.
+pub struct MethodMeasure {
+    /// Its full name.
+    pub name: String,
+    /// Its calls measured.
+    pub calls: u64,
+    /// Of them, failed.
+    pub errors: u64,
+    /// Its calls per second over the window.
+    pub rps: f64,
+    /// Its successful calls' latency (from their scheduled send time), ns.
+    pub latency: Histogram<u64>,
 }
 
 /// A server's CPU and memory over a probe.
@@ -136,14 +152,23 @@ pub struct CapacitySettings {
     pub warmup: Duration,
     /// The client's streams (for the concurrency check).
     pub concurrency: usize,
+    /// A mix's methods with their share of its calls (by weight; empty for one method): an
+    /// SLO on one method needs its calls, so the run needs that many over the share.
+    pub method_shares: Vec<(String, f64)>,
 }
 
 impl CapacitySettings {
-    /// The most calls any threshold of the SLO needs.
+    /// The most calls any threshold of the SLO needs, over the whole run.
     fn calls_needed(&self) -> u64 {
         self.slo
             .iter()
-            .map(Threshold::calls_needed)
+            .map(|threshold| {
+                let share = threshold
+                    .method()
+                    .and_then(|name| self.method_shares.iter().find(|(n, _)| n == name))
+                    .map_or(1.0, |(_, share)| share.max(1e-6));
+                (threshold.calls_needed() as f64 / share).ceil() as u64
+            })
             .max()
             .unwrap_or(1_000)
     }
@@ -286,11 +311,26 @@ pub fn run(
                     break;
                 }
             };
+            let methods: Vec<MethodFigures<'_>> = measured
+                .methods
+                .iter()
+                .map(|method| MethodFigures {
+                    name: &method.name,
+                    figures: RunFigures {
+                        latency: &method.latency,
+                        count: method.calls,
+                        errors: method.errors,
+                        rps: method.rps,
+                        methods: &[],
+                    },
+                })
+                .collect();
             let figures = RunFigures {
                 latency: &measured.latency,
                 count: measured.calls,
                 errors: measured.errors,
                 rps: measured.rps,
+                methods: &methods,
             };
             let verdicts: Vec<ThresholdVerdict> =
                 settings.slo.iter().map(|t| t.judge(&figures)).collect();
@@ -552,6 +592,7 @@ mod tests {
                 cpu_percent: rate.min(1000.0) / 10.0,
                 rss_bytes: 10 << 20,
             }),
+            methods: Vec::new(),
         }
     }
 
@@ -571,6 +612,7 @@ mod tests {
             max_probe: Duration::from_secs(20),
             warmup: Duration::from_secs(1),
             concurrency: 100,
+            method_shares: Vec::new(),
         }
     }
 
@@ -614,6 +656,77 @@ mod tests {
     }
 
     #[test]
+    fn a_methods_slo_finds_the_rate_that_method_can_take() {
+        // A mix: 98 % fast calls (1 ms whatever the rate) and 2 % slow ones whose latency
+        // climbs to 20 ms past 300 req/s. The whole mix's p90 never notices; the slow
+        // method's own p99 does.
+        let mut measure = |rate: Option<f64>, window: Duration, _warmup: Duration| {
+            let rate = rate.unwrap_or(1_000.0);
+            let slow_ns = if rate <= 300.0 { 2_000_000 } else { 20_000_000 };
+            let fast = histogram(&[1_000_000; 98]);
+            let slow = histogram(&[slow_ns; 2]);
+            let mut all = fast.clone();
+            let _ = all.add(&slow);
+            let method = |name: &str, latency: Histogram<u64>, share: f64| MethodMeasure {
+                name: name.to_owned(),
+                calls: (20_000.0 * share) as u64,
+                errors: 0,
+                rps: rate * share,
+                latency,
+            };
+            Ok(ProbeMeasure {
+                duration: window,
+                calls: 20_000,
+                errors: 0,
+                rps: rate,
+                latency: all,
+                service: None,
+                client_cpu_share: 0.1,
+                server: None,
+                methods: vec![
+                    method("pkg.Svc.Fast", fast, 0.98),
+                    method("pkg.Svc.Slow", slow, 0.02),
+                ],
+            })
+        };
+        let mut search = |slo: &str| {
+            let mut settings = settings(slo);
+            settings.plan.max = 1_000.0;
+            settings.method_shares = vec![
+                ("pkg.Svc.Fast".to_owned(), 0.98),
+                ("pkg.Svc.Slow".to_owned(), 0.02),
+            ];
+            for threshold in &mut settings.slo {
+                threshold
+                    .resolve_method(&["pkg.Svc.Fast", "pkg.Svc.Slow"], "--slo")
+                    .unwrap();
+            }
+            run(
+                &settings,
+                &mut measure,
+                &mut |_| {},
+                &CancellationToken::new(),
+            )
+        };
+        let whole = search("p90<=10ms");
+        assert!(whole.capacity_rps.unwrap() >= 950.0, "{whole:#?}");
+        let slow = search("Slow:p99<=10ms");
+        let capacity = slow.capacity_rps.unwrap();
+        assert!((280.0..=300.0).contains(&capacity), "{slow:#?}");
+        assert!(
+            render(&slow).contains("Slow:p99<=10ms"),
+            "{}",
+            render(&slow)
+        );
+        // Its p99 needs 10,000 of its own calls: 500,000 of a mix it has 2 % of.
+        assert!(
+            slow.probe_rule.contains("at least 500000 calls"),
+            "{}",
+            slow.probe_rule
+        );
+    }
+
+    #[test]
     fn a_client_that_cannot_send_ends_the_search_as_its_own_limit() {
         // Below 5,000 req/s all is well; above, calls leave the client late while the server
         // still answers in 0.1 ms.
@@ -634,6 +747,7 @@ mod tests {
                 service: Some(service),
                 client_cpu_share: if rate > 5_000.0 { 0.99 } else { 0.5 },
                 server: None,
+                methods: Vec::new(),
             })
         };
         let report = run(
@@ -674,6 +788,7 @@ mod tests {
             service: Some(histogram(&[1_000_000; 10])),
             client_cpu_share: 0.2,
             server: None,
+            methods: Vec::new(),
         };
         let why = client_limit(&measure, Some(1_000_000.0), 10).unwrap();
         assert!(

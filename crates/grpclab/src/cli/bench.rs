@@ -36,7 +36,12 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         thresholds: args
             .thresholds
             .iter()
-            .map(|text| crate::verdict::Threshold::parse(text))
+            .map(|text| {
+                // bench runs one method: a method's threshold is refused in one line.
+                let mut threshold = crate::verdict::Threshold::parse(text)?;
+                threshold.resolve_method(&[], "--threshold")?;
+                Ok::<_, crate::InputError>(threshold)
+            })
             .collect::<Result<Vec<_>, _>>()?,
         capacity: capacity_plan(args)?,
     })
@@ -214,9 +219,10 @@ fn capacity_plan(
         .capacity
         .iter()
         .map(|text| {
-            let threshold = crate::verdict::Threshold::parse(text).map_err(|err| {
+            let mut threshold = crate::verdict::Threshold::parse(text).map_err(|err| {
                 crate::InputError(err.0.replacen("--threshold", "--capacity", 1))
             })?;
+            threshold.resolve_method(&[], "--capacity")?;
             if threshold.is_throughput() {
                 return Err(crate::InputError(format!(
                     "--capacity '{text}': the throughput is what the search finds, not a service level; give latency or errors, e.g. 'p99<=10ms'"

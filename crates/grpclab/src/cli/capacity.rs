@@ -95,6 +95,10 @@ pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let prepared = super::load::prepare(load)?;
+    let mut slo = slo;
+    for threshold in &mut slo {
+        threshold.resolve_method(&super::load::mix_names(&prepared.config), "--slo")?;
+    }
     let mut config = prepared.config;
     config.details = None;
     config.live_latency = false;
@@ -118,6 +122,16 @@ pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {
         max_probe: args.probe_max,
         warmup,
         concurrency: config.concurrency,
+        method_shares: {
+            let names = super::load::mix_names(&config);
+            let total: f64 = config.methods.iter().map(|m| f64::from(m.weight)).sum();
+            config
+                .methods
+                .iter()
+                .filter(|_| !names.is_empty())
+                .map(|m| (m.name.clone(), f64::from(m.weight) / total.max(1.0)))
+                .collect()
+        },
     };
     Ok(PreparedCapacity {
         settings,

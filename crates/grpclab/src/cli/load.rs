@@ -25,7 +25,7 @@ use super::args::{
 use super::exporter_for;
 use crate::export::{Report, RunOptions, TlsOptions};
 use crate::reflection::ReflectFrom;
-use crate::verdict::threshold::RunFigures;
+use crate::verdict::threshold::{MethodFigures, RunFigures};
 use crate::verdict::Threshold;
 use crate::InputError;
 
@@ -457,6 +457,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             skip_verify: args.skip_tls,
         },
     };
+    let mut thresholds = thresholds;
+    for threshold in &mut thresholds {
+        threshold.resolve_method(&mix_names(&config), "--threshold")?;
+    }
     // A shard is part of a run: `grpclab merge` of the parts is what a person compares.
     let history = if config.shard.is_some() {
         crate::history::Recorder::off()
@@ -636,16 +640,59 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     Ok(report)
 }
 
+/// The full names of a mix's methods (none when the run calls one method), for thresholds on
+/// one of them.
+pub(crate) fn mix_names(config: &LoadConfig) -> Vec<&str> {
+    if config.methods.len() > 1 {
+        config.methods.iter().map(|m| m.name.as_str()).collect()
+    } else {
+        Vec::new()
+    }
+}
+
 /// `--threshold` verdicts on a finished (or merged) run, in the order given.
 pub(crate) fn judge(
     report: &Report,
     thresholds: &[Threshold],
 ) -> Vec<crate::verdict::ThresholdVerdict> {
+    let result = &report.result;
+    // Each method's latency as the run's reads: successful calls, or all with --count-errors.
+    let latencies: Vec<std::borrow::Cow<'_, hdrhistogram::Histogram<u64>>> = result
+        .methods
+        .iter()
+        .map(|method| {
+            let recorder = &method.recorder;
+            if report.options.count_errors {
+                let mut all = recorder.latency.clone();
+                // Same bounds on both: adding cannot fail.
+                let _ = all.add(&recorder.error_latency);
+                std::borrow::Cow::Owned(all)
+            } else {
+                std::borrow::Cow::Borrowed(&recorder.latency)
+            }
+        })
+        .collect();
+    let methods: Vec<MethodFigures<'_>> = result
+        .methods
+        .iter()
+        .zip(&latencies)
+        .map(|(method, latency)| MethodFigures {
+            name: &method.name,
+            figures: RunFigures {
+                latency,
+                count: method.count(),
+                errors: method.errors(),
+                rps: method.rps(result.elapsed),
+                methods: &[],
+            },
+        })
+        .collect();
     let figures = RunFigures {
         latency: &report.ghz_latency(),
-        count: report.result.count(),
-        errors: report.result.errors(),
-        rps: report.result.rps(),
+        count: result.count(),
+        errors: result.errors(),
+        rps: result.rps(),
+        methods: &methods,
     };
     thresholds
         .iter()

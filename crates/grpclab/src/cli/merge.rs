@@ -11,7 +11,7 @@ use crate::InputError;
 
 /// Merges, writes the output (standard output or `-o`) and returns the merged report.
 pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
-    let thresholds = args
+    let mut thresholds = args
         .thresholds
         .iter()
         .map(|text| Threshold::parse(text))
@@ -31,6 +31,15 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
             "-O csv and influx-details list calls one by one, and these results kept none: run the generators with --details (or -O json and merge to summary, json or html)".to_owned(),
         )
         .into());
+    }
+    let names: Vec<&str> = report
+        .result
+        .methods
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    for threshold in &mut thresholds {
+        threshold.resolve_method(&names, "--threshold")?;
     }
     report.thresholds = super::load::judge(&report, &thresholds);
     // The whole run is stored (its parts were not); a partial merge is still a part.

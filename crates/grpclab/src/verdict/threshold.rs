@@ -7,6 +7,10 @@
 //! allowed); `errors`, the failed share of the calls (`0.1%`), or their count (`5`); `rps`,
 //! calls per second over the measured window. Operators: `<`, `<=`, `>`, `>=`, `==`.
 //! A latency threshold on a run without one successful call fails: nothing met it.
+//!
+//! In a mix (`--mix`, `--workload`), `METHOD:METRIC OP VALUE` reads one method's calls
+//! (`Greeter.SayHello:p99<=10ms`): a slow method is not hidden behind a fast majority.
+//! METHOD is the full name or any unique dotted tail of it (`SayHello`).
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -63,6 +67,9 @@ pub struct Threshold {
     op: Op,
     /// In the metric's unit: nanoseconds, a fraction, a count, or calls per second.
     limit: f64,
+    /// `METHOD:...`: the mix method whose calls it reads (its full name once resolved by
+    /// [`Threshold::resolve_method`]); `None`: the whole run.
+    method: Option<String>,
 }
 
 /// A threshold judged against a run.
@@ -90,6 +97,17 @@ pub struct RunFigures<'a> {
     pub errors: u64,
     /// Calls per second over the measured window.
     pub rps: f64,
+    /// Each method of a mix (empty otherwise), for thresholds on one method.
+    pub methods: &'a [MethodFigures<'a>],
+}
+
+/// One method of a mix as a threshold reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct MethodFigures<'a> {
+    /// Its full name (`package.Service.Method`).
+    pub name: &'a str,
+    /// Its calls' figures (`methods` empty).
+    pub figures: RunFigures<'a>,
 }
 
 const HELP: &str = "write METRIC OP VALUE, e.g. 'p99<=10ms', 'avg<2ms', 'errors<=0.1%', 'errors==0', 'rps>=5000' (metrics: pN, avg, min, max, errors, rps; operators: < <= > >= ==)";
@@ -103,6 +121,11 @@ impl Threshold {
             .find(['<', '>', '='])
             .ok_or_else(|| refuse("no comparison"))?;
         let (name, rest) = expression.split_at(at);
+        let (method, name) = match name.rsplit_once(':') {
+            Some(("", _)) => return Err(refuse("no method before ':'")),
+            Some((method, name)) => (Some(method.to_owned()), name),
+            None => (None, name),
+        };
         let (op, value) = [
             ("<=", Op::LessOrEqual),
             (">=", Op::GreaterOrEqual),
@@ -152,7 +175,65 @@ impl Threshold {
             metric,
             op,
             limit,
+            method,
         })
+    }
+
+    /// Names the method of a `METHOD:` threshold by its full name, among the mix's `methods`
+    /// (full names; empty when the run is no mix): the full name itself or a unique dotted
+    /// tail of one (`SayHello`, `Greeter.SayHello`). `flag` names the option in the refusal.
+    pub fn resolve_method(&mut self, methods: &[&str], flag: &str) -> Result<(), InputError> {
+        let Some(given) = &self.method else {
+            return Ok(());
+        };
+        let refuse = |why: String| InputError(format!("{flag} '{}': {why}", self.expression));
+        if methods.is_empty() {
+            return Err(refuse(format!(
+                "a method's threshold ('{given}:') reads one method of a mix (--mix, --workload); this run calls one method: leave '{given}:' out"
+            )));
+        }
+        let matches: Vec<&str> = methods
+            .iter()
+            .copied()
+            .filter(|full| {
+                *full == given.as_str()
+                    || full
+                        .strip_suffix(given.as_str())
+                        .is_some_and(|head| head.ends_with('.'))
+            })
+            .collect();
+        match matches.as_slice() {
+            [one] => {
+                self.method = Some((*one).to_owned());
+                Ok(())
+            }
+            [] => Err(refuse(format!(
+                "'{given}' is no method of the mix; its methods: {}",
+                methods.join(", ")
+            ))),
+            several => Err(refuse(format!(
+                "'{given}' names several methods of the mix ({}); give more of the name",
+                several.join(", ")
+            ))),
+        }
+    }
+
+    /// The mix method it reads (its full name once resolved); `None`: the whole run.
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    /// The figures it reads: its method's, or the whole run's; `None` when its method made
+    /// no call the run recorded.
+    fn scope<'b>(&self, run: &'b RunFigures<'b>) -> Option<&'b RunFigures<'b>> {
+        match &self.method {
+            None => Some(run),
+            Some(name) => run
+                .methods
+                .iter()
+                .find(|method| method.name == name.as_str())
+                .map(|method| &method.figures),
+        }
     }
 
     /// Whether it reads the throughput (`rps`): a condition on the outcome, not a service
@@ -181,6 +262,7 @@ impl Threshold {
     /// The figure this threshold reads from a run (nanoseconds, a fraction, a count or
     /// calls per second), `None` when the run has none.
     pub fn actual(&self, run: &RunFigures<'_>) -> Option<f64> {
+        let run = self.scope(run)?;
         let latency = |pick: &dyn Fn(&Histogram<u64>) -> u64| {
             (!run.latency.is_empty()).then(|| pick(run.latency) as f64)
         };
@@ -211,8 +293,9 @@ impl Threshold {
         let Some(actual) = self.actual(run) else {
             return ThresholdVerdict {
                 expression: self.expression.clone(),
-                actual: match self.metric {
-                    Metric::ErrorShare => "no call ended".to_owned(),
+                actual: match (self.metric, self.scope(run)) {
+                    (_, None) => "no call of this method".to_owned(),
+                    (Metric::ErrorShare, _) => "no call ended".to_owned(),
                     _ => "no successful call".to_owned(),
                 },
                 passed: false,
@@ -281,6 +364,7 @@ mod tests {
             count: 1000,
             errors: 1,
             rps: 5000.0,
+            methods: &[],
         };
         assert!(verdict("p99<=100ms", &run).passed);
         assert!(!verdict("p99 < 50ms", &run).passed);
@@ -302,6 +386,7 @@ mod tests {
             count: 50,
             errors: 50,
             rps: 10.0,
+            methods: &[],
         };
         let v = verdict("p99<=10ms", &failed);
         assert!(!v.passed);
@@ -323,11 +408,98 @@ mod tests {
             ("errors<=200%", "at most 100%"),
             ("rps>=-5", "not a number"),
             ("rps>=lots", "not a number"),
+            (":p99<=10ms", "no method before ':'"),
+            ("SayHello:latency<=10ms", "unknown metric 'latency'"),
         ] {
             let err = Threshold::parse(text).unwrap_err().0;
             assert!(err.contains(says), "{text}: {err}");
             assert!(err.starts_with(&format!("--threshold '{text}'")), "{err}");
             assert!(!err.contains('\n'));
         }
+    }
+
+    #[test]
+    fn a_methods_threshold_reads_that_method_only() {
+        let fast = histogram(&[1, 2, 3]);
+        let slow = histogram(&[40, 50, 60]);
+        let all = histogram(&[1, 2, 3, 40, 50, 60]);
+        let methods = [
+            MethodFigures {
+                name: "helloworld.Greeter.SayHello",
+                figures: RunFigures {
+                    latency: &fast,
+                    count: 3,
+                    errors: 0,
+                    rps: 30.0,
+                    methods: &[],
+                },
+            },
+            MethodFigures {
+                name: "helloworld.Greeter.SayGoodbye",
+                figures: RunFigures {
+                    latency: &slow,
+                    count: 4,
+                    errors: 1,
+                    rps: 40.0,
+                    methods: &[],
+                },
+            },
+        ];
+        let run = RunFigures {
+            latency: &all,
+            count: 7,
+            errors: 1,
+            rps: 70.0,
+            methods: &methods,
+        };
+        let names = [
+            "helloworld.Greeter.SayHello",
+            "helloworld.Greeter.SayGoodbye",
+        ];
+        let judged = |text: &str| {
+            let mut threshold = Threshold::parse(text).unwrap();
+            threshold.resolve_method(&names, "--threshold").unwrap();
+            threshold.judge(&run)
+        };
+        assert!(judged("SayHello:max<4ms").passed);
+        assert!(!judged("Greeter.SayGoodbye:p50<=10ms").passed);
+        assert_eq!(
+            judged("helloworld.Greeter.SayGoodbye:errors==1").actual,
+            "1 errors"
+        );
+        assert_eq!(judged("SayGoodbye:rps>=40").actual, "40.0 req/s");
+        // The whole run's figure is not the method's.
+        assert!(!judged("max<4ms").passed);
+        // A method the run recorded no call of fails, saying so.
+        let mut missing = Threshold::parse("SayHello:p99<=10ms").unwrap();
+        missing.resolve_method(&names, "--threshold").unwrap();
+        let none = RunFigures {
+            methods: &[],
+            ..run
+        };
+        let verdict = missing.judge(&none);
+        assert!(!verdict.passed);
+        assert_eq!(verdict.actual, "no call of this method");
+        // Names that are no method, or several, or a run that is no mix: one line each.
+        for (text, methods, says) in [
+            ("Hello:p99<=1ms", &names[..], "'Hello' is no method of the mix; its methods: helloworld.Greeter.SayHello, helloworld.Greeter.SayGoodbye"),
+            ("Greeter.Say:p99<=1ms", &names[..], "no method"),
+            ("SayHello:p99<=1ms", &[][..], "this run calls one method"),
+        ] {
+            let mut threshold = Threshold::parse(text).unwrap();
+            let err = threshold.resolve_method(methods, "--slo").unwrap_err().0;
+            assert!(err.starts_with(&format!("--slo '{text}'")), "{err}");
+            assert!(err.contains(says), "{err}");
+        }
+        let twice = ["a.X.Get", "b.X.Get"];
+        let mut ambiguous = Threshold::parse("X.Get:p99<=1ms").unwrap();
+        let err = ambiguous
+            .resolve_method(&twice, "--threshold")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("names several methods of the mix (a.X.Get, b.X.Get)"),
+            "{err}"
+        );
     }
 }

@@ -114,39 +114,9 @@ fn a_seed_makes_the_same_calls_of_each_method_and_each_methods_figures_are_its_c
 
 #[test]
 fn a_workload_file_sends_each_methods_own_data_and_metadata() {
-    if !Command::new("python3")
-        .args(["-c", "import grpc"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "python3 grpcio is missing in CI: .ci/run must install it"
-        );
-        eprintln!("SKIPPED: python3 grpcio is not installed (bash .ci/run installs it)");
+    let Some((mut server, target, seen_file, dir)) = grpcio_mix_server() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let seen_file = dir.path().join("seen.json");
-    let mut server = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/interop/grpcio_mix_server.py"
-        ))
-        .arg(&seen_file)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the grpcio server");
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let target = format!("127.0.0.1:{}", port.trim());
+    };
     let proto = dir.path().join("shop.proto");
     std::fs::write(
         &proto,
@@ -497,4 +467,136 @@ fn a_methods_threshold_judges_that_methods_calls() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(out.stdout.is_empty(), "nothing ran");
     }
+}
+
+/// One method twice under two names, each with its own data and metadata (small and large
+/// messages, ghz#82/#197): the grpcio server sees each entry's calls with that entry's
+/// payload size and metadata, as many as the report gives the entry.
+#[test]
+fn one_method_under_two_names_sends_each_its_own_data() {
+    let Some((mut server, target, seen_file, dir)) = grpcio_mix_server() else {
+        return;
+    };
+    let proto = dir.path().join("shop.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage mix.v1;\nmessage Item { string name = 1; uint64 id = 2; }\nservice Shop {\n  rpc Browse(Item) returns (Item);\n  rpc Buy(Item) returns (Item);\n}\n",
+    )
+    .unwrap();
+    let workload = dir.path().join("sizes.toml");
+    std::fs::write(
+        &workload,
+        r#"
+seed = 5
+[[calls]]
+call = "mix.v1.Shop.Browse"
+name = "small"
+weight = 3
+data = { name = "s" }
+metadata = { "x-kind" = "small" }
+
+[[calls]]
+call = "mix.v1.Shop.Browse"
+name = "large"
+data = { name = "llllllllllllllllllllllllllllllllllllllll" }
+metadata = { "x-kind" = "large" }
+"#,
+    )
+    .unwrap();
+    let report = load_json(&[
+        &target,
+        "--insecure",
+        "--proto",
+        proto.to_str().unwrap(),
+        "--workload",
+        workload.to_str().unwrap(),
+        "-n",
+        "400",
+        "-c",
+        "4",
+        "--threshold",
+        "large:errors==0",
+    ]);
+    drop(server.stdin.take());
+    assert!(server.wait().unwrap().success());
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_file).unwrap()).unwrap();
+    let by_entry = counts(&report);
+    assert_eq!(
+        by_entry.keys().collect::<Vec<_>>(),
+        ["large", "small"],
+        "{report}"
+    );
+    assert!(by_entry.values().all(|calls| *calls > 0), "{by_entry:?}");
+    assert_eq!(seen["Browse"]["calls"], 400);
+    let kinds: Vec<&str> = seen["Browse"]["x-kind"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let sizes: Vec<u64> = seen["Browse"]["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    for (entry, size) in [("small", 3u64), ("large", 42)] {
+        let calls = by_entry[entry] as usize;
+        assert_eq!(
+            kinds.iter().filter(|k| **k == entry).count(),
+            calls,
+            "{entry}"
+        );
+        assert_eq!(
+            sizes.iter().filter(|s| **s == size).count(),
+            calls,
+            "{entry}"
+        );
+    }
+    assert_eq!(report["thresholds"][0]["passed"], true, "{report}");
+}
+
+/// The counting grpcio server (`tests/interop/grpcio_mix_server.py`), its target and the file
+/// it writes what it saw to once its standard input closes; `None` (the test skipped) where
+/// grpcio is missing outside CI.
+fn grpcio_mix_server() -> Option<(
+    std::process::Child,
+    String,
+    std::path::PathBuf,
+    tempfile::TempDir,
+)> {
+    if !Command::new("python3")
+        .args(["-c", "import grpc"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 grpcio is missing in CI: .ci/run must install it"
+        );
+        eprintln!("SKIPPED: python3 grpcio is not installed (bash .ci/run installs it)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let seen_file = dir.path().join("seen.json");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/grpcio_mix_server.py"
+        ))
+        .arg(&seen_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the grpcio server");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let target = format!("127.0.0.1:{}", port.trim());
+    Some((server, target, seen_file, dir))
 }

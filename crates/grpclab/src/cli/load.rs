@@ -1225,7 +1225,10 @@ fn mix_method(
     let scenario = &loaded.scenario;
     let method = scenario.method();
     let mut own = grpclab_load::CallMethod::new(&scenario.path(), scenario.requests().to_vec());
-    own.name = method.full_name().to_owned();
+    own.name = call
+        .name
+        .clone()
+        .unwrap_or_else(|| method.full_name().to_owned());
     own.weight = call.weight;
     let mut metadata = run_metadata.cloned().unwrap_or_default();
     metadata.extend(call.metadata.clone());

@@ -1,7 +1,9 @@
 //! A mix of methods, as the command line (`--mix METHOD=WEIGHT`) or a workload file
 //! (`--workload FILE`, TOML) gives it: which methods, their weights, and per method its data
 //! and metadata. Only reading and checking: `cli/load.rs` resolves each method and builds
-//! the engine's `CallMethod`s.
+//! the engine's `CallMethod`s. A workload file may list one method several times with
+//! different data (small and large messages, ghz#82/#197), each entry under its own `name`:
+//! the name is what the figures are reported under.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +15,9 @@ use crate::InputError;
 pub struct MixCall {
     /// The method: `package.Service.Method` (or `package.Service/Method`).
     pub call: String,
+    /// What its figures are reported under (a workload entry's `name`); `None`: the
+    /// method's full name.
+    pub name: Option<String>,
     /// Its share of the calls, against the others' (at least 1).
     pub weight: u32,
     /// Its payload as JSON text (`None`: the run's -d/-D, else an empty message).
@@ -44,6 +49,8 @@ struct WorkloadFile {
 #[serde(deny_unknown_fields)]
 struct WorkloadCall {
     call: String,
+    #[serde(default)]
+    name: Option<String>,
     #[serde(default = "one")]
     weight: i64,
     #[serde(default)]
@@ -74,7 +81,14 @@ pub fn from_flags(entries: &[String]) -> Result<Option<Mix>, InputError> {
             }
             None => (entry.trim(), 1),
         };
-        calls.push(checked_call(call, weight, None, BTreeMap::new(), "--mix")?);
+        calls.push(checked_call(
+            call,
+            None,
+            weight,
+            None,
+            BTreeMap::new(),
+            "--mix",
+        )?);
     }
     check_distinct(&calls, "--mix")?;
     Ok(Some(Mix { calls, seed: None }))
@@ -121,7 +135,14 @@ fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
                 .data
                 .map(|value| data_text(value, &call.call, &what))
                 .transpose()?;
-            checked_call(&call.call, call.weight, data, call.metadata, &what)
+            checked_call(
+                &call.call,
+                call.name,
+                call.weight,
+                data,
+                call.metadata,
+                &what,
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
     check_distinct(&calls, &what)?;
@@ -147,6 +168,7 @@ fn data_text(value: toml::Value, call: &str, what: &str) -> Result<String, Input
 
 fn checked_call(
     call: &str,
+    name: Option<String>,
     weight: i64,
     data: Option<String>,
     metadata: BTreeMap<String, String>,
@@ -163,25 +185,41 @@ fn checked_call(
             u32::MAX
         ))
     })?;
+    if let Some(name) = &name {
+        // The name is a threshold's `NAME:` prefix and a row's label: one plain word.
+        if name.is_empty() || name.contains(|c: char| c == ':' || c == ',' || c.is_whitespace()) {
+            return Err(InputError(format!(
+                "{what}: {call}'s name '{name}' must be a word without ':', ',' or spaces, e.g. name = \"small\""
+            )));
+        }
+    }
     Ok(MixCall {
         call: call.to_owned(),
+        name,
         weight,
         data,
         metadata,
     })
 }
 
-/// A method named twice would split its figures in two: refused.
+/// Two entries reported under one name would mix their figures: refused. An entry is
+/// reported under its `name`, else its method.
 fn check_distinct(calls: &[MixCall], what: &str) -> Result<(), InputError> {
-    let normal = |call: &str| call.replace('/', ".");
+    let label = |call: &MixCall| {
+        call.name
+            .clone()
+            .unwrap_or_else(|| call.call.replace('/', "."))
+    };
     for (index, call) in calls.iter().enumerate() {
-        if calls[..index]
-            .iter()
-            .any(|earlier| normal(&earlier.call) == normal(&call.call))
-        {
+        if let Some(earlier) = calls[..index].iter().find(|e| label(e) == label(call)) {
+            let why = if earlier.name.is_some() || call.name.is_some() {
+                "give each entry its own name".to_owned()
+            } else {
+                "give each method once with its whole weight, or (in a workload file) each entry its own name = \"...\" to send it different data".to_owned()
+            };
             return Err(InputError(format!(
-                "{what}: {} is named twice; give each method once, with its whole weight",
-                call.call
+                "{what}: {} is named twice; {why}",
+                label(call)
             )));
         }
     }
@@ -267,13 +305,41 @@ data = '{"id": 1}'
             ("[[calls]\n", "line 1"),
             (
                 "[[calls]]\ncall = \"a.B.C\"\n[[calls]]\ncall = \"a.B.C\"\n",
-                "named twice",
+                "named twice; give each method once with its whole weight, or (in a workload file) each entry its own name",
             ),
+            (
+                "[[calls]]\ncall = \"a.B.C\"\nname = \"x\"\n[[calls]]\ncall = \"a.B.D\"\nname = \"x\"\n",
+                "x is named twice; give each entry its own name",
+            ),
+            ("[[calls]]\ncall = \"a.B.C\"\nname = \"a:b\"\n", "must be a word"),
+            ("[[calls]]\ncall = \"a.B.C\"\nname = \"\"\n", "must be a word"),
         ] {
             let err = parse(text, "w.toml").unwrap_err().0;
             assert!(err.starts_with("--workload w.toml: "), "{text}: {err}");
             assert!(err.contains(says), "{text}: {err}");
             assert!(!err.contains('\n'), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn one_method_twice_under_two_names_sends_two_payloads() {
+        let mix = parse(
+            r#"
+[[calls]]
+call = "helloworld.Greeter.SayHello"
+name = "small"
+weight = 9
+data = { name = "a" }
+
+[[calls]]
+call = "helloworld.Greeter/SayHello"
+name = "large"
+data = { name = "long" }
+"#,
+            "w.toml",
+        )
+        .unwrap();
+        let names: Vec<_> = mix.calls.iter().map(|c| c.name.as_deref()).collect();
+        assert_eq!(names, [Some("small"), Some("large")]);
     }
 }

@@ -1,9 +1,9 @@
 """A grpcio server with two unary methods of one service, `mix.v1.Shop/Browse` and
 `mix.v1.Shop/Buy`, each echoing its request's bytes (generic handlers: no generated code),
 for grpclab's workload mixes. It counts the calls of each method and keeps the values of the
-`x-kind` and `x-n` metadata each method received. Prints its port, serves until its standard
-input closes, then writes {"Browse": {"calls": N, "x-kind": [...], "x-n": [...]}, ...} as
-JSON to OUT.
+`x-kind` and `x-n` metadata and the request sizes (bytes) each method received. Prints its
+port, serves until its standard input closes, then writes {"Browse": {"calls": N, "x-kind":
+[...], "x-n": [...], "sizes": [...]}, ...} as JSON to OUT.
 
 Usage: grpcio_mix_server.py OUT
 """
@@ -14,8 +14,8 @@ from concurrent import futures
 
 import grpc
 
-SEEN = {"Browse": {"calls": 0, "x-kind": [], "x-n": []},
-        "Buy": {"calls": 0, "x-kind": [], "x-n": []}}
+SEEN = {"Browse": {"calls": 0, "x-kind": [], "x-n": [], "sizes": []},
+        "Buy": {"calls": 0, "x-kind": [], "x-n": [], "sizes": []}}
 LOCK = threading.Lock()
 
 
@@ -24,6 +24,7 @@ def handler(name):
         with LOCK:
             seen = SEEN[name]
             seen["calls"] += 1
+            seen["sizes"].append(len(request))
             for key, value in context.invocation_metadata():
                 if key in ("x-kind", "x-n"):
                     seen[key].append(value)

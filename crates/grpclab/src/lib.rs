@@ -16,7 +16,7 @@
 //! 5. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
 //!    [`capacity`]; [`verdict`]: thresholds, what bound a run, a run against its previous
 //!    ones; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
-//!    the server.
+//!    the server; [`workload`]: a mix of methods as `--mix` or a workload file gives it.
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod reflection;
 pub mod report;
 pub mod verdict;
+pub mod workload;
 
 /// A problem with what the user asked for (a flag, a file, a payload, an unreachable target):
 /// printed as one line, exit code 2.

@@ -1167,3 +1167,110 @@ fn a_whole_table_runs_over_tls() {
     assert_eq!(json["status"], "skipped", "{json} {}", stderr(&output));
     assert!(json["reason"].as_str().unwrap().contains("tls ="), "{json}");
 }
+
+/// `bench --workload`: every row sends the mix (one method twice, small and large, each
+/// under its name), with one seed for all rows; each row's JSON gives every entry's calls,
+/// which add up to the row's count; a threshold on one entry is judged on its own calls; the
+/// parameters name the mix, so stored runs are set only against the same mix. A workload
+/// entry that is not the scenario's method, or holds a template, is one line before any
+/// server starts.
+#[test]
+fn a_workload_runs_on_every_row_with_each_entrys_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &[("lab", serve("lab")), ("tonic-st", serve("tonic-st"))],
+    );
+    let workload = dir.path().join("sizes.toml");
+    std::fs::write(
+        &workload,
+        r#"
+seed = 3
+[[calls]]
+call = "helloworld.Greeter.SayHello"
+name = "small"
+weight = 3
+data = { request = { name = "s" } }
+
+[[calls]]
+call = "helloworld.Greeter.SayHello"
+name = "large"
+data = { request = { name = "llllllllllllllllllllllllllllllllllllllllllllllllllllllllllll" } }
+metadata = { "x-size" = "large" }
+"#,
+    )
+    .unwrap();
+    let mut env = SHORT.to_vec();
+    env.push(("GRPC_REQUEST_SCENARIO", "string_10B"));
+    let output = bench(
+        dir.path(),
+        &[
+            "--suite",
+            suite.to_str().unwrap(),
+            "--workload",
+            workload.to_str().unwrap(),
+            "--threshold",
+            "large:errors==0",
+            "--threshold",
+            "small:p50<=1ns",
+        ],
+        &env,
+    );
+    // The impossible p50 fails every row: exit 3, everything written.
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    for name in ["lab", "tonic-st"] {
+        let row = record(&folder, name);
+        let load = &row["load"];
+        assert_eq!(load["mix"]["seed"], 3, "{name}");
+        let entries = load["mix"]["methods"].as_array().unwrap();
+        let names: Vec<&str> = entries
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["small", "large"], "{name}");
+        let calls: u64 = entries.iter().map(|e| e["count"].as_u64().unwrap()).sum();
+        assert_eq!(calls, load["count"].as_u64().unwrap(), "{name}");
+        assert!(
+            entries.iter().all(|e| e["count"].as_u64().unwrap() > 0),
+            "{name}"
+        );
+        let verdicts = row["thresholds"].as_array().unwrap();
+        assert_eq!(verdicts[0]["passed"], true, "{name}: {verdicts:?}");
+        assert_eq!(verdicts[1]["passed"], false, "{name}: {verdicts:?}");
+    }
+    // The page gives each row's entries their own rows and p99 bars.
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    for text in ["Workload entries", "lab · small", "tonic-st · large"] {
+        assert!(page.contains(text), "{text} missing from the page");
+    }
+    let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();
+    assert!(
+        params.contains(
+            "GRPCLAB_WORKLOAD=seed 3: small=3 (/helloworld.Greeter/SayHello, 10 B), large=1"
+        ),
+        "{params}"
+    );
+
+    for (text, says) in [
+        (
+            "[[calls]]\ncall = \"helloworld.Greeter.SayGoodbye\"\n",
+            "not in GRPC_REQUEST_SCENARIO='string_10B'",
+        ),
+        (
+            "[[calls]]\ncall = \"helloworld.Greeter.SayHello\"\ndata = { request = { name = \"{{.RequestNumber}}\" } }\n",
+            "templates ('{{') are load's",
+        ),
+    ] {
+        std::fs::write(&workload, text).unwrap();
+        let output = bench(
+            dir.path(),
+            &["--suite", suite.to_str().unwrap(), "--workload", workload.to_str().unwrap()],
+            &env,
+        );
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let stderr = stderr(&output);
+        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}

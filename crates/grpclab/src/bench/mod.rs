@@ -72,6 +72,67 @@ pub struct PlannedRun {
     pub config: BenchConfig,
     /// Its scenario.
     pub scenario: Scenario,
+    /// `--workload`: the mix it sends (empty: the scenario's payload).
+    pub methods: Vec<grpclab_load::CallMethod>,
+    /// The mix's seed, the same for every row.
+    pub mix_seed: Option<u64>,
+}
+
+/// A workload's entries as calls of the scenario `scenario` (its proto names the methods;
+/// each entry's data is encoded against it once): constant payloads and metadata only.
+fn mix_methods(
+    scenario: &str,
+    mix: &crate::workload::Mix,
+) -> Result<Vec<grpclab_load::CallMethod>, InputError> {
+    mix.calls
+        .iter()
+        .map(|call| {
+            let refuse = |why: String| InputError(format!("--workload: {}: {why}", call.call));
+            let templated = call.data.as_deref().is_some_and(|d| d.contains("{{"))
+                || call.metadata.values().any(|v| v.contains("{{"));
+            if templated {
+                return Err(refuse(
+                    "bench sends constant payloads and metadata; templates ('{{') are load's"
+                        .to_owned(),
+                ));
+            }
+            let found = Scenario::load(scenario, Some(&call.call)).map_err(|err| {
+                refuse(format!("not in GRPC_REQUEST_SCENARIO='{scenario}': {err}"))
+            })?;
+            let found = match &call.data {
+                Some(data) => found
+                    .with_payload(data)
+                    .map_err(|err| refuse(err.to_string()))?,
+                None => found,
+            };
+            let method = found.method();
+            if method.is_client_streaming() || method.is_server_streaming() {
+                return Err(refuse(
+                    "it streams: a mix takes unary methods only".to_owned(),
+                ));
+            }
+            let mut own = grpclab_load::CallMethod::new(&found.path(), found.requests().to_vec());
+            own.name = call
+                .name
+                .clone()
+                .unwrap_or_else(|| method.full_name().to_owned());
+            own.weight = call.weight;
+            own.metadata = call
+                .metadata
+                .iter()
+                .map(|(name, value)| {
+                    let header = http::HeaderName::from_bytes(name.as_bytes());
+                    match (header, http::HeaderValue::from_str(value)) {
+                        (Ok(header), Ok(value)) => Ok((header, value)),
+                        _ => Err(refuse(format!(
+                            "metadata '{name}: {value:?}' is not a valid header"
+                        ))),
+                    }
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(own)
+        })
+        .collect()
 }
 
 /// What a bench is asked to run, already typed: the settings, the suite, which of its
@@ -93,6 +154,8 @@ pub struct BenchRequest<'a> {
     pub thresholds: Vec<crate::verdict::Threshold>,
     /// `--capacity`: the SLO each row's capacity is searched at.
     pub capacity: Option<runner::CapacityPlan>,
+    /// `--workload`: a mix every row sends instead of its scenario's payload.
+    pub workload: Option<crate::workload::Mix>,
 }
 
 /// Validates everything before any server starts.
@@ -106,7 +169,12 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         profile_alloc,
         thresholds,
         capacity,
+        workload,
     } = request;
+    // One seed for every row: each implementation gets the same calls of each entry.
+    let mix_seed = workload
+        .as_ref()
+        .map(|mix| mix.seed.unwrap_or_else(crate::workload::random_seed));
     let load_scenario = |name: &str| {
         Scenario::load(name, None)
             .map_err(|err| InputError(format!("GRPC_REQUEST_SCENARIO='{name}': {err}")))
@@ -126,6 +194,10 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
             let (run_config, run_spec, note) = sweep::apply(&config, spec, &combination)?;
             notes.extend(note);
             let scenario = load_scenario(&run_config.scenario)?;
+            let methods = match &workload {
+                Some(mix) => mix_methods(&run_config.scenario, mix)?,
+                None => Vec::new(),
+            };
             if let Some(other) = runs.iter().find(|r: &&PlannedRun| {
                 names::sanitize(&r.spec.name) == names::sanitize(&run_spec.name)
             }) {
@@ -142,6 +214,8 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
                 spec: run_spec,
                 config: run_config,
                 scenario,
+                methods,
+                mix_seed,
             });
         }
     }
@@ -232,12 +306,37 @@ fn judge_row(
     else {
         return Vec::new();
     };
+    // A workload's entries, for thresholds on one of them (an unreadable histogram reads as
+    // no successful call).
+    let entries = load.mix.iter().flat_map(|mix| &mix.methods);
+    let latencies: Vec<hdrhistogram::Histogram<u64>> = entries
+        .clone()
+        .map(|entry| {
+            grpclab_load::decode_histogram(&entry.hdr_histogram)
+                .unwrap_or_else(|_| hdrhistogram::Histogram::new_from(&latency))
+        })
+        .collect();
+    let methods: Vec<crate::verdict::threshold::MethodFigures<'_>> = entries
+        .zip(&latencies)
+        .map(
+            |(entry, latency)| crate::verdict::threshold::MethodFigures {
+                name: &entry.name,
+                figures: crate::verdict::threshold::RunFigures {
+                    latency,
+                    count: entry.count,
+                    errors: entry.errors,
+                    rps: entry.rps,
+                    methods: &[],
+                },
+            },
+        )
+        .collect();
     let figures = crate::verdict::threshold::RunFigures {
         latency: &latency,
         count: load.count,
         errors: load.errors,
         rps: load.measured_rps,
-        methods: &[],
+        methods: &methods,
     };
     thresholds.iter().map(|t| t.judge(&figures)).collect()
 }
@@ -332,6 +431,28 @@ pub fn execute(
             format!("{}={}", axis.key, axis.values.join(",")),
         ));
     }
+    if let Some(run) = prepared.runs.first().filter(|run| !run.methods.is_empty()) {
+        // A mix shapes the figures: stored runs are set only against runs of the same mix.
+        let entries: Vec<String> = run
+            .methods
+            .iter()
+            .map(|method| {
+                let bytes: usize = method.requests.iter().map(|r| r.len()).sum();
+                format!(
+                    "{}={} ({}, {bytes} B)",
+                    method.name, method.weight, method.path
+                )
+            })
+            .collect();
+        params.push((
+            "GRPCLAB_WORKLOAD".to_owned(),
+            format!(
+                "seed {}: {}",
+                run.mix_seed.unwrap_or_default(),
+                entries.join(", ")
+            ),
+        ));
+    }
     dir.write_params(&params)?;
     let mut results: Vec<ImplResult> = Vec::new();
     let mut cells = Vec::new();
@@ -361,6 +482,8 @@ pub fn execute(
         let mut context = RunContext {
             config: &run.config,
             scenario: &run.scenario,
+            methods: &run.methods,
+            mix_seed: run.mix_seed,
             scenario_dir,
             cores: &run_cores,
             cancel,

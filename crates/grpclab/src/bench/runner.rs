@@ -132,6 +132,10 @@ pub struct RunContext<'a> {
     pub config: &'a BenchConfig,
     /// The scenario to send.
     pub scenario: &'a Scenario,
+    /// `--workload`: the mix to send instead of the scenario's payload (empty: none).
+    pub methods: &'a [grpclab_load::CallMethod],
+    /// The mix's seed.
+    pub mix_seed: Option<u64>,
     /// A folder with the scenario's `.proto` files and payload (`{scenario_dir}`).
     pub scenario_dir: std::path::PathBuf,
     /// Cores for server and client.
@@ -508,6 +512,10 @@ fn measure(
         context.scenario.requests().to_vec(),
     );
     load.shape = shape_of(context.scenario);
+    if !context.methods.is_empty() {
+        load.methods = context.methods.to_vec();
+        load.mix_seed = context.mix_seed.unwrap_or_default();
+    }
     load.concurrency = config.concurrency;
     load.connections = config.connections;
     load.pacing = if config.qps == 0 {
@@ -539,6 +547,7 @@ fn measure(
         dial_timeout: grpclab_load::CONNECT_TIMEOUT,
         cpus: load.threads,
         transport: "lab".to_owned(),
+        mix_seed: (load.methods.len() > 1).then_some(load.mix_seed),
         ..RunOptions::default()
     };
 

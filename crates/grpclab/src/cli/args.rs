@@ -891,6 +891,13 @@ pub struct BenchArgs {
     #[arg(long = "capacity", value_name = "SLO")]
     pub capacity: Vec<String>,
 
+    /// A workload file (TOML, as load's --workload): every row sends this mix of calls of
+    /// the scenario's method(s), each entry with its data and metadata (e.g. the same method
+    /// with small and large payloads, each under its own name), instead of the scenario's
+    /// payload. Constant payloads only (no templates). Each row's JSON has every entry's figures.
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
+
     /// With --capacity: the longest probe window (probes run at least 2 s).
     #[arg(long = "capacity-probe-max", default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub capacity_probe_max: std::time::Duration,

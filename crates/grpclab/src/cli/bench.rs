@@ -26,6 +26,21 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
     } else {
         None
     };
+    let workload = match &args.workload {
+        Some(path) => Some(crate::workload::from_file(path)?),
+        None => None,
+    };
+    // A threshold on one entry of the mix goes by the entry's name, or its method's.
+    let names: Vec<String> = workload
+        .iter()
+        .flat_map(|mix| &mix.calls)
+        .map(|call| {
+            call.name
+                .clone()
+                .unwrap_or_else(|| call.call.replace('/', "."))
+        })
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     crate::bench::prepare(BenchRequest {
         config: bench_config_in(&args.settings, env)?,
         suite: crate::bench::suite_of(args.settings.suite.as_deref())?,
@@ -37,13 +52,13 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
             .thresholds
             .iter()
             .map(|text| {
-                // bench runs one method: a method's threshold is refused in one line.
                 let mut threshold = crate::verdict::Threshold::parse(text)?;
-                threshold.resolve_method(&[], "--threshold")?;
+                threshold.resolve_method(&names, "--threshold")?;
                 Ok::<_, crate::InputError>(threshold)
             })
             .collect::<Result<Vec<_>, _>>()?,
         capacity: capacity_plan(args)?,
+        workload,
     })
 }
 

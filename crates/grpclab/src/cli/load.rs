@@ -128,8 +128,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         tls: tls.as_ref(),
     };
     let mix = match &args.workload {
-        Some(path) => Some(super::workload::from_file(path)?),
-        None => super::workload::from_flags(&args.mix)?,
+        Some(path) => Some(crate::workload::from_file(path)?),
+        None => crate::workload::from_flags(&args.mix)?,
     };
     // Standard input can be read once, and each method of a mix reads its payload.
     if mix.as_ref().is_some_and(|mix| mix.calls.len() > 1)
@@ -203,7 +203,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         config.mix_seed = args
             .mix_seed
             .or(mix.as_ref().and_then(|mix| mix.seed))
-            .unwrap_or_else(random_seed);
+            .unwrap_or_else(crate::workload::random_seed);
         config.methods = mixed
             .iter()
             .map(|(loaded, call)| mix_method(loaded, call, metadata_map.as_ref()))
@@ -1219,7 +1219,7 @@ pub fn load_scenario(
 /// cached with the method's header block, and the templates rendered per call.
 fn mix_method(
     loaded: &LoadedScenario,
-    call: &super::workload::MixCall,
+    call: &crate::workload::MixCall,
     run_metadata: Option<&std::collections::BTreeMap<String, String>>,
 ) -> Result<grpclab_load::CallMethod, InputError> {
     let scenario = &loaded.scenario;
@@ -1245,15 +1245,6 @@ fn mix_method(
         .clone()
         .map(|template| template_renderer(template, loaded.payload.as_deref(), method));
     Ok(own)
-}
-
-/// A seed for a mix that was given none: from the clock and the process, reported with
-/// the results so the run can be repeated.
-fn random_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    (nanos ^ (u64::from(std::process::id()) << 32)) % 1_000_000_000
 }
 
 /// `-m` values with templates bound to the call: the constant ones (the call's names filled

@@ -20,7 +20,6 @@ pub mod serve;
 pub mod stamp;
 pub mod stats;
 mod values;
-pub mod workload;
 
 pub use args::{Cli, Command};
 

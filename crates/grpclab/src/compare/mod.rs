@@ -324,6 +324,9 @@ pub fn execute(
             let mut context = RunContext {
                 config,
                 scenario: &prepared.scenario,
+                // compare sends the scenario's payload.
+                methods: &[],
+                mix_seed: None,
                 scenario_dir,
                 cores: &cores,
                 cancel,

@@ -52,6 +52,9 @@ pub fn bench_page(
         usage_section(&measured),
         status_section(&runs),
     ];
+    if let Some(section) = workload_section(&measured) {
+        sections.push(section);
+    }
     if let Some(section) = allocation_section(&measured) {
         sections.push(section);
     }
@@ -72,6 +75,72 @@ pub fn bench_page(
         subtitle,
         sections,
     }
+}
+
+/// `--workload`: each row's entries (calls, req/s, p50, p99, errors) and a bar per row and
+/// entry of its p99 — which entry of the mix is slow, on which implementation. `None`
+/// without a workload.
+fn workload_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Section> {
+    let seed = measured
+        .iter()
+        .find_map(|(_, load, _)| load.mix.as_ref())?
+        .seed;
+    let at = |method: &crate::export::MethodJson, percentage: f64| {
+        method
+            .latency
+            .latency_distribution
+            .iter()
+            .find(|point| point.percentage == percentage)
+            .map(|point| point.latency as f64 / 1e6)
+    };
+    let latency_cell = |value: Option<f64>| match value {
+        Some(value) => Cell::number(ms(value), value),
+        None => Cell::text("–"),
+    };
+    let mut rows = Vec::new();
+    let mut bars = Vec::new();
+    for (name, load, _) in measured {
+        for method in load.mix.iter().flat_map(|mix| &mix.methods) {
+            rows.push(vec![
+                Cell::text((*name).to_owned()),
+                Cell::text(method.name.clone()),
+                Cell::number(method.count.to_string(), method.count as f64),
+                Cell::number(count(method.rps), method.rps),
+                latency_cell(at(method, 50.0)),
+                latency_cell(at(method, 99.0)),
+                Cell::number(method.errors.to_string(), method.errors as f64),
+            ]);
+            bars.push((
+                format!("{name} · {}", method.name),
+                at(method, 99.0).unwrap_or(0.0),
+            ));
+        }
+    }
+    let bar_rows: Vec<Vec<Cell>> = bars
+        .iter()
+        .map(|(label, p99)| vec![Cell::text(label.clone()), Cell::number(ms(*p99), *p99)])
+        .collect();
+    Some(Section {
+        id: "workload".to_owned(),
+        heading: "Workload entries".to_owned(),
+        body: html::paragraph(&format!(
+            "Every row sent the --workload mix, each call's entry drawn by weight from seed {seed} (the same for every row). Each entry's figures on each row:"
+        )) + &html::table(
+            &["row", "entry", "calls", "req/s", "p50", "p99", "errors"],
+            &rows,
+            true,
+        ) + &html::figure(
+            charts::bar_chart(
+                "Each entry's p99 latency (successful calls)",
+                "p99 (ms)",
+                &bars,
+                ms,
+                BarColours::Single,
+            ),
+            "One bar per row and entry.",
+            &html::table(&["row · entry", "p99"], &bar_rows, false),
+        ),
+    })
 }
 
 /// The grpc_bench table, sortable, with the rows that did not measure and why.

@@ -1,7 +1,7 @@
 //! A mix of methods, as the command line (`--mix METHOD=WEIGHT`) or a workload file
 //! (`--workload FILE`, TOML) gives it: which methods, their weights, and per method its data
-//! and metadata. Only reading and checking: `cli/load.rs` resolves each method and builds
-//! the engine's `CallMethod`s. A workload file may list one method several times with
+//! and metadata. Only reading and checking: `cli/load.rs` (and `bench` for its rows) resolves
+//! each method and builds the engine's `CallMethod`s. A workload file may list one method several times with
 //! different data (small and large messages, ghz#82/#197), each entry under its own `name`:
 //! the name is what the figures are reported under.
 
@@ -57,6 +57,15 @@ struct WorkloadCall {
     data: Option<toml::Value>,
     #[serde(default)]
     metadata: BTreeMap<String, String>,
+}
+
+/// A seed for a mix that was given none: from the clock and the process, reported with
+/// the results so the run can be repeated.
+pub fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (nanos ^ (u64::from(std::process::id()) << 32)) % 1_000_000_000
 }
 
 fn one() -> i64 {

@@ -114,15 +114,16 @@ fn a_seed_makes_the_same_calls_of_each_method_and_each_methods_figures_are_its_c
 
 #[test]
 fn a_workload_file_sends_each_methods_own_data_and_metadata() {
-    let Some((mut server, target, seen_file, dir)) = grpcio_mix_server() else {
+    let Some(Shop {
+        mut server,
+        target,
+        seen_file,
+        proto,
+        dir,
+    }) = grpcio_mix_server()
+    else {
         return;
     };
-    let proto = dir.path().join("shop.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\";\npackage mix.v1;\nmessage Item { string name = 1; uint64 id = 2; }\nservice Shop {\n  rpc Browse(Item) returns (Item);\n  rpc Buy(Item) returns (Item);\n}\n",
-    )
-    .unwrap();
     let workload = dir.path().join("shop.toml");
     std::fs::write(
         &workload,
@@ -474,15 +475,16 @@ fn a_methods_threshold_judges_that_methods_calls() {
 /// payload size and metadata, as many as the report gives the entry.
 #[test]
 fn one_method_under_two_names_sends_each_its_own_data() {
-    let Some((mut server, target, seen_file, dir)) = grpcio_mix_server() else {
+    let Some(Shop {
+        mut server,
+        target,
+        seen_file,
+        proto,
+        dir,
+    }) = grpcio_mix_server()
+    else {
         return;
     };
-    let proto = dir.path().join("shop.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\";\npackage mix.v1;\nmessage Item { string name = 1; uint64 id = 2; }\nservice Shop {\n  rpc Browse(Item) returns (Item);\n  rpc Buy(Item) returns (Item);\n}\n",
-    )
-    .unwrap();
     let workload = dir.path().join("sizes.toml");
     std::fs::write(
         &workload,
@@ -556,15 +558,21 @@ metadata = { "x-kind" = "large" }
     assert_eq!(report["thresholds"][0]["passed"], true, "{report}");
 }
 
-/// The counting grpcio server (`tests/interop/grpcio_mix_server.py`), its target and the file
-/// it writes what it saw to once its standard input closes; `None` (the test skipped) where
-/// grpcio is missing outside CI.
-fn grpcio_mix_server() -> Option<(
-    std::process::Child,
-    String,
-    std::path::PathBuf,
-    tempfile::TempDir,
-)> {
+/// The counting grpcio server (`tests/interop/grpcio_mix_server.py`) and what a test needs of
+/// it.
+struct Shop {
+    server: std::process::Child,
+    target: String,
+    /// What it saw, written once its standard input closes.
+    seen_file: std::path::PathBuf,
+    /// Its service's .proto (`mix.v1.Shop`: Browse and Buy, both Item to Item).
+    proto: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+/// Starts the counting grpcio server; `None` (the test skipped) where grpcio is missing
+/// outside CI.
+fn grpcio_mix_server() -> Option<Shop> {
     if !Command::new("python3")
         .args(["-c", "import grpc"])
         .stdout(Stdio::null())
@@ -598,5 +606,17 @@ fn grpcio_mix_server() -> Option<(
     )
     .unwrap();
     let target = format!("127.0.0.1:{}", port.trim());
-    Some((server, target, seen_file, dir))
+    let proto = dir.path().join("shop.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage mix.v1;\nmessage Item { string name = 1; uint64 id = 2; }\nservice Shop {\n  rpc Browse(Item) returns (Item);\n  rpc Buy(Item) returns (Item);\n}\n",
+    )
+    .unwrap();
+    Some(Shop {
+        server,
+        target,
+        seen_file,
+        proto,
+        dir,
+    })
 }

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use super::{
-    count, folder_name, mib, ms, over_the_window, percent, percentile_section, status_section,
-    timeline_section,
+    count, folder_name, latency_cell, method_ms_at, mib, ms, over_the_window, percent,
+    percentile_section, status_section, timeline_section,
 };
 use crate::bench::results::row_cells;
 use crate::bench::runner::{ImplResult, RowStatus};
@@ -85,18 +85,7 @@ fn workload_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Sec
         .iter()
         .find_map(|(_, load, _)| load.mix.as_ref())?
         .seed;
-    let at = |method: &crate::export::MethodJson, percentage: f64| {
-        method
-            .latency
-            .latency_distribution
-            .iter()
-            .find(|point| point.percentage == percentage)
-            .map(|point| point.latency as f64 / 1e6)
-    };
-    let latency_cell = |value: Option<f64>| match value {
-        Some(value) => Cell::number(ms(value), value),
-        None => Cell::text("–"),
-    };
+    let at = method_ms_at;
     let mut rows = Vec::new();
     let mut bars = Vec::new();
     for (name, load, _) in measured {

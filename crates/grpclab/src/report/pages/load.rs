@@ -1,7 +1,10 @@
 //! The page for one load run: its summary, latency curve, timeline, status codes, the
 //! generators of a sharded run and its threshold verdicts.
 
-use super::{count, ms, percent, percentile_section, status_section, timeline_section};
+use super::{
+    count, latency_cell, method_ms_at, ms, percent, percentile_section, status_section,
+    timeline_section,
+};
 use crate::export::{JsonReport, LatencyStats};
 use crate::report::charts::{self, BarColours};
 use crate::report::html::{self, Cell, Page, Section};
@@ -329,18 +332,7 @@ fn methods_section(load: &JsonReport) -> Section {
             body: String::new(),
         };
     };
-    let at = |method: &crate::export::MethodJson, percentage: f64| {
-        method
-            .latency
-            .latency_distribution
-            .iter()
-            .find(|point| point.percentage == percentage)
-            .map(|point| point.latency as f64 / 1e6)
-    };
-    let latency_cell = |value: Option<f64>| match value {
-        Some(value) => Cell::number(ms(value), value),
-        None => Cell::text("–"),
-    };
+    let at = method_ms_at;
     let bars: Vec<(String, f64)> = mix
         .methods
         .iter()

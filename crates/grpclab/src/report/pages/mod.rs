@@ -45,6 +45,24 @@ fn mib(value: f64) -> String {
     format!("{value:.1} MiB")
 }
 
+/// A mix method's latency at `percentage` (one of its summary's points), in milliseconds.
+fn method_ms_at(method: &crate::export::MethodJson, percentage: f64) -> Option<f64> {
+    method
+        .latency
+        .latency_distribution
+        .iter()
+        .find(|point| point.percentage == percentage)
+        .map(|point| point.latency as f64 / 1e6)
+}
+
+/// A latency cell in milliseconds, or a dash where there is none.
+fn latency_cell(value: Option<f64>) -> Cell {
+    match value {
+        Some(value) => Cell::number(ms(value), value),
+        None => Cell::text("–"),
+    }
+}
+
 /// A run's latency histogram, from its saved HdrHistogram; `None` when there is none.
 pub fn latency_histogram(load: &JsonReport) -> Option<Histogram<u64>> {
     load.latency_histogram()

@@ -1241,7 +1241,12 @@ metadata = { "x-size" = "large" }
     }
     // The page gives each row's entries their own rows and p99 bars.
     let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
-    for text in ["Workload entries", "lab · small", "tonic-st · large"] {
+    for text in [
+        "Workload entries",
+        "lab · small",
+        "tonic-st · large",
+        "scenario string_10B with a --workload mix",
+    ] {
         assert!(page.contains(text), "{text} missing from the page");
     }
     let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();

@@ -33,8 +33,14 @@ pub fn bench_page(
             .map_or("?", |(_, v)| v.as_str())
     };
     let cpus = param("GRPC_SERVER_CPUS");
+    // A workload replaces the scenario's payload: say so where the scenario is named.
+    let workload = if params.iter().any(|(key, _)| key == "GRPCLAB_WORKLOAD") {
+        " with a --workload mix"
+    } else {
+        ""
+    };
     let subtitle = format!(
-        "{} rows · scenario {} · {cpus} server {}, {} RAM · {} connections × {} streams · {} measured after {} warmup",
+        "{} rows · scenario {}{workload} · {cpus} server {}, {} RAM · {} connections × {} streams · {} measured after {} warmup",
         rows.len(),
         param("GRPC_REQUEST_SCENARIO"),
         if cpus == "1" { "CPU" } else { "CPUs" },

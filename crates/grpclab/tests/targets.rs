@@ -209,3 +209,26 @@ fn names_resolve_and_targets_without_a_port_are_one_line() {
         assert!(stderr.contains(expected), "{target}: {stderr}");
     }
 }
+
+/// IPv6 literals: `[::1]:PORT` and `ipv6:[::1]:PORT` reach a lab listening on the IPv6
+/// loopback, and every call is one the server served.
+#[test]
+fn ipv6_literals_reach_a_server_on_the_ipv6_loopback() {
+    let server = Server::start_with(&["--impl", "lab", "--host", "::1"]);
+    assert!(server.target().starts_with("[::1]:"), "{}", server.target());
+    for target in [server.target(), format!("ipv6:{}", server.target())] {
+        let output = grpclab()
+            .args(["load", "--insecure", &target, "--scenario", "string_100B"])
+            .args(["-n", "300", "-c", "4", "--no-history", "-O", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{target}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["statusCodeDistribution"]["OK"], 300, "{target}");
+    }
+    assert_eq!(calls_served(&server), 600);
+}

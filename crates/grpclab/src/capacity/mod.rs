@@ -385,8 +385,17 @@ pub fn run(
                 repeat: runs > 0,
                 client_limit: limit.clone(),
             };
+            // An SLO on one method of a mix reads figures the line's (the whole mix's) are
+            // not: its own are said beside the verdict.
+            let methods_read: Vec<String> = settings
+                .slo
+                .iter()
+                .zip(&probe.verdicts)
+                .filter(|(threshold, _)| threshold.method().is_some())
+                .map(|(_, verdict)| format!("{} read {}", verdict.expression, verdict.actual))
+                .collect();
             progress(&format!(
-                "  {:.0} req/s done, p50 {:.3} ms, p99 {:.3} ms, errors {:.3} %: {}{}",
+                "  {:.0} req/s done, p50 {:.3} ms, p99 {:.3} ms, errors {:.3} %: {}{}{}",
                 probe.rps,
                 probe.p50_ms,
                 probe.p99_ms,
@@ -395,6 +404,11 @@ pub fn run(
                     "meets the SLO"
                 } else {
                     "breaks the SLO"
+                },
+                if methods_read.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", methods_read.join("; "))
                 },
                 if near { " (near a limit)" } else { "" }
             ));
@@ -701,16 +715,25 @@ mod tests {
                     .resolve_method(&["pkg.Svc.Fast", "pkg.Svc.Slow"], "--slo")
                     .unwrap();
             }
-            run(
+            let mut lines = Vec::new();
+            let report = run(
                 &settings,
                 &mut measure,
-                &mut |_| {},
+                &mut |line| lines.push(line.to_owned()),
                 &CancellationToken::new(),
-            )
+            );
+            (report, lines)
         };
-        let whole = search("p90<=10ms");
+        let (whole, _) = search("p90<=10ms");
         assert!(whole.capacity_rps.unwrap() >= 950.0, "{whole:#?}");
-        let slow = search("Slow:p99<=10ms");
+        let (slow, lines) = search("Slow:p99<=10ms");
+        // Each probe's line says what the method's own p99 read.
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.contains("breaks the SLO (Slow:p99<=10ms read 20.")),
+            "{lines:#?}"
+        );
         let capacity = slow.capacity_rps.unwrap();
         assert!((280.0..=300.0).contains(&capacity), "{slow:#?}");
         assert!(

@@ -3,7 +3,7 @@
 //! cost on a path taken several times per call. HashDoS is not a concern: a peer can only
 //! open streams with increasing ids, bounded by SETTINGS_MAX_CONCURRENT_STREAMS.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Hashes one `u32` stream id.

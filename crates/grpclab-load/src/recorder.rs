@@ -511,6 +511,15 @@ impl Recorder {
         self.status.iter().sum()
     }
 
+    /// Latency of every recorded call, failed ones included (`--count-errors`), in
+    /// nanoseconds.
+    pub fn latency_of_all_calls(&self) -> Histogram<u64> {
+        let mut all = self.latency.clone();
+        // Same bounds on both: adding cannot fail.
+        let _ = all.add(&self.error_latency);
+        all
+    }
+
     /// The mean latency of every recorded call, failed ones included (ghz's `average`), in
     /// nanoseconds; 0 with no calls.
     pub fn mean_latency_all_ns(&self) -> u64 {

@@ -147,10 +147,7 @@ impl LoadResult {
 
     /// Latency of every call, failed ones included (ghz's `--count-errors`), in nanoseconds.
     pub fn latency_of_all_calls(&self) -> Histogram<u64> {
-        let mut all = self.recorder.latency.clone();
-        // Same bounds on both: adding cannot fail.
-        let _ = all.add(&self.recorder.error_latency);
-        all
+        self.recorder.latency_of_all_calls()
     }
 
     /// Open loop: the uncorrected service time of successful calls, in nanoseconds.

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use http::{HeaderName, HeaderValue};
+
 use crate::InputError;
 
 /// One method of a mix, as given.
@@ -24,6 +26,15 @@ pub struct MixCall {
     pub data: Option<String>,
     /// Its own metadata, added to the run's -m (templates allowed).
     pub metadata: BTreeMap<String, String>,
+}
+
+impl MixCall {
+    /// What its figures are reported under: its `name`, else its method (`pkg.Svc.Method`).
+    pub fn label(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| self.call.replace('/', "."))
+    }
 }
 
 /// A whole mix: its calls and, if given, its seed.
@@ -66,6 +77,36 @@ pub fn random_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     (nanos ^ (u64::from(std::process::id()) << 32)) % 1_000_000_000
+}
+
+/// Headers a user may not set: HTTP/2 pseudo-headers and the ones gRPC's framing depends on.
+const RESERVED_HEADERS: [&str; 4] = ["content-type", "te", "grpc-timeout", "grpc-encoding"];
+
+/// Metadata as request headers: lower-cased names, none that grpclab sets itself, and only
+/// what a header can carry.
+pub fn metadata_headers(
+    flag: &str,
+    map: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
+    map.into_iter()
+        .flatten()
+        .map(|(key, value)| {
+            let lower = key.to_ascii_lowercase();
+            if lower.starts_with(':') || RESERVED_HEADERS.contains(&lower.as_str()) {
+                return Err(InputError(format!(
+                    "{flag}: '{key}' is set by grpclab itself and cannot be overridden"
+                )));
+            }
+            let name = HeaderName::from_bytes(lower.as_bytes())
+                .map_err(|_| InputError(format!("{flag}: '{key}' is not a valid header name")))?;
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                InputError(format!(
+                    "{flag}: the value of '{key}' has characters a header cannot carry"
+                ))
+            })?;
+            Ok((name, value))
+        })
+        .collect()
 }
 
 fn one() -> i64 {
@@ -214,13 +255,8 @@ fn checked_call(
 /// Two entries reported under one name would mix their figures: refused. An entry is
 /// reported under its `name`, else its method.
 fn check_distinct(calls: &[MixCall], what: &str) -> Result<(), InputError> {
-    let label = |call: &MixCall| {
-        call.name
-            .clone()
-            .unwrap_or_else(|| call.call.replace('/', "."))
-    };
     for (index, call) in calls.iter().enumerate() {
-        if let Some(earlier) = calls[..index].iter().find(|e| label(e) == label(call)) {
+        if let Some(earlier) = calls[..index].iter().find(|e| e.label() == call.label()) {
             let why = if earlier.name.is_some() || call.name.is_some() {
                 "give each entry its own name".to_owned()
             } else {
@@ -228,7 +264,7 @@ fn check_distinct(calls: &[MixCall], what: &str) -> Result<(), InputError> {
             };
             return Err(InputError(format!(
                 "{what}: {} is named twice; {why}",
-                label(call)
+                call.label()
             )));
         }
     }

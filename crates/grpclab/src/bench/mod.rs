@@ -117,19 +117,10 @@ fn mix_methods(
                 .clone()
                 .unwrap_or_else(|| method.full_name().to_owned());
             own.weight = call.weight;
-            own.metadata = call
-                .metadata
-                .iter()
-                .map(|(name, value)| {
-                    let header = http::HeaderName::from_bytes(name.as_bytes());
-                    match (header, http::HeaderValue::from_str(value)) {
-                        (Ok(header), Ok(value)) => Ok((header, value)),
-                        _ => Err(refuse(format!(
-                            "metadata '{name}: {value:?}' is not a valid header"
-                        ))),
-                    }
-                })
-                .collect::<Result<_, _>>()?;
+            own.metadata = crate::workload::metadata_headers(
+                &format!("--workload: {}'s metadata", call.call),
+                Some(&call.metadata),
+            )?;
             Ok(own)
         })
         .collect()
@@ -318,18 +309,15 @@ fn judge_row(
         .collect();
     let methods: Vec<crate::verdict::threshold::MethodFigures<'_>> = entries
         .zip(&latencies)
-        .map(
-            |(entry, latency)| crate::verdict::threshold::MethodFigures {
-                name: &entry.name,
-                figures: crate::verdict::threshold::RunFigures {
-                    latency,
-                    count: entry.count,
-                    errors: entry.errors,
-                    rps: entry.rps,
-                    methods: &[],
-                },
-            },
-        )
+        .map(|(entry, latency)| {
+            crate::verdict::threshold::MethodFigures::new(
+                &entry.name,
+                latency,
+                entry.count,
+                entry.errors,
+                entry.rps,
+            )
+        })
         .collect();
     let figures = crate::verdict::threshold::RunFigures {
         latency: &latency,

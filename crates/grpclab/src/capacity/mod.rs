@@ -314,15 +314,14 @@ pub fn run(
             let methods: Vec<MethodFigures<'_>> = measured
                 .methods
                 .iter()
-                .map(|method| MethodFigures {
-                    name: &method.name,
-                    figures: RunFigures {
-                        latency: &method.latency,
-                        count: method.calls,
-                        errors: method.errors,
-                        rps: method.rps,
-                        methods: &[],
-                    },
+                .map(|method| {
+                    MethodFigures::new(
+                        &method.name,
+                        &method.latency,
+                        method.calls,
+                        method.errors,
+                        method.rps,
+                    )
                 })
                 .collect();
             let figures = RunFigures {

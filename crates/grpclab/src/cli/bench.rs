@@ -34,11 +34,7 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
     let names: Vec<String> = workload
         .iter()
         .flat_map(|mix| &mix.calls)
-        .map(|call| {
-            call.name
-                .clone()
-                .unwrap_or_else(|| call.call.replace('/', "."))
-        })
+        .map(crate::workload::MixCall::label)
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     crate::bench::prepare(BenchRequest {

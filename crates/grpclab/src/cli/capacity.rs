@@ -96,8 +96,9 @@ pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {
         .collect::<Result<Vec<_>, _>>()?;
     let prepared = super::load::prepare(load)?;
     let mut slo = slo;
+    let names = super::load::mix_names(&prepared.config);
     for threshold in &mut slo {
-        threshold.resolve_method(&super::load::mix_names(&prepared.config), "--slo")?;
+        threshold.resolve_method(&names, "--slo")?;
     }
     let mut config = prepared.config;
     config.details = None;
@@ -122,16 +123,7 @@ pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {
         max_probe: args.probe_max,
         warmup,
         concurrency: config.concurrency,
-        method_shares: {
-            let names = super::load::mix_names(&config);
-            let total: f64 = config.methods.iter().map(|m| f64::from(m.weight)).sum();
-            config
-                .methods
-                .iter()
-                .filter(|_| !names.is_empty())
-                .map(|m| (m.name.clone(), f64::from(m.weight) / total.max(1.0)))
-                .collect()
-        },
+        method_shares: method_shares(&config),
     };
     Ok(PreparedCapacity {
         settings,
@@ -181,4 +173,17 @@ pub fn execute(
         }
     }
     Ok(report)
+}
+
+/// A mix's methods with their share of its calls, by weight (none for one method).
+fn method_shares(config: &grpclab_load::LoadConfig) -> Vec<(String, f64)> {
+    if config.methods.len() < 2 {
+        return Vec::new();
+    }
+    let total: f64 = config.methods.iter().map(|m| f64::from(m.weight)).sum();
+    config
+        .methods
+        .iter()
+        .map(|m| (m.name.clone(), f64::from(m.weight) / total))
+        .collect()
 }

@@ -27,6 +27,7 @@ use crate::export::{Report, RunOptions, TlsOptions};
 use crate::reflection::ReflectFrom;
 use crate::verdict::threshold::{MethodFigures, RunFigures};
 use crate::verdict::Threshold;
+use crate::workload::metadata_headers;
 use crate::InputError;
 
 /// The scenario used when neither --scenario nor --proto is given.
@@ -110,7 +111,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         (None, None) => None,
     };
     let metadata_map = parse_string_map("-m/--metadata", metadata_json.as_deref())?;
-    let metadata = headers("-m/--metadata", metadata_map.as_ref())?;
+    let metadata = metadata_headers("-m/--metadata", metadata_map.as_ref())?;
     let reflect_metadata = match &args.reflect_metadata {
         Some(json) => parse_metadata("--reflect-metadata", Some(json))?,
         None => metadata.clone(),
@@ -188,7 +189,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     if mixed.is_empty() {
         match bind_metadata(metadata_map.as_ref(), scenario.method())? {
             Some((constant, varying)) => {
-                config.metadata = headers("-m/--metadata", Some(&constant))?;
+                config.metadata = metadata_headers("-m/--metadata", Some(&constant))?;
                 config.methods[0].metadata_templates = varying;
             }
             None => config.metadata = metadata,
@@ -458,8 +459,9 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         },
     };
     let mut thresholds = thresholds;
+    let names = mix_names(&config);
     for threshold in &mut thresholds {
-        threshold.resolve_method(&mix_names(&config), "--threshold")?;
+        threshold.resolve_method(&names, "--threshold")?;
     }
     // A shard is part of a run: `grpclab merge` of the parts is what a person compares.
     let history = if config.shard.is_some() {
@@ -660,31 +662,23 @@ pub(crate) fn judge(
     let latencies: Vec<std::borrow::Cow<'_, hdrhistogram::Histogram<u64>>> = result
         .methods
         .iter()
-        .map(|method| {
-            let recorder = &method.recorder;
-            if report.options.count_errors {
-                let mut all = recorder.latency.clone();
-                // Same bounds on both: adding cannot fail.
-                let _ = all.add(&recorder.error_latency);
-                std::borrow::Cow::Owned(all)
-            } else {
-                std::borrow::Cow::Borrowed(&recorder.latency)
-            }
+        .map(|method| match report.options.count_errors {
+            true => std::borrow::Cow::Owned(method.recorder.latency_of_all_calls()),
+            false => std::borrow::Cow::Borrowed(&method.recorder.latency),
         })
         .collect();
     let methods: Vec<MethodFigures<'_>> = result
         .methods
         .iter()
         .zip(&latencies)
-        .map(|(method, latency)| MethodFigures {
-            name: &method.name,
-            figures: RunFigures {
+        .map(|(method, latency)| {
+            MethodFigures::new(
+                &method.name,
                 latency,
-                count: method.count(),
-                errors: method.errors(),
-                rps: method.rps(result.elapsed),
-                methods: &[],
-            },
+                method.count(),
+                method.errors(),
+                method.rps(result.elapsed),
+            )
         })
         .collect();
     let figures = RunFigures {
@@ -1235,10 +1229,10 @@ fn mix_method(
     let what = format!("{}'s metadata", call.call);
     match bind_metadata(Some(&metadata), method)? {
         Some((constant, varying)) => {
-            own.metadata = headers(&what, Some(&constant))?;
+            own.metadata = metadata_headers(&what, Some(&constant))?;
             own.metadata_templates = varying;
         }
-        None => own.metadata = headers(&what, Some(&metadata))?,
+        None => own.metadata = metadata_headers(&what, Some(&metadata))?,
     }
     own.renderer = loaded
         .template
@@ -1277,7 +1271,7 @@ fn bind_metadata(
             continue;
         }
         let checked = std::collections::BTreeMap::from([(name.clone(), call_zero(&template))]);
-        let (name, _) = headers("-m/--metadata", Some(&checked))?
+        let (name, _) = metadata_headers("-m/--metadata", Some(&checked))?
             .pop()
             .ok_or_else(|| InputError(format!("-m/--metadata: '{name}' gave no header")))?;
         varying.push((name, template));
@@ -1415,41 +1409,11 @@ fn parse_string_map(
         .map(Some)
 }
 
-/// Headers a user may not set: HTTP/2 pseudo-headers and the ones gRPC's framing depends on.
-const RESERVED_HEADERS: [&str; 4] = ["content-type", "te", "grpc-timeout", "grpc-encoding"];
-
 fn parse_metadata(
     flag: &str,
     json: Option<&str>,
 ) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
-    headers(flag, parse_string_map(flag, json)?.as_ref())
-}
-
-/// Metadata as request headers: lower-cased names, none that grpclab sets itself, and only
-/// what a header can carry.
-fn headers(
-    flag: &str,
-    map: Option<&std::collections::BTreeMap<String, String>>,
-) -> Result<Vec<(HeaderName, HeaderValue)>, InputError> {
-    map.into_iter()
-        .flatten()
-        .map(|(key, value)| {
-            let lower = key.to_ascii_lowercase();
-            if lower.starts_with(':') || RESERVED_HEADERS.contains(&lower.as_str()) {
-                return Err(InputError(format!(
-                    "{flag}: '{key}' is set by grpclab itself and cannot be overridden"
-                )));
-            }
-            let name = HeaderName::from_bytes(lower.as_bytes())
-                .map_err(|_| InputError(format!("{flag}: '{key}' is not a valid header name")))?;
-            let value = HeaderValue::from_str(value).map_err(|_| {
-                InputError(format!(
-                    "{flag}: the value of '{key}' has characters a header cannot carry"
-                ))
-            })?;
-            Ok((name, value))
-        })
-        .collect()
+    metadata_headers(flag, parse_string_map(flag, json)?.as_ref())
 }
 
 fn progress_bar() -> ProgressBar {

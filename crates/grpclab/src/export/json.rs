@@ -97,6 +97,15 @@ pub struct LatencyStats {
 }
 
 impl LatencyStats {
+    /// The latency at `percentage` (one of grpclab's percentiles), in nanoseconds; `None` for
+    /// another percentage or an empty histogram.
+    pub fn at(&self, percentage: f64) -> Option<u64> {
+        self.latency_distribution
+            .iter()
+            .find(|point| point.percentage == percentage)
+            .map(|point| point.latency)
+    }
+
     /// The statistics of `histogram` (zeros when it is empty).
     pub fn of(histogram: &Histogram<u64>) -> LatencyStats {
         let empty = histogram.is_empty();

@@ -257,13 +257,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             .unwrap_or(0);
         for method in &result.methods {
             let stats = LatencyStats::of(&method.recorder.latency);
-            let at = |p: f64| {
-                stats
-                    .latency_distribution
-                    .iter()
-                    .find(|point| point.percentage == p)
-                    .map_or_else(|| "-".to_owned(), |point| precise(point.latency))
-            };
+            let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
             writeln!(
                 out,
                 "    {:width$}  weight {} ({:.1} %), {} calls ({:.1} %), {:.1} req/s, p50 {}, p90 {}, p99 {}, {} errors",

@@ -110,6 +110,28 @@ pub struct MethodFigures<'a> {
     pub figures: RunFigures<'a>,
 }
 
+impl<'a> MethodFigures<'a> {
+    /// Method `name`'s figures: its calls' `latency`, `count`, `errors` and `rps`.
+    pub fn new(
+        name: &'a str,
+        latency: &'a Histogram<u64>,
+        count: u64,
+        errors: u64,
+        rps: f64,
+    ) -> MethodFigures<'a> {
+        MethodFigures {
+            name,
+            figures: RunFigures {
+                latency,
+                count,
+                errors,
+                rps,
+                methods: &[],
+            },
+        }
+    }
+}
+
 const HELP: &str = "write METRIC OP VALUE, e.g. 'p99<=10ms', 'avg<2ms', 'errors<=0.1%', 'errors==0', 'rps>=5000' (metrics: pN, avg, min, max, errors, rps; operators: < <= > >= ==)";
 
 impl Threshold {

@@ -36,11 +36,7 @@ fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
         let average = stats.average as f64 / 1e3;
         rows.push((what[0], average, us(average)));
         for (label, percentage) in [(what[1], 50.0), (what[2], 99.0)] {
-            let point = stats
-                .latency_distribution
-                .iter()
-                .find(|point| point.percentage == percentage);
-            if let Some(value) = point.map(|point| point.latency as f64 / 1e3) {
+            if let Some(value) = stats.at(percentage).map(|latency| latency as f64 / 1e3) {
                 rows.push((label, value, us(value)));
             }
         }
@@ -76,10 +72,8 @@ fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
     if let Some(round_trip) = &load.round_trip {
         let at = |percentage: f64| {
             round_trip
-                .latency_distribution
-                .iter()
-                .find(|point| point.percentage == percentage)
-                .map(|point| point.latency as f64 / 1e6)
+                .at(percentage)
+                .map(|latency| latency as f64 / 1e6)
         };
         let average = round_trip.average as f64 / 1e6;
         rows.push(("round trip average", average, ms(average)));

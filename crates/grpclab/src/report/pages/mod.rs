@@ -49,10 +49,8 @@ fn mib(value: f64) -> String {
 fn method_ms_at(method: &crate::export::MethodJson, percentage: f64) -> Option<f64> {
     method
         .latency
-        .latency_distribution
-        .iter()
-        .find(|point| point.percentage == percentage)
-        .map(|point| point.latency as f64 / 1e6)
+        .at(percentage)
+        .map(|latency| latency as f64 / 1e6)
 }
 
 /// A latency cell in milliseconds, or a dash where there is none.

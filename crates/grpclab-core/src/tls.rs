@@ -113,30 +113,7 @@ impl ClientTls {
     }
 
     fn roots(&self) -> Result<RootCertStore, TlsError> {
-        let mut roots = RootCertStore::empty();
-        match &self.ca_cert {
-            Some(path) => {
-                for cert in read_certs("--cacert", path)? {
-                    roots.add(cert).map_err(|e| {
-                        TlsError::new(format!(
-                            "--cacert {}: a certificate in it cannot be used as a root ({e})",
-                            path.display()
-                        ))
-                    })?;
-                }
-            }
-            None => {
-                let found = rustls_native_certs::load_native_certs();
-                let (added, _ignored) = roots.add_parsable_certificates(found.certs);
-                if added == 0 {
-                    return Err(TlsError::new(
-                        "TLS needs root certificates and the system has none (install Debian's ca-certificates); \
-                         or give the server's CA with --cacert FILE, or --skipTLS to skip verification, or --insecure for plaintext",
-                    ));
-                }
-            }
-        }
-        Ok(roots)
+        root_store("--cacert", self.ca_cert.as_deref())
     }
 }
 
@@ -248,6 +225,52 @@ impl ServerTls {
         config.alpn_protocols = vec![ALPN_H2.to_vec()];
         Ok(Arc::new(config))
     }
+}
+
+/// The roots a server certificate is checked against: the PEM file `path` (named `flag` in
+/// errors), else the system's.
+pub fn root_store(flag: &str, path: Option<&Path>) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    match path {
+        Some(path) => {
+            for cert in read_certs(flag, path)? {
+                roots.add(cert).map_err(|e| {
+                    TlsError::new(format!(
+                        "{flag} {}: a certificate in it cannot be used as a root ({e})",
+                        path.display()
+                    ))
+                })?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let otherwise = if flag == "--cacert" {
+                    ", or --skipTLS to skip verification, or --insecure for plaintext"
+                } else {
+                    ""
+                };
+                return Err(TlsError::new(format!(
+                    "TLS needs root certificates and the system has none (install Debian's ca-certificates); \
+                     or give the server's CA with {flag} FILE{otherwise}"
+                )));
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// A verifier that accepts any server certificate but still checks the handshake's
+/// signatures (the peer holds the key of the certificate it showed): TLS that encrypts
+/// without verifying, as `--skipTLS` and libpq's `sslmode=require` ask.
+pub fn accept_any_certificate() -> Arc<dyn ServerCertVerifier> {
+    Arc::new(NoVerification(provider()))
+}
+
+/// The crypto provider every grpclab TLS configuration uses (ring).
+pub fn crypto_provider() -> Arc<CryptoProvider> {
+    provider()
 }
 
 /// A self-signed certificate and its key, in PEM.

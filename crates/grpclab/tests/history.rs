@@ -326,6 +326,206 @@ fn a_database_password_never_leaks() {
     );
 }
 
+/// The role whose password holds every character that ends a URL's part (.ci/run's
+/// scripts/test-postgres.sh makes it): `(host:port, password)`.
+fn postgres_odd() -> Option<(String, String)> {
+    let url = postgres()?;
+    let password = std::env::var("GRPCLAB_TEST_POSTGRES_ODD_PASSWORD")
+        .expect("scripts/test-postgres.sh sets GRPCLAB_TEST_POSTGRES_ODD_PASSWORD beside GRPCLAB_TEST_POSTGRES");
+    let (_, rest) = url.rsplit_once('@').expect("user@host");
+    let host_port = rest.split('/').next().expect("host:port").to_owned();
+    Some((host_port, password))
+}
+
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// A password holding `/ @ ? = &` and a space, given in every form the driver reads (the
+/// URL's user part percent-encoded, `?password=`, a key=value string, a password file, the
+/// environment), stores every run and appears nowhere; the raw form, which cannot connect
+/// as meant, is refused in one line that does not quote it. And the form that leaked
+/// before: `?password=` on the main role, whose result named the store with it.
+#[test]
+fn a_password_with_url_delimiters_never_leaks() {
+    let Some((host_port, password)) = postgres_odd() else {
+        return;
+    };
+    let main_url = postgres().expect("checked above");
+    let (main_without, main_password) = split_password(&main_url);
+    let (host, port) = host_port.rsplit_once(':').expect("host:port");
+    let user = "grpclab_test_odd";
+    let encoded = percent_encoded(&password);
+    let quoted = password.replace('\\', "\\\\").replace('\'', "\\'");
+    let dir = tempfile::tempdir().unwrap();
+    let password_file = dir.path().join("pw");
+    std::fs::write(&password_file, format!("{password}\nnot the password\n")).unwrap();
+    let without = format!("postgres://{user}@{host_port}/{user}");
+    type Case = (String, Vec<String>, Vec<(&'static str, String)>);
+    let cases: Vec<Case> = vec![
+        (
+            format!("postgres://{user}:{encoded}@{host_port}/{user}"),
+            vec![],
+            vec![],
+        ),
+        (format!("{without}?password={encoded}"), vec![], vec![]),
+        (
+            format!("host={host} port={port} user={user} dbname={user} password='{quoted}'"),
+            vec![],
+            vec![],
+        ),
+        (
+            without.clone(),
+            vec![
+                "--history-password-file".into(),
+                password_file.display().to_string(),
+            ],
+            vec![],
+        ),
+        (
+            without.clone(),
+            vec![],
+            vec![("GRPCLAB_HISTORY_PASSWORD", password.clone())],
+        ),
+        (
+            format!(
+                "{main_without}?password={}",
+                percent_encoded(&main_password)
+            ),
+            vec![],
+            vec![],
+        ),
+    ];
+    let server = Server::start("lab");
+    let mut everything = String::new();
+    for (index, (location, flags, env)) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("run-{index}.json"));
+        let output = clean(grpclab())
+            .args(["load", "--insecure", &server.target()])
+            .args(["--scenario", "string_100B", "-n", "200"])
+            .args(["--history", location])
+            .args(flags)
+            .args(["-O", "json", "-o"])
+            .arg(&out)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "case {index}: {}", stderr(&output));
+        let report = json(&out);
+        assert!(
+            report["history"]["id"].is_i64(),
+            "case {index} stored: {}",
+            stderr(&output)
+        );
+        let store = report["history"]["store"]
+            .as_str()
+            .expect("the store named");
+        assert!(store.starts_with("postgres://grpclab_test"), "{store}");
+        everything.push_str(&String::from_utf8_lossy(&output.stdout));
+        everything.push_str(&String::from_utf8_lossy(&output.stderr));
+        everything.push_str(&std::fs::read_to_string(&out).unwrap());
+    }
+    // The raw password in the user part: the driver would read it only up to its '@'.
+    let raw = clean(grpclab())
+        .args(["history", "--history"])
+        .arg(format!("postgres://{user}:{password}@{host_port}/{user}"))
+        .output()
+        .unwrap();
+    assert_eq!(raw.status.code(), Some(2), "{}", stderr(&raw));
+    let raw_error = stderr(&raw);
+    assert_eq!(raw_error.trim().lines().count(), 1, "{raw_error}");
+    assert!(raw_error.contains("%40"), "{raw_error}");
+    everything.push_str(&raw_error);
+    let listed = clean(grpclab())
+        .args(["history", "--history", &cases[1].0, "-O", "json"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert_eq!(
+        serde_json::from_slice::<Vec<serde_json::Value>>(&listed.stdout)
+            .expect("history JSON")
+            .len(),
+        5,
+        "every run stored in the odd role's database"
+    );
+    everything.push_str(&String::from_utf8_lossy(&listed.stdout));
+    everything.push_str(&String::from_utf8_lossy(&listed.stderr));
+    // The password's random tail is what no other text holds.
+    let tail = password.rsplit(' ').next().expect("a tail");
+    for secret in [tail, &encoded, &main_password] {
+        assert!(
+            !everything.contains(secret),
+            "a password appeared in what grpclab printed or wrote"
+        );
+    }
+}
+
+/// The CLI's view of a store: `grpclab history -O json` against `location`.
+fn history_json(location: &str) -> Output {
+    clean(grpclab())
+        .args(["history", "--history", location, "-O", "json"])
+        .output()
+        .unwrap()
+}
+
+/// TLS to PostgreSQL as `sslmode` asks, against a role the server accepts over TLS only
+/// (scripts/test-postgres.sh: its own CA and certificate for 127.0.0.1 and localhost):
+/// plaintext is refused and said so; prefer (the default), require and verify-full with the
+/// CA connect; verify-full without the CA, or to a name the certificate lacks, is refused
+/// with what to do.
+#[test]
+fn tls_to_postgres_as_sslmode_asks() {
+    if postgres().is_none() {
+        return;
+    }
+    let url = std::env::var("GRPCLAB_TEST_POSTGRES_TLS")
+        .expect("scripts/test-postgres.sh sets GRPCLAB_TEST_POSTGRES_TLS");
+    let ca = std::env::var("GRPCLAB_TEST_POSTGRES_CA")
+        .expect("scripts/test-postgres.sh sets GRPCLAB_TEST_POSTGRES_CA");
+    let (_, password) = split_password(&url);
+    let ca_param = percent_encoded(&ca);
+    for location in [
+        url.clone(),
+        format!("{url}?sslmode=prefer"),
+        format!("{url}?sslmode=require"),
+        format!("{url}?sslmode=verify-full&sslrootcert={ca_param}"),
+        format!(
+            "{}?sslmode=verify-full&sslrootcert={ca_param}",
+            url.replace("127.0.0.1", "localhost")
+        ),
+    ] {
+        let output = history_json(&location);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(!stderr(&output).contains(&password));
+    }
+    for (location, says) in [
+        (format!("{url}?sslmode=disable"), "only over TLS"),
+        (
+            format!("{url}?sslmode=verify-full"),
+            "not signed by a trusted root",
+        ),
+        (
+            format!("{url}?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"),
+            "/nonexistent/ca.pem",
+        ),
+    ] {
+        let output = history_json(&location);
+        let error = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{location}: {error}");
+        assert!(error.contains(says), "{location}: {error}");
+        assert_eq!(error.trim().lines().count(), 1, "{error}");
+        assert!(!error.contains(&password), "{error}");
+    }
+}
+
 /// `postgres://user:password@rest` → (`postgres://user@rest`, password).
 fn split_password(url: &str) -> (String, String) {
     let (scheme, rest) = url.split_once("://").expect("a URL");

@@ -4,6 +4,7 @@
 //! same configuration.
 //!
 //! - [`store`]: the two databases behind one [`store::Store`], the schema and its migrations.
+//! - [`location`]: which store `--history` names; [`postgres_tls`]: TLS to PostgreSQL.
 //! - [`runs`]: a run's record ([`NewRun`]) made from a load report, a bench row or a compare
 //!   side, and the key that tells which runs measured the same configuration.
 //! - [`previous`]: a new run against the previous one of its configuration, and whether the
@@ -15,6 +16,7 @@
 
 pub mod import;
 pub mod location;
+pub mod postgres_tls;
 pub mod runs;
 pub mod store;
 

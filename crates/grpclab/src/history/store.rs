@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::location::PostgresTarget;
+use super::postgres_tls;
 use super::{Filter, NewRun, StoredRun};
 
 /// How long a writer waits for another's lock (two runs finishing at once) before it gives
@@ -74,14 +76,9 @@ const COLUMNS: &str = "id, started_at, started_unix_ms, command, batch, target, 
 pub enum Backend {
     /// A SQLite file.
     Sqlite(PathBuf),
-    /// A PostgreSQL URL, with the password (from the URL, the environment or a file) kept
-    /// apart so nothing echoes it.
-    Postgres {
-        /// The URL without its password.
-        url: String,
-        /// The password, if any.
-        password: Option<String>,
-    },
+    /// A PostgreSQL database: the driver's settings (the password, from the location, the
+    /// environment or a file, among them) and what may be shown of them.
+    Postgres(Box<PostgresTarget>),
 }
 
 impl std::fmt::Debug for Backend {
@@ -96,7 +93,7 @@ impl Backend {
     pub fn describe(&self) -> String {
         match self {
             Backend::Sqlite(path) => path.display().to_string(),
-            Backend::Postgres { url, .. } => url.clone(),
+            Backend::Postgres(target) => target.display.clone(),
         }
     }
 
@@ -104,11 +101,13 @@ impl Backend {
     /// driver's error that repeats its connection string).
     pub fn redact(&self, text: &str) -> String {
         match self {
-            Backend::Postgres {
-                password: Some(password),
-                ..
-            } if !password.is_empty() => text.replace(password.as_str(), "***"),
-            _ => text.to_owned(),
+            Backend::Postgres(target) => match target.password() {
+                Some(password) if !password.is_empty() => {
+                    text.replace(String::from_utf8_lossy(password).as_ref(), "***")
+                }
+                _ => text.to_owned(),
+            },
+            Backend::Sqlite(_) => text.to_owned(),
         }
     }
 }
@@ -139,20 +138,16 @@ impl Store {
     pub fn open(backend: &Backend) -> Result<Store, StoreError> {
         let connection = match backend {
             Backend::Sqlite(path) => Connection::Sqlite(open_sqlite(path)?),
-            Backend::Postgres { url, password } => {
-                let mut config: postgres::Config = url
-                    .parse()
-                    .map_err(|err| format!("not a PostgreSQL URL: {err}"))?;
+            Backend::Postgres(target) => {
+                let mut config = target.config.clone();
                 config.connect_timeout(CONNECT_TIMEOUT);
-                if let Some(password) = password {
-                    config.password(password);
-                }
                 if config.get_application_name().is_none() {
                     config.application_name("grpclab");
                 }
+                let tls = postgres_tls::connector(target)?;
                 let client = config
-                    .connect(postgres::NoTls)
-                    .map_err(|err| backend.redact(&postgres_message(&err)))?;
+                    .connect(tls)
+                    .map_err(|err| backend.redact(&postgres_tls::explain(target, &err)))?;
                 Connection::Postgres(client)
             }
         };
@@ -426,7 +421,7 @@ fn sqlite_message(err: rusqlite::Error) -> StoreError {
 
 /// The server's own words when it gave some (`password authentication failed ...`), else
 /// the driver's.
-fn postgres_message(err: &postgres::Error) -> StoreError {
+pub(super) fn postgres_message(err: &postgres::Error) -> StoreError {
     match err.as_db_error() {
         Some(db) => db.message().to_owned(),
         None => {
@@ -605,10 +600,11 @@ mod tests {
 
     #[test]
     fn a_postgres_backend_never_prints_its_password() {
-        let backend = Backend::Postgres {
-            url: "postgres://grpclab@db.example/runs".to_owned(),
-            password: Some("s3cret-pw".to_owned()),
-        };
+        let backend = super::super::location::backend_of(
+            "postgres://grpclab:s3cret-pw@db.example/runs",
+            None,
+        )
+        .expect("a URL");
         assert!(!format!("{backend:?}").contains("s3cret-pw"));
         assert_eq!(
             backend.redact("failed for postgres://grpclab:s3cret-pw@db"),

@@ -14,7 +14,15 @@ use bytes::{BufMut, BytesMut};
 pub(super) const VARINT: u8 = 0;
 pub(super) const I64: u8 = 1;
 pub(super) const LEN: u8 = 2;
+const START_GROUP: u8 = 3;
+const END_GROUP: u8 = 4;
 const I32: u8 = 5;
+
+/// prost's recursion budget (`prost::RECURSION_LIMIT`) as it stands when a top-level
+/// message's unknown field is skipped; each nested message, and each group level inside a
+/// skipped field, spends one. Skipping with the same budget refuses exactly the nesting
+/// prost refuses.
+pub(super) const TOP_LEVEL_DEPTH: u32 = 100;
 
 /// A decoding failure, worded like prost's. Small and `Copy`, not a `String`: every field
 /// read returns a `Result` of it, and a `String` error makes each of those results three
@@ -29,6 +37,8 @@ pub(crate) enum DecodeError {
     UnsupportedWireType(u8),
     UnexpectedWireType { found: u8, expected: u8 },
     NotUtf8,
+    UnexpectedEndGroupTag,
+    RecursionLimitReached,
 }
 
 impl std::fmt::Display for DecodeError {
@@ -48,6 +58,8 @@ impl std::fmt::Display for DecodeError {
                 write!(f, "invalid wire type: {found} (expected {expected})")
             }
             DecodeError::NotUtf8 => f.write_str("invalid string value: data is not UTF-8 encoded"),
+            DecodeError::UnexpectedEndGroupTag => f.write_str("unexpected end group tag"),
+            DecodeError::RecursionLimitReached => f.write_str("recursion limit reached"),
         }
     }
 }
@@ -121,15 +133,48 @@ fn fixed<'a>(bytes: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], Deco
     Ok(slice)
 }
 
-/// Skips a field of an unknown number (groups, wire types 3 and 4, are refused as prost does
-/// for proto3 messages without them).
-pub(super) fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), DecodeError> {
+/// Skips field `field` of an unknown number as prost's `skip_field` does: a group (wire type
+/// 3) up to its matching end (a nested group inside it too), an end-group with no start
+/// refused, `depth` the recursion budget left (see [`TOP_LEVEL_DEPTH`]).
+#[inline]
+pub(super) fn skip(
+    bytes: &[u8],
+    at: &mut usize,
+    field: u32,
+    wire_type: u8,
+    depth: u32,
+) -> Result<(), DecodeError> {
+    if depth == 0 {
+        return Err(DecodeError::RecursionLimitReached);
+    }
     match wire_type {
         VARINT => varint(bytes, at).map(|_| ()),
         I64 => fixed(bytes, at, 8).map(|_| ()),
         LEN => len_delimited(bytes, at).map(|_| ()),
         I32 => fixed(bytes, at, 4).map(|_| ()),
+        START_GROUP => skip_group(bytes, at, field, depth),
+        END_GROUP => Err(DecodeError::UnexpectedEndGroupTag),
         other => Err(DecodeError::UnsupportedWireType(other)),
+    }
+}
+
+/// The fields of group `field` up to its end-group key; rare, so out of line.
+#[inline(never)]
+fn skip_group(bytes: &[u8], at: &mut usize, field: u32, depth: u32) -> Result<(), DecodeError> {
+    loop {
+        if *at >= bytes.len() {
+            // prost reads a key from an empty buffer as an invalid varint.
+            return Err(DecodeError::InvalidVarint);
+        }
+        let (inner, wire_type) = key(bytes, at)?;
+        if wire_type == END_GROUP {
+            return if inner == field {
+                Ok(())
+            } else {
+                Err(DecodeError::UnexpectedEndGroupTag)
+            };
+        }
+        skip(bytes, at, inner, wire_type, depth - 1)?;
     }
 }
 
@@ -158,6 +203,10 @@ fn utf8(bytes: &[u8]) -> Result<&[u8], DecodeError> {
     }
 }
 
+/// The recursion budget inside `HelloRequest.request` (a `Hello`), and inside its pets.
+const HELLO_DEPTH: u32 = TOP_LEVEL_DEPTH - 1;
+const PET_DEPTH: u32 = TOP_LEVEL_DEPTH - 2;
+
 /// `Hello.Pet`, as a view.
 #[derive(Default, Clone, Copy)]
 struct PetView<'a> {
@@ -180,7 +229,7 @@ impl<'a> PetView<'a> {
                     expect(wire_type, VARINT)?;
                     pet.color = varint(bytes, &mut at)? as i32;
                 }
-                _ => skip(bytes, &mut at, wire_type)?,
+                _ => skip(bytes, &mut at, field, wire_type, PET_DEPTH)?,
             }
         }
         Ok(pet)
@@ -290,7 +339,7 @@ impl<'a> HelloView<'a> {
                     }
                     hello.pet_count += 1;
                 }
-                _ => skip(bytes, &mut at, wire_type)?,
+                _ => skip(bytes, &mut at, field, wire_type, HELLO_DEPTH)?,
             }
         }
         Ok(hello)
@@ -375,7 +424,7 @@ impl<'a> HelloView<'a> {
                     put_pet(out, &pet);
                 }
                 seen += 1;
-            } else if skip(self.bytes, &mut at, wire_type).is_err() {
+            } else if skip(self.bytes, &mut at, field, wire_type, HELLO_DEPTH).is_err() {
                 return;
             }
         }
@@ -432,7 +481,7 @@ pub(crate) fn echo_reply(request: &[u8], out: &mut BytesMut) -> Result<bool, Dec
             }
             hello = Some(HelloView::decode(len_delimited(request, &mut at)?)?);
         } else {
-            skip(request, &mut at, wire_type)?;
+            skip(request, &mut at, field, wire_type, TOP_LEVEL_DEPTH)?;
         }
     }
     let hello_len = hello.as_ref().map_or(0, HelloView::encoded_len);

@@ -11,6 +11,8 @@
 //! work stealing, no cross-thread wakes on the I/O path). Where a call's decode runs is the
 //! [`Placement`]; the pool, when used, has its own `pool_threads`.
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod codec_check;
 pub mod config;
 mod fast_codec;
 pub mod grpc;

@@ -8,7 +8,8 @@ use bytes::{BufMut, BytesMut};
 use std::ops::Range;
 
 use super::fast_codec::{
-    expect, key, len_delimited, put_varint, skip, varint, varint_len, DecodeError, I64, LEN, VARINT,
+    expect, key, len_delimited, put_varint, skip, varint, varint_len, DecodeError, I64, LEN,
+    TOP_LEVEL_DEPTH, VARINT,
 };
 
 /// Where field 1 (`bytes payload`) of an `EchoRequest` is in `message` (empty when absent).
@@ -22,7 +23,7 @@ pub(crate) fn echo_request_payload(message: &[u8]) -> Result<Range<usize>, Decod
             let slice = len_delimited(message, &mut at)?;
             payload = at - slice.len()..at;
         } else {
-            skip(message, &mut at, wire_type)?;
+            skip(message, &mut at, field, wire_type, TOP_LEVEL_DEPTH)?;
         }
     }
     Ok(payload)
@@ -65,7 +66,7 @@ pub(crate) fn feed_request(message: &[u8]) -> Result<FeedRequestView, DecodeErro
                 // prost reads a bool as any non-zero varint.
                 view.stamp = varint(message, &mut at)? != 0;
             }
-            _ => skip(message, &mut at, wire_type)?,
+            _ => skip(message, &mut at, field, wire_type, TOP_LEVEL_DEPTH)?,
         }
     }
     Ok(view)

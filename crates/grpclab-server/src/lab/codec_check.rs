@@ -93,7 +93,7 @@ impl Generator<'_> {
 
     /// A varint, overlong (padded with continuation bytes) when the program says so.
     fn varint(&mut self, mut value: u64) {
-        let pad = if self.byte() % 8 == 0 {
+        let pad = if self.byte().is_multiple_of(8) {
             self.byte() % 5
         } else {
             0
@@ -130,7 +130,7 @@ impl Generator<'_> {
         for _ in 0..len {
             // Mostly text, now and then a byte that is not UTF-8.
             let byte = self.byte();
-            body.push(if byte % 16 == 0 {
+            body.push(if byte.is_multiple_of(16) {
                 0xff
             } else {
                 b'a' + byte % 26
@@ -232,7 +232,7 @@ impl Generator<'_> {
             }
             _ => {
                 // A stray end-group, or a raw byte.
-                if self.byte() % 2 == 0 {
+                if self.byte().is_multiple_of(2) {
                     self.key(field, 4);
                 } else {
                     let byte = self.byte();

@@ -12,9 +12,12 @@ runtimes, connections) cancels out.
   client: `BIN load --cpus 1` under callgrind (our engine, then --transport h2, then our
           engine in an open loop) against NEW's lab server (native)
 
+With --tls both sides speak TLS (a CA and a leaf for 127.0.0.1 made here with openssl; lab
+serves with --tls-cert/--tls-key, the client trusts the CA with --cacert).
+
 Usage: benches/instructions_ab.py OLD_BINARY NEW_BINARY [--n1 20000] [--n2 60000]
-                                 [--roles server,engine,h2,open]
-Needs valgrind (Debian's valgrind package).
+                                 [--roles server,engine,h2,open] [--tls]
+Needs valgrind (Debian's valgrind package); openssl for --tls.
 """
 import argparse
 import os
@@ -24,6 +27,25 @@ import sys
 import tempfile
 
 LOAD = ["--insecure", "--scenario", "complex_proto", "-c", "100", "--connections", "4", "--cpus", "1"]
+# The server's extra flags (--tls adds the certificate).
+SERVE = []
+
+
+def use_tls(folder):
+    """Makes a CA and a leaf for 127.0.0.1 and switches LOAD and SERVE to TLS."""
+    def run(*argv):
+        subprocess.run(argv, check=True, capture_output=True, cwd=folder)
+    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("openssl", "req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=instructions_ab CA")
+    run("openssl", "req", *curve, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=localhost")
+    with open(os.path.join(folder, "ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    run("openssl", "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext")
+    LOAD[LOAD.index("--insecure")] = "--cacert"
+    LOAD.insert(1, os.path.join(folder, "ca.pem"))
+    SERVE.extend(["--tls-cert", os.path.join(folder, "cert.pem"), "--tls-key", os.path.join(folder, "key.pem")])
 
 
 def total_instructions(out_file):
@@ -58,7 +80,7 @@ def callgrind(argv, tmp, tag):
 
 
 def server_count(binary, new, n, tmp, tag):
-    argv, out = callgrind([binary, "serve", "--impl", "lab", "--port", "0", "--threads", "1"], tmp, tag)
+    argv, out = callgrind([binary, "serve", "--impl", "lab", "--port", "0", "--threads", "1", *SERVE], tmp, tag)
     server, target = start(["taskset", "-c", "0", *argv])
     try:
         subprocess.run(["taskset", "-c", "1", new, "load", target, *LOAD, "-n", str(n), "-O", "json"],
@@ -69,7 +91,7 @@ def server_count(binary, new, n, tmp, tag):
 
 
 def client_count(binary, new, n, tmp, tag, extra):
-    server, target = start(["taskset", "-c", "0", new, "serve", "--impl", "lab", "--port", "0", "--threads", "1"])
+    server, target = start(["taskset", "-c", "0", new, "serve", "--impl", "lab", "--port", "0", "--threads", "1", *SERVE])
     try:
         argv, out = callgrind([binary, "load", target, *LOAD, "-n", str(n), "-O", "json", *extra], tmp, tag)
         run = subprocess.run(["taskset", "-c", "1", *argv], capture_output=True, text=True)
@@ -88,6 +110,7 @@ def main():
     parser.add_argument("--n2", type=int, default=60000)
     parser.add_argument("--roles", default="server,engine,h2,open",
                         help="which of server, engine, h2, open to count (comma-separated)")
+    parser.add_argument("--tls", action="store_true", help="both sides over TLS")
     args = parser.parse_args()
     roles = set(args.roles.split(","))
     unknown = roles - {"server", "engine", "h2", "open"}
@@ -95,6 +118,8 @@ def main():
         sys.exit(f"--roles: unknown {', '.join(sorted(unknown))}; choose from server, engine, h2, open")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        if args.tls:
+            use_tls(tmp)
         for key, role, measure in (
             ("server", "lab server", lambda b, n, tag: server_count(b, args.new, n, tmp, tag)),
             ("engine", "client, our engine", lambda b, n, tag: client_count(b, args.new, n, tmp, tag, [])),

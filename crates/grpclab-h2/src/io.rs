@@ -9,7 +9,7 @@
 //! before TLS existed, behind one `Option` check.
 
 use bytes::BytesMut;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use tokio::io::Interest;
 use tokio::net::{TcpStream, UnixStream};
 
@@ -291,22 +291,21 @@ fn drain_plaintext(
 ) -> io::Result<usize> {
     let mut got = 0;
     loop {
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 * 1024);
-        }
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: rustls's reader only writes into the slice (it copies plaintext in and
-        // returns how much); the bytes it reports written are initialized before `set_len`.
-        let spare: &mut [u8] =
-            unsafe { &mut *(spare as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) };
-        match session.reader().read(spare) {
-            Ok(0) => {
+        // The plaintext is copied straight from rustls's own buffer (its `BufRead` side):
+        // no uninitialised memory is ever handed to a reader as `&mut [u8]`.
+        let mut reader = session.reader();
+        match reader.fill_buf() {
+            Ok([]) => {
                 *eof = true;
                 return Ok(got);
             }
-            Ok(n) => {
-                // SAFETY: the reader wrote `n` bytes at the start of the spare capacity.
-                unsafe { buf.set_len(buf.len() + n) };
+            Ok(chunk) => {
+                let n = chunk.len();
+                if buf.capacity() - buf.len() < n {
+                    buf.reserve(n.max(16 * 1024));
+                }
+                buf.extend_from_slice(chunk);
+                reader.consume(n);
                 got += n;
             }
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(got),

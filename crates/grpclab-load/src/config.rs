@@ -466,6 +466,35 @@ impl std::fmt::Debug for LoadConfig {
 pub struct ConfigError(pub String);
 
 impl LoadConfig {
+    /// A fingerprint of what the calls send: each method's name, path, weight, requests
+    /// (call 0's rendering for a template), headers and header templates' names, and the
+    /// run's own headers (FNV-1a, 64 bits, as hex). Generators of one run have the same;
+    /// `grpclab merge` refuses results whose fingerprints differ.
+    pub fn requests_digest(&self) -> String {
+        let mut hash = Fnv::default();
+        for (name, value) in &self.metadata {
+            hash.field(name.as_str().as_bytes());
+            hash.field(value.as_bytes());
+        }
+        for method in &self.methods {
+            hash.field(method.name.as_bytes());
+            hash.field(method.path.as_bytes());
+            hash.field(&method.weight.to_le_bytes());
+            hash.field(&[u8::from(method.renderer.is_some())]);
+            for request in &method.requests {
+                hash.field(request);
+            }
+            for (name, value) in &method.metadata {
+                hash.field(name.as_str().as_bytes());
+                hash.field(value.as_bytes());
+            }
+            for (name, _) in &method.metadata_templates {
+                hash.field(name.as_str().as_bytes());
+            }
+        }
+        format!("{:016x}", hash.0)
+    }
+
     /// Which of `addresses` connection `connection` dials (0 under pick_first: the chosen
     /// address comes first).
     pub fn address_index(&self, connection: usize) -> usize {
@@ -751,6 +780,24 @@ impl LoadConfig {
     }
 }
 
+/// FNV-1a over length-prefixed fields (so `ab`,`c` and `a`,`bc` differ).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn field(&mut self, bytes: &[u8]) {
+        for byte in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -821,3 +868,4 @@ mod tests {
         );
     }
 }
+

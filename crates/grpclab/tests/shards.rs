@@ -499,3 +499,135 @@ fn merge_refuses_what_does_not_add_up() {
         "shard 0 twice, through the partial merge"
     );
 }
+
+/// Shards that send differently are not one run, whatever else they share: other metadata,
+/// another mix seed, other weights or data in a workload's entries, other streaming flags.
+/// Each is refused in one line naming what differs (a header's value is never printed).
+#[test]
+fn merge_refuses_shards_that_send_differently() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start("lab");
+    let target = server.target();
+    let workload = |name: &str, weight: u32, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "[[calls]]\ncall = \"helloworld.Greeter.SayHello\"\nname = \"a\"\nweight = {weight}\ndata = '{{\"request\": {{\"name\": \"a\"}}}}'\n\n[[calls]]\ncall = \"helloworld.Greeter.SayHello\"\nname = \"b\"\ndata = '{{\"request\": {{\"name\": \"{text}\"}}}}'\n"
+            ),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let plain = workload("plain.toml", 2, "b");
+    let heavier = workload("heavier.toml", 3, "b");
+    let other_data = workload("other-data.toml", 2, "other");
+    let run = |index: u64, tag: &str, extra: &[&str]| {
+        let out = generator(&target, index, unix_seconds_from_now(1), extra)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = dir.path().join(format!("{index}-{tag}.json"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    };
+    let zero = run(0, "plain", &[]);
+    let zero_mix = run(0, "mix", &["--workload", &plain, "--mix-seed", "1"]);
+    let cases = [
+        (
+            &zero,
+            run(1, "metadata", &["-m", r#"{"x-token": "s3cret-token"}"#]),
+            "the metadata (-m) differs",
+        ),
+        (
+            &zero_mix,
+            run(1, "seed", &["--workload", &plain, "--mix-seed", "2"]),
+            "the mix seed",
+        ),
+        (
+            &zero_mix,
+            run(1, "weights", &["--workload", &heavier, "--mix-seed", "1"]),
+            "the mix's methods and weights",
+        ),
+        (
+            &zero_mix,
+            run(1, "data", &["--workload", &other_data, "--mix-seed", "1"]),
+            "what the calls send",
+        ),
+    ];
+    // The same settings merge (the check refuses differences, not mixes).
+    let same = run(1, "mix-same", &["--workload", &plain, "--mix-seed", "1"]);
+    let out = grpclab()
+        .arg("merge")
+        .arg(&zero_mix)
+        .arg(&same)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (first, second, expected) in &cases {
+        let out = grpclab()
+            .arg("merge")
+            .arg(first)
+            .arg(second)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{second:?}: {stderr}");
+        assert!(stderr.contains(expected), "{second:?}: {stderr}");
+        assert!(!stderr.contains("s3cret-token"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    }
+    // Streaming flags: server streams ended after 3 replies in one shard, 5 in the other.
+    let stream = |index: u64, count: &str| {
+        let out = grpclab()
+            .args([
+                "load",
+                &target,
+                "--insecure",
+                "--scenario",
+                "server_stream_1kB",
+            ])
+            .args([
+                "--shard",
+                &format!("{index}/2"),
+                "-c",
+                "2",
+                "--connections",
+                "2",
+                "-n",
+                "20",
+            ])
+            .args(["--stream-call-count", count, "-O", "json", "--no-tui"])
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = dir.path().join(format!("stream-{index}-{count}.json"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    };
+    let (three, five) = (stream(0, "3"), stream(1, "5"));
+    let out = grpclab()
+        .arg("merge")
+        .arg(&three)
+        .arg(&five)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the streaming flags is call-count=3 in one and call-count=5"),
+        "{stderr}"
+    );
+}

@@ -548,6 +548,7 @@ fn measure(
         cpus: load.threads,
         transport: "lab".to_owned(),
         mix_seed: (load.methods.len() > 1).then_some(load.mix_seed),
+        requests_digest: load.requests_digest(),
         ..RunOptions::default()
     };
 

@@ -435,6 +435,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         transport: args.transport.name().to_owned(),
         details: config.details,
         count_errors: args.count_errors,
+        stream: stream_flags(args),
+        requests_digest: config.requests_digest(),
         skip_first: args.skip_first,
         load: load_shape(args.load_schedule, config.pacing),
         concurrency_shape: config
@@ -1449,6 +1451,34 @@ fn show_progress(bar: &ProgressBar, snapshot: &ProgressSnapshot) {
     ));
 }
 
+/// The streaming flags as given, in one canonical line (`call-count=5 interval=10ms ...`), for
+/// the result's options: generators of one run have the same.
+fn stream_flags(args: &LoadArgs) -> String {
+    let mut flags = Vec::new();
+    if let Some(count) = args.stream_call_count {
+        flags.push(format!("call-count={count}"));
+    }
+    if let Some(duration) = args.stream_call_duration {
+        flags.push(format!(
+            "call-duration={}",
+            humantime::format_duration(duration)
+        ));
+    }
+    if let Some(interval) = args.stream_interval {
+        flags.push(format!("interval={}", humantime::format_duration(interval)));
+    }
+    if args.stream_dynamic_messages {
+        flags.push("dynamic-messages".to_owned());
+    }
+    if args.stream_independent {
+        flags.push("independent".to_owned());
+    }
+    if let Some(stamp) = &args.stream_stamp {
+        flags.push(format!("stamp={stamp}"));
+    }
+    flags.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1496,3 +1526,4 @@ mod tests {
         assert!(resolve("unix:/tmp/s.sock").unwrap_err().0.contains("unix"));
     }
 }
+

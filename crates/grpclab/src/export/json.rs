@@ -373,6 +373,17 @@ pub struct JsonOptions {
     /// `--count-errors`: failed calls count in the latency figures.
     #[serde(rename = "count-errors", default)]
     pub count_errors: bool,
+    /// grpclab: the streaming flags as given (`call-count=5 interval=10ms independent ...`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stream: String,
+    /// grpclab: a fingerprint of what the calls send (payloads, headers, a mix's methods and
+    /// weights), so `grpclab merge` can tell generators of one run from others.
+    #[serde(
+        rename = "requestsDigest",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub requests_digest: String,
 }
 
 impl JsonOptions {
@@ -442,6 +453,8 @@ impl JsonOptions {
             transport: options.transport.clone(),
             details_limit: options.details,
             count_errors: options.count_errors,
+            stream: options.stream.clone(),
+            requests_digest: options.requests_digest.clone(),
         }
     }
 }

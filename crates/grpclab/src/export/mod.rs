@@ -105,6 +105,10 @@ pub struct RunOptions {
     pub details: Option<usize>,
     /// `--count-errors`: failed calls count in fastest, slowest, percentiles and histogram.
     pub count_errors: bool,
+    /// The streaming flags as given (`call-count=5 interval=10ms ...`), empty for none.
+    pub stream: String,
+    /// What the calls send ([`grpclab_load::LoadConfig::requests_digest`]), empty when unknown.
+    pub requests_digest: String,
     /// `--skipFirst`: calls left out at the start.
     pub skip_first: u64,
     /// `--load-schedule` and its settings (rates in req/s).

@@ -252,6 +252,36 @@ fn settings(json: &JsonReport) -> Vec<(&'static str, String)> {
         ("--warmup", format_ns(o.warmup)),
         ("-t", format_ns(o.timeout)),
         ("--count-errors", o.count_errors.to_string()),
+        (
+            "the metadata (-m)",
+            serde_json::to_string(&o.metadata).unwrap_or_default(),
+        ),
+        ("-b (binary payload)", o.binary.to_string()),
+        (
+            "the mix seed",
+            json.mix
+                .as_ref()
+                .map(|mix| mix.seed.to_string())
+                .unwrap_or_default(),
+        ),
+        (
+            "the mix's methods and weights",
+            json.mix
+                .as_ref()
+                .map(|mix| {
+                    mix.methods
+                        .iter()
+                        .map(|method| format!("{}={}", method.name, method.weight))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default(),
+        ),
+        ("the streaming flags", o.stream.clone()),
+        (
+            "what the calls send (payloads, metadata, workload entries)",
+            o.requests_digest.clone(),
+        ),
     ]
 }
 
@@ -306,6 +336,8 @@ fn run_options(json: &JsonReport) -> RunOptions {
         transport: o.transport.clone(),
         details: o.details_limit,
         count_errors: o.count_errors,
+        stream: o.stream.clone(),
+        requests_digest: o.requests_digest.clone(),
         skip_first: o.skip_first,
         load: shape(
             &o.load_schedule,

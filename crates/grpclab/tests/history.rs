@@ -534,6 +534,67 @@ fn split_password(url: &str) -> (String, String) {
     (format!("{scheme}://{user}@{host}"), password.to_owned())
 }
 
+/// A store written by a newer grpclab (its schema past the versions this one knows) is
+/// refused in one line and never written to: a run still succeeds with one warning, and
+/// `grpclab history` exits 2.
+#[test]
+fn a_store_from_a_newer_grpclab_is_refused_and_left_alone() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.sqlite");
+    let store = store.to_str().unwrap();
+    let first = load(&server, store, &dir.path().join("first.json"), &[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(stored(store, &[]).len(), 1);
+    let newest: i64 = {
+        let connection = rusqlite::Connection::open(store).unwrap();
+        connection
+            .execute(
+                "INSERT INTO grpclab_migrations (version, applied_at) VALUES (99, 'later')",
+                [],
+            )
+            .unwrap();
+        connection
+            .query_row("SELECT MAX(version) FROM grpclab_migrations", [], |row| {
+                row.get(0)
+            })
+            .unwrap()
+    };
+    assert_eq!(newest, 99);
+    let out = dir.path().join("second.json");
+    let second = load(&server, store, &out, &[]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    let text = stderr(&second);
+    let warnings: Vec<&str> = text.lines().filter(|l| l.contains("WARNING")).collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(warnings[0].contains("newer grpclab"), "{}", warnings[0]);
+    assert!(
+        json(&out)["count"].as_u64().is_some(),
+        "the result is written"
+    );
+    let listed = clean(grpclab())
+        .args(["history", "--history", store, "-O", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(listed.status.code(), Some(2), "{}", stderr(&listed));
+    assert_eq!(
+        stderr(&listed).trim().lines().count(),
+        1,
+        "{}",
+        stderr(&listed)
+    );
+    assert!(
+        stderr(&listed).contains("newer grpclab"),
+        "{}",
+        stderr(&listed)
+    );
+    let connection = rusqlite::Connection::open(store).unwrap();
+    let runs: i64 = connection
+        .query_row("SELECT COUNT(*) FROM runs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(runs, 1, "nothing written to the newer store");
+}
+
 /// A store that cannot be written (its folder is a file; a full disk; a PostgreSQL that is
 /// down) gives one warning; the run succeeds and its results are written.
 #[test]

@@ -1526,4 +1526,3 @@ mod tests {
         assert!(resolve("unix:/tmp/s.sock").unwrap_err().0.contains("unix"));
     }
 }
-

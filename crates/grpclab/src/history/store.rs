@@ -182,6 +182,7 @@ impl Store {
                         |row| row.get(0),
                     )
                     .map_err(sqlite_message)?;
+                check_not_newer(applied)?;
                 for (index, step) in MIGRATIONS.iter().enumerate() {
                     let version = index as i64 + 1;
                     if version <= applied {
@@ -211,6 +212,7 @@ impl Store {
                     )
                     .map_err(|err| postgres_message(&err))?
                     .get(0);
+                check_not_newer(applied)?;
                 for (index, step) in MIGRATIONS.iter().enumerate() {
                     let version = index as i64 + 1;
                     if version <= applied {
@@ -417,6 +419,19 @@ fn open_sqlite(path: &Path) -> Result<rusqlite::Connection, StoreError> {
 
 fn sqlite_message(err: rusqlite::Error) -> StoreError {
     err.to_string()
+}
+
+/// A store whose schema is past the versions this grpclab knows was written by a newer one:
+/// its rows may mean what this build cannot read, so it is neither read nor written (the
+/// migration's transaction is rolled back).
+fn check_not_newer(applied: i64) -> Result<(), StoreError> {
+    let known = MIGRATIONS.len() as i64;
+    if applied > known {
+        return Err(format!(
+            "it was written by a newer grpclab (schema version {applied}; this grpclab knows up to {known}): upgrade grpclab, or give another --history"
+        ));
+    }
+    Ok(())
 }
 
 /// The server's own words when it gave some (`password authentication failed ...`), else

@@ -747,6 +747,32 @@ fn ok_calls(text: &str) -> u64 {
 }
 
 /// Scraped during a run, the counters only grow, and at the end equal the result's.
+/// The metrics endpoint has no authentication: on an address beyond loopback, the run says
+/// so in one warning line; on loopback, nothing.
+#[test]
+fn a_metrics_endpoint_beyond_loopback_is_warned_about() {
+    let server = Server::start("lab");
+    for (address, warned) in [
+        ("0.0.0.0:0", true),
+        ("127.0.0.1:0", false),
+        ("[::1]:0", false),
+    ] {
+        let output = clean(grpclab())
+            .args(["load", "--insecure", &server.target()])
+            .args(["--scenario", "string_100B", "-n", "100", "--no-history"])
+            .args(["--metrics-addr", address, "-O", "json"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = stderr(&output);
+        let warnings: Vec<&str> = text
+            .lines()
+            .filter(|line| line.contains("no authentication"))
+            .collect();
+        assert_eq!(warnings.len(), usize::from(warned), "{address}: {text}");
+    }
+}
+
 #[test]
 fn live_metrics_only_grow_and_end_equal_to_the_result() {
     let server = Server::start("lab");

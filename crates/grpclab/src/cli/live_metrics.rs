@@ -30,6 +30,12 @@ pub fn start(args: &MetricsArgs) -> Result<Option<Endpoint>, InputError> {
         "metrics: http://{}/metrics",
         server.address()
     );
+    if !address.ip().is_loopback() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "WARNING: --metrics-addr {address} is reachable beyond this machine and the endpoint has no authentication: anyone who reaches it reads the run's metrics (bind 127.0.0.1 unless a scraper elsewhere needs it)"
+        );
+    }
     Ok(Some(Endpoint {
         metrics,
         server,

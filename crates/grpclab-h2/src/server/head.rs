@@ -20,10 +20,15 @@ pub(super) struct HeadScratch {
     pub(super) content_length: Option<u64>,
     pub(super) malformed: bool,
     /// The block the fields above were decoded from, kept when decoding it left the HPACK
-    /// table as it was: seen again at the same generation, it would decode to the same
-    /// fields, so they are used as they stand (see `on_header_block`).
+    /// table as it was: seen again, it would decode to the same fields, so they are used as
+    /// they stand (see `on_header_block`). No table generation is kept with it: only
+    /// decoding changes the table, and every decode first forgets the block (`clear`), so a
+    /// block still held was the last one decoded and the table is as it left it.
     decoded_from: DecodedBlocks<(), 1>,
 }
+
+/// The one generation the server's memo is kept at: see `decoded_from`.
+const HELD: u64 = 0;
 
 pub(super) const PSEUDO_METHOD: u8 = 1;
 pub(super) const PSEUDO_SCHEME: u8 = 2;
@@ -110,15 +115,17 @@ impl HeadScratch {
         !(self.malformed || incomplete || body_promised)
     }
 
-    /// Whether the fields held are what decoding `block` at `generation` would give.
-    fn decoded(&self, block: &[u8], generation: u64) -> bool {
-        self.decoded_from.find(block, generation).is_some()
+    /// Whether the fields held are what decoding `block` now would give.
+    fn decoded(&self, block: &[u8]) -> bool {
+        self.decoded_from.find(block, HELD).is_some()
     }
 
     /// Remembers `block` as the source of the fields held, if decoding it changed nothing in
     /// the table (its generation stayed `before`) and it is short.
     fn remember(&mut self, block: &[u8], before: u64, after: u64) {
-        self.decoded_from.remember(block, before, after, ());
+        if before == after {
+            self.decoded_from.remember(block, HELD, HELD, ());
+        }
     }
 
     fn clear(&mut self) {
@@ -239,7 +246,7 @@ impl<S: Service> Connection<S> {
         // A block equal to the last one, at the same table generation, decodes to the fields
         // already held (and changes nothing in the table): they are used as they stand.
         let before = self.decoder.generation();
-        if !self.head.decoded(block, before) {
+        if !self.head.decoded(block) {
             self.head.clear();
             let head = &mut self.head;
             self.decoder

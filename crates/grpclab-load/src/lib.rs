@@ -44,6 +44,6 @@ pub use progress::{
     LatencyBuckets, ProgressSnapshot, ProgressTarget, SecondLatency, LATENCY_BUCKET_BOUNDS_NS,
 };
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
-pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult, MethodResult};
+pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult, MethodResult, Unsent};
 pub use run::{drain_limit, run, LoadError};
 pub use tokio_util::sync::CancellationToken;

@@ -22,6 +22,16 @@ pub enum EndReason {
     Cancel,
 }
 
+/// Calls a timed open loop intended in its window and never sent, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unsent {
+    /// No stream took them before the window closed: the client (or every connection it
+    /// had, at its stream limit) could not keep up with the rate.
+    pub never_taken: u64,
+    /// Taken, and given back when the run stopped before they were due.
+    pub stopped: u64,
+}
+
 /// Everything one run measured.
 #[derive(Debug, Clone)]
 pub struct LoadResult {
@@ -51,6 +61,12 @@ pub struct LoadResult {
     /// duration ended, because the client (or every connection it had) could not keep up
     /// with the rate. `count + ignored + unsent` is the schedule's calls in the window.
     pub unsent: u64,
+    /// `unsent` by why: each counted where the call was given up, not as a remainder.
+    pub unsent_by_cause: Unsent,
+    /// Measured calls taken from the schedule that were neither recorded, left out, skipped
+    /// nor given back: 0 unless grpclab lost a call. Counted apart from the figures, so
+    /// `count + ignored + unsent` adding up is checked rather than true by construction.
+    pub unaccounted: u64,
     /// Templated calls whose rendering failed and went out with call 0's request instead.
     pub render_failures: u64,
     /// When the client threads were released to send (the warmup's start): with

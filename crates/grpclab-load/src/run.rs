@@ -10,6 +10,7 @@
 //! until the schedule says stop → calls still in flight get [`drain_limit`] to finish →
 //! recorders merge into a [`LoadResult`].
 
+use crate::result::Unsent;
 use grpclab_core::Code;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -89,6 +90,9 @@ struct ThreadOutcome {
     calls_by_address: Vec<u64>,
     /// A mix: this thread's figures of each method.
     method_recorders: Vec<Recorder>,
+    /// Measured tickets this thread took, and of those gave back unsent.
+    taken: u64,
+    dropped: u64,
 }
 
 /// Runs the load described by `config` and returns what it measured.
@@ -271,6 +275,7 @@ pub fn run(
     let mut planned_reconnects = 0;
     let mut abandoned = 0;
     let mut ignored = 0;
+    let (mut taken, mut dropped) = (0u64, 0u64);
     let mut last_completion: Option<Instant> = None;
     let addresses = shared.addresses.lock().map_or_else(
         |poisoned| poisoned.into_inner().clone(),
@@ -302,6 +307,8 @@ pub fn run(
         planned_reconnects += outcome.planned_reconnects;
         abandoned += outcome.abandoned;
         ignored += outcome.ignored;
+        taken += outcome.taken;
+        dropped += outcome.dropped;
         last_completion = last_completion.max(outcome.last_completion);
     }
     // Each second's histogram is kept only for a result that may be merged with other
@@ -321,14 +328,21 @@ pub fn run(
     } else {
         EndReason::Timeout
     };
+    // Every measured ticket taken was recorded, skipped (--skipFirst), left out (in flight
+    // at the end with --duration-stop ignore) or given back unsent: each counted where it
+    // happened, so a call lost by a bug shows here rather than vanishing.
+    let skipped = shared.skipped.load(Relaxed).min(config.skip_first);
+    let accounted = recorder.count() + ignored + skipped + dropped;
+    let unaccounted = taken.abs_diff(accounted);
     // A timed open loop accounts for every call its schedule intended in the window: those
-    // not recorded or left out were never sent.
+    // no stream took before the window closed (the client could not keep up), and those
+    // taken but given back when the run stopped before they were due.
     let unsent = match (end_reason, schedule.calls_in_window()) {
-        (EndReason::Timeout, Some(scheduled)) => {
-            let skipped = shared.skipped.load(Relaxed).min(config.skip_first);
-            scheduled.saturating_sub(recorder.count() + ignored + skipped)
-        }
-        _ => 0,
+        (EndReason::Timeout, Some(scheduled)) => Unsent {
+            never_taken: scheduled.saturating_sub(taken),
+            stopped: dropped,
+        },
+        _ => Unsent::default(),
     };
     let measured_end = match (config.duration, end_reason) {
         // A timed run's window is its duration, plus however long the last calls took to
@@ -348,7 +362,9 @@ pub fn run(
         planned_reconnects,
         abandoned,
         ignored,
-        unsent,
+        unsent: unsent.never_taken + unsent.stopped,
+        unsent_by_cause: unsent,
+        unaccounted,
         render_failures: shared.render_failures.load(Relaxed),
         first_send,
         calls_by_address,
@@ -503,6 +519,8 @@ fn client_thread(
             last_completion: thread.last_completion(),
             calls_by_address: thread.calls_by_address(),
             method_recorders: thread.take_method_recorders(),
+            taken: thread.tickets().0,
+            dropped: thread.tickets().1,
         })
     })
 }

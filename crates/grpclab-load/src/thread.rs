@@ -85,6 +85,11 @@ pub(crate) struct ThreadState {
     /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
     /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
     outstanding: Cell<u64>,
+    /// Measured tickets taken, and of those given back unsent ([`ThreadState::drop_ticket`]):
+    /// counted where it happens, so the run can check that every ticket taken was recorded,
+    /// left out or given back — none lost.
+    taken: Cell<u64>,
+    dropped: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     progress_slot: usize,
     /// Measured calls ended (in the figures) on connections to each address, by its id in
@@ -204,6 +209,8 @@ impl ThreadState {
                 Vec::new()
             }),
             outstanding: Cell::new(0),
+            taken: Cell::new(0),
+            dropped: Cell::new(0),
             calls_by_address: RefCell::new(vec![0; config.addresses.len().max(1)]),
             last_completion: Cell::new(None),
             progress_slot: index,
@@ -246,8 +253,14 @@ impl ThreadState {
         let ticket = self.schedule.next_ticket();
         if let Ticket::Send { measured: true, .. } = ticket {
             self.outstanding.set(self.outstanding.get() + 1);
+            self.taken.set(self.taken.get() + 1);
         }
         ticket
+    }
+
+    /// Measured tickets taken so far, and of those given back unsent.
+    pub(crate) fn tickets(&self) -> (u64, u64) {
+        (self.taken.get(), self.dropped.get())
     }
 
     /// A ticket that will never be sent (the run was stopped before it was due): it is not a
@@ -256,6 +269,7 @@ impl ThreadState {
         if measured {
             self.outstanding
                 .set(self.outstanding.get().saturating_sub(1));
+            self.dropped.set(self.dropped.get() + 1);
         }
     }
 

@@ -278,6 +278,16 @@ fn the_jobs_pods_run_here_and_merge_exactly() {
     let unsent = merged["unsent"].as_u64().unwrap_or(0);
     let ignored = merged["ignoredInFlight"].as_u64().unwrap_or(0);
     assert_eq!(count + unsent + ignored, 800, "{merged}");
+    // Counted where each call was given up, not as the remainder: none lost, and only the
+    // last moments' calls may be unsent (as tests/faults.rs bounds them).
+    assert_eq!(merged["unaccounted"].as_u64(), Some(0), "{merged}");
+    assert_eq!(
+        merged["unsentNeverTaken"].as_u64().unwrap_or(0)
+            + merged["unsentStopped"].as_u64().unwrap_or(0),
+        unsent,
+        "{merged}"
+    );
+    assert!(unsent <= 800 / 20, "unsent {unsent}: {merged}");
     assert!(count > 0, "{merged}");
     for point in merged["latencyPercentiles"].as_array().unwrap() {
         let percentage = point["percentage"].as_f64().unwrap();

@@ -81,6 +81,8 @@ mod tests {
                 planned_reconnects: 0,
                 abandoned: 0,
                 unsent: 0,
+                unsent_by_cause: grpclab_load::Unsent::default(),
+                unaccounted: 0,
                 render_failures: 0,
                 calls_by_address: Vec::new(),
                 addresses: Vec::new(),

@@ -561,6 +561,16 @@ pub struct JsonReport {
     /// unsent` is the schedule's calls in the window.
     #[serde(default)]
     pub unsent: u64,
+    /// grpclab: `unsent` that no stream took before the window closed.
+    #[serde(default)]
+    pub unsent_never_taken: u64,
+    /// grpclab: `unsent` that was taken and given back when the run stopped before it was due.
+    #[serde(default)]
+    pub unsent_stopped: u64,
+    /// grpclab: measured calls taken from the schedule and then neither recorded, left out,
+    /// skipped nor given back — 0 unless grpclab lost a call (counted apart from the figures).
+    #[serde(default)]
+    pub unaccounted: u64,
     /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
@@ -817,6 +827,9 @@ impl JsonReport {
             render_failures: result.render_failures,
             ignored_in_flight: result.ignored,
             unsent: result.unsent,
+            unsent_never_taken: result.unsent_by_cause.never_taken,
+            unsent_stopped: result.unsent_by_cause.stopped,
+            unaccounted: result.unaccounted,
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
             details_kept: result

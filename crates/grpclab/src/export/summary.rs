@@ -319,8 +319,15 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     if result.unsent > 0 {
         writeln!(
             out,
-            "  Due in the window but never sent (the client or its connections fell behind the rate):\t{}",
-            result.unsent
+            "  Due in the window but never sent (the client or its connections fell behind the rate):\t{} ({} never taken, {} given back at the stop)",
+            result.unsent, result.unsent_by_cause.never_taken, result.unsent_by_cause.stopped
+        )?;
+    }
+    if result.unaccounted > 0 {
+        writeln!(
+            out,
+            "  WARNING: calls taken from the schedule and never accounted for (a grpclab bug; please report it):\t{}",
+            result.unaccounted
         )?;
     }
     if result.render_failures > 0 {
@@ -505,6 +512,8 @@ mod tests {
             planned_reconnects: 0,
             abandoned: 0,
             unsent: 0,
+            unsent_by_cause: grpclab_load::Unsent::default(),
+            unaccounted: 0,
             render_failures: 0,
             calls_by_address: Vec::new(),
             addresses: Vec::new(),

@@ -123,6 +123,8 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         abandoned: totals.abandoned,
         ignored: totals.ignored,
         unsent: totals.unsent,
+        unsent_by_cause: totals.unsent_by_cause,
+        unaccounted: totals.unaccounted,
         render_failures: totals.render_failures,
         first_send,
         calls_by_address: totals.calls_by_address,
@@ -151,6 +153,8 @@ struct Totals {
     abandoned: u64,
     ignored: u64,
     unsent: u64,
+    unsent_by_cause: grpclab_load::Unsent,
+    unaccounted: u64,
     render_failures: u64,
     /// Per address, summed element by element (every shard names the same addresses: the
     /// settings are checked to be the same).
@@ -165,6 +169,9 @@ impl Totals {
         self.abandoned += result.abandoned;
         self.ignored += result.ignored;
         self.unsent += result.unsent;
+        self.unsent_by_cause.never_taken += result.unsent_by_cause.never_taken;
+        self.unsent_by_cause.stopped += result.unsent_by_cause.stopped;
+        self.unaccounted += result.unaccounted;
         self.render_failures += result.render_failures;
         if self.calls_by_address.len() < result.calls_by_address.len() {
             self.calls_by_address

@@ -189,6 +189,11 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
         abandoned: json.abandoned,
         ignored: json.ignored_in_flight,
         unsent: json.unsent,
+        unsent_by_cause: grpclab_load::Unsent {
+            never_taken: json.unsent_never_taken,
+            stopped: json.unsent_stopped,
+        },
+        unaccounted: json.unaccounted,
         render_failures: json.render_failures,
         first_send,
         calls_by_address: json

@@ -75,6 +75,10 @@ pub struct LabConfig {
     /// For experiments (`--handler-delay`): sleep this long in every call's handler, making a
     /// deliberately slower server (e.g. to check that `grpclab compare` sees it).
     pub handler_delay: Option<std::time::Duration>,
+    /// For experiments (`--handler-spin`): keep the CPU busy this long in every unary call's
+    /// handler, a known per-call cost added to the server (how `benches/gate_power.py`
+    /// injects slowdowns the gate must find).
+    pub handler_spin: Option<std::time::Duration>,
     /// Serve TLS (ALPN h2) with this configuration instead of plaintext h2c.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -96,6 +100,7 @@ impl Default for LabConfig {
             keepalive_interval: Some(grpclab_h2::server::DEFAULT_KEEPALIVE_INTERVAL),
             keepalive_timeout: grpclab_h2::server::DEFAULT_KEEPALIVE_TIMEOUT,
             handler_delay: None,
+            handler_spin: None,
             tls: None,
         }
     }

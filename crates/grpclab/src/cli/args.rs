@@ -1204,6 +1204,11 @@ pub struct ServeArgs {
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub handler_delay: Option<std::time::Duration>,
 
+    /// lab, for experiments: keep the CPU busy this long in every unary call's handler (e.g.
+    /// 100ns), a known per-call cost (benches/gate_power.py).
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub handler_spin: Option<std::time::Duration>,
+
     /// lab: largest request message accepted; larger ones get RESOURCE_EXHAUSTED unread.
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES")]
     pub max_message_bytes: usize,

@@ -102,6 +102,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             keepalive_interval: Some(args.keepalive).filter(|t| !t.is_zero()),
             keepalive_timeout: args.keepalive_timeout,
             handler_delay: args.handler_delay,
+            handler_spin: args.handler_spin,
             tls: lab_tls,
         },
     })

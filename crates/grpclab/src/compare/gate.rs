@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::metric::Metric;
-use super::stats::{ratio_text, Comparison};
+use super::stats::{gate_power, ratio_text, Comparison, Confidence};
 
 /// One `--fail-if` rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +67,18 @@ impl FailIf {
     /// Judges one side's comparison of this rule's metric (`None`: the metric was not
     /// measured in every round, which fails the rule: a gate that cannot see must not pass).
     pub fn judge(&self, label: &str, comparison: Option<&Comparison>) -> GateVerdict {
+        self.judge_at(label, comparison, None)
+    }
+
+    /// [`FailIf::judge`], and for a rule that passed at `confidence`, what the rounds could
+    /// have seen: when a true change of twice the limit would be caught less than 80 % of
+    /// the time at the spread measured, the line says so and how many rounds would.
+    pub fn judge_at(
+        &self,
+        label: &str,
+        comparison: Option<&Comparison>,
+        confidence: Option<Confidence>,
+    ) -> GateVerdict {
         let (side_word, limit) = (label, ratio_text(self.limit));
         let Some(c) = comparison else {
             return GateVerdict {
@@ -100,10 +112,24 @@ impl FailIf {
                 self.expression
             )
         } else {
-            format!(
+            let mut line = format!(
                 "{}: {side_word} passed: its ratio to A {interval} does not lie wholly {relation} {limit}",
                 self.expression
-            )
+            );
+            let power = confidence.and_then(|level| gate_power(c, self.limit, self.above, level));
+            if let Some(power) = power.filter(|power| power.detection < 0.8) {
+                let change = (power.effect - 1.0) * 100.0;
+                let rounds = match power.rounds_needed {
+                    Some(rounds) => format!("use --rounds {rounds} or more to catch it 80 % of the time"),
+                    None => "more than 200 rounds would be needed: narrow the spread (longer windows, a quieter machine) or widen the limit".to_owned(),
+                };
+                line.push_str(&format!(
+                    "; at this spread a true change of {change:+.0} % would be caught {:.0} % of the time with {} rounds: {rounds}",
+                    power.detection * 100.0,
+                    c.a.n.min(c.b.n)
+                ));
+            }
+            line
         };
         GateVerdict {
             expression: self.expression.clone(),

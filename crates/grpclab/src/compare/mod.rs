@@ -389,7 +389,7 @@ pub fn execute(
             prepared
                 .gates
                 .iter()
-                .map(|rule| rule.judge(&side.label, side.get(rule.metric)))
+                .map(|rule| rule.judge_at(&side.label, side.get(rule.metric), Some(confidence)))
         })
         .collect();
     let report = CompareReport {

@@ -398,6 +398,9 @@ impl LabService {
             std::thread::sleep(delay);
             now = Instant::now();
         }
+        if let Some(spin) = self.config.handler_spin {
+            now = spin_for(spin);
+        }
         if self.config.placement == Placement::Task {
             tokio::spawn(async move {
                 reply.send(response(run_call(&call, &body, IMPLEMENTATION)));
@@ -425,5 +428,17 @@ impl LabService {
                 Dispatch::Respond(response(run_call(&job.head, &job.body, IMPLEMENTATION)))
             }
         }
+    }
+}
+/// Keeps this thread's CPU busy for `spin` (`--handler-spin`); returns the time it ended.
+#[cold]
+fn spin_for(spin: std::time::Duration) -> Instant {
+    let start = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now.duration_since(start) >= spin {
+            return now;
+        }
+        std::hint::spin_loop();
     }
 }

@@ -152,3 +152,18 @@ def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, con
         "served": calls,
         "report": report,
     }
+
+
+def make_certificates(folder):
+    """A CA and a leaf it signs, valid for localhost and 127.0.0.1: (ca, cert, key) paths."""
+    def run(*argv):
+        subprocess.run(argv, check=True, capture_output=True, cwd=folder)
+    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("openssl", "req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=grpclab bench CA")
+    run("openssl", "req", *curve, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=localhost")
+    with open(os.path.join(folder, "ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    run("openssl", "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext")
+    return [os.path.join(folder, name) for name in ("ca.pem", "cert.pem", "key.pem")]

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+from common import make_certificates
+
 LOAD = ["--insecure", "--scenario", "complex_proto", "-c", "100", "--connections", "4", "--cpus", "1"]
 # The server's extra flags (--tls adds the certificate).
 SERVE = []
@@ -33,19 +35,10 @@ SERVE = []
 
 def use_tls(folder):
     """Makes a CA and a leaf for 127.0.0.1 and switches LOAD and SERVE to TLS."""
-    def run(*argv):
-        subprocess.run(argv, check=True, capture_output=True, cwd=folder)
-    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run("openssl", "req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-        "-subj", "/CN=instructions_ab CA")
-    run("openssl", "req", *curve, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(folder, "ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-    run("openssl", "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext")
+    ca, cert, key = make_certificates(folder)
     LOAD[LOAD.index("--insecure")] = "--cacert"
-    LOAD.insert(1, os.path.join(folder, "ca.pem"))
-    SERVE.extend(["--tls-cert", os.path.join(folder, "cert.pem"), "--tls-key", os.path.join(folder, "key.pem")])
+    LOAD.insert(LOAD.index("--cacert") + 1, ca)
+    SERVE.extend(["--tls-cert", cert, "--tls-key", key])
 
 
 def total_instructions(out_file):

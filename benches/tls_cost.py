@@ -29,22 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import BIN, build, fresh_server_window, run_client, start_server, stop_server
-
-
-def make_certificates(folder):
-    """A CA and a leaf it signs, valid for localhost and 127.0.0.1: (ca, cert, key) paths."""
-    def run(*argv):
-        subprocess.run(argv, check=True, capture_output=True, cwd=folder)
-    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run("openssl", "req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-        "-subj", "/CN=tls_cost CA")
-    run("openssl", "req", *curve, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(folder, "ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-    run("openssl", "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext")
-    return [os.path.join(folder, name) for name in ("ca.pem", "cert.pem", "key.pem")]
+from common import BIN, build, fresh_server_window, make_certificates, run_client, start_server, stop_server
 
 
 def grpclab_window(target, tls_args, args, extra=()):

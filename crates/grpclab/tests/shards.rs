@@ -328,6 +328,19 @@ fn the_jobs_pods_run_here_and_merge_exactly() {
     assert_eq!(again["perSecond"], merged["perSecond"]);
 }
 
+/// Runs `command` (a generator with `-O json`), checks it succeeded, and saves its stdout
+/// at `path`.
+fn saved(command: &mut Command, path: PathBuf) -> PathBuf {
+    let out = command.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
 /// A two-shard run's generator `index` against `target`, starting at `start_at`.
 fn generator(target: &str, index: u64, start_at: u64, extra: &[&str]) -> Command {
     let mut command = grpclab();
@@ -439,17 +452,10 @@ fn merge_refuses_what_does_not_add_up() {
     let target = server.target();
     // Run one after the other, each its own start (the merge checks settings, not clocks).
     let run = |index: u64, extra: &[&str]| {
-        let out = generator(&target, index, unix_seconds_from_now(2), extra)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let path = dir.path().join(format!("{index}-{}.json", extra.len()));
-        std::fs::write(&path, &out.stdout).unwrap();
-        path
+        saved(
+            &mut generator(&target, index, unix_seconds_from_now(2), extra),
+            dir.path().join(format!("{index}-{}.json", extra.len())),
+        )
     };
     let zero = run(0, &[]);
     let one_other_call = run(1, &["--rps", "300"]);
@@ -533,17 +539,10 @@ fn merge_refuses_shards_that_send_differently() {
     let heavier = workload("heavier.toml", 3, "b");
     let other_data = workload("other-data.toml", 2, "other");
     let run = |index: u64, tag: &str, extra: &[&str]| {
-        let out = generator(&target, index, unix_seconds_from_now(1), extra)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let path = dir.path().join(format!("{index}-{tag}.json"));
-        std::fs::write(&path, &out.stdout).unwrap();
-        path
+        saved(
+            &mut generator(&target, index, unix_seconds_from_now(1), extra),
+            dir.path().join(format!("{index}-{tag}.json")),
+        )
     };
     let zero = run(0, "plain", &[]);
     let zero_mix = run(0, "mix", &["--workload", &plain, "--mix-seed", "1"]);
@@ -597,7 +596,8 @@ fn merge_refuses_shards_that_send_differently() {
     }
     // Streaming flags: server streams ended after 3 replies in one shard, 5 in the other.
     let stream = |index: u64, count: &str| {
-        let out = grpclab()
+        let mut command = grpclab();
+        command
             .args([
                 "load",
                 &target,
@@ -612,20 +612,20 @@ fn merge_refuses_shards_that_send_differently() {
                 "2",
                 "--connections",
                 "2",
+            ])
+            .args([
                 "-n",
                 "20",
-            ])
-            .args(["--stream-call-count", count, "-O", "json", "--no-tui"])
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let path = dir.path().join(format!("stream-{index}-{count}.json"));
-        std::fs::write(&path, &out.stdout).unwrap();
-        path
+                "--stream-call-count",
+                count,
+                "-O",
+                "json",
+                "--no-tui",
+            ]);
+        saved(
+            &mut command,
+            dir.path().join(format!("stream-{index}-{count}.json")),
+        )
     };
     let (three, five) = (stream(0, "3"), stream(1, "5"));
     let out = grpclab()

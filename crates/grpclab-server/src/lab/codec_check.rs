@@ -15,16 +15,7 @@ use crate::proto::pb_streaming::FeedRequest;
 /// Panics when the view codecs answer `request` differently from prost: as a
 /// `HelloRequest` (the Greeter's reply bytes) and as a `FeedRequest` (the fields read).
 pub fn assert_agrees_with_prost(request: &[u8]) {
-    let slow = HelloRequest::decode(request).map(|decoded| {
-        let reply = HelloReply {
-            response: decoded.request,
-        }
-        .encode_to_vec();
-        let mut framed = vec![0];
-        framed.extend_from_slice(&(reply.len() as u32).to_be_bytes());
-        framed.extend_from_slice(&reply);
-        framed
-    });
+    let slow = prost_reply(request);
     let mut out = BytesMut::new();
     match (fast_codec::echo_reply(request, &mut out), &slow) {
         (Ok(true), Ok(slow)) => assert_eq!(&out[..], &slow[..], "reply to {request:?}"),
@@ -52,6 +43,20 @@ pub fn assert_agrees_with_prost(request: &[u8]) {
             panic!("Feed: the view codec and prost disagree on {request:?}: {fast:?} vs {slow:?}")
         }
     }
+}
+
+/// The Greeter's framed reply to `request` as prost makes it (gRPC prefix included).
+pub fn prost_reply(request: &[u8]) -> Result<Vec<u8>, prost::DecodeError> {
+    HelloRequest::decode(request).map(|decoded| {
+        let reply = HelloReply {
+            response: decoded.request,
+        }
+        .encode_to_vec();
+        let mut framed = vec![0];
+        framed.extend_from_slice(&(reply.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&reply);
+        framed
+    })
 }
 
 /// A message built from `program`: each byte (with the ones after it) chooses a field to

@@ -504,20 +504,12 @@ mod tests {
     use super::*;
     use crate::proto::pb::hello::pet::Color;
     use crate::proto::pb::hello::{Choice as PbChoice, Pet};
-    use crate::proto::pb::{Hello, HelloReply, HelloRequest};
+    use crate::proto::pb::{Hello, HelloRequest};
     use prost::Message;
 
     /// The reply prost would produce, framed.
     fn prost_reply(request: &[u8]) -> Result<Vec<u8>, String> {
-        let decoded = HelloRequest::decode(request).map_err(|e| e.to_string())?;
-        let reply = HelloReply {
-            response: decoded.request,
-        }
-        .encode_to_vec();
-        let mut framed = vec![0];
-        framed.extend_from_slice(&(reply.len() as u32).to_be_bytes());
-        framed.extend_from_slice(&reply);
-        Ok(framed)
+        super::super::codec_check::prost_reply(request).map_err(|e| e.to_string())
     }
 
     fn fast_reply(request: &[u8]) -> Result<Option<Vec<u8>>, String> {

@@ -430,15 +430,26 @@ impl LabService {
         }
     }
 }
-/// Keeps this thread's CPU busy for `spin` (`--handler-spin`); returns the time it ended.
+/// Keeps this thread's CPU busy for about `spin` (`--handler-spin`); returns the time it
+/// ended. A loop of a fixed number of iterations, calibrated once against the clock: reading
+/// the clock in the loop would cost more than the short spins asked for (a clock read is
+/// tens to hundreds of nanoseconds on a virtual machine).
 #[cold]
 fn spin_for(spin: std::time::Duration) -> Instant {
-    let start = Instant::now();
-    loop {
-        let now = Instant::now();
-        if now.duration_since(start) >= spin {
-            return now;
-        }
+    static ITERATIONS_PER_NS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let rate = *ITERATIONS_PER_NS.get_or_init(|| {
+        const CALIBRATION: u64 = 20_000_000;
+        let start = Instant::now();
+        spin_iterations(CALIBRATION);
+        CALIBRATION as f64 / start.elapsed().as_nanos().max(1) as f64
+    });
+    spin_iterations((spin.as_nanos() as f64 * rate) as u64);
+    Instant::now()
+}
+
+fn spin_iterations(count: u64) {
+    for i in 0..count {
+        std::hint::black_box(i);
         std::hint::spin_loop();
     }
 }

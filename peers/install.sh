@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs every peer's toolchain on a fresh Debian machine, from Debian's packages, PyPI and
-# npm (the registries this machine reaches). Idempotent: what is there is left alone.
+# Installs every peer's toolchain on a fresh Debian machine, from Debian's packages, PyPI, npm,
+# Maven Central and the Go module proxy (the registries this machine reaches). Idempotent: what is there is left alone.
 #
 #   bash peers/install.sh            # everything
-#   bash peers/install.sh go cpp     # some: go, cpp, java, python, node
+#   bash peers/install.sh go cpp     # some: go, cpp, jvm, python, node
 #
 # A peer whose toolchain is missing is not fatal: `grpclab bench --suite peers/suite.toml`
 # shows it as one SKIPPED row naming what to install.
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(go cpp java python node)
+[ ${#want[@]} -eq 0 ] && want=(go cpp jvm python node)
 
 apt_install() {
   local missing=()
@@ -37,11 +37,10 @@ for toolchain in "${want[@]}"; do
       apt_install g++ make pkg-config libgrpc++-dev protobuf-compiler-grpc protobuf-compiler \
         libprotobuf-dev
       ;;
-    java)
-      # grpc-java with its netty transport and protobuf-java, as jars under /usr/share/java,
-      # and the protoc plugin that generates the service stubs.
-      apt_install default-jdk-headless libgrpc-java libprotobuf-java libnetty-java libperfmark-java \
-        protobuf-compiler protobuf-compiler-grpc-java-plugin
+    jvm)
+      # A JDK and Maven; the libraries, the Scala compiler, protoc and the code generators come
+      # from Maven Central when a peer is first built (peers/jvm/build.sh), into ~/.m2.
+      command -v java >/dev/null && command -v mvn >/dev/null || apt_install default-jdk-headless maven
       ;;
     python)
       if ! python3 -c "import grpc, grpc_tools" 2>/dev/null; then
@@ -54,7 +53,7 @@ for toolchain in "${want[@]}"; do
       (cd node_grpcjs && { [ -d node_modules/@grpc/grpc-js ] || npm install --silent --no-audit --no-fund; })
       ;;
     *)
-      echo "unknown toolchain '$toolchain': choose go, cpp, java, python or node" >&2
+      echo "unknown toolchain '$toolchain': choose go, cpp, jvm, python or node" >&2
       exit 2
       ;;
   esac

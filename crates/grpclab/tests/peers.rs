@@ -14,11 +14,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/suite.toml");
 
 /// The peers in the suite, as grpc_bench names them.
-const PEERS: [&str; 7] = [
+const PEERS: [&str; 10] = [
     "go_grpc",
     "cpp_grpc_mt",
     "java_hotspot_grpc_pgc",
     "java_hotspot_grpc_pgc_direct",
+    "java_armeria",
+    "java_armeria_blocking",
+    "scala_zio",
     "python_async_grpc",
     "node_grpcjs",
     "rust_lab",
@@ -136,18 +139,10 @@ fn every_peer_serves_the_other_scenario_families() {
 
 /// `bench --tls` runs the whole table over TLS: every peer takes the generated certificate
 /// and key through its suite entry's `tls` arguments, and the load, the first-reply check and
-/// the readiness probe all speak TLS to it. The Java peer cannot (Debian's netty has no
-/// ALPN): its rows say why.
+/// the readiness probe all speak TLS to it (the JVM peers with the JDK's own ALPN).
 #[test]
 fn every_peer_serves_the_table_over_tls() {
-    let no_alpn = "no JDK ALPN provider";
-    assert_every_peer_measures(
-        &["--tls"],
-        &[
-            ("java_hotspot_grpc_pgc", no_alpn),
-            ("java_hotspot_grpc_pgc_direct", no_alpn),
-        ],
-    );
+    assert_every_peer_measures(&["--tls"], &[]);
 }
 
 #[test]

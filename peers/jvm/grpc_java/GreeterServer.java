@@ -2,7 +2,7 @@
 // the plain way. The executor is the one setting grpc_bench varies: JVM_EXECUTOR_TYPE =
 // workStealing (the default: a work-stealing pool, one thread per available CPU) or direct
 // (calls run on netty's event loop).
-// Usage: java GreeterServer PORT
+// Usage: java GreeterServer PORT [CERT KEY] (with CERT and KEY: TLS, ALPN from the JDK)
 
 import helloworld.GreeterGrpc;
 import helloworld.Helloworld.HelloReply;
@@ -10,6 +10,7 @@ import helloworld.Helloworld.HelloRequest;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
+import java.io.File;
 import java.net.InetSocketAddress;
 import java.util.concurrent.Executors;
 
@@ -33,6 +34,9 @@ public final class GreeterServer {
           Executors.newWorkStealingPool(Runtime.getRuntime().availableProcessors()));
       default -> throw new IllegalArgumentException(
           "JVM_EXECUTOR_TYPE must be direct or workStealing, not " + executor);
+    }
+    if (args.length == 3) {
+      builder.useTransportSecurity(new File(args[1]), new File(args[2]));
     }
     Server server = builder.addService(new Greeter()).build().start();
     server.awaitTermination();

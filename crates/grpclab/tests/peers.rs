@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/suite.toml");
 
 /// The peers in the suite, as grpc_bench names them.
-const PEERS: [&str; 10] = [
+const PEERS: [&str; 11] = [
     "go_grpc",
     "cpp_grpc_mt",
     "java_hotspot_grpc_pgc",
@@ -22,6 +22,7 @@ const PEERS: [&str; 10] = [
     "java_armeria",
     "java_armeria_blocking",
     "scala_zio",
+    "scala_pekko",
     "python_async_grpc",
     "node_grpcjs",
     "rust_lab",

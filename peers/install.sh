@@ -27,11 +27,11 @@ apt_install() {
 for toolchain in "${want[@]}"; do
   case "$toolchain" in
     go)
-      # grpc-go and protobuf-go as Debian ships them (sources under /usr/share/gocode), the
-      # protoc plugins for both.
-      apt_install golang-go golang-google-grpc-dev golang-google-protobuf-dev \
-        golang-github-golang-protobuf-1-5-dev protoc-gen-go \
-        protoc-gen-go-grpc protobuf-compiler
+      # Go itself (the machine's, or Debian's when there is none: grpc-go 1.85 needs Go 1.24 or
+      # newer) and protoc; grpc-go, protobuf-go and the protoc plugins come from the Go module
+      # proxy when the peer is built (peers/go_grpc/build.sh, pinned by go.mod and go.sum).
+      command -v go >/dev/null || apt_install golang-go
+      apt_install protobuf-compiler
       ;;
     cpp)
       apt_install g++ make pkg-config libgrpc++-dev protobuf-compiler-grpc protobuf-compiler \

@@ -1,15 +1,23 @@
 #!/bin/sh
-# Builds the Go peer against Debian's grpc-go and protobuf-go (GOPATH mode over
-# /usr/share/gocode: no module download): build.sh SCENARIO_DIR BUILD_DIR
+# Builds the Go peer in module mode, grpc-go and protobuf-go from the Go module proxy at the
+# versions go.mod and go.sum pin (GOMODCACHE: Go's default, ~/go/pkg/mod, unless set), the
+# protoc plugins too; protoc from Debian: build.sh SCENARIO_DIR BUILD_DIR
 set -eu
 scenario=$1
-out=$2
-src="$out/src/peer"
-mkdir -p "$src/helloworld"
-cp main.go "$src/"
-protoc -I"$scenario" --go_out="$src/helloworld" --go_opt=paths=source_relative \
+out=$(mkdir -p "$2" && cd "$2" && pwd)
+src="$out/src"
+rm -rf "$src"
+mkdir -p "$src/helloworld" "$out/bin"
+cp main.go go.mod go.sum "$src/"
+export GOCACHE="$out/.gocache"
+GOBIN="$out/bin" go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+GOBIN="$out/bin" go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+protoc -I"$scenario" \
+  --plugin=protoc-gen-go="$out/bin/protoc-gen-go" \
+  --go_out="$src/helloworld" --go_opt=paths=source_relative \
   --go_opt=Mhelloworld.proto=peer/helloworld \
+  --plugin=protoc-gen-go-grpc="$out/bin/protoc-gen-go-grpc" \
   --go-grpc_out="$src/helloworld" --go-grpc_opt=paths=source_relative \
   --go-grpc_opt=Mhelloworld.proto=peer/helloworld \
   "$scenario/helloworld.proto"
-GO111MODULE=off GOPATH="$out:/usr/share/gocode" GOCACHE="$out/.gocache" go build -o "$out/server" peer
+cd "$src" && go build -mod=mod -o "$out/server" .

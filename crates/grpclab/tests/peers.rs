@@ -213,7 +213,7 @@ fn a_jvm_peer_is_profiled_with_flight_recorder() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     let record = record(dir.path(), "java_hotspot_grpc_pgc");
     if record["status"] == "skipped" && std::env::var_os("CI").is_none() {
-        eprintln!("SKIPPED: no Java toolchain (bash peers/install.sh java)");
+        eprintln!("SKIPPED: no JVM toolchain (bash peers/install.sh jvm)");
         return;
     }
     assert_eq!(record["status"], "ok", "{record}");
@@ -273,6 +273,53 @@ fn a_jvm_peer_is_profiled_with_flight_recorder() {
         sites[0]["bytes_per_call"].as_f64().unwrap() > 0.0,
         "per call over the measured calls"
     );
+}
+
+/// The seed's own question, on its own kind of server: a Scala peer (zio-grpc) and Armeria
+/// under `--profile cpu` are recorded by Flight Recorder, and each flamegraph names its
+/// framework's frames (ZIO's runtime or ScalaPB; Armeria), not only grpc-java's or netty's.
+#[test]
+fn scala_and_armeria_peers_are_profiled_with_flight_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench_with(
+        dir.path(),
+        &["scala_zio", "java_armeria", "--profile", "cpu"],
+        None,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "8s"),
+            ("GRPC_BENCHMARK_WARMUP", "4s"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let folder = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    for (name, frames) in [
+        ("scala_zio", &["zio.", "scalapb."][..]),
+        ("java_armeria", &["com.linecorp.armeria."][..]),
+    ] {
+        let record = record(dir.path(), name);
+        if record["status"] == "skipped" && std::env::var_os("CI").is_none() {
+            eprintln!("SKIPPED: {name}: no JVM toolchain (bash peers/install.sh jvm)");
+            continue;
+        }
+        assert_eq!(record["status"], "ok", "{record}");
+        assert!(
+            record["profile_note"].is_null(),
+            "{}",
+            record["profile_note"]
+        );
+        assert!(folder.join(format!("{name}.jfr")).is_file(), "{name}");
+        let svg = std::fs::read_to_string(folder.join(format!("{name}.flamegraph.svg"))).unwrap();
+        assert!(
+            frames.iter().any(|frame| svg.contains(frame)),
+            "{name}: a flamegraph naming {frames:?}"
+        );
+    }
 }
 
 /// Call stacks of foreign servers: Go keeps frame pointers, so `--profile cpu`

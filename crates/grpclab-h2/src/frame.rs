@@ -274,7 +274,7 @@ pub fn take_frame(
     if header.length > DEFAULT_MAX_FRAME_SIZE {
         return Err(connection_error(
             code::FRAME_SIZE_ERROR,
-            "frame larger than SETTINGS_MAX_FRAME_SIZE",
+            oversized_frame_reason(&raw),
         ));
     }
     let total = HEADER_LEN + header.length as usize;
@@ -283,6 +283,21 @@ pub fn take_frame(
     }
     let frame = buf.split_to(total).freeze();
     Ok(Some((header, frame.slice(HEADER_LEN..))))
+}
+
+/// Why a frame header claimed more than SETTINGS_MAX_FRAME_SIZE. An HTTP/1 status line read as
+/// a frame header always does ("HTT" is a 4.7 MB length): a server that answers HTTP/2's
+/// preface in HTTP/1 (no plaintext HTTP/2 on that port) is named as such, not as a frame size.
+fn oversized_frame_reason(header: &[u8; HEADER_LEN]) -> &'static str {
+    match header {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'1', ..] => {
+            "the server answered in HTTP/1.1, not HTTP/2 with prior knowledge (turn on its plaintext HTTP/2, or use TLS if it offers HTTP/2 by ALPN)"
+        }
+        [b'H', b'T', b'T', b'P', b'/', b'1', ..] => {
+            "the server answered in HTTP/1.0, not HTTP/2 with prior knowledge (turn on its plaintext HTTP/2, or use TLS if it offers HTTP/2 by ALPN)"
+        }
+        _ => "frame larger than SETTINGS_MAX_FRAME_SIZE",
+    }
 }
 
 /// Appends a frame header.

@@ -561,3 +561,41 @@ fn keepalive_finds_a_stalled_server_and_spares_a_slow_one() {
         );
     }
 }
+
+/// A server that answers HTTP/2's preface in HTTP/1.1 (an HTTP/1 server, or an HTTP/2 one
+/// with plaintext HTTP/2 turned off, as Pekko HTTP is by default): its status line read as a
+/// frame header is a 4.7 MB frame, and the calls said "frame larger than
+/// SETTINGS_MAX_FRAME_SIZE". They say what happened: the server spoke HTTP/1.
+#[test]
+fn a_server_that_answers_in_http1_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(mut tcp) = tcp else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut preface = [0u8; 24];
+                if tcp.read_exact(&mut preface).is_ok() {
+                    let _ = tcp.write_all(
+                        b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+                let _ = tcp.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    let mut config = config_for(addr, Transport::Engine);
+    config.total = Some(5);
+    let result = run_bounded(config);
+    assert_eq!(result.count(), 5, "every call counted");
+    let errors = result.error_counts();
+    assert!(
+        !errors.is_empty()
+            && errors
+                .keys()
+                .all(|message| message.contains("answered in HTTP/1.1")
+                    && message.contains("HTTP/2 with prior knowledge")),
+        "{errors:?}"
+    );
+}

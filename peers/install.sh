@@ -38,9 +38,26 @@ for toolchain in "${want[@]}"; do
         libprotobuf-dev
       ;;
     jvm)
-      # A JDK and Maven; the libraries, the Scala compiler, protoc and the code generators come
-      # from Maven Central when a peer is first built (peers/jvm/build.sh), into ~/.m2.
+      # A JDK and Maven, then every JVM peer built once into a scratch folder: the libraries,
+      # the Scala compiler, protoc and the code generators land in Maven's local repository
+      # (~/.m2), so later builds (one per scenario family, maybe several at once) download
+      # nothing; Maven 3.8's local repository is not safe for concurrent downloads.
       command -v java >/dev/null && command -v mvn >/dev/null || apt_install default-jdk-headless maven
+      # A marker per set of POMs in the local repository: done once, until a POM changes.
+      marker="${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}/.grpclab-peers-$(cat jvm/*/pom.xml jvm/*/codegen.xml | sha256sum | cut -c1-16)"
+      [ -f "$marker" ] && { echo "peers/install.sh: jvm ready"; continue; }
+      scratch=$(mktemp -d)
+      for server in jvm/*/pom.xml; do
+        server=$(basename "$(dirname "$server")")
+        if ! (cd jvm && ./build.sh "$server" ../../scenarios/string_10B "$scratch/$server") >"$scratch/log" 2>&1; then
+          tail -30 "$scratch/log" >&2
+          echo "peers/install.sh: the JVM peer '$server' did not build (above)" >&2
+          rm -rf "$scratch"
+          exit 1
+        fi
+      done
+      rm -rf "$scratch"
+      touch "$marker"
       ;;
     python)
       if ! python3 -c "import grpc, grpc_tools" 2>/dev/null; then

@@ -1157,6 +1157,13 @@ fn a_whole_table_runs_over_tls() {
 
     let plain_only = tempfile::tempdir().unwrap();
     let suite = write_suite(plain_only.path(), &[("plain", serve("lab"))]);
+    // An entry that says why it cannot serve TLS is SKIPPED with that reason.
+    let mut text = std::fs::read_to_string(&suite).unwrap();
+    text.push_str(&format!(
+        "[[implementation]]\nname = \"no_alpn\"\ncommand = '''{}'''\nno_tls = \"its TLS stack has no ALPN\"\n",
+        serve("lab")
+    ));
+    std::fs::write(&suite, text).unwrap();
     let output = bench(
         plain_only.path(),
         &["--suite", suite.to_str().unwrap(), "--tls"],
@@ -1166,6 +1173,15 @@ fn a_whole_table_runs_over_tls() {
     let json = record(&folder, "plain");
     assert_eq!(json["status"], "skipped", "{json} {}", stderr(&output));
     assert!(json["reason"].as_str().unwrap().contains("tls ="), "{json}");
+    let json = record(&folder, "no_alpn");
+    assert_eq!(json["status"], "skipped", "{json}");
+    assert!(
+        json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("its TLS stack has no ALPN"),
+        "{json}"
+    );
 }
 
 /// `bench --workload`: every row sends the mix (one method twice, small and large, each

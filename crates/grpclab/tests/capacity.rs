@@ -125,9 +125,16 @@ fn a_single_queue_with_a_known_service_time_saturates_where_theory_says() {
         slept / 1e6,
         cpu_per_call / 1e6
     );
+    // The search answers with a bracket: the highest rate that met the SLO and the lowest
+    // that did not, at most --precision (5 %) apart. The cliff at 1/D lies inside it, give or
+    // take 3 %: a rate a little above 1/D still passes a 3 s probe (the backlog it builds is
+    // short), and near 1/D a little jitter in D already queues.
+    let failing = found["lowest_failing_rps"]
+        .as_f64()
+        .expect("a failing rate");
     assert!(
-        (capacity - theory).abs() <= 0.05 * theory,
-        "capacity {capacity:.1} req/s vs 1/D = {theory:.1} req/s (D = {:.3} ms: {:.3} ms asleep, {:.3} ms on CPU): {found:#}",
+        capacity <= 1.03 * theory && failing >= 0.97 * theory,
+        "the cliff at 1/D = {theory:.1} req/s (D = {:.3} ms: {:.3} ms asleep, {:.3} ms on CPU) is not in [{capacity:.1}, {failing:.1}) req/s, ±3 %: {found:#}",
         service_ns / 1e6,
         slept / 1e6,
         cpu_per_call / 1e6
@@ -141,7 +148,6 @@ fn a_single_queue_with_a_known_service_time_saturates_where_theory_says() {
         "{found:#}"
     );
     // The bounds bracket the answer, and every probe is there with its verdicts.
-    let failing = found["lowest_failing_rps"].as_f64().unwrap();
     assert!(
         failing > capacity && failing <= capacity * 1.05 + 1.0,
         "{found:#}"
@@ -249,6 +255,9 @@ fn a_client_with_one_stream_is_reported_as_the_limit_not_the_server() {
 
 #[test]
 fn bad_searches_are_refused_in_one_line() {
+    // Refusals are quick, but its server and processes would still be noise in the searches'
+    // probes beside it.
+    let _turn = turn();
     let server = Server::start("lab");
     let target = server.target();
     for (extra, says) in [

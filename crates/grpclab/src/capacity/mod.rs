@@ -22,7 +22,9 @@ use crate::verdict::{Threshold, ThresholdVerdict};
 use search::{Next, Search, SearchPlan};
 
 /// A probe's verdict within this fraction of a limit is repeated (up to two more runs,
-/// majority wins): one run's verdict there is as likely noise as not.
+/// majority wins): one run's verdict there is as likely noise as not. A failure is repeated
+/// however far past the limit it lands: one stall of the machine (a page fault storm, another
+/// process's burst) can put a p99 anywhere, while nothing makes a loaded server look faster.
 const NEAR_LIMIT: f64 = 0.10;
 
 /// What the caller measured in one probe.
@@ -289,10 +291,12 @@ pub fn run(
     let mut server_by_rate: Vec<(f64, Option<ServerUsage>)> = Vec::new();
     let mut client_failures: Vec<(f64, String)> = Vec::new();
     let stop = loop {
-        // One verdict per rate: a run, and up to two more when it lands near a limit.
+        // One verdict per rate: a run, and up to two more when it fails or lands near a limit.
         let mut met_votes = 0;
         let mut runs = 0;
+        // Why the client was the limit, if every failing run of this rate said it was.
         let mut client_limited = None;
+        let mut server_failed = false;
         while runs < 3 {
             if cancel.is_cancelled() {
                 report.error = Some("interrupted (Ctrl-C)".to_owned());
@@ -415,12 +419,14 @@ pub fn run(
             report.probes.push(probe);
             runs += 1;
             met_votes += usize::from(met);
-            if limit.is_some() {
-                client_limited = limit;
-                break;
+            match limit {
+                Some(why) => client_limited = Some(why),
+                None if !met => server_failed = true,
+                None => {}
             }
-            // Decided: not near a limit, or two runs agree.
-            let decided = !near || (runs >= 2 && (met_votes == runs || met_votes == 0));
+            // Decided: a first run that passed away from every limit, or two runs that agree.
+            let decided =
+                (runs == 1 && met && !near) || (runs >= 2 && (met_votes == runs || met_votes == 0));
             if decided || runs == 3 {
                 break;
             }
@@ -431,8 +437,8 @@ pub fn run(
         // A probe the client failed is a failure of the search all the same (nothing above
         // it can be measured with this client), remembered so the answer says whose limit
         // it found.
-        let met = met_votes * 2 > runs && client_limited.is_none();
-        if let Some(why) = client_limited {
+        let met = met_votes * 2 > runs;
+        if let (false, false, Some(why)) = (met, server_failed, client_limited) {
             client_failures.push((rate, why));
         }
         match search.record(rate, met) {
@@ -666,6 +672,36 @@ mod tests {
                     || probe.duration_s >= 1.0
             );
         }
+    }
+
+    #[test]
+    fn one_stall_does_not_set_the_capacity() {
+        // A single queue with its cliff at 1,000 req/s, whose first probe at 800 req/s (and
+        // only that one) met a 200 ms stall: a p99 far past the limit, not near it. One such
+        // run must not end the search below the cliff.
+        let mut stalls_left = 1;
+        let mut measure = |rate: Option<f64>, window: Duration, _warmup: Duration| {
+            let mut measured = simulated(rate, window);
+            if rate == Some(800.0) && stalls_left > 0 {
+                stalls_left -= 1;
+                measured.latency = histogram(&[200_000_000; 100]);
+            }
+            Ok(measured)
+        };
+        let mut settings = settings("p99<=10ms");
+        settings.plan.start = 400.0;
+        let report = run(
+            &settings,
+            &mut measure,
+            &mut |_| {},
+            &CancellationToken::new(),
+        );
+        let capacity = report.capacity_rps.unwrap();
+        assert!((950.0..=1000.0).contains(&capacity), "{report:#?}");
+        // The stalled run is in the report, and so is the run that confirmed or overruled it.
+        let at_800: Vec<&Probe> = report.probes.iter().filter(|p| p.rate == 800.0).collect();
+        assert_eq!(at_800.len(), 3, "{report:#?}");
+        assert!(!at_800[0].met_slo && at_800[1].met_slo && at_800[1].repeat);
     }
 
     #[test]

@@ -110,11 +110,14 @@ fn a_against_itself_shows_no_significant_difference() {
     let report = report(&output);
     // Three rounds at 99.9 % cannot see a 5 % limit through a debug build's round-to-round
     // spread: the passing verdict says how rarely a 10 % loss would be caught, and how many
-    // rounds would catch it.
+    // rounds would catch it (or, on a machine busy enough that no number of rounds up to 200
+    // would, that the spread must narrow: seen on CI beside the JVM peers' builds).
     let gate = report["gate"][0]["line"].as_str().unwrap();
     assert!(gate.contains("B passed"), "{gate}");
     assert!(
-        gate.contains("a true change of -10 % would be caught") && gate.contains("--rounds "),
+        gate.contains("a true change of -10 % would be caught")
+            && (gate.contains("use --rounds ")
+                || gate.contains("more than 200 rounds would be needed: narrow the spread")),
         "{gate}"
     );
     let report = &report["comparisons"][0];

@@ -74,14 +74,20 @@ def summary(jfr_tool, folder, name):
     }
 
 
-def main():
+def jfr_tool_and_folder(usage):
+    """The JDK's `jfr` tool and the results folder named by the command line, or exit saying
+    what is missing."""
     if len(sys.argv) < 3:
-        sys.exit(__doc__)
+        sys.exit(usage)
     java_home = os.environ.get("JAVA_HOME")
     jfr_tool = os.path.join(java_home, "bin", "jfr") if java_home else shutil.which("jfr")
     if not jfr_tool:
         sys.exit("jfr (the JDK's) not found: set JAVA_HOME or put the JDK's bin on PATH")
-    folder = sys.argv[1]
+    return jfr_tool, sys.argv[1]
+
+
+def main():
+    jfr_tool, folder = jfr_tool_and_folder(__doc__)
     print("| server | calls | collections | GC pause ms/s | allocated MB/s | bytes/call |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in sys.argv[2:]:

@@ -23,21 +23,25 @@ object GreeterServer extends ZIOAppDefault {
     getArgs.flatMap { args =>
       val (flags, positional) = args.partition(_.startsWith("--"))
       val unknown = flags.filterNot(_ == "--direct-executor")
-      if (unknown.nonEmpty) {
-        java.lang.System.err.println(
-          s"scala_zio: unknown option ${unknown.mkString(" ")}: the only option is --direct-executor")
-        java.lang.System.exit(2)
-      }
-      val port = positional.headOption.flatMap(_.toIntOption).getOrElse(50051)
-      val builder = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
-      if (flags.nonEmpty) builder.directExecutor()
-      if (positional.length == 3)
-        builder.useTransportSecurity(new File(positional(1)), new File(positional(2)))
-      ServerLayer
-        .fromServiceList(
-          builder,
-          ServiceList.add(GreeterImpl)
-        )
-        .launch
+      if (unknown.nonEmpty)
+        Console
+          .printLineError(
+            s"scala_zio: unknown option ${unknown.mkString(" ")}: the only option is --direct-executor")
+          .orDie *> exit(ExitCode(2))
+      else serve(flags, positional)
     }
+
+  def serve(flags: Chunk[String], positional: Chunk[String]) = {
+    val port = positional.headOption.flatMap(_.toIntOption).getOrElse(50051)
+    val builder = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+    if (flags.nonEmpty) builder.directExecutor()
+    if (positional.length == 3)
+      builder.useTransportSecurity(new File(positional(1)), new File(positional(2)))
+    ServerLayer
+      .fromServiceList(
+        builder,
+        ServiceList.add(GreeterImpl)
+      )
+      .launch
+  }
 }

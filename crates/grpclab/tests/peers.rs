@@ -373,3 +373,49 @@ fn foreign_servers_unwind_with_the_call_graph_that_fits_them() {
         assert!(flat(&cpp) < 50.0, "{}", cpp["cpu_profile"]);
     }
 }
+
+/// A peer's own options go through `compare`'s sides: `scala_zio --bogus` is refused by the
+/// server in one line (kept in the run's record) and the compare says which side did not run,
+/// instead of the server ignoring the word, or hanging on its way out.
+#[test]
+fn a_peer_refusing_an_option_ends_the_compare_with_its_reason() {
+    let has = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map(|out| out.status.success())
+            .unwrap_or(false)
+    };
+    if !(has("java") && has("mvn")) && std::env::var_os("CI").is_none() {
+        eprintln!("SKIPPED: no JVM toolchain (bash peers/install.sh jvm)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .args(["compare", "--suite", SUITE, "--no-history"])
+        .args(["--results-dir", dir.path().to_str().unwrap()])
+        .args(["--rounds", "3", "--warmup", "1s", "--duration", "1s"])
+        .args(["--scenario", "string_100B"])
+        .args(["scala_zio", "scala_zio --bogus"]);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GRPC_") {
+            command.env_remove(key);
+        }
+    }
+    let output = leftovers::output_leaving_nothing(&mut command);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("B (scala_zio --bogus) did not run")
+            && stderr.contains("exited during start-up"),
+        "{stderr}"
+    );
+    let run = record(dir.path(), "b-1");
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(
+        run["stderr_tail"][0],
+        "scala_zio: unknown option --bogus: the only option is --direct-executor",
+        "{run}"
+    );
+}

@@ -10,13 +10,11 @@ collections is not in them (benches/jfr_gc.py measures it from the same recordin
 Usage: benches/jfr_frames.py RESULTS_DIR NAME [NAME ...]   (reads NAME.jfr there)
 Needs the JDK's `jfr` tool (JAVA_HOME/bin or PATH).
 """
-import json
 import os
 import re
-import subprocess
 import sys
 
-from jfr_gc import jfr_tool_and_folder
+from jfr_gc import events, jfr_tool_and_folder
 
 # (column, regular expression over "class.method" frames). The names are those of today's
 # versions: ScalaPB's parseFrom, protobuf-java's parse/mergeFrom behind grpc-java's marshaller,
@@ -43,11 +41,8 @@ def frames_of(event):
 
 
 def shares(jfr_tool, folder, name):
-    output = subprocess.run(
-        [jfr_tool, "print", "--json", "--stack-depth", "128", "--events", "jdk.ExecutionSample",
-         os.path.join(folder, f"{name}.jfr")],
-        check=True, capture_output=True, text=True).stdout
-    stacks = [frames_of(e) for e in json.loads(output)["recording"]["events"]]
+    found = events(jfr_tool, os.path.join(folder, f"{name}.jfr"), ["jdk.ExecutionSample"], 128)
+    stacks = [frames_of(e) for e in found]
     patterns = [(column, re.compile(expression)) for column, expression in GROUPS]
     counts = {column: 0 for column, _ in GROUPS}
     for stack in stacks:

@@ -35,8 +35,11 @@ def timestamp(value):
     return int(hours) * 3600 + int(minutes) * 60 + float(secs)
 
 
-def events(jfr_tool, path, kinds):
-    output = subprocess.run([jfr_tool, "print", "--json", "--events", ",".join(kinds), path],
+def events(jfr_tool, path, kinds, stack_depth=None):
+    """The recording's events of these kinds, as `jfr print --json` gives them (stack traces cut
+    at `stack_depth` frames when given; jfr's own default is 5)."""
+    depth = ["--stack-depth", str(stack_depth)] if stack_depth else []
+    output = subprocess.run([jfr_tool, "print", "--json", *depth, "--events", ",".join(kinds), path],
                             check=True, capture_output=True, text=True).stdout
     return json.loads(output)["recording"]["events"]
 

@@ -3,8 +3,9 @@
 # scaled to this machine — 1 server CPU, 512 MiB, 50 connections x 1000 streams, closed loop —
 # for the JVM rows of peers/suite.toml on the seed's 100-byte payload (string_100B) and on
 # complex_proto; then each row once more under Flight Recorder on string_100B: `--profile cpu`
-# (execution samples, and GC figures from the recording: benches/jfr_gc.py) and `--profile
-# alloc` (allocation sites; it fixes TLABs at 16 KiB, so its GC figures are not used).
+# (execution samples: their shares by named frames, benches/jfr_frames.py, and GC figures from
+# the recording, benches/jfr_gc.py) and `--profile alloc` (allocation sites; it fixes TLABs at
+# 16 KiB, so its GC figures are not used).
 #
 #   bash benches/scala_servers.sh [table|profile|alloc|all]     (default: all)
 #
@@ -35,6 +36,7 @@ if [ "$what" = profile ] || [ "$what" = all ]; then
     --profile cpu "${rows[@]}" 2>/dev/null
   latest=$(ls -d results/scala-servers/*/ | sort | tail -1)
   python3 benches/jfr_gc.py "$latest" "${rows[@]}"
+  python3 benches/jfr_frames.py "$latest" "${rows[@]}"
 fi
 if [ "$what" = alloc ] || [ "$what" = all ]; then
   echo "== string_100B under Flight Recorder: allocation sites"

@@ -38,9 +38,21 @@ fn bench_with(
     path_env: Option<&Path>,
     extra_env: &[(&str, &str)],
 ) -> Output {
+    grpclab_with("bench", results, args, path_env, extra_env)
+}
+
+/// `grpclab SUBCOMMAND` (bench or compare) on the suite, with the harness's GRPC_ settings
+/// of this environment replaced by short test ones.
+fn grpclab_with(
+    subcommand: &str,
+    results: &Path,
+    args: &[&str],
+    path_env: Option<&Path>,
+    extra_env: &[(&str, &str)],
+) -> Output {
     let mut command = Command::new(BIN);
     command
-        .arg("bench")
+        .arg(subcommand)
         .args(["--suite", SUITE])
         .args(["--results-dir", results.to_str().unwrap()])
         .args(args);
@@ -63,6 +75,16 @@ fn bench_with(
     }
     // Every peer process and cgroup ends with the run.
     leftovers::output_leaving_nothing(&mut command)
+}
+
+/// Where `tool` is on PATH, if it is.
+fn tool_path(tool: &str) -> Option<String> {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .ok()?;
+    let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+    (found.status.success() && !path.is_empty()).then_some(path)
 }
 
 fn record(results: &Path, name: &str) -> serde_json::Value {
@@ -154,12 +176,7 @@ fn a_peer_whose_toolchain_is_missing_is_one_skipped_row() {
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in ["sh", "taskset"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .unwrap();
-        let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
-        assert!(!path.is_empty(), "{tool} is not installed");
+        let path = tool_path(tool).unwrap_or_else(|| panic!("{tool} is not installed"));
         std::os::unix::fs::symlink(path, bin.join(tool)).unwrap();
     }
     let results = dir.path().join("results");
@@ -379,31 +396,31 @@ fn foreign_servers_unwind_with_the_call_graph_that_fits_them() {
 /// instead of the server ignoring the word, or hanging on its way out.
 #[test]
 fn a_peer_refusing_an_option_ends_the_compare_with_its_reason() {
-    let has = |tool: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .map(|out| out.status.success())
-            .unwrap_or(false)
-    };
-    if !(has("java") && has("mvn")) && std::env::var_os("CI").is_none() {
+    let jvm = tool_path("java").is_some() && tool_path("mvn").is_some();
+    if !jvm && std::env::var_os("CI").is_none() {
         eprintln!("SKIPPED: no JVM toolchain (bash peers/install.sh jvm)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::new(BIN);
-    command
-        .args(["compare", "--suite", SUITE, "--no-history"])
-        .args(["--results-dir", dir.path().to_str().unwrap()])
-        .args(["--rounds", "3", "--warmup", "1s", "--duration", "1s"])
-        .args(["--scenario", "string_100B"])
-        .args(["scala_zio", "scala_zio --bogus"]);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GRPC_") {
-            command.env_remove(key);
-        }
-    }
-    let output = leftovers::output_leaving_nothing(&mut command);
+    let output = grpclab_with(
+        "compare",
+        dir.path(),
+        &[
+            "--no-history",
+            "--rounds",
+            "3",
+            "--warmup",
+            "1s",
+            "--duration",
+            "1s",
+            "--scenario",
+            "string_100B",
+            "scala_zio",
+            "scala_zio --bogus",
+        ],
+        None,
+        &[],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(

@@ -28,13 +28,13 @@ object GreeterServer extends ZIOAppDefault {
           .printLineError(
             s"scala_zio: unknown option ${unknown.mkString(" ")}: the only option is --direct-executor")
           .orDie *> exit(ExitCode(2))
-      else serve(flags, positional)
+      else serve(directExecutor = flags.nonEmpty, positional)
     }
 
-  def serve(flags: Chunk[String], positional: Chunk[String]) = {
+  def serve(directExecutor: Boolean, positional: Chunk[String]) = {
     val port = positional.headOption.flatMap(_.toIntOption).getOrElse(50051)
     val builder = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
-    if (flags.nonEmpty) builder.directExecutor()
+    if (directExecutor) builder.directExecutor()
     if (positional.length == 3)
       builder.useTransportSecurity(new File(positional(1)), new File(positional(2)))
     ServerLayer

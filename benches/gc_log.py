@@ -20,14 +20,22 @@ LINE = re.compile(r"\[([\d.]+)s\].*GC\(\d+\) Pause .* (\d+)M->(\d+)M\(\d+M\) ([\
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    window, rate, path = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    try:
+        window, rate, path = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    except ValueError:
+        sys.exit(f"WINDOW_SECONDS and REQS_PER_S are numbers, not {sys.argv[1]!r} {sys.argv[2]!r}")
+    if window <= 0 or rate <= 0:
+        sys.exit("WINDOW_SECONDS and REQS_PER_S must be above 0")
     events = []
-    with open(path) as log:
-        for line in log:
-            match = LINE.search(line)
-            if match:
-                at, before, after, pause = match.groups()
-                events.append((float(at), int(before), int(after), float(pause)))
+    try:
+        with open(path) as log:
+            for line in log:
+                match = LINE.search(line)
+                if match:
+                    at, before, after, pause = match.groups()
+                    events.append((float(at), int(before), int(after), float(pause)))
+    except OSError as err:
+        sys.exit(f"{path}: cannot read the GC log: {err.strerror}")
     if len(events) < 2:
         sys.exit(f"{path}: fewer than two collections logged: was the server started with -Xlog:gc?")
     end = events[-1][0]

@@ -39,12 +39,19 @@ def events(jfr_tool, path, kinds, stack_depth=None):
     """The recording's events of these kinds, as `jfr print --json` gives them (stack traces cut
     at `stack_depth` frames when given; jfr's own default is 5)."""
     depth = ["--stack-depth", str(stack_depth)] if stack_depth else []
-    output = subprocess.run([jfr_tool, "print", "--json", *depth, "--events", ",".join(kinds), path],
-                            check=True, capture_output=True, text=True).stdout
+    done = subprocess.run([jfr_tool, "print", "--json", *depth, "--events", ",".join(kinds), path],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        sys.exit(f"{path}: jfr print failed: {reason}")
+    output = done.stdout
     return json.loads(output)["recording"]["events"]
 
 
 def summary(jfr_tool, folder, name):
+    for kind in ("json", "jfr"):
+        if not os.path.exists(os.path.join(folder, f"{name}.{kind}")):
+            sys.exit(f"{name}.{kind} not found in {folder}: run `grpclab bench --profile cpu {name}` first")
     record = json.load(open(os.path.join(folder, f"{name}.json")))
     calls = record["load"]["count"]
     found = events(jfr_tool, os.path.join(folder, f"{name}.jfr"),

@@ -3,7 +3,7 @@
 # Maven Central and the Go module proxy (the registries this machine reaches). Idempotent: what is there is left alone.
 #
 #   bash peers/install.sh            # everything
-#   bash peers/install.sh go cpp     # some: go, cpp, jvm, python, node
+#   bash peers/install.sh go cpp     # some: go, cpp, jvm, python, node, clients
 #
 # A peer whose toolchain is missing is not fatal: `grpclab bench --suite peers/suite.toml`
 # shows it as one SKIPPED row naming what to install.
@@ -11,7 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(go cpp jvm python node)
+# The other load generators' versions (the clients toolchain).
+GHZ_VERSION=v0.121.0
+FORTIO_VERSION=v1.68.2
+[ ${#want[@]} -eq 0 ] && want=(go cpp jvm python node clients)
 
 apt_install() {
   local missing=()
@@ -69,8 +72,20 @@ for toolchain in "${want[@]}"; do
       command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
       (cd node_grpcjs && { [ -d node_modules/@grpc/grpc-js ] || npm install --silent --no-audit --no-fund; })
       ;;
+    clients)
+      # Other load generators, for tests/ghz_differential.rs and benches/clients.py: ghz and
+      # fortio from the Go module proxy, at pinned versions, into Go's bin folder ($(go env
+      # GOPATH)/bin). k6 is not installed: the registry here marks it not to be used (AGPL).
+      command -v go >/dev/null || apt_install golang-go
+      # fortio: 1.68.2, the newest whose dependencies the proxy here serves (1.69 and later
+      # need grol.io/grol, refused).
+      gobin="$(go env GOPATH)/bin"
+      installed() { [ -x "$gobin/$1" ] && go version -m "$gobin/$1" | grep -q "^[[:space:]]*mod[[:space:]].*[[:space:]]$2[[:space:]]"; }
+      installed ghz "$GHZ_VERSION" || go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+      installed fortio "$FORTIO_VERSION" || go install "fortio.org/fortio@$FORTIO_VERSION"
+      ;;
     *)
-      echo "unknown toolchain '$toolchain': choose go, cpp, jvm, python or node" >&2
+      echo "unknown toolchain '$toolchain': choose go, cpp, jvm, python, node or clients" >&2
       exit 2
       ;;
   esac

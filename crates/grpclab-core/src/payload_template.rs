@@ -555,6 +555,7 @@ mod tests {
         CallContext {
             request_number: number,
             worker_id: "g3",
+            call_seed: number,
             now: UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
         }
     }

@@ -146,6 +146,31 @@ pub enum ScenarioError {
     },
 }
 
+/// Where imports of `files` are looked for, in order, as ghz looks (and lists them in its
+/// JSON's `import-paths`): each file's own folder (unless it is `.`), then `.`, then the
+/// `-i` folders given.
+pub fn import_paths(files: &[PathBuf], given: &[PathBuf]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut add = |path: &Path| {
+        if !paths.iter().any(|known| known == path) {
+            paths.push(path.to_path_buf());
+        }
+    };
+    for file in files {
+        if let Some(dir) = file
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty() && *dir != Path::new("."))
+        {
+            add(dir);
+        }
+    }
+    add(Path::new("."));
+    for path in given {
+        add(path);
+    }
+    paths
+}
+
 /// A compiled set of `.proto` files.
 #[derive(Debug, Clone)]
 pub struct Schema {
@@ -153,21 +178,10 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// Compiles `files` (paths to `.proto` files), resolving imports against `includes`. When
-    /// `includes` is empty, each file's own folder is used, as ghz does.
+    /// Compiles `files` (paths to `.proto` files), resolving imports against
+    /// [`import_paths`]`(files, includes)`, as ghz does.
     pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<Schema, ScenarioError> {
-        let mut includes = includes.to_vec();
-        if includes.is_empty() {
-            for file in files {
-                let dir = file
-                    .parent()
-                    .filter(|dir| !dir.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."));
-                if !includes.iter().any(|known| known == dir) {
-                    includes.push(dir.to_path_buf());
-                }
-            }
-        }
+        let includes = import_paths(files, includes);
         for file in files {
             if !file.is_file() {
                 return Err(ScenarioError::Io {

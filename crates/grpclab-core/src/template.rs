@@ -27,7 +27,11 @@ enum Piece {
     TimestampUnix,
     TimestampUnixMilli,
     TimestampUnixNano,
+    /// `.UUID`: the call's own UUID, the same wherever the call's templates name it.
     Uuid,
+    /// `newUUID`: a fresh UUID at each use.
+    NewUuid,
+    /// `randomString N`; 0 (or less, in ghz's text) draws the length from 2 to 16 as ghz does.
     RandomString(usize),
     RandomInt(i64, i64),
     /// Known once the method is: folded into text by [`Template::bind`].
@@ -71,6 +75,10 @@ pub struct CallContext<'a> {
     pub request_number: u64,
     /// The worker sending it (ghz's `.WorkerID`).
     pub worker_id: &'a str,
+    /// A random number drawn for this call and shared by every template it renders (its
+    /// payload's and its metadata's): `.UUID` is made from it, so one call has one UUID, as
+    /// in ghz.
+    pub call_seed: u64,
     /// Now.
     pub now: SystemTime,
 }
@@ -82,7 +90,7 @@ pub struct Template {
 }
 
 /// The actions a template may use, for error messages.
-const KNOWN: &str = ".RequestNumber, .FullyQualifiedName, .MethodName, .ServiceName, .InputName, .OutputName, .IsClientStreaming, .IsServerStreaming, .Timestamp, .TimestampUnix, .TimestampUnixMilli, .TimestampUnixNano, .UUID, .WorkerID, randomString N, randomInt MIN MAX";
+const KNOWN: &str = ".RequestNumber, .FullyQualifiedName, .MethodName, .ServiceName, .InputName, .OutputName, .IsClientStreaming, .IsServerStreaming, .Timestamp, .TimestampUnix, .TimestampUnixMilli, .TimestampUnixNano, .UUID, .WorkerID, newUUID, randomString N, randomInt MIN MAX";
 
 impl Template {
     /// Parses `text`; `what` names the flag in errors (`-d`, `-m`).
@@ -173,7 +181,12 @@ impl Template {
                 Piece::TimestampUnixNano => {
                     let _ = write!(out, "{}", since_epoch(context.now).as_nanos());
                 }
-                Piece::Uuid => random.uuid_into(out),
+                Piece::Uuid => Random::new(context.call_seed).uuid_into(out),
+                Piece::NewUuid => random.uuid_into(out),
+                Piece::RandomString(0) => {
+                    let len = random.int_in(2, 17) as usize;
+                    random.string_into(len, out)
+                }
                 Piece::RandomString(len) => random.string_into(*len, out),
                 Piece::RandomInt(min, max) => {
                     let _ = write!(out, "{}", random.int_in(*min, *max));
@@ -204,6 +217,7 @@ fn parse_action(action: &str, what: &str) -> Result<Piece, TemplateError> {
         (".TimestampUnixMilli", []) => Piece::TimestampUnixMilli,
         (".TimestampUnixNano", []) => Piece::TimestampUnixNano,
         (".UUID", []) => Piece::Uuid,
+        ("newUUID", []) => Piece::NewUuid,
         (".FullyQualifiedName", []) => Piece::Call(CallField::FullyQualifiedName),
         (".MethodName", []) => Piece::Call(CallField::MethodName),
         (".ServiceName", []) => Piece::Call(CallField::ServiceName),
@@ -212,10 +226,11 @@ fn parse_action(action: &str, what: &str) -> Result<Piece, TemplateError> {
         (".IsClientStreaming", []) => Piece::Call(CallField::IsClientStreaming),
         (".IsServerStreaming", []) => Piece::Call(CallField::IsServerStreaming),
         ("randomString", [len]) => {
-            let len = number(len)?;
-            if !(0..=1 << 20).contains(&len) {
+            // ghz: a length of 0 or less is drawn from 2 to 16.
+            let len = number(len)?.max(0);
+            if len > 1 << 20 {
                 return Err(TemplateError(format!(
-                    "{what}: '{{{{{action}}}}}': the length must be 0 to 1048576"
+                    "{what}: '{{{{{action}}}}}': the length must be at most 1048576"
                 )));
             }
             Piece::RandomString(len as usize)
@@ -352,6 +367,7 @@ mod tests {
         let context = CallContext {
             request_number: 41,
             worker_id: "w3",
+            call_seed: 5,
             now: UNIX_EPOCH + std::time::Duration::from_secs(1_764_547_200),
         };
         template.render(&context, &mut random, &mut out);
@@ -372,6 +388,7 @@ mod tests {
         let context = CallContext {
             request_number: 0,
             worker_id: "",
+            call_seed: 9,
             now: at,
         };
         let mut random = Random::new(1);
@@ -397,6 +414,23 @@ mod tests {
             assert_eq!(out.len(), 12);
             assert!(out.bytes().all(|b| b.is_ascii_alphanumeric()));
         }
+        for _ in 0..1000 {
+            // ghz: `randomString 0` (or less) is 2 to 16 characters.
+            for zero in ["{{randomString 0}}", "{{randomString -3}}"] {
+                render(zero, &mut random, &mut out);
+                assert!((2..=16).contains(&out.len()), "{out:?}");
+            }
+        }
+        // `.UUID` is the call's: the same at every use in a call; `newUUID` is fresh each time.
+        render(
+            "{{.UUID}} {{.UUID}} {{newUUID}} {{newUUID}}",
+            &mut random,
+            &mut out,
+        );
+        let uuids: Vec<&str> = out.split(' ').collect();
+        assert_eq!(uuids[0], uuids[1], "{out}");
+        assert!(uuids[2] != uuids[3] && uuids[2] != uuids[0], "{out}");
+        assert_eq!(uuids[2].len(), 36);
         render("{{.UUID}}", &mut random, &mut out);
         let parts: Vec<&str> = out.split('-').collect();
         assert_eq!(

@@ -434,6 +434,9 @@ pub struct LoadConfig {
     /// start, so the calls it missed count as late); later, the run is refused
     /// ([`crate::LoadError::Late`]).
     pub start_tolerance: Duration,
+    /// What ghz's `.WorkerID` renders in front of `g{worker}c{connection}`: the run's name
+    /// and `:` (`--name`), as ghz does; empty without one.
+    pub worker_prefix: String,
 }
 
 impl std::fmt::Debug for LoadConfig {
@@ -569,6 +572,7 @@ impl LoadConfig {
             shard: None,
             start_at: None,
             start_tolerance: DEFAULT_START_TOLERANCE,
+            worker_prefix: String::new(),
         }
     }
 

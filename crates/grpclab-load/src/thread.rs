@@ -67,15 +67,49 @@ impl Shared {
 }
 
 /// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
+/// ghz's `.WorkerID` of the workers thread `index` runs: ghz numbers its `-c` workers from 0
+/// and hands them the connections in turn, naming each `g{worker}c{connection}` (after the
+/// run's `--name` and `:`); here worker `w` is on connection `w mod connections`, run by the
+/// thread holding that connection, and a shard's ids carry `s{index}` in front of the `g`.
+/// A call's id is the thread's worker its number lands on (ghz's is whichever worker was
+/// free): the same ids, spread the same way over a run.
+fn worker_ids(config: &LoadConfig, index: usize) -> Vec<String> {
+    let prefix = match config.shard {
+        Some(shard) => format!("{}s{}", config.worker_prefix, shard.index),
+        None => config.worker_prefix.clone(),
+    };
+    let (threads, connections) = (config.threads.max(1), config.connections.max(1));
+    let ids: Vec<String> = (0..config.concurrency.max(1))
+        .filter(|worker| worker % connections % threads == index)
+        .map(|worker| format!("{prefix}g{worker}c{}", worker % connections))
+        .collect();
+    match ids.is_empty() {
+        true => vec![format!("{prefix}g{index}c{index}")],
+        false => ids,
+    }
+}
+
+/// SplitMix64's finalizer: neighbouring call numbers give unrelated seeds.
+fn split_mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
     /// What this thread sends for each of `config.methods`, in that order.
     methods: Vec<ThreadMethod>,
     /// A mix (several methods): how a call's number picks its method. `None` with one.
     mix: Option<MixDraw>,
-    /// Templates only: this thread's generator and text buffer, and its worker id.
+    /// Templates only: this thread's generator and text buffer.
     render_state: RefCell<(grpclab_core::template::Random, String)>,
-    worker_id: String,
+    /// Templates only: ghz's `.WorkerID` of each worker this thread runs ([`worker_ids`]).
+    worker_ids: Vec<String>,
+    /// Templates only: mixed with a call's number into the seed its templates share
+    /// (`.UUID`: one per call, in its payload and its metadata alike).
+    call_seed_key: u64,
     /// Whether calls take a request number (a payload or metadata template).
     templated: bool,
     pub(crate) recorder: RefCell<Recorder>,
@@ -195,10 +229,15 @@ impl ThreadState {
                 ),
                 String::new(),
             )),
-            worker_id: match config.shard {
-                Some(shard) => format!("s{}g{index}", shard.index),
-                None => format!("g{index}"),
+            worker_ids: match config.methods.iter().any(|method| method.templated()) {
+                true => worker_ids(config, index),
+                false => Vec::new(),
             },
+            call_seed_key: SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+                .rotate_left(17)
+                ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             templated: config.methods.iter().any(|method| method.templated()),
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             method_recorders: RefCell::new(if config.methods.len() > 1 {
@@ -421,7 +460,11 @@ impl ThreadState {
     fn call_context(&self, number: u64) -> grpclab_core::template::CallContext<'_> {
         grpclab_core::template::CallContext {
             request_number: number,
-            worker_id: &self.worker_id,
+            worker_id: self
+                .worker_ids
+                .get((number % self.worker_ids.len().max(1) as u64) as usize)
+                .map_or("", String::as_str),
+            call_seed: split_mix(self.call_seed_key ^ number),
             now: std::time::SystemTime::now(),
         }
     }

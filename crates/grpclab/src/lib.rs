@@ -45,6 +45,11 @@ pub const EXIT_INPUT: u8 = 2;
 /// Exit code for a failure after the work started (e.g. results could not be written).
 pub const EXIT_FAILURE: u8 = 1;
 
+/// Exit code of a `load` that finished and wrote its results, but in which no call
+/// succeeded: a script reading the results (or only the exit code) is told the run measured
+/// nothing but failures. ghz exits 0 there.
+pub const EXIT_NOTHING_SUCCEEDED: u8 = 5;
+
 /// Exit code of a generator that was ready later than `--start-at` allows and so sent
 /// nothing: distinct, so an orchestrator tells "this shard must be run again" from a
 /// broken run (1) or bad flags (2).

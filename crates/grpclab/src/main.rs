@@ -16,7 +16,19 @@ static ALLOCATOR: grpclab_server::alloc_count::CountingAllocator =
 
 fn main() -> ExitCode {
     grpclab_server::alloc_count::mark_installed();
-    let mut cli = Cli::parse();
+    let mut cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            match cli::missing_verb_hint(&argv, err.kind()) {
+                Some(hint) => {
+                    let _ = writeln!(std::io::stderr(), "error: {hint}");
+                    return ExitCode::from(EXIT_INPUT);
+                }
+                None => err.exit(),
+            }
+        }
+    };
     // ghz's --config: the file's settings become flags in front of the command line's, and
     // the command line is parsed again (later flags win).
     if let Command::Load(args) = &cli.command {
@@ -262,6 +274,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let report = cli::load::execute(prepared, &cancel)?;
+            if grpclab::export::nothing_succeeded(&report.result).is_some() {
+                // Said on stderr by execute; the code outranks the thresholds' (which fail
+                // too, with nothing measured).
+                return Ok(ExitCode::from(grpclab::EXIT_NOTHING_SUCCEEDED));
+            }
             Ok(thresholds_exit(&report))
         }
         Command::Completions(args) => {

@@ -1407,7 +1407,8 @@ fn a_run_where_every_call_failed_says_so() {
         ]);
         let stdout = String::from_utf8_lossy(&output.stdout);
         let text = stderr(&output);
-        assert!(output.status.success(), "{text}");
+        // The results are written, and the exit code says nothing succeeded (docs/ci.md).
+        assert_eq!(output.status.code(), Some(5), "{text}");
         assert!(
             text.contains("grpclab: no call succeeded: all 50 failed (50 Unimplemented)"),
             "{format}: {text}"
@@ -1422,6 +1423,38 @@ fn a_run_where_every_call_failed_says_so() {
                 "{stdout}"
             );
         }
+    }
+    // ghz's README example, copied as a new user would: the canonical helloworld.proto,
+    // whose HelloRequest has a string where grpc_bench's Greeter has a message.
+    let canonical = dir.path().join("helloworld.proto");
+    std::fs::write(
+        &canonical,
+        "syntax = \"proto3\";\npackage helloworld;\nservice Greeter { rpc SayHello (HelloRequest) returns (HelloReply) {} }\nmessage HelloRequest { string name = 1; }\nmessage HelloReply { string message = 1; }\n",
+    )
+    .unwrap();
+    for implementation in ["lab", "tonic-mt"] {
+        let server = Server::start(implementation);
+        let output = run(&[
+            "load",
+            "--insecure",
+            "--proto",
+            canonical.to_str().unwrap(),
+            "--call",
+            "helloworld.Greeter.SayHello",
+            "-d",
+            r#"{"name":"Joe"}"#,
+            "-n",
+            "20",
+            &server.target(),
+        ]);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(5), "{implementation}: {text}");
+        assert!(text.contains("no call succeeded: all 20 failed"), "{text}");
+        assert!(
+            text.contains("wraps the scenario's message in field 1")
+                && text.contains("--scenario complex_proto"),
+            "{implementation}: {text}"
+        );
     }
     // One success is enough for silence. (And more --cpus than connections is said, not
     // silently capped.)
@@ -1660,4 +1693,117 @@ fn a_load_result_says_what_bound_it() {
         .unwrap_or_else(|| panic!("no Bound by line: {summary}"));
     assert!(line.contains("server/network"), "{line}");
     assert!(line.contains("not visible from the client"), "{line}");
+}
+
+/// ghz's command line without a verb (`grpclab --insecure ... HOST:PORT`) is told to put
+/// `load` in front, in one line, exit 2; `--help` and a real verb are untouched.
+#[test]
+fn a_ghz_command_line_without_a_verb_is_told_to_use_load() {
+    for args in [
+        vec![
+            "--insecure",
+            "--proto",
+            "x.proto",
+            "--call",
+            "a.B.C",
+            "127.0.0.1:50051",
+        ],
+        vec!["127.0.0.1:50051"],
+        vec!["-n", "10", "localhost:1"],
+    ] {
+        let output = run(&args);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
+        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+        assert!(
+            text.contains(&format!("grpclab load {}", args[0])),
+            "{args:?}: {text}"
+        );
+    }
+    let help = run(&["--help"]);
+    assert!(help.status.success());
+    let typo = run(&["laod"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        !stderr(&typo).contains("grpclab load laod"),
+        "{}",
+        stderr(&typo)
+    );
+}
+
+/// `grpclab load ... | head -1`: the reader leaves early, and grpclab ends quietly with exit 0
+/// (as ghz does), not with "cannot write to standard output: Broken pipe".
+#[test]
+fn a_reader_that_leaves_early_ends_the_run_quietly() {
+    use std::io::BufRead;
+    let server = Server::start("lab");
+    // 20,000 CSV rows (about 180 kB): more than a pipe holds, so the write meets the closed end.
+    let mut child = grpclab()
+        .args([
+            "load",
+            "--insecure",
+            &server.target(),
+            "--scenario",
+            "string_10B",
+        ])
+        .args(["-n", "20000", "-O", "csv"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here: the pipe's read end is closed.
+    let output = child.wait_with_output().unwrap();
+    let text = stderr(&output);
+    assert!(!first.is_empty());
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(!text.contains("error"), "{text}");
+}
+
+/// `-o` into a folder that does not exist (or a file that cannot be written) is refused before
+/// anything is sent, in one line naming the path, exit 2.
+#[test]
+fn an_output_file_that_cannot_be_written_is_refused_before_the_run() {
+    let server = Server::start("lab");
+    let dir = tempfile::tempdir().unwrap();
+    let target = server.target();
+    let load_into = |path: &std::path::Path| {
+        run(&[
+            "load",
+            "--insecure",
+            &target,
+            "--scenario",
+            "string_10B",
+            "-n",
+            "10",
+            "-O",
+            "json",
+            "-o",
+            path.to_str().unwrap(),
+        ])
+    };
+    let missing = dir.path().join("no/such/folder/run.json");
+    let before = server.stats()["calls"].as_u64().unwrap_or(0);
+    let output = load_into(&missing);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains(missing.to_str().unwrap()), "{text}");
+    assert_eq!(
+        server.stats()["calls"].as_u64().unwrap_or(0),
+        before,
+        "calls were sent"
+    );
+    // A writable path gets the results (the probe before the run leaves nothing behind).
+    let fine = dir.path().join("fine.json");
+    let output = load_into(&fine);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json_file(&fine)["count"], 10);
+}
+
+fn json_file(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }

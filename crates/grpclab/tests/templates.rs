@@ -136,9 +136,13 @@ fn templates_produce_the_values_they_name() {
         for call in &seen {
             let (head, worker) = call.name.split_once(" by ").unwrap();
             let (names, number) = head.split_once(" #").unwrap();
-            assert_eq!(names, "SayHello/helloworld.Greeter/helloworld.HelloRequest");
+            assert_eq!(names, "SayHello/Greeter/HelloRequest", "ghz's short names");
             numbers.push(number.parse::<u64>().unwrap());
-            assert!(worker == "g0" || worker == "g1", "{worker}");
+            // ghz's worker ids: one per -c worker, on connection 0 (the only one).
+            assert!(
+                ["g0c0", "g1c0", "g2c0", "g3c0"].contains(&worker),
+                "{worker}"
+            );
             assert!((10..20).contains(&call.n), "{}", call.n);
             assert!(call.l >= before, "{} < {before}", call.l);
             let parts: Vec<&str> = call.c1.split(' ').collect();

@@ -66,6 +66,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         .iter()
         .map(|text| Threshold::parse(text))
         .collect::<Result<Vec<_>, _>>()?;
+    // Before anything is sent: a finished run must have somewhere to go.
+    if let Some(path) = &args.output {
+        super::output::check_writable(path, "-o")?;
+    }
     if args.ghz_async && args.rps == 0.0 {
         return Err(InputError(
             "--async sends calls on a rate's schedule whatever is in flight: give --rps R with it (grpclab's --rps always works that way); without a rate, -c N keeps N calls in flight".to_owned(),
@@ -379,6 +383,10 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     let live = args.tui || (!args.no_tui && std::io::stderr().is_terminal());
     // The live view and live metrics both draw each finished second's latency.
     config.live_latency = live || args.metrics.metrics_addr.is_some();
+    config.worker_prefix = args
+        .name
+        .as_deref()
+        .map_or_else(String::new, |name| format!("{name}:"));
     let options = RunOptions {
         name: args.name.clone(),
         tags: parse_string_map("--tags", args.tags.as_deref())?.unwrap_or_default(),
@@ -405,12 +413,17 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .proto
             .as_ref()
             .map(|p| p.display().to_string()),
-        import_paths: args
-            .scenario
-            .import_paths
+        // ghz lists the folders it looks in, the .proto's own first.
+        import_paths: match &args.scenario.proto {
+            Some(proto) => grpclab_core::scenario::import_paths(
+                std::slice::from_ref(proto),
+                &args.scenario.import_paths,
+            )
             .iter()
             .map(|p| p.display().to_string())
             .collect(),
+            None => Vec::new(),
+        },
         // The payload as the user gave it; `None` for a scenario's own, or text that is not
         // JSON (the run itself reports that).
         data: loaded
@@ -1286,9 +1299,10 @@ fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
     CallInfo {
         fully_qualified_name: method.full_name().to_owned(),
         method_name: method.name().to_owned(),
-        service_name: method.parent_service().full_name().to_owned(),
-        input_name: method.input().full_name().to_owned(),
-        output_name: method.output().full_name().to_owned(),
+        // ghz's names: the service's and the messages' own, without their package.
+        service_name: method.parent_service().name().to_owned(),
+        input_name: method.input().name().to_owned(),
+        output_name: method.output().name().to_owned(),
         client_streaming: method.is_client_streaming(),
         server_streaming: method.is_server_streaming(),
     }
@@ -1324,7 +1338,8 @@ fn call_zero(template: &Template) -> String {
     template.render(
         &CallContext {
             request_number: 0,
-            worker_id: "g0",
+            worker_id: "g0c0",
+            call_seed: 1,
             now: std::time::SystemTime::now(),
         },
         &mut Random::new(1),

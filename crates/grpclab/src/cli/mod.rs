@@ -29,6 +29,32 @@ use crate::export::{
 };
 use args::OutputFormat;
 
+/// The line to print when clap refuses a command line that reads like ghz's (flags or a
+/// target with no verb in front: `grpclab --insecure --proto x.proto HOST:PORT`), or `None`
+/// to let clap's own message stand. `args` is the whole command line, program name first.
+pub fn missing_verb_hint(
+    args: &[std::ffi::OsString],
+    kind: clap::error::ErrorKind,
+) -> Option<String> {
+    use clap::error::ErrorKind;
+    if !matches!(
+        kind,
+        ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand
+    ) {
+        return None;
+    }
+    let first = args.get(1)?.to_string_lossy();
+    let help_or_version = ["-h", "--help", "-V", "--version"].contains(&first.as_ref());
+    let flag = first.starts_with('-') && !help_or_version;
+    let target = first.contains(':') || first.contains('/');
+    (flag || target).then(|| {
+        format!(
+            "'{first}' needs a command in front of it: grpclab runs ghz's command lines as \
+             `grpclab load {first} ...` (see `grpclab load --help`, or `grpclab --help` for every command)"
+        )
+    })
+}
+
 /// The exporter for `grpclab load -O FORMAT`.
 pub fn exporter_for(format: OutputFormat) -> Box<dyn Exporter> {
     match format {

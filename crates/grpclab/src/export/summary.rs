@@ -106,7 +106,7 @@ pub fn nothing_succeeded(result: &grpclab_load::LoadResult) -> Option<String> {
             "the server wants credentials: -m/--metadata, or --cert and --key"
         }
         grpclab_core::Code::InvalidArgument | grpclab_core::Code::Internal => {
-            "the server refused the request: check -d/--data against the method's input type"
+            "the server refused the request: check -d/--data against the method's input type (grpclab's built-in servers, like grpc_bench's, serve helloworld.Greeter whose HelloRequest wraps the scenario's message in field 1, `request`, where ghz's example helloworld.proto has a string: add --scenario complex_proto, or use the scenario's .proto, with -d '{\"request\":{\"name\":\"Joe\"}}')"
         }
         _ => "see the error distribution",
     };

@@ -4,6 +4,7 @@
 
 pub mod leftovers;
 pub mod pki;
+pub mod recording;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -1,0 +1,209 @@
+//! A gRPC server that serves any method and records every call it receives, byte for byte:
+//! the counting server two load generators are run against to see whether they sent the same
+//! things. Written on the `h2` crate, so that nothing of grpclab's own stands between a client
+//! and what is recorded.
+//!
+//! Every call is answered after its request stream ends: each request message is echoed back
+//! (a Greeter's `HelloReply` has `HelloRequest`'s wire layout), and the status is OK unless the
+//! [`Behaviour`] says otherwise.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+
+/// One call as the server received it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordedCall {
+    /// `/package.Service/Method`.
+    pub path: String,
+    /// The call's metadata: every header but HTTP/2's pseudo-headers and those gRPC's
+    /// transport sets itself ([`TRANSPORT_HEADERS`]), sorted by name, values as sent.
+    pub metadata: Vec<(String, Vec<u8>)>,
+    /// `grpc-timeout` as sent, if any.
+    pub timeout: Option<String>,
+    /// `grpc-encoding` as sent, if any.
+    pub encoding: Option<String>,
+    /// Each request message's bytes, in order (compressed ones as they came).
+    pub messages: Vec<Vec<u8>>,
+}
+
+/// Headers a gRPC transport sets on every call, kept out of [`RecordedCall::metadata`].
+pub const TRANSPORT_HEADERS: [&str; 6] = [
+    "content-type",
+    "te",
+    "user-agent",
+    "grpc-timeout",
+    "grpc-encoding",
+    "grpc-accept-encoding",
+];
+
+/// How the server answers.
+#[derive(Debug, Clone, Default)]
+pub struct Behaviour {
+    /// Every k-th call received (counting from 1, in the order their requests ended) ends
+    /// with this gRPC status code instead of OK.
+    pub fail_every: Option<(u64, u32)>,
+    /// A call with a request message containing this text is answered after the delay.
+    pub stall_on: Option<(Vec<u8>, Duration)>,
+}
+
+/// The server, on a loopback port of its own, until dropped.
+pub struct RecordingServer {
+    pub addr: SocketAddr,
+    calls: Arc<Mutex<Vec<RecordedCall>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl RecordingServer {
+    pub fn start(behaviour: Behaviour) -> RecordingServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("local address");
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let state = Arc::new(State {
+            behaviour,
+            calls: Arc::clone(&calls),
+            ended: AtomicU64::new(0),
+        });
+        runtime.spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(connection(socket, Arc::clone(&state)));
+            }
+        });
+        RecordingServer {
+            addr,
+            calls,
+            _runtime: runtime,
+        }
+    }
+
+    pub fn target(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The calls received since the last `take`, in the order their requests ended.
+    pub fn take(&self) -> Vec<RecordedCall> {
+        std::mem::take(&mut *self.calls.lock().unwrap())
+    }
+}
+
+struct State {
+    behaviour: Behaviour,
+    calls: Arc<Mutex<Vec<RecordedCall>>>,
+    ended: AtomicU64,
+}
+
+async fn connection(socket: tokio::net::TcpStream, state: Arc<State>) {
+    let Ok(mut connection) = h2::server::handshake(socket).await else {
+        return;
+    };
+    while let Some(Ok((request, respond))) = connection.accept().await {
+        tokio::spawn(call(request, respond, Arc::clone(&state)));
+    }
+}
+
+async fn call(
+    request: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+    state: Arc<State>,
+) {
+    let (parts, mut body) = request.into_parts();
+    let mut received = BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else {
+            return; // reset by the client: not a call that ended
+        };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        received.extend_from_slice(&chunk);
+    }
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let mut metadata: Vec<(String, Vec<u8>)> = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| !TRANSPORT_HEADERS.contains(&name.as_str()))
+        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+        .collect();
+    metadata.sort();
+    let mut messages = Vec::new();
+    let mut rest = &received[..];
+    while rest.len() >= 5 {
+        let len = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+        let Some(message) = rest.get(5..5 + len) else {
+            break;
+        };
+        messages.push(message.to_vec());
+        rest = &rest[5 + len..];
+    }
+    let compressed = received.first().is_some_and(|flag| *flag == 1);
+    let recorded = RecordedCall {
+        path: parts.uri.path().to_owned(),
+        metadata,
+        timeout: header("grpc-timeout"),
+        encoding: header("grpc-encoding"),
+        messages,
+    };
+    let stall = state.behaviour.stall_on.as_ref().and_then(|(text, delay)| {
+        recorded
+            .messages
+            .iter()
+            .any(|m| m.windows(text.len()).any(|w| w == &text[..]))
+            .then_some(*delay)
+    });
+    let number = {
+        let mut calls = state.calls.lock().unwrap();
+        calls.push(recorded.clone());
+        state.ended.fetch_add(1, Ordering::SeqCst) + 1
+    };
+    if let Some(delay) = stall {
+        tokio::time::sleep(delay).await;
+    }
+    let code = match state.behaviour.fail_every {
+        Some((every, code)) if number % every == 0 => code,
+        _ => 0,
+    };
+    let response = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .body(())
+        .expect("response head");
+    let Ok(mut stream) = respond.send_response(response, false) else {
+        return;
+    };
+    if code == 0 {
+        for message in &recorded.messages {
+            // A compressed request is answered with an empty message: the echo would need
+            // inflating first, and no client here reads the reply's fields.
+            let reply: &[u8] = if compressed { &[] } else { message };
+            let mut frame = BytesMut::with_capacity(5 + reply.len());
+            frame.extend_from_slice(&[0]);
+            frame.extend_from_slice(&(reply.len() as u32).to_be_bytes());
+            frame.extend_from_slice(reply);
+            if stream.send_data(frame.freeze(), false).is_err() {
+                return;
+            }
+        }
+    }
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", code.into());
+    if code != 0 {
+        trailers.insert(
+            "grpc-message",
+            http::HeaderValue::from_static("failed by the recording server"),
+        );
+    }
+    let _ = stream.send_trailers(trailers);
+}

@@ -1,0 +1,554 @@
+//! grpclab against the real ghz: the same command line run by both against one recording
+//! server (common/recording.rs), and what each sent and printed compared.
+//!
+//! For each command line: the calls the server received (method, metadata, request bytes;
+//! templated values compared by their shape where they are random), the calls per status each
+//! tool reports, and its outputs' form (JSON keys and types, CSV columns, summary sections).
+//! Latency figures are compared for shape only. Where grpclab differs from ghz on purpose,
+//! docs/ghz-flags.md says so and names the test here that pins it.
+//!
+//! ghz comes from `bash peers/install.sh clients` (the Go module proxy); without it each test
+//! says so and passes, except under CI (which installs it), where it fails.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::grpclab;
+use common::recording::{Behaviour, RecordedCall, RecordingServer};
+use prost_reflect::{DescriptorPool, DynamicMessage};
+
+/// The scenario both tools call: grpc_bench's complex_proto Greeter.
+fn proto() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/complex_proto/helloworld.proto")
+}
+
+const CALL: &str = "helloworld.Greeter.SayHello";
+
+/// The ghz executable: on PATH, or where `go install` puts it.
+fn ghz() -> Option<PathBuf> {
+    let on_path = Command::new("sh")
+        .args(["-c", "command -v ghz"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|p| !p.is_empty());
+    let gopath = Command::new("go")
+        .args(["env", "GOPATH"])
+        .output()
+        .ok()
+        .map(|o| Path::new(String::from_utf8_lossy(&o.stdout).trim()).join("bin/ghz"))
+        .filter(|p| p.is_file());
+    let found = on_path.map(PathBuf::from).or(gopath);
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs ghz (bash peers/install.sh clients)"
+        );
+        eprintln!("ghz is not installed (bash peers/install.sh clients): skipped");
+    }
+    found
+}
+
+/// One tool's run: its exit, outputs, and the calls the server received.
+struct Run {
+    output: Output,
+    calls: Vec<RecordedCall>,
+}
+
+impl Run {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.output.stdout)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {}\n{}", self.stdout(), self.stderr()))
+    }
+}
+
+/// The two runs of one command line.
+struct Both {
+    ghz: Run,
+    grpclab: Run,
+}
+
+/// Runs `args` (everything after the program name; `{target}` is the server's address) with
+/// ghz, then with `grpclab load`, against `server`, in `dir`. `None` when ghz is missing.
+fn both_in(dir: &Path, server: &RecordingServer, args: &[&str]) -> Option<Both> {
+    let ghz = ghz()?;
+    let target = server.target();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{target}", &target))
+        .collect();
+    server.take();
+    let ghz_output = Command::new(ghz)
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .expect("run ghz");
+    let ghz_calls = server.take();
+    let grpclab_output = grpclab()
+        .arg("load")
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .expect("run grpclab load");
+    let grpclab_calls = server.take();
+    Some(Both {
+        ghz: Run {
+            output: ghz_output,
+            calls: ghz_calls,
+        },
+        grpclab: Run {
+            output: grpclab_output,
+            calls: grpclab_calls,
+        },
+    })
+}
+
+/// `both_in` with the proto and the call, in a scratch folder, plain text.
+fn both(server: &RecordingServer, args: &[&str]) -> Option<Both> {
+    both_at(tempfile::tempdir().unwrap().path(), server, args)
+}
+
+/// `both_in` with the proto and the call, in `dir` (where files named in `args` are), plain
+/// text.
+fn both_at(dir: &Path, server: &RecordingServer, args: &[&str]) -> Option<Both> {
+    let proto = proto();
+    let mut full = vec![
+        "--insecure",
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        CALL,
+    ];
+    full.extend_from_slice(args);
+    full.push("{target}");
+    both_in(dir, server, &full)
+}
+
+fn pool() -> DescriptorPool {
+    let files = protox::compile([proto()], [proto().parent().unwrap()]).expect("compile proto");
+    DescriptorPool::from_file_descriptor_set(files).expect("descriptor pool")
+}
+
+/// A request message as JSON text (proto3's JSON mapping), for comparing and for reading
+/// rendered template values.
+fn request_json(pool: &DescriptorPool, bytes: &[u8]) -> serde_json::Value {
+    let descriptor = pool
+        .get_message_by_name("helloworld.HelloRequest")
+        .expect("HelloRequest");
+    let message = DynamicMessage::decode(descriptor, bytes).expect("a HelloRequest");
+    serde_json::to_value(&message).expect("JSON")
+}
+
+/// What a run sent, as a sorted list of (path, metadata, messages as JSON), with `normalize`
+/// applied to every string in the messages and metadata values (to turn random values into
+/// their shape).
+fn sent(run: &Run, normalize: &dyn Fn(&str) -> String) -> Vec<String> {
+    let pool = pool();
+    let mut calls: Vec<String> = run
+        .calls
+        .iter()
+        .map(|call| {
+            let metadata: Vec<String> = call
+                .metadata
+                .iter()
+                .map(|(k, v)| format!("{k}={}", normalize(&String::from_utf8_lossy(v))))
+                .collect();
+            let messages: Vec<String> = call
+                .messages
+                .iter()
+                .map(|m| normalize(&request_json(&pool, m).to_string()))
+                .collect();
+            format!(
+                "{} {:?} timeout={} {}",
+                call.path,
+                metadata,
+                call.timeout.is_some(),
+                messages.join(" | ")
+            )
+        })
+        .collect();
+    calls.sort();
+    calls
+}
+
+/// Both tools sent the same calls (after `normalize`), each succeeded, and each reports the
+/// calls the server saw.
+fn assert_same_calls(both: &Both, normalize: &dyn Fn(&str) -> String) {
+    assert!(
+        both.ghz.output.status.success(),
+        "ghz failed: {}",
+        both.ghz.stderr()
+    );
+    assert!(
+        both.grpclab.output.status.success(),
+        "grpclab failed: {}",
+        both.grpclab.stderr()
+    );
+    let (ghz, ours) = (sent(&both.ghz, normalize), sent(&both.grpclab, normalize));
+    assert_eq!(ghz.len(), ours.len(), "calls received: ghz vs grpclab");
+    for (a, b) in ghz.iter().zip(&ours) {
+        assert_eq!(a, b, "a call as ghz sent it (left) and grpclab (right)");
+    }
+}
+
+fn identity(text: &str) -> String {
+    text.to_owned()
+}
+
+/// The calls per status in a JSON report.
+fn statuses(report: &serde_json::Value) -> BTreeMap<String, u64> {
+    report["statusCodeDistribution"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A JSON value's form: objects keep their keys, with each value's form; arrays the form of
+/// their first element; scalars their type's name (numbers: "number", as Go's decoder and
+/// serde_json both read int or float there, integers checked apart by ghz_compat.rs).
+fn shape(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Null => Value::from("null"),
+        Value::Bool(_) => Value::from("bool"),
+        Value::Number(_) => Value::from("number"),
+        Value::String(_) => Value::from("string"),
+        Value::Array(items) => Value::Array(items.first().map(shape).into_iter().collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
+    }
+}
+
+/// Every key of ghz's `theirs` is in `ours` with the same form (ours may have more: grpclab's
+/// extras). Returns the differences as `path: ghz form vs grpclab form` lines.
+fn missing_from(theirs: &serde_json::Value, ours: &serde_json::Value, path: &str) -> Vec<String> {
+    use serde_json::Value;
+    match (theirs, ours) {
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .flat_map(|(k, v)| match b.get(k) {
+                Some(w) => missing_from(v, w, &format!("{path}.{k}")),
+                None => vec![format!("{path}.{k}: missing (ghz: {v})")],
+            })
+            .collect(),
+        (Value::Array(a), Value::Array(b)) => match (a.first(), b.first()) {
+            (Some(v), Some(w)) => missing_from(v, w, &format!("{path}[0]")),
+            (Some(v), None) => vec![format!("{path}: empty (ghz: [{v}])")],
+            _ => Vec::new(),
+        },
+        (a, b) if a == b => Vec::new(),
+        (a, b) => vec![format!("{path}: ghz {a} vs grpclab {b}")],
+    }
+}
+
+/// Differences in `-O json` kept on purpose, each listed in docs/ghz-flags.md: grpclab lists
+/// each call in `details` only with `--details` (ghz always does: a run of millions of calls
+/// would hold them all in memory and write them all).
+const KEPT_IN_JSON: &[&str] = &[".details: empty"];
+
+const HELLO: &str =
+    r#"{"request":{"name":"Joe","n":7,"d":2.5,"pets":[{"name":"Bof","color":"RED"}]}}"#;
+
+#[test]
+fn plain_calls_carry_the_same_bytes_and_counts() {
+    let server = RecordingServer::start(Behaviour::default());
+    for args in [
+        vec!["-n", "200", "-c", "10", "-d", HELLO],
+        vec!["-n", "60", "-c", "6", "--connections", "3", "-d", HELLO],
+        vec![
+            "-n",
+            "30",
+            "-c",
+            "1",
+            "-d",
+            r#"[{"request":{"name":"a"}},{"request":{"name":"b"}},{"request":{"name":"c"}}]"#,
+        ],
+        vec!["-n", "50", "-c", "5", "--rps", "500", "-d", HELLO],
+        vec![
+            "-n",
+            "40",
+            "-c",
+            "2",
+            "-m",
+            r#"{"x-user":"ann","x-trace":"t-1"}"#,
+            "-d",
+            HELLO,
+        ],
+        vec!["-n", "20", "-c", "2", "-t", "5s", "-d", HELLO],
+    ] {
+        let Some(both) = both(&server, &args) else {
+            return;
+        };
+        assert_same_calls(&both, &identity);
+        assert_eq!(both.ghz.calls.len(), both.grpclab.calls.len(), "{args:?}");
+    }
+}
+
+#[test]
+fn json_reports_have_ghz_keys_types_and_counts() {
+    let server = RecordingServer::start(Behaviour {
+        fail_every: Some((4, 14)),
+        ..Behaviour::default()
+    });
+    for args in [
+        vec!["-n", "100", "-c", "4", "-d", HELLO, "-O", "json"],
+        // One at a time, so the first ten to end are the first ten the server failed or not.
+        vec![
+            "-n",
+            "100",
+            "-c",
+            "1",
+            "-d",
+            HELLO,
+            "-O",
+            "json",
+            "--skipFirst",
+            "10",
+        ],
+        vec![
+            "-n",
+            "100",
+            "-c",
+            "4",
+            "-d",
+            HELLO,
+            "-O",
+            "json",
+            "--count-errors",
+        ],
+        vec![
+            "-n",
+            "100",
+            "-c",
+            "4",
+            "-d",
+            HELLO,
+            "-O",
+            "pretty",
+            "--name",
+            "run one",
+            "--tags",
+            r#"{"env":"test"}"#,
+        ],
+    ] {
+        let Some(both) = both(&server, &args) else {
+            return;
+        };
+        let (theirs, ours) = (both.ghz.json(), both.grpclab.json());
+        assert_eq!(statuses(&theirs), statuses(&ours), "{args:?}");
+        assert_eq!(theirs["count"], ours["count"], "{args:?}");
+        let differences: Vec<String> = missing_from(&shape(&theirs), &shape(&ours), "")
+            .into_iter()
+            .filter(|difference| !KEPT_IN_JSON.iter().any(|kept| difference.starts_with(kept)))
+            .collect();
+        assert!(
+            differences.is_empty(),
+            "{args:?}: grpclab's JSON differs from ghz's:\n{}",
+            differences.join("\n")
+        );
+    }
+}
+
+#[test]
+fn deadlines_count_the_same_calls_as_deadline_exceeded() {
+    let server = RecordingServer::start(Behaviour {
+        stall_on: Some((b"slow".to_vec(), Duration::from_millis(400))),
+        ..Behaviour::default()
+    });
+    let data = r#"[{"request":{"name":"slow"}},{"request":{"name":"fast"}}]"#;
+    let Some(both) = both(
+        &server,
+        &[
+            "-n", "20", "-c", "2", "-t", "100ms", "-d", data, "-O", "json",
+        ],
+    ) else {
+        return;
+    };
+    let (theirs, ours) = (both.ghz.json(), both.grpclab.json());
+    assert_eq!(
+        statuses(&theirs).get("DeadlineExceeded"),
+        Some(&10),
+        "{theirs}"
+    );
+    assert_eq!(statuses(&theirs), statuses(&ours));
+}
+
+#[test]
+fn csv_and_summary_have_ghz_columns_and_sections() {
+    let server = RecordingServer::start(Behaviour {
+        fail_every: Some((5, 2)),
+        ..Behaviour::default()
+    });
+    let Some(csv) = both(&server, &["-n", "50", "-c", "2", "-d", HELLO, "-O", "csv"]) else {
+        return;
+    };
+    let header = |run: &Run| {
+        run.stdout()
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(header(&csv.ghz), header(&csv.grpclab));
+    let rows = |run: &Run| run.stdout().lines().filter(|l| l.contains(",")).count();
+    assert_eq!(rows(&csv.ghz), rows(&csv.grpclab));
+    let Some(summary) = both(&server, &["-n", "50", "-c", "2", "-d", HELLO]) else {
+        return;
+    };
+    // Section headings: lines that start at column 0 and end with ':'.
+    let sections = |run: &Run| -> Vec<String> {
+        run.stdout()
+            .lines()
+            .filter(|l| !l.starts_with(' ') && l.trim_end().ends_with(':'))
+            .map(str::to_owned)
+            .collect()
+    };
+    // ghz's sections, in its order; grpclab's own come after them ("grpclab:": the measured
+    // window, what bound the run, docs/ghz-flags.md).
+    let (theirs, ours) = (sections(&summary.ghz), sections(&summary.grpclab));
+    assert_eq!(theirs, ours[..theirs.len().min(ours.len())], "{ours:?}");
+    assert!(
+        ours[theirs.len()..].iter().all(|s| s == "grpclab:"),
+        "{ours:?}"
+    );
+    // The summary's labels under "Summary:".
+    let labels = |run: &Run| -> Vec<String> {
+        run.stdout()
+            .lines()
+            .skip_while(|l| !l.starts_with("Summary:"))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .filter_map(|l| l.split(':').next().map(|s| s.trim().to_owned()))
+            .collect()
+    };
+    assert_eq!(labels(&summary.ghz), labels(&summary.grpclab));
+}
+
+/// Values a template renders at random, as their form: a UUID, a run of letters and digits.
+fn random_shapes(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split_inclusive(|c: char| !c.is_ascii_alphanumeric() && c != '-') {
+        let (body, end) = match word.char_indices().last() {
+            Some((i, c)) if !c.is_ascii_alphanumeric() && c != '-' => (&word[..i], &word[i..]),
+            _ => (word, ""),
+        };
+        let is_uuid = body.len() == 36
+            && body.char_indices().all(|(i, c)| {
+                if [8, 13, 18, 23].contains(&i) {
+                    c == '-'
+                } else {
+                    c.is_ascii_hexdigit()
+                }
+            });
+        if is_uuid {
+            out.push_str("<uuid>");
+        } else if let Some(rest) = body.strip_prefix("rnd") {
+            out.push_str(&format!(
+                "rnd<{}>",
+                if (2..=16).contains(&rest.len()) {
+                    "2-16".to_owned()
+                } else {
+                    rest.len().to_string()
+                }
+            ));
+        } else {
+            out.push_str(body);
+        }
+        out.push_str(end);
+    }
+    out
+}
+
+#[test]
+fn templates_render_the_same_values() {
+    let server = RecordingServer::start(Behaviour::default());
+    let data = r#"{"request":{"name":"{{.RequestNumber}} {{.FullyQualifiedName}} {{.MethodName}} {{.ServiceName}} {{.InputName}} {{.OutputName}}","c1":"{{.UUID}} {{newUUID}} rnd{{randomString 8}} rnd{{randomString 0}}"}}"#;
+    let Some(both) = both(
+        &server,
+        &[
+            "-n",
+            "40",
+            "-c",
+            "4",
+            "-d",
+            data,
+            "-m",
+            r#"{"x-n":"{{.RequestNumber}}","x-id":"{{.UUID}}"}"#,
+        ],
+    ) else {
+        return;
+    };
+    assert_same_calls(&both, &random_shapes);
+}
+
+#[test]
+fn worker_ids_name_the_same_workers() {
+    let server = RecordingServer::start(Behaviour::default());
+    let data = r#"{"request":{"name":"{{.WorkerID}}"}}"#;
+    for args in [
+        vec!["-n", "40", "-c", "4", "-d", data],
+        vec!["-n", "40", "-c", "4", "--connections", "2", "-d", data],
+        vec!["-n", "40", "-c", "2", "--name", "box", "-d", data],
+    ] {
+        let Some(both) = both(&server, &args) else {
+            return;
+        };
+        let pool = pool();
+        let workers = |run: &Run| -> std::collections::BTreeSet<String> {
+            run.calls
+                .iter()
+                .map(|c| request_json(&pool, &c.messages[0])["request"]["name"].to_string())
+                .collect()
+        };
+        assert_eq!(workers(&both.ghz), workers(&both.grpclab), "{args:?}");
+    }
+}
+
+#[test]
+fn binary_payloads_are_sent_as_given() {
+    // HelloRequest { request: Hello { name: "Bin" } }, serialized by hand.
+    let message: &[u8] = &[0x0a, 0x05, 0x0a, 0x03, b'B', b'i', b'n'];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("one.bin"), message).unwrap();
+    let server = RecordingServer::start(Behaviour::default());
+    let Some(both) = both_at(dir.path(), &server, &["-n", "10", "-B", "one.bin"]) else {
+        return;
+    };
+    assert_same_calls(&both, &identity);
+    assert!(both
+        .ghz
+        .calls
+        .iter()
+        .all(|c| c.messages == [message.to_vec()]));
+}
+
+#[test]
+fn data_and_metadata_files_are_read_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.json"), HELLO).unwrap();
+    std::fs::write(dir.path().join("md.json"), r#"{"x-from":"file"}"#).unwrap();
+    let server = RecordingServer::start(Behaviour::default());
+    let args = ["-n", "10", "-D", "data.json", "-M", "md.json"];
+    let Some(both) = both_at(dir.path(), &server, &args) else {
+        return;
+    };
+    assert_same_calls(&both, &identity);
+    assert_eq!(both.grpclab.calls.len(), 10);
+}

@@ -366,16 +366,148 @@ pub fn encode_payload(input: &MessageDescriptor, json: &str) -> Result<Vec<Bytes
         .into_iter()
         .enumerate()
         .map(|(index, object)| {
-            let message = DynamicMessage::deserialize(input.clone(), object).map_err(|err| {
+            let message = DynamicMessage::deserialize(input.clone(), &object).map_err(|err| {
+                // serde's reason names neither the field's path nor what the message has:
+                // find the first problem ourselves, and keep serde's word when we find none.
+                let reason = first_misfit(&object, input, "").unwrap_or_else(|| err.to_string());
                 if several {
-                    payload_error(format!("request [{index}]: {err}"))
+                    payload_error(format!("request [{index}]: {reason}"))
                 } else {
-                    payload_error(err.to_string())
+                    payload_error(reason)
                 }
             })?;
             Ok(frame_message(&message.encode_to_vec()))
         })
         .collect()
+}
+
+/// The first place where `value` does not fit `message` under proto3's JSON mapping, as
+/// `PATH: what is wrong`: a field the message does not have (listing those it has), a value of
+/// the wrong kind, an enum value that does not exist. `None` when none is found here (the
+/// caller keeps the decoder's reason). Well-known types (`google.protobuf.*`), which have JSON
+/// forms of their own, are not looked into.
+fn first_misfit(
+    value: &serde_json::Value,
+    message: &MessageDescriptor,
+    path: &str,
+) -> Option<String> {
+    use serde_json::Value;
+    if message.full_name().starts_with("google.protobuf.") {
+        return None;
+    }
+    let Value::Object(fields) = value else {
+        return Some(format!(
+            "{}: expected an object ({}), found {}",
+            path_or_root(path),
+            message.full_name(),
+            json_kind(value)
+        ));
+    };
+    for (name, value) in fields {
+        let at = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
+        let Some(field) = message
+            .get_field_by_name(name)
+            .or_else(|| message.get_field_by_json_name(name))
+        else {
+            let known: Vec<String> = message.fields().map(|f| f.name().to_owned()).collect();
+            return Some(format!(
+                "{at}: {} has no field '{name}'; its fields: {}",
+                message.full_name(),
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        };
+        if value.is_null() {
+            continue;
+        }
+        if field.is_map() {
+            let Value::Object(entries) = value else {
+                return Some(format!(
+                    "{at}: expected an object (a map), found {}",
+                    json_kind(value)
+                ));
+            };
+            let prost_reflect::Kind::Message(entry) = field.kind() else {
+                continue;
+            };
+            let value_kind = entry.map_entry_value_field().kind();
+            if let Some(problem) = entries
+                .iter()
+                .find_map(|(key, v)| kind_misfit(v, &value_kind, &format!("{at}[{key}]")))
+            {
+                return Some(problem);
+            }
+        } else if field.is_list() {
+            let Value::Array(items) = value else {
+                return Some(format!(
+                    "{at}: expected an array, found {}",
+                    json_kind(value)
+                ));
+            };
+            if let Some(problem) = items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| kind_misfit(v, &field.kind(), &format!("{at}[{i}]")))
+            {
+                return Some(problem);
+            }
+        } else if let Some(problem) = kind_misfit(value, &field.kind(), &at) {
+            return Some(problem);
+        }
+    }
+    None
+}
+
+/// Whether one JSON value fits a field's kind (see [`first_misfit`]).
+fn kind_misfit(value: &serde_json::Value, kind: &prost_reflect::Kind, at: &str) -> Option<String> {
+    use prost_reflect::Kind;
+    use serde_json::Value;
+    let expected = match (kind, value) {
+        (Kind::Message(message), _) => return first_misfit(value, message, at),
+        (Kind::Enum(enumeration), Value::String(name)) => {
+            if enumeration.get_value_by_name(name).is_some() {
+                return None;
+            }
+            let names: Vec<String> = enumeration.values().map(|v| v.name().to_owned()).collect();
+            return Some(format!(
+                "{at}: '{name}' is not a value of {} ({})",
+                enumeration.full_name(),
+                names.join(", ")
+            ));
+        }
+        (Kind::Enum(_), Value::Number(_)) => return None,
+        (Kind::Enum(enumeration), _) => format!(
+            "a value of {} (a name or a number)",
+            enumeration.full_name()
+        ),
+        (Kind::String | Kind::Bytes, Value::String(_)) => return None,
+        (Kind::String, _) => "a string".to_owned(),
+        (Kind::Bytes, _) => "a string (base64)".to_owned(),
+        (Kind::Bool, Value::Bool(_)) => return None,
+        (Kind::Bool, _) => "true or false".to_owned(),
+        // Numbers: proto3's JSON takes them as numbers or as strings.
+        (_, Value::Number(_) | Value::String(_)) => return None,
+        _ => "a number".to_owned(),
+    };
+    Some(format!(
+        "{at}: expected {expected}, found {}",
+        json_kind(value)
+    ))
+}
+
+fn path_or_root(path: &str) -> &str {
+    if path.is_empty() {
+        "the request"
+    } else {
+        path
+    }
 }
 
 /// A scenario ready to run: the method and its framed requests.
@@ -835,6 +967,41 @@ mod tests {
                 .len(),
             2
         );
+        // The path, and what the message has or the field takes (serde said only
+        // "unrecognized field name 'nmae'", "invalid type: integer `5`, expected a string").
+        for (payload, expected) in [
+            (
+                r#"{"request": {"nmae": "x"}}"#,
+                "request.nmae: helloworld.Hello has no field 'nmae'; its fields: name, d, f, b, n, l, c1, c2, pets",
+            ),
+            (
+                r#"{"name": "Joe"}"#,
+                "name: helloworld.HelloRequest has no field 'name'; its fields: request",
+            ),
+            (
+                r#"{"request": {"name": 5}}"#,
+                "request.name: expected a string, found a number",
+            ),
+            (
+                r#"{"request": {"pets": [{"name": "a"}, {"color": "PINK"}]}}"#,
+                "request.pets[1].color: 'PINK' is not a value of helloworld.Hello.Pet.Color (BLACK, WHITE, BLUE, RED, YELLOW, GREEN)",
+            ),
+            (
+                r#"{"request": {"pets": {"name": "a"}}}"#,
+                "request.pets: expected an array, found an object",
+            ),
+            (
+                r#"{"request": {"b": "yes"}}"#,
+                "request.b: expected true or false, found a string",
+            ),
+            (
+                r#"[{}, {"request": "Joe"}]"#,
+                "request [1]: request: expected an object (helloworld.Hello), found a string",
+            ),
+        ] {
+            let err = encode_payload(&input, payload).unwrap_err().to_string();
+            assert!(err.ends_with(expected), "{payload}: {err}");
+        }
     }
 
     #[test]

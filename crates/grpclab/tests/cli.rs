@@ -1473,6 +1473,12 @@ fn a_run_where_every_call_failed_says_so() {
     assert!(!text.contains("no call succeeded"), "{text}");
     assert!(text.contains("--cpus 4 runs 1 client thread(s)"), "{text}");
     assert_eq!(json_of_options(&server, &["--cpus", "4"])["CPUs"], 1);
+    // `options.data` is the payload sent, as ghz lists it: the scenario's own without -d,
+    // the user's with it.
+    let options = json_of_options(&server, &[]);
+    assert_eq!(options["data"]["request"]["name"], "a name", "{options}");
+    let options = json_of_options(&server, &["-d", r#"{"request":{"name":"mine"}}"#]);
+    assert_eq!(options["data"]["request"]["name"], "mine", "{options}");
 }
 
 fn json_of_options(server: &Server, extra: &[&str]) -> serde_json::Value {

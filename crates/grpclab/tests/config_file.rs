@@ -7,7 +7,7 @@ use common::{grpclab, Server};
 
 fn json_report(output: &std::process::Output) -> serde_json::Value {
     assert!(
-        output.status.success(),
+        common::finished(output),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );

@@ -137,7 +137,7 @@ fn load(args: &[&str]) -> Output {
         .output()
         .expect("run grpclab");
     assert!(
-        output.status.success(),
+        common::finished(&output),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );

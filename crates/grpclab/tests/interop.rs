@@ -534,7 +534,7 @@ fn our_streaming_client_reads_a_grpcio_server() {
                 .output()
                 .unwrap();
             assert!(
-                output.status.success(),
+                common::finished(&output),
                 "{}",
                 String::from_utf8_lossy(&output.stderr)
             );

@@ -32,7 +32,7 @@ fn replies_over_the_receive_limit_fail_as_resource_exhausted() {
                 .output()
                 .unwrap();
             assert!(
-                output.status.success(),
+                common::finished(&output),
                 "{}",
                 String::from_utf8_lossy(&output.stderr)
             );

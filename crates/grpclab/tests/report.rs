@@ -417,7 +417,7 @@ fn the_pages_render_in_headless_chromium() {
             .arg(page)
             .output()
             .unwrap();
-        assert!(output.status.success(), "{args:?}");
+        assert!(common::finished(&output), "{args:?}");
     }
     let shots = screenshot_dir();
     let sweep_page = dir.path().join("sweep.html");

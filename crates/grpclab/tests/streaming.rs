@@ -27,7 +27,7 @@ fn load(server: &Server, method: &str, data: &str, extra: &[&str]) -> Value {
         .output()
         .unwrap();
     assert!(
-        output.status.success(),
+        common::finished(&output),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
@@ -403,7 +403,7 @@ fn long_streams(server: &Server, transport: &str, extra: &[&str]) -> std::proces
 
 fn report_of(load: std::process::Child) -> Value {
     let output = load.wait_with_output().unwrap();
-    assert!(output.status.success(), "{:?}", output.status);
+    assert!(common::finished(&output), "{:?}", output.status);
     serde_json::from_slice(&output.stdout).unwrap()
 }
 

@@ -424,12 +424,19 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .collect(),
             None => Vec::new(),
         },
-        // The payload as the user gave it; `None` for a scenario's own, or text that is not
-        // JSON (the run itself reports that).
+        // The payload as the user gave it (a template as written); without one, the request
+        // sent (a scenario's own, as JSON), as ghz always lists it. `None` for a binary
+        // payload or a mix.
         data: loaded
             .payload
             .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok()),
+            .and_then(|text| serde_json::from_str(text).ok())
+            .or_else(
+                || match args.scenario.binary || args.scenario.binary_file.is_some() {
+                    true => None,
+                    false => first_request_json(scenario),
+                },
+            ),
         binary: args.scenario.binary || args.scenario.binary_file.is_some(),
         metadata: metadata_map,
         distinct_requests: config.methods.iter().map(|m| m.requests.len()).sum(),
@@ -1306,6 +1313,14 @@ fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
         client_streaming: method.is_client_streaming(),
         server_streaming: method.is_server_streaming(),
     }
+}
+
+/// The scenario's first request as JSON (proto3's mapping), for the report's `options.data`.
+fn first_request_json(scenario: &Scenario) -> Option<serde_json::Value> {
+    let framed = scenario.requests().first()?;
+    let message = grpclab_core::framing::unframe_single(framed).ok()?;
+    let decoded = prost_reflect::DynamicMessage::decode(scenario.method().input(), message).ok()?;
+    serde_json::to_value(&decoded).ok()
 }
 
 /// The payload text to encode, and its template when something in it varies per call: ghz's

@@ -16,6 +16,12 @@ pub fn grpclab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_grpclab"))
 }
 
+/// Whether a `grpclab load` finished and wrote its results: exit 0, or 5 when it did but no
+/// call succeeded (docs/ci.md) — what the tests of failing servers and refused calls expect.
+pub fn finished(output: &std::process::Output) -> bool {
+    matches!(output.status.code(), Some(0 | 5))
+}
+
 /// A user's own service, which no built-in server serves: `my.pkg.Svc.Method`, written as
 /// `my.proto` into `dir` (every call against a built-in server ends Unimplemented).
 pub fn unserved_service_proto(dir: &std::path::Path) -> std::path::PathBuf {

@@ -3,9 +3,9 @@
 //! things. Written on the `h2` crate, so that nothing of grpclab's own stands between a client
 //! and what is recorded.
 //!
-//! Every call is answered after its request stream ends: each request message is echoed back
-//! (a Greeter's `HelloReply` has `HelloRequest`'s wire layout), and the status is OK unless the
-//! [`Behaviour`] says otherwise.
+//! Every call is answered after its request stream ends, with one empty message (a valid
+//! reply of any type, for any shape of call: unary, client, server or bidirectional stream),
+//! and the status is OK unless the [`Behaviour`] says otherwise.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,7 +148,6 @@ async fn call(
         messages.push(message.to_vec());
         rest = &rest[5 + len..];
     }
-    let compressed = received.first().is_some_and(|flag| *flag == 1);
     let recorded = RecordedCall {
         path: parts.uri.path().to_owned(),
         metadata,
@@ -183,19 +182,13 @@ async fn call(
     let Ok(mut stream) = respond.send_response(response, false) else {
         return;
     };
-    if code == 0 {
-        for message in &recorded.messages {
-            // A compressed request is answered with an empty message: the echo would need
-            // inflating first, and no client here reads the reply's fields.
-            let reply: &[u8] = if compressed { &[] } else { message };
-            let mut frame = BytesMut::with_capacity(5 + reply.len());
-            frame.extend_from_slice(&[0]);
-            frame.extend_from_slice(&(reply.len() as u32).to_be_bytes());
-            frame.extend_from_slice(reply);
-            if stream.send_data(frame.freeze(), false).is_err() {
-                return;
-            }
-        }
+    // An empty message: flag 0, length 0.
+    if code == 0
+        && stream
+            .send_data(Bytes::from_static(&[0; 5]), false)
+            .is_err()
+    {
+        return;
     }
     let mut trailers = http::HeaderMap::new();
     trailers.insert("grpc-status", code.into());

@@ -169,14 +169,9 @@ fn message_json(pool: &DescriptorPool, name: &str, bytes: &[u8]) -> serde_json::
     serde_json::to_value(&message).expect("JSON")
 }
 
-/// What a run sent, as a sorted list of (path, metadata, messages as JSON), with `normalize`
-/// applied to every string in the messages and metadata values (to turn random values into
-/// their shape).
-fn sent(run: &Run, normalize: &dyn Fn(&str) -> String) -> Vec<String> {
-    sent_as(run, &pool(), "helloworld.HelloRequest", normalize)
-}
-
-/// [`sent`] for requests of type `input` in `pool`.
+/// What a run sent, as a sorted list of (path, metadata, messages of type `input` in `pool` as
+/// JSON), with `normalize` applied to every string in the messages and metadata values (to
+/// turn random values into their shape).
 fn sent_as(
     run: &Run,
     pool: &DescriptorPool,

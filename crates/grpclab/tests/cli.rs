@@ -1813,3 +1813,37 @@ fn an_output_file_that_cannot_be_written_is_refused_before_the_run() {
 fn json_file(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
+
+/// `load --help` groups its flags by topic and ends with examples, as ghz's and ripgrep's
+/// help do; `-h` lists only what a first run needs and points at `--help`.
+#[test]
+fn load_help_has_topics_examples_and_a_short_form() {
+    let long = run(&["load", "--help"]);
+    assert!(long.status.success());
+    let long = String::from_utf8_lossy(&long.stdout).into_owned();
+    for heading in [
+        "What to call:",
+        "What to send:",
+        "Target and connections:",
+        "Load shape:",
+        "Streaming:",
+        "TLS:",
+        "Outputs:",
+        "Distribution (several generators):",
+        "Examples:",
+    ] {
+        assert!(long.contains(heading), "no '{heading}' in --help:\n{long}");
+    }
+    assert!(long.contains("--load-step-duration"));
+    let short = run(&["load", "-h"]);
+    assert!(short.status.success());
+    let short = String::from_utf8_lossy(&short.stdout).into_owned();
+    assert!(short.contains("--help lists every flag"), "{short}");
+    assert!(!short.contains("--load-step-duration"), "{short}");
+    assert!(
+        short.lines().count() * 2 < long.lines().count(),
+        "-h is {} lines, --help {}",
+        short.lines().count(),
+        long.lines().count()
+    );
+}

@@ -409,9 +409,31 @@ pub enum ReportFormat {
     Md,
 }
 
+/// The examples at the end of `grpclab load --help`.
+const LOAD_EXAMPLES: &str = "Examples:
+  # A built-in server, then ghz's first example against it
+  grpclab serve --impl lab --port 50051 &
+  grpclab load --insecure --scenario complex_proto -n 2000 127.0.0.1:50051
+  # Your own server: its .proto, a method, a payload
+  grpclab load --insecure --proto greeter.proto \\
+      --call helloworld.Greeter.SayHello -d '{\"name\":\"Joe\"}' HOST:PORT
+  # An open loop: 20,000 calls a second, 30 s after a 5 s warmup, JSON
+  grpclab load --insecure --scenario complex_proto --rps 20000 \\
+      -z 30s --warmup 5s -O json -o run.json 127.0.0.1:50051
+  # A CI gate: exit 3 when a threshold fails (docs/ci.md)
+  grpclab load --insecure --scenario complex_proto -z 20s \\
+      --threshold 'p99<=10ms' --threshold 'errors<=0.1%' 127.0.0.1:50051
+  # A client stream: 10 messages per call, one every 10 ms
+  grpclab load --insecure --scenario client_stream_1kB \\
+      --stream-call-count 10 --stream-interval 10ms 127.0.0.1:50051";
+
 /// `grpclab load [OPTIONS] HOST:PORT`
 #[derive(Debug, Args)]
-#[command(args_override_self = true)]
+#[command(
+    args_override_self = true,
+    after_help = "The flags above are those a first run needs; --help lists every flag, by topic, with examples.",
+    after_long_help = LOAD_EXAMPLES
+)]
 pub struct LoadArgs {
     /// The server, as HOST:PORT (or `host` in --config).
     #[arg(
@@ -423,40 +445,51 @@ pub struct LoadArgs {
 
     /// ghz's config file: JSON, or TOML when it ends in .toml; its keys are ghz's option names
     /// (`call`, `total`, `data`, `host`, ...). Flags on the command line override it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
     /// ghz's debug log: JSON lines (tracing) of name resolution, connections made, ended
     /// (GOAWAY, resets, losses) and re-made, failed attempts and their backoff, calls a
     /// GOAWAY left unprocessed and streams the server reset. Written as they happen.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub debug: Option<PathBuf>,
 
     /// What to call, and with what.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "What to call")]
     pub scenario: ScenarioArgs,
 
     /// A mix of methods: METHOD=WEIGHT, repeated (or comma-separated), e.g. --mix
     /// pkg.Shop.Browse=9 --mix pkg.Shop.Buy=1. Each call picks a method by weight; each
     /// method's payload is -d encoded as its own input (give per-method payloads in a
     /// --workload file). Unary methods only; figures per method and together.
-    #[arg(long, value_name = "METHOD=WEIGHT", value_delimiter = ',', conflicts_with_all = ["call", "workload"])]
+    #[arg(help_heading = "What to send", long, value_name = "METHOD=WEIGHT", value_delimiter = ',', conflicts_with_all = ["call", "workload"])]
     pub mix: Vec<String>,
 
     /// A workload file (TOML): several calls with weights, and per call its data and
     /// metadata (templates allowed): [[calls]] call = "pkg.Svc.Method", weight = 3, data =
     /// {..}, metadata = {..}; optional seed = N.
-    #[arg(long, value_name = "FILE", conflicts_with = "call")]
+    #[arg(
+        help_heading = "What to send",
+        long,
+        value_name = "FILE",
+        conflicts_with = "call"
+    )]
     pub workload: Option<PathBuf>,
 
     /// A mix's seed: which method each call takes follows from it and the call's number, so
     /// an -n run with one seed makes the same calls of each method every time. Default: a
     /// random seed, reported in the results.
-    #[arg(long = "mix-seed", value_name = "N")]
+    #[arg(
+        help_heading = "What to send",
+        hide_short_help = true,
+        long = "mix-seed",
+        value_name = "N"
+    )]
     pub mix_seed: Option<u64>,
 
     /// Request metadata as a JSON object of strings, e.g. '{"authorization":"Bearer x"}'.
     #[arg(
+        help_heading = "What to send",
         short = 'm',
         long,
         value_name = "JSON",
@@ -465,105 +498,126 @@ pub struct LoadArgs {
     pub metadata: Option<String>,
 
     /// A file holding the request metadata as a JSON object of strings (ghz's -M).
-    #[arg(short = 'M', long = "metadata-file", value_name = "FILE")]
+    #[arg(
+        help_heading = "What to send",
+        hide_short_help = true,
+        short = 'M',
+        long = "metadata-file",
+        value_name = "FILE"
+    )]
     pub metadata_file: Option<PathBuf>,
 
     /// Metadata for the reflection requests only, as a JSON object of strings (ghz's
     /// --reflect-metadata), e.g. when reflection needs its own credentials.
-    #[arg(long, value_name = "JSON")]
+    #[arg(
+        help_heading = "What to send",
+        hide_short_help = true,
+        long,
+        value_name = "JSON"
+    )]
     pub reflect_metadata: Option<String>,
 
     /// Calls in flight at once (streams), spread evenly over the connections.
-    #[arg(short = 'c', long, default_value_t = 50, value_name = "N", value_parser = parse_streams, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", short = 'c', long, default_value_t = 50, value_name = "N", value_parser = parse_streams, allow_hyphen_values = true)]
     pub concurrency: usize,
 
     /// HTTP/2 connections.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_streams, allow_hyphen_values = true)]
+    #[arg(help_heading = "Target and connections", long, default_value_t = 1, value_name = "N", value_parser = parse_streams, allow_hyphen_values = true)]
     pub connections: usize,
 
     /// Total request rate (open loop, latency measured from each call's scheduled time);
     /// 0 means as fast as the streams go (closed loop).
-    #[arg(short = 'r', long, default_value_t = 0.0, value_name = "R", value_parser = parse_rps, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", short = 'r', long, default_value_t = 0.0, value_name = "R", value_parser = parse_rps, allow_hyphen_values = true)]
     pub rps: f64,
 
     /// The rate's shape (ghz's --load-schedule): const (--rps, or a closed loop), step
     /// (--load-start, changed by --load-step every --load-step-duration) or line (the same,
     /// every second).
-    #[arg(long, value_enum, default_value_t = ScheduleShape::Const, value_name = "SCHEDULE")]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_enum, default_value_t = ScheduleShape::Const, value_name = "SCHEDULE")]
     pub load_schedule: ScheduleShape,
 
     /// step/line: the first rate, req/s.
-    #[arg(long, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
     pub load_start: Option<f64>,
 
     /// step/line: the rate change per step, req/s (negative to step down).
-    #[arg(long, value_name = "R", value_parser = parse_rate_change, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "R", value_parser = parse_rate_change, allow_hyphen_values = true)]
     pub load_step: Option<f64>,
 
     /// step/line: the rate at which to stop changing and hold.
-    #[arg(long, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "R", value_parser = parse_positive_rate, allow_hyphen_values = true)]
     pub load_end: Option<f64>,
 
     /// step: how long each rate holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub load_step_duration: Option<std::time::Duration>,
 
     /// step/line: how long to keep changing the rate, from the start; then it holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub load_max_duration: Option<std::time::Duration>,
 
     /// Streaming calls: the pause between two messages sent (ghz's --stream-interval).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Streaming", long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub stream_interval: Option<std::time::Duration>,
 
     /// Streaming calls: stop sending after this long (ghz's --stream-call-duration). Server
     /// streams, as ghz: the client cancels each call after this long, and it counts as OK.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Streaming", hide_short_help = true, long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub stream_call_duration: Option<std::time::Duration>,
 
     /// Streaming calls: messages sent per call, cycling the data array (ghz's
     /// --stream-call-count); default: the array once. Server streams, as ghz: the client
     /// cancels the stream after N replies, and the call counts as OK.
-    #[arg(long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
+    #[arg(help_heading = "Streaming", long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
     pub stream_call_count: Option<usize>,
 
     /// Bidi calls send and receive independently, as ghz's do: sends paced by
     /// --stream-interval, the half-close after the last, the call ending with the server's
     /// trailers. Default: strict ping-pong (each send waits for the previous reply).
-    #[arg(long)]
+    #[arg(help_heading = "Streaming", hide_short_help = true, long)]
     pub stream_independent: bool,
 
     /// Server and bidi streams: the reply field holding when the server produced each reply
     /// (a fixed64 or uint64 of nanoseconds since the Unix epoch), for each reply's latency.
     /// grpclab's servers fill `sent_unix_nanos` when the Feed request sets `"stamp": true`.
-    #[arg(long, value_name = "FIELD")]
+    #[arg(
+        help_heading = "Streaming",
+        hide_short_help = true,
+        long,
+        value_name = "FIELD"
+    )]
     pub stream_stamp: Option<String>,
 
     /// ghz's --stream-dynamic-messages: in streaming calls, render the call template (-d with
     /// {{...}}) again for every message instead of once per call.
-    #[arg(long)]
+    #[arg(help_heading = "Streaming", hide_short_help = true, long)]
     pub stream_dynamic_messages: bool,
 
     /// No live view: on a terminal, the one-line progress bar instead.
-    #[arg(long, conflicts_with = "tui")]
+    #[arg(
+        help_heading = "Outputs",
+        hide_short_help = true,
+        long,
+        conflicts_with = "tui"
+    )]
     pub no_tui: bool,
 
     /// The live view even when stderr is not a terminal (to measure what it costs).
-    #[arg(long, hide = true)]
+    #[arg(help_heading = "Outputs", hide_short_help = true, long, hide = true)]
     pub tui: bool,
 
     /// How many calls may be in flight as the run goes (ghz's --concurrency-schedule): const
     /// (-c), step (--concurrency-start, changed by --concurrency-step every
     /// --concurrency-step-duration) or line (the same, every second). -c is then ignored.
-    #[arg(long, value_enum, default_value_t = ScheduleShape::Const, value_name = "SCHEDULE")]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_enum, default_value_t = ScheduleShape::Const, value_name = "SCHEDULE")]
     pub concurrency_schedule: ScheduleShape,
 
     /// step/line: the streams at the start.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_streams_or_zero, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, default_value_t = 1, value_name = "N", value_parser = parse_streams_or_zero, allow_hyphen_values = true)]
     pub concurrency_start: usize,
 
     /// step/line: the change in streams per step (negative to step down).
-    #[arg(
+    #[arg(help_heading = "Load shape", hide_short_help = true, 
         long,
         default_value_t = 1,
         value_name = "N",
@@ -573,109 +627,124 @@ pub struct LoadArgs {
     pub concurrency_step: i64,
 
     /// step/line: the streams at which to stop changing and hold.
-    #[arg(long, value_name = "N", value_parser = parse_streams_or_zero, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "N", value_parser = parse_streams_or_zero, allow_hyphen_values = true)]
     pub concurrency_end: Option<usize>,
 
     /// step: how long each value holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub concurrency_step_duration: Option<std::time::Duration>,
 
     /// step/line: how long to keep changing, from the start; then it holds.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub concurrency_max_duration: Option<std::time::Duration>,
 
     /// How long to measure, e.g. 20s (warmup excluded). As in ghz, -n is then ignored; to stop
     /// an -n run early, use -x.
-    #[arg(short = 'z', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", short = 'z', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
 
     /// How many calls to measure (default 200); ignored with -z, as in ghz.
-    #[arg(short = 'n', long, value_name = "N", value_parser = parse_calls, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", short = 'n', long, value_name = "N", value_parser = parse_calls, allow_hyphen_values = true)]
     pub total: Option<u64>,
 
     /// With -z: calls still in flight when the duration ends: wait (finish within the drain
     /// limit, the rest count as Canceled; grpclab's default), close (count them as Canceled
     /// at once; ghz's default) or ignore (leave them out).
-    #[arg(long, value_enum, default_value_t = DurationStopArg::Wait, value_name = "HOW")]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long, value_enum, default_value_t = DurationStopArg::Wait, value_name = "HOW")]
     pub duration_stop: DurationStopArg,
 
     /// With -n: stop after this long even if the calls are not all done (ghz's -x).
-    #[arg(short = 'x', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", short = 'x', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub max_duration: Option<std::time::Duration>,
 
     /// Per-call deadline, sent as grpc-timeout; 0 for none.
-    #[arg(short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", short = 't', long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub timeout: std::time::Duration,
 
     /// How long opening a connection may take before the run reports the server unreachable
     /// (ghz's --connect-timeout).
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(help_heading = "Target and connections", hide_short_help = true, long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: std::time::Duration,
 
     /// ghz's --keepalive: PING a connection with calls in flight once the server has sent
     /// nothing for this long, and drop it (calls Unavailable, then reconnect) when nothing
     /// arrives within as long again. 0s (the default): no PINGs.
-    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
+    #[arg(help_heading = "Target and connections", hide_short_help = true, long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub keepalive: std::time::Duration,
 
     /// The `:authority` pseudo-header to send (default: HOST:PORT as given), as ghz's
     /// --authority.
-    #[arg(long, value_name = "AUTHORITY")]
+    #[arg(
+        help_heading = "Target and connections",
+        hide_short_help = true,
+        long,
+        value_name = "AUTHORITY"
+    )]
     pub authority: Option<String>,
 
     /// The largest reply message accepted, e.g. 4MiB or 42 MB (ghz's); a larger one fails its
     /// call with RESOURCE_EXHAUSTED. Default: no limit.
-    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size, allow_hyphen_values = true)]
+    #[arg(help_heading = "What to send", hide_short_help = true, long, value_name = "SIZE", value_parser = parse_byte_size, allow_hyphen_values = true)]
     pub max_recv_message_size: Option<usize>,
 
     /// The largest request message allowed (ghz's): a larger payload is refused before the
     /// run, since every call would fail.
-    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size, allow_hyphen_values = true)]
+    #[arg(help_heading = "What to send", hide_short_help = true, long, value_name = "SIZE", value_parser = parse_byte_size, allow_hyphen_values = true)]
     pub max_send_message_size: Option<usize>,
 
     /// Compress requests with gzip (`grpc-encoding: gzip`) and accept gzip replies, as ghz's
     /// -e.
-    #[arg(short = 'e', long)]
+    #[arg(
+        help_heading = "What to send",
+        hide_short_help = true,
+        short = 'e',
+        long
+    )]
     pub enable_compression: bool,
 
     /// Plaintext HTTP/2 (h2c), no TLS. Without it, as in ghz, grpclab speaks TLS and verifies
     /// the server against the system's roots (or --cacert).
-    #[arg(long, conflicts_with_all = ["cacert", "cert", "key", "cname", "skip_tls"])]
+    #[arg(help_heading = "TLS", long, conflicts_with_all = ["cacert", "cert", "key", "cname", "skip_tls"])]
     pub insecure: bool,
 
     /// TLS: trust this CA (PEM) instead of the system's roots.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "TLS", long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
 
     /// TLS: our client certificate (PEM), for servers that require one (mutual TLS).
-    #[arg(long, value_name = "FILE", requires = "key")]
+    #[arg(help_heading = "TLS", long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
 
     /// TLS: the private key (PEM) of --cert.
-    #[arg(long, value_name = "FILE", requires = "cert")]
+    #[arg(help_heading = "TLS", long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
 
     /// TLS: the server name to send (SNI) and to verify in its certificate, instead of the
     /// target's host.
-    #[arg(long, value_name = "NAME")]
+    #[arg(
+        help_heading = "TLS",
+        hide_short_help = true,
+        long,
+        value_name = "NAME"
+    )]
     pub cname: Option<String>,
 
     /// TLS without verifying the server's certificate (any server is trusted: for tests only).
-    #[arg(long = "skipTLS", alias = "skip-tls")]
+    #[arg(help_heading = "TLS", long = "skipTLS", alias = "skip-tls")]
     pub skip_tls: bool,
 
     /// Output format.
-    #[arg(short = 'O', long, value_enum, default_value_t = OutputFormat::Summary)]
+    #[arg(help_heading = "Outputs", short = 'O', long, value_enum, default_value_t = OutputFormat::Summary)]
     pub format: OutputFormat,
 
     /// Write the output to this file instead of standard output.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     /// List calls one by one in the output (ghz's `details`; -O csv's rows): `--details` keeps
     /// the first 1,000,000 that end (ghz's own cap), `--details=N` the first N. Off by
     /// default, so memory stays bounded whatever the run's length; -O csv turns it on.
-    #[arg(
+    #[arg(help_heading = "Outputs", 
         long,
         value_name = "N",
         num_args = 0..=1,
@@ -687,7 +756,7 @@ pub struct LoadArgs {
 
     /// Leave the first N calls to end out of the results (ghz's --skipFirst); they still count
     /// against -n. grpclab's --warmup skips by time instead.
-    #[arg(
+    #[arg(help_heading = "Load shape", hide_short_help = true, 
         long = "skipFirst",
         alias = "skip-first",
         default_value_t = 0,
@@ -699,23 +768,23 @@ pub struct LoadArgs {
 
     /// Count failed calls in fastest, slowest, the percentiles and the histogram too (ghz's
     /// --count-errors); by default they describe successful calls only.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", hide_short_help = true, long)]
     pub count_errors: bool,
 
     /// A name for the run, reported as ghz's `name`.
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Outputs", long, value_name = "NAME")]
     pub name: Option<String>,
 
     /// Tags for the run as a JSON object of strings, reported as ghz's `tags`.
-    #[arg(long, value_name = "JSON")]
+    #[arg(help_heading = "Outputs", long, value_name = "JSON")]
     pub tags: Option<String>,
 
     /// Send calls for this long before measuring; they are not counted.
-    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
+    #[arg(help_heading = "Load shape", long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub warmup: std::time::Duration,
 
     /// Client threads (each owns its connections). Default: the CPUs this process may use.
-    #[arg(long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
+    #[arg(help_heading = "Target and connections", long, value_name = "N", value_parser = parse_at_least_one, allow_hyphen_values = true)]
     pub cpus: Option<usize>,
 
     /// Run generator I (from 0) of N sharing one run, e.g. 2/4: -c, --connections and -n
@@ -723,34 +792,34 @@ pub struct LoadArgs {
     /// the whole run's and this generator sends every N-th call of it. Merge the N results
     /// with `grpclab merge`. Without the flag: GRPCLAB_SHARD, else JOB_COMPLETION_INDEX (a
     /// Kubernetes Indexed Job's) of GRPCLAB_SHARDS.
-    #[arg(long, value_name = "I/N", env = "GRPCLAB_SHARD", value_parser = parse_shard)]
+    #[arg(help_heading = "Distribution (several generators)", hide_short_help = true, long, value_name = "I/N", env = "GRPCLAB_SHARD", value_parser = parse_shard)]
     pub shard: Option<grpclab_load::Shard>,
 
     /// Start at this wall-clock time, RFC 3339 (2026-12-02T10:00:00Z) or Unix seconds, so
     /// generators on several machines share one clock: the warmup, then the window, start
     /// there, and the per-second series lines up by wall-clock second.
-    #[arg(long, value_name = "TIME", env = "GRPCLAB_START_AT", value_parser = parse_start_at)]
+    #[arg(help_heading = "Distribution (several generators)", hide_short_help = true, long, value_name = "TIME", env = "GRPCLAB_START_AT", value_parser = parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
 
     /// With --start-at: how late a generator may still start (its missed calls count late);
     /// later, it refuses with exit code 4 and sends nothing.
-    #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
+    #[arg(help_heading = "Distribution (several generators)", hide_short_help = true, long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration_or_zero, allow_hyphen_values = true)]
     pub start_tolerance: std::time::Duration,
 
     /// Decode every reply with the schema; a reply that does not decode, or has fields the
     /// schema does not define, counts as an error.
-    #[arg(long)]
+    #[arg(help_heading = "What to send", long)]
     pub validate: bool,
 
     /// A pass/fail condition on the run, repeatable (k6's thresholds): 'p99<=10ms',
     /// 'avg<2ms', 'errors<=0.1%', 'errors==0', 'rps>=5000'. Each verdict is in the output; a
     /// failed one makes the exit code 3 (results written all the same).
-    #[arg(long = "threshold", value_name = "EXPR")]
+    #[arg(help_heading = "Outputs", long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
 
     /// ghz's --async (send on schedule whatever is in flight): what grpclab's --rps always
     /// does, so accepted with --rps; without it, refused with what to give instead.
-    #[arg(long = "async")]
+    #[arg(help_heading = "Load shape", hide_short_help = true, long = "async")]
     pub ghz_async: bool,
 
     /// ghz flags grpclab does not take, each refused by name with what to do instead
@@ -760,22 +829,22 @@ pub struct LoadArgs {
 
     /// The HTTP/2 implementation: lab (grpclab's own engine, the fast path) or h2 (the h2
     /// crate, the reference).
-    #[arg(long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
+    #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
     pub transport: TransportArg,
     /// How connections are spread over the target's addresses (ghz's flag, gRPC's
     /// policies): pick_first (every connection to the first address that accepts one) or
     /// round_robin (connection i to address i mod n). A target may name several: HOST:PORT
     /// and dns:///HOST:PORT (every address of the name), ipv4:A:PORT,B:PORT,
     /// ipv6:[A]:PORT,[B]:PORT.
-    #[arg(long = "lb-strategy", value_enum, default_value_t = LbStrategy::PickFirst, value_name = "STRATEGY")]
+    #[arg(help_heading = "Target and connections", hide_short_help = true, long = "lb-strategy", value_enum, default_value_t = LbStrategy::PickFirst, value_name = "STRATEGY")]
     pub lb_strategy: LbStrategy,
 
     /// Where the run is stored.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Outputs")]
     pub history: HistoryFlagArgs,
 
     /// Live metrics.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Outputs")]
     pub metrics: MetricsArgs,
 }
 

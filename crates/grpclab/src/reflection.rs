@@ -289,16 +289,14 @@ impl Asker<'_> {
             message_request: Some(question),
         };
         let mut request = tonic::Request::new(tokio_stream::once(request));
-        for (name, value) in self.metadata {
-            if let Ok(value) = tonic::metadata::MetadataValue::try_from(value.as_bytes()) {
-                request.metadata_mut().insert(
-                    tonic::metadata::MetadataKey::from_bytes(name.as_ref()).map_err(|_| {
-                        tonic::Status::invalid_argument(format!("bad metadata key {name}"))
-                    })?,
-                    value,
-                );
-            }
-        }
+        // The headers exactly as the calls send them: tonic's typed insert refuses a `-bin`
+        // name given an ASCII value, and these were checked as headers already.
+        let headers: http::HeaderMap = self
+            .metadata
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(headers);
         let path =
             PathAndQuery::try_from(format!("/{version}.ServerReflection/ServerReflectionInfo"))
                 .map_err(|err| tonic::Status::internal(err.to_string()))?;

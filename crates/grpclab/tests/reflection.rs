@@ -99,6 +99,20 @@ fn reflection_supplies_the_schema_on(server: &Server) {
         "json",
     ]);
     assert_eq!(self::report(&output)["count"], 5);
+    // Binary metadata (a `-bin` key) goes on the reflection requests as on the calls (it was
+    // refused: "bad metadata key ... is the server up?").
+    let output = load(&[
+        &target,
+        "--call",
+        "helloworld.Greeter.SayHello",
+        "-m",
+        r#"{"trace-bin":"AAEC","x-user":"ann"}"#,
+        "-n",
+        "5",
+        "-O",
+        "json",
+    ]);
+    assert_eq!(self::report(&output)["statusCodeDistribution"]["OK"], 5);
 
     // A payload that does not fit the reflected schema is an input error naming the field.
     assert_input_error(

@@ -326,6 +326,17 @@ fn plain_calls_carry_the_same_bytes_and_counts() {
             HELLO,
         ],
         vec!["-n", "20", "-c", "2", "-t", "5s", "-d", HELLO],
+        // Binary metadata: ghz (grpc-go) sends a `-bin` value's bytes base64-encoded.
+        vec![
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "-m",
+            r#"{"trace-bin":"AAEC"}"#,
+            "-d",
+            HELLO,
+        ],
     ] {
         let Some(both) = both(&server, &args) else {
             return;

@@ -214,6 +214,22 @@ fn verification_failures_are_one_line_naming_the_fix() {
     assert!(stderr.contains("NOT verified"), "{stderr}");
     assert_eq!(ok_count(&stdout), 200);
 
+    // A self-signed certificate that is also a CA (`openssl req -x509`'s default), given as
+    // --cacert: ghz (Go) accepts it; rustls refuses a CA as the server's own certificate, and
+    // grpclab says so in one line with the two ways out (docs/ghz-flags.md).
+    let self_signed = common::pki::self_signed_ca_server(dir.path());
+    let self_signed_server = Server::start_tls(&["--impl", "lab"], &self_signed);
+    let (code, _, stderr) = load(
+        &self_signed_server.target(),
+        &["--cacert", path(&self_signed.cert)],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    let line = error_line(&stderr);
+    assert!(
+        line.contains("is a CA certificate") && line.contains("--skipTLS"),
+        "{stderr}"
+    );
+
     // Expired certificate.
     let expired_server = Server::start_tls(&["--impl", "tonic-mt"], &expired);
     let (code, _, stderr) = load(&expired_server.target(), &["--cacert", path(&ca.cert)]);

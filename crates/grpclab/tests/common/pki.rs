@@ -18,6 +18,28 @@ pub struct Pair {
     pub key: PathBuf,
 }
 
+/// What `openssl req -x509 -subj /CN=localhost -addext subjectAltName=...` makes: a
+/// self-signed certificate for `localhost` and 127.0.0.1 that is also a CA (basicConstraints
+/// CA:TRUE), and its key — the certificate ghz accepts as both `--cacert` and the server's.
+#[allow(dead_code)]
+pub fn self_signed_ca_server(dir: &Path) -> Pair {
+    let mut params =
+        CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let key = KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let pair = Pair {
+        cert: dir.join("self-signed.pem"),
+        key: dir.join("self-signed.key"),
+    };
+    std::fs::write(&pair.cert, cert.pem()).unwrap();
+    std::fs::write(&pair.key, key.serialize_pem()).unwrap();
+    pair
+}
+
 impl TestCa {
     pub fn new(dir: &Path, name: &str) -> TestCa {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();

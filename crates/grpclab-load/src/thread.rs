@@ -66,7 +66,6 @@ impl Shared {
     }
 }
 
-/// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
 /// ghz's `.WorkerID` of the workers thread `index` runs: ghz numbers its `-c` workers from 0
 /// and hands them the connections in turn, naming each `g{worker}c{connection}` (after the
 /// run's `--name` and `:`); here worker `w` is on connection `w mod connections`, run by the
@@ -97,6 +96,7 @@ fn split_mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
 pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
     /// What this thread sends for each of `config.methods`, in that order.
@@ -198,6 +198,7 @@ impl ThreadState {
     /// Thread `index`'s state for a run that has started with `schedule`.
     pub(crate) fn new(index: usize, schedule: Arc<Schedule>, shared: Arc<Shared>) -> ThreadState {
         let config = &shared.config;
+        let templated = config.methods.iter().any(|method| method.templated());
         ThreadState {
             schedule,
             methods: config
@@ -229,7 +230,7 @@ impl ThreadState {
                 ),
                 String::new(),
             )),
-            worker_ids: match config.methods.iter().any(|method| method.templated()) {
+            worker_ids: match templated {
                 true => worker_ids(config, index),
                 false => Vec::new(),
             },
@@ -238,7 +239,7 @@ impl ThreadState {
                 .map_or(0, |d| d.as_nanos() as u64)
                 .rotate_left(17)
                 ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            templated: config.methods.iter().any(|method| method.templated()),
+            templated,
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
             method_recorders: RefCell::new(if config.methods.len() > 1 {
                 // Each method's figures without a call list: the run's list names the method

@@ -823,7 +823,9 @@ fn a_server_stopped_mid_run_cannot_hold_a_total_run_or_grow_its_memory() {
     let (status, peak_kib) = wait_with_peak_rss(&mut load);
     signal(server.child.id(), "CONT");
     let text = reader.join().unwrap().expect("read stdout");
-    assert!(status.success(), "{status:?}");
+    // Exit 5 when no call beat its 1 ms deadline (a debug build on a slow machine): the run
+    // still ended and reported every call, which is what this test is about.
+    assert!(matches!(status.code(), Some(0 | 5)), "{status:?}");
     let report: serde_json::Value = serde_json::from_slice(&text).expect("JSON report");
     assert_eq!(
         report["count"], 300000,

@@ -55,7 +55,7 @@ pub struct SecondStats {
     pub latency_max_ns: u64,
     /// The most calls outstanding when one of this second's calls ended: calls taken from
     /// the schedule and not yet ended (in flight, or due and not yet written), the ending
-    /// call included. Per client thread it is exact; merged over threads it is the sum of
+    /// call included; an open loop's calls held until they are due are not among them. Per client thread it is exact; merged over threads it is the sum of
     /// each thread's most (an upper bound of the run's). It shows a concurrency schedule
     /// being followed.
     #[serde(default)]

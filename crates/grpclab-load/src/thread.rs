@@ -119,6 +119,11 @@ pub(crate) struct ThreadState {
     /// Measured tickets taken and not yet recorded (waiting for their time, waiting to be
     /// written, or in flight): what the drain limit abandons, so `-n` always adds up.
     outstanding: Cell<u64>,
+    /// Of those, an open loop's tickets held until they are due (by a stream waiting for its
+    /// time, or a connection's free slot): not sent, so not in flight
+    /// ([`SecondStats::in_flight_max`](crate::recorder::SecondStats::in_flight_max) leaves them
+    /// out). Each leaves at [`ThreadState::ticket_due`] or [`ThreadState::drop_ticket`].
+    waiting: Cell<u64>,
     /// Measured tickets taken, and of those given back unsent ([`ThreadState::drop_ticket`]):
     /// counted where it happens, so the run can check that every ticket taken was recorded,
     /// left out or given back — none lost.
@@ -249,6 +254,7 @@ impl ThreadState {
                 Vec::new()
             }),
             outstanding: Cell::new(0),
+            waiting: Cell::new(0),
             taken: Cell::new(0),
             dropped: Cell::new(0),
             calls_by_address: RefCell::new(vec![0; config.addresses.len().max(1)]),
@@ -289,13 +295,29 @@ impl ThreadState {
     }
     /// The next ticket from the schedule; a measured one is outstanding until recorded (or
     /// given back with [`ThreadState::drop_ticket`]).
+    /// An open loop's measured ticket also waits until [`ThreadState::ticket_due`].
     pub(crate) fn take_ticket(&self) -> Ticket {
         let ticket = self.schedule.next_ticket();
-        if let Ticket::Send { measured: true, .. } = ticket {
+        if let Ticket::Send {
+            measured: true,
+            intended,
+        } = ticket
+        {
             self.outstanding.set(self.outstanding.get() + 1);
             self.taken.set(self.taken.get() + 1);
+            if intended.is_some() {
+                self.waiting.set(self.waiting.get() + 1);
+            }
         }
         ticket
+    }
+
+    /// An open loop's ticket stops waiting: its call is being sent now, or ended without
+    /// being sent (its connection is down). A closed loop's tickets never wait.
+    pub(crate) fn ticket_due(&self, intended: Option<Instant>, measured: bool) {
+        if measured && intended.is_some() {
+            self.waiting.set(self.waiting.get().saturating_sub(1));
+        }
     }
 
     /// Measured tickets taken so far, and of those given back unsent.
@@ -303,12 +325,13 @@ impl ThreadState {
         (self.taken.get(), self.dropped.get())
     }
 
-    /// A ticket that will never be sent (the run was stopped before it was due): it is not a
-    /// call, so it is neither recorded nor abandoned.
+    /// An open loop's ticket that will never be sent (the run was stopped before it was due):
+    /// it is not a call, so it is neither recorded nor abandoned.
     pub(crate) fn drop_ticket(&self, measured: bool) {
         if measured {
             self.outstanding
                 .set(self.outstanding.get().saturating_sub(1));
+            self.waiting.set(self.waiting.get().saturating_sub(1));
             self.dropped.set(self.dropped.get() + 1);
         }
     }
@@ -346,6 +369,8 @@ impl ThreadState {
                 return Some(at);
             }
             held.pop_front();
+            // Every ticket here is an open loop's (see above), so it was waiting.
+            self.ticket_due(Some(at), measured);
             let latency = now.saturating_duration_since(at);
             if measured {
                 self.record_connection_down(reason, latency, now, address);
@@ -550,8 +575,9 @@ impl ThreadState {
         address: usize,
         method: u32,
     ) {
-        let in_flight = self.outstanding.get();
-        self.outstanding.set(in_flight.saturating_sub(1));
+        let outstanding = self.outstanding.get();
+        self.outstanding.set(outstanding.saturating_sub(1));
+        let in_flight = outstanding.saturating_sub(self.waiting.get());
         let skip_first = self.shared.config.skip_first;
         if skip_first > 0 && self.shared.skipped.fetch_add(1, Relaxed) < skip_first {
             // One of the first `--skipFirst` calls of the run: it ran and ended, and is left

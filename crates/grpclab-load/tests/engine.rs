@@ -525,4 +525,26 @@ fn concurrency_schedules_limit_the_calls_in_flight_second_by_second() {
     assert!(result.per_second().iter().all(|s| s.in_flight_max <= 2));
 }
 
+fn an_open_loop_counts_in_flight_only_the_calls_it_has_sent() {
+    // 100 calls a second over 50 streams against a server that answers at once: about one
+    // call is in flight at any instant. A stream (or a connection's free slot) holding a
+    // ticket that is not yet due has sent nothing, so it must not count as in flight; when it
+    // did, every second read 50 — the streams, not the calls.
+    let server = scripted_server(any_port(), Arc::new(|_: &[u8]| Reply::Echo));
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.total = Some(150);
+    config.duration = None;
+    config.concurrency = 50;
+    config.pacing = Pacing::OpenLoop { rate: 100.0 };
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!((result.count(), result.ok()), (150, 150));
+    let most = result.per_second().iter().map(|s| s.in_flight_max).max();
+    assert!(
+        most.is_some_and(|most| (1..25).contains(&most)),
+        "{:?}",
+        result.per_second()
+    );
+}
+
 }

@@ -241,6 +241,7 @@ impl CallSource for LabSource {
             return NextCall::WaitUntil(wake);
         }
         self.held.pop_front();
+        self.thread.ticket_due(Some(at), measured);
         self.send(Some(at), measured)
     }
 
@@ -504,7 +505,8 @@ fn fail_tickets(thread: &ThreadState, count: usize, reason: &str, address: usize
     for _ in 0..count {
         match thread.take_ticket() {
             Ticket::Stop => return false,
-            Ticket::Send { measured, .. } => {
+            Ticket::Send { intended, measured } => {
+                thread.ticket_due(intended, measured);
                 if measured {
                     thread.record_connection_down(reason, Duration::ZERO, Instant::now(), address);
                 }

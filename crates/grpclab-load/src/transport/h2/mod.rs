@@ -350,6 +350,7 @@ async fn stream_loop(
                 }
             }
         }
+        thread.ticket_due(intended, measured);
         let method = thread.choose_method(measured);
         let number = thread.call_number();
         let headers = thread

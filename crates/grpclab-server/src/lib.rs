@@ -7,6 +7,8 @@
 //! - [`channel`]: tonic channels (plaintext or TLS) for the admin RPCs and reflection.
 //! - [`alloc_count`] and [`stats`]: a counting global allocator and the admin RPC
 //!   (`grpclab.admin.v1.Stats/Get`) both servers expose on their own port.
+//! - [`health`]: gRPC's health checking protocol (`grpc.health.v1.Health/Check`), served by
+//!   both, each check counted as a call.
 //! - [`heap_profile`]: allocation sites over a window (dhat), driven through the admin service
 //!   `grpclab.admin.v1.HeapProfile`.
 //!
@@ -17,6 +19,7 @@
 
 pub mod alloc_count;
 pub mod channel;
+pub mod health;
 pub mod heap_profile;
 pub mod lab;
 pub mod stats;

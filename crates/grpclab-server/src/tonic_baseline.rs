@@ -36,6 +36,41 @@ impl Greeter for EchoGreeter {
     }
 }
 
+/// `grpc.health.v1.Health`, on tonic-health's generated trait: Check answers as
+/// [`crate::health::check`] says and counts as a call; Watch is not served (see
+/// [`crate::health`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountingHealth;
+
+#[tonic::async_trait]
+impl tonic_health::pb::health_server::Health for CountingHealth {
+    async fn check(
+        &self,
+        request: Request<crate::health::HealthCheckRequest>,
+    ) -> Result<Response<crate::health::HealthCheckResponse>, Status> {
+        let reply = crate::health::check(&request.into_inner().service)
+            .map_err(|(code, message)| Status::new(tonic::Code::from(code as i32), message))?;
+        count_call();
+        Ok(Response::new(reply))
+    }
+
+    type WatchStream = std::pin::Pin<
+        Box<
+            dyn tokio_stream::Stream<Item = Result<crate::health::HealthCheckResponse, Status>>
+                + Send,
+        >,
+    >;
+
+    async fn watch(
+        &self,
+        _request: Request<crate::health::HealthCheckRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        Err(Status::unimplemented(
+            "grpc.health.v1.Health/Watch is not served: statuses here never change; call Check",
+        ))
+    }
+}
+
 /// The streaming echo service, written the way tonic users write streams: a mapped inbound
 /// stream for ping-pong, an iterator stream for the feed, a loop over `message()` for the
 /// upload. Every message served counts as a call in the admin counters.
@@ -191,6 +226,9 @@ pub async fn run(
                 .send_compressed(tonic::codec::CompressionEncoding::Gzip),
         )
         .add_service(StreamingEchoServer::new(StreamingEchoService))
+        .add_service(tonic_health::pb::health_server::HealthServer::new(
+            CountingHealth,
+        ))
         .add_service(StatsServer::new(AdminStats { implementation }))
         .add_service(HeapProfileServer::new(AdminHeapProfile))
         .serve_with_incoming_shutdown(incoming, shutdown)

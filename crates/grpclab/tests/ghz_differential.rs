@@ -28,29 +28,9 @@ fn proto() -> PathBuf {
 
 const CALL: &str = "helloworld.Greeter.SayHello";
 
-/// The ghz executable: on PATH, or where `go install` puts it.
+/// The ghz executable (see `common::go_tool`).
 fn ghz() -> Option<PathBuf> {
-    let on_path = Command::new("sh")
-        .args(["-c", "command -v ghz"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|p| !p.is_empty());
-    let gopath = Command::new("go")
-        .args(["env", "GOPATH"])
-        .output()
-        .ok()
-        .map(|o| Path::new(String::from_utf8_lossy(&o.stdout).trim()).join("bin/ghz"))
-        .filter(|p| p.is_file());
-    let found = on_path.map(PathBuf::from).or(gopath);
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI installs ghz (bash peers/install.sh clients)"
-        );
-        eprintln!("ghz is not installed (bash peers/install.sh clients): skipped");
-    }
-    found
+    common::go_tool("ghz")
 }
 
 /// One tool's run: its exit, outputs, and the calls the server received.

@@ -992,3 +992,68 @@ fn grpcio_on_a_unix_socket_is_loaded_over_it() {
     drop(server.stdin.take());
     let _ = server.wait();
 }
+
+/// fortio's gRPC load calls nothing but `grpc.health.v1.Health/Check`: every built-in server
+/// (lab on both its transports, tonic-mt) answers SERVING for the server and its services,
+/// NOT_FOUND naming what it serves for anything else, and counts each Check it answered as
+/// a call (what a harness reads as the server's truth).
+#[test]
+fn fortio_health_checks_are_answered_and_counted_by_every_builtin_server() {
+    let Some(fortio) = common::go_tool("fortio") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fortio_run = |target: &str, service: &str, calls: u32| -> serde_json::Value {
+        let json = dir.path().join("fortio.json");
+        let output = Command::new(&fortio)
+            .args([
+                "load",
+                "-grpc",
+                "-healthservice",
+                service,
+                "-qps",
+                "0",
+                "-c",
+                "4",
+            ])
+            .args(["-n", &calls.to_string(), "-json"])
+            .arg(&json)
+            .arg(target)
+            .output()
+            .expect("run fortio");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("fortio JSON")
+    };
+    for args in [
+        &["--impl", "lab"][..],
+        &["--impl", "lab", "--transport", "h2"][..],
+        &["--impl", "tonic-mt"][..],
+    ] {
+        let server = Server::start_with(args);
+        let target = server.target();
+        let served = fortio_run(&target, "", 200);
+        assert_eq!(
+            served["RetCodes"],
+            serde_json::json!({"SERVING": 200}),
+            "{args:?}"
+        );
+        let named = fortio_run(&target, "helloworld.Greeter", 20);
+        assert_eq!(
+            named["RetCodes"],
+            serde_json::json!({"SERVING": 20}),
+            "{args:?}"
+        );
+        let unknown = fortio_run(&target, "no.such.Service", 10);
+        assert_eq!(
+            unknown["RetCodes"],
+            serde_json::json!({"ERROR": 10}),
+            "{args:?}"
+        );
+        // Only the answered checks count: the unknown service's ten were refused.
+        assert_eq!(server.stats()["calls"], 220, "{args:?}");
+    }
+}

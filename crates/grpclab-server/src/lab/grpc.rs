@@ -49,6 +49,8 @@ pub enum Route {
     Upload,
     /// `grpc.reflection.v1` or `v1alpha` `ServerReflection/ServerReflectionInfo` (bidi).
     Reflection,
+    /// `grpc.health.v1.Health/Check` (see [`crate::health`]).
+    HealthCheck,
 }
 
 impl Route {
@@ -163,6 +165,7 @@ pub fn check_head(
         path if path == PING_PONG_PATH.as_bytes() => Route::PingPong,
         path if path == FEED_PATH.as_bytes() => Route::Feed,
         path if path == UPLOAD_PATH.as_bytes() => Route::Upload,
+        path if path == crate::health::CHECK_PATH.as_bytes() => Route::HealthCheck,
         path if path == super::reflection::V1_PATH.as_bytes()
             || path == super::reflection::V1ALPHA_PATH.as_bytes() =>
         {
@@ -172,8 +175,9 @@ pub fn check_head(
             return Err(HeadRejection::Status(Status {
                 code: Code::Unimplemented,
                 message: Cow::Owned(format!(
-                    "unknown method {}; this server serves {SAY_HELLO_PATH}, grpclab.streaming.v1.StreamingEcho and {STATS_PATH}",
-                    String::from_utf8_lossy(path)
+                    "unknown method {}; this server serves {SAY_HELLO_PATH}, grpclab.streaming.v1.StreamingEcho, {} and {STATS_PATH}",
+                    String::from_utf8_lossy(path),
+                    crate::health::CHECK_PATH
                 )),
             }))
         }
@@ -295,6 +299,7 @@ fn route_call(head: &CallHead, message: &[u8], implementation: &str) -> Outcome 
             admin_outcome(heap_profile::start(&request.path).map(|()| request.path))
         }
         Route::HeapProfileStop => admin_outcome(heap_profile::stop()),
+        Route::HealthCheck => health_check(message),
         // Streaming methods reach here only on a transport that serves unary calls alone.
         Route::PingPong | Route::Feed | Route::Upload | Route::Reflection => Outcome::Status(
             Status::new(Code::Unimplemented, STREAMING_ON_OWN_ENGINE_ONLY),
@@ -408,6 +413,26 @@ fn fast_say_hello(message: &[u8]) -> Option<Outcome> {
 }
 
 /// The general path: prost's generated types.
+/// `grpc.health.v1.Health/Check`: counted as a call when answered.
+fn health_check(message: &[u8]) -> Outcome {
+    let Ok(request) = crate::health::HealthCheckRequest::decode(message) else {
+        return Outcome::Status(Status::new(
+            Code::InvalidArgument,
+            "malformed grpc.health.v1.HealthCheckRequest",
+        ));
+    };
+    match crate::health::check(&request.service) {
+        Ok(reply) => {
+            count_call();
+            Outcome::Reply(encode_framed(&reply))
+        }
+        Err((code, message)) => Outcome::Status(Status {
+            code,
+            message: Cow::Owned(message),
+        }),
+    }
+}
+
 fn prost_say_hello(message: &[u8]) -> Outcome {
     match HelloRequest::decode(message) {
         Ok(request) => {

@@ -112,9 +112,11 @@ impl Service for LabService {
                 bytes: 0,
             }),
             Route::Reflection => Some(LabStream::Reflection),
-            Route::SayHello | Route::Stats | Route::HeapProfileStart | Route::HeapProfileStop => {
-                None
-            }
+            Route::SayHello
+            | Route::Stats
+            | Route::HeapProfileStart
+            | Route::HeapProfileStop
+            | Route::HealthCheck => None,
         }
     }
 

@@ -630,6 +630,11 @@ fn paced_and_scheduled_runs_send_the_same_calls() {
             "4",
             "--concurrency-step-duration",
             "100ms",
+            // Paced so the run outlasts its schedule (4 steps of 100 ms): ghz v0.121.0 panics
+            // ("send on closed channel", load/worker_ticker.go) when a run ends while its
+            // concurrency schedule still ticks. grpclab ends cleanly either way.
+            "--rps",
+            "100",
             "-n",
             "60",
             "-d",

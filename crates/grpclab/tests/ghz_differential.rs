@@ -871,3 +871,98 @@ fn streaming_calls_send_the_same_messages() {
         assert_eq!(both.grpclab.calls.len(), 6, "{method} {extra:?}");
     }
 }
+
+/// TLS as ghz speaks it: `--cacert` against a server whose certificate a CA signed, then
+/// mutual TLS with `--cert`/`--key`: both tools send the same calls, and in mutual TLS present
+/// the same client certificate on every call. A server signed by a CA the client was not
+/// given, and a mutual-TLS server reached without a client certificate, get no call from
+/// either, and neither reports one as OK.
+#[test]
+fn tls_and_mutual_tls_send_the_same_calls() {
+    use common::pki::TestCa;
+    use grpclab_core::tls::ServerTls;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "differential");
+    let server_pair = ca.leaf(dir.path(), "server", false);
+    let client_pair = ca.leaf(dir.path(), "client", false);
+    let settings = |client_ca: Option<&Path>| ServerTls {
+        cert: server_pair.cert.clone(),
+        key: server_pair.key.clone(),
+        client_ca: client_ca.map(Path::to_path_buf),
+    };
+    let proto = proto();
+    let cacert = ca.cert.to_str().unwrap().to_owned();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["--proto", proto.to_str().unwrap(), "--call", CALL]
+            .iter()
+            .chain(["-n", "10", "-c", "2", "-d", HELLO].iter())
+            .chain(extra.iter())
+            .map(|a| a.to_string())
+            .collect();
+        args.push("{target}".to_owned());
+        args
+    };
+    let run = |server: &RecordingServer, args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        both_in(dir.path(), server, &args)
+    };
+
+    let tls = RecordingServer::start_tls(Behaviour::default(), &settings(None));
+    let Some(both) = run(&tls, &args(&["--cacert", &cacert])) else {
+        return;
+    };
+    assert_same_calls(&both, &identity);
+    assert_eq!(both.grpclab.calls.len(), 10);
+    assert!(both
+        .ghz
+        .calls
+        .iter()
+        .chain(&both.grpclab.calls)
+        .all(|call| call.client_certificate.is_none()));
+
+    let mutual = RecordingServer::start_tls(Behaviour::default(), &settings(Some(&ca.cert)));
+    let (cert, key) = (
+        client_pair.cert.to_str().unwrap(),
+        client_pair.key.to_str().unwrap(),
+    );
+    let both = run(
+        &mutual,
+        &args(&["--cacert", &cacert, "--cert", cert, "--key", key]),
+    )
+    .expect("ghz");
+    assert_same_calls(&both, &identity);
+    let presented: std::collections::BTreeSet<_> = both
+        .ghz
+        .calls
+        .iter()
+        .chain(&both.grpclab.calls)
+        .map(|call| call.client_certificate.clone())
+        .collect();
+    assert_eq!(
+        presented.len(),
+        1,
+        "one certificate, the same from both tools"
+    );
+    assert!(presented.iter().all(Option::is_some));
+
+    // The unhappy paths: nothing reaches the server, nothing is reported OK.
+    let other = TestCa::new(dir.path(), "other");
+    for (server, extra) in [
+        (&tls, vec!["--cacert", other.cert.to_str().unwrap()]),
+        (&mutual, vec!["--cacert", cacert.as_str()]),
+    ] {
+        let both = run(server, &args(&extra)).expect("ghz");
+        assert!(
+            both.ghz.calls.is_empty() && both.grpclab.calls.is_empty(),
+            "{extra:?}"
+        );
+        assert!(!both.grpclab.output.status.success(), "{extra:?}");
+        for (tool, output) in [("ghz", &both.ghz.output), ("grpclab", &both.grpclab.output)] {
+            let text = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                !text.contains("[OK]"),
+                "{tool} reported an OK call with {extra:?}: {text}"
+            );
+        }
+    }
+}

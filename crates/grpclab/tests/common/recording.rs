@@ -28,6 +28,8 @@ pub struct RecordedCall {
     pub encoding: Option<String>,
     /// Each request message's bytes, in order (compressed ones as they came).
     pub messages: Vec<Vec<u8>>,
+    /// Over TLS: the client's certificate (DER), if it presented one.
+    pub client_certificate: Option<Vec<u8>>,
 }
 
 /// Headers a gRPC transport sets on every call, kept out of [`RecordedCall::metadata`].
@@ -59,6 +61,17 @@ pub struct RecordingServer {
 
 impl RecordingServer {
     pub fn start(behaviour: Behaviour) -> RecordingServer {
+        RecordingServer::start_with(behaviour, None)
+    }
+
+    /// The same server behind TLS (`tls`: its certificate, key and, for mutual TLS, the CA
+    /// client certificates must be signed by); each call records the client's certificate.
+    #[allow(dead_code)]
+    pub fn start_tls(behaviour: Behaviour, tls: &grpclab_core::tls::ServerTls) -> RecordingServer {
+        RecordingServer::start_with(behaviour, Some(tls.config().expect("server TLS settings")))
+    }
+
+    fn start_with(behaviour: Behaviour, tls: Option<Arc<rustls::ServerConfig>>) -> RecordingServer {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -74,9 +87,30 @@ impl RecordingServer {
             calls: Arc::clone(&calls),
             ended: AtomicU64::new(0),
         });
+        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(connection(socket, Arc::clone(&state)));
+                let state = Arc::clone(&state);
+                match acceptor.clone() {
+                    None => {
+                        tokio::spawn(connection(socket, state, None));
+                    }
+                    Some(acceptor) => {
+                        tokio::spawn(async move {
+                            // A failed handshake is the client's to report.
+                            let Ok(stream) = acceptor.accept(socket).await else {
+                                return;
+                            };
+                            let certificate = stream
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .map(|cert| cert.as_ref().to_vec());
+                            connection(stream, state, certificate).await;
+                        });
+                    }
+                }
             }
         });
         RecordingServer {
@@ -102,12 +136,20 @@ struct State {
     ended: AtomicU64,
 }
 
-async fn connection(socket: tokio::net::TcpStream, state: Arc<State>) {
+async fn connection<S>(socket: S, state: Arc<State>, client_certificate: Option<Vec<u8>>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let Ok(mut connection) = h2::server::handshake(socket).await else {
         return;
     };
     while let Some(Ok((request, respond))) = connection.accept().await {
-        tokio::spawn(call(request, respond, Arc::clone(&state)));
+        tokio::spawn(call(
+            request,
+            respond,
+            Arc::clone(&state),
+            client_certificate.clone(),
+        ));
     }
 }
 
@@ -115,6 +157,7 @@ async fn call(
     request: http::Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
     state: Arc<State>,
+    client_certificate: Option<Vec<u8>>,
 ) {
     let (parts, mut body) = request.into_parts();
     let mut received = BytesMut::new();
@@ -154,6 +197,7 @@ async fn call(
         timeout: header("grpc-timeout"),
         encoding: header("grpc-encoding"),
         messages,
+        client_certificate,
     };
     let stall = state.behaviour.stall_on.as_ref().and_then(|(text, delay)| {
         recorded

@@ -33,6 +33,7 @@ use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
 
 #[cfg(feature = "fuzzing")]
 mod fuzz;
+mod pacer;
 mod receive;
 mod send;
 mod source;
@@ -42,6 +43,7 @@ mod streaming;
 #[cfg(feature = "fuzzing")]
 pub use fuzz::{feed_client, FedClient};
 
+pub use pacer::Pacer;
 pub use source::{
     CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, MethodHead, NextCall,
     RequestTemplate,
@@ -212,6 +214,14 @@ pub async fn run_connection<S: CallSource>(
     let preface_deadline = Instant::now() + PREFACE_TIMEOUT;
     let timer = tokio::time::sleep(Duration::from_secs(3600));
     tokio::pin!(timer);
+    // Streams with an interval are paced by a timer of their own (see `pacer`); should the
+    // system refuse one (out of file descriptors), tokio's timer paces them, a tick late.
+    let mut pacer = connection
+        .template
+        .stream
+        .as_ref()
+        .and_then(|spec| spec.interval)
+        .and_then(|_| pacer::Pacer::new().ok());
     loop {
         if stop.is_cancelled() && !connection.streams_ending {
             connection.stopped = true;
@@ -284,11 +294,19 @@ pub async fn run_connection<S: CallSource>(
             .chain(connection.busy_until)
             .chain((!connection.peer_settings_seen).then_some(preface_deadline))
             .chain(keepalive_wake)
-            .chain(connection.stream_wake)
+            .chain(connection.stream_wake.filter(|_| pacer.is_none()))
             .min();
         if let Some(at) = wake {
             timer.as_mut().reset(at.into());
         }
+        if let Some(pacer) = pacer.as_mut() {
+            if let Err(err) = pacer.set(connection.stream_wake) {
+                return Err(connection.lost(ConnectionEnd::Lost(format!(
+                    "the stream pacing timer: {err}"
+                ))));
+            }
+        }
+        let paced = pacer.as_ref().is_some_and(pacer::Pacer::is_armed);
         let pending_out = connection.out.len() - written;
         let want_write = pending_out > 0 || socket.wants_flush();
         // A server that does not read cannot make us buffer without limit: past the hard
@@ -322,6 +340,10 @@ pub async fn run_connection<S: CallSource>(
                 }
             }
             _ = socket.writable(), if want_write => {}
+            fired = async { pacer.as_mut().map(pacer::Pacer::fired) }, if paced => {
+                // The loop's next turn sends what is due (`pump_streams` reads the clock).
+                let _ = fired;
+            }
             _ = &mut timer, if wake.is_some() => {
                 let now = Instant::now();
                 connection.released_until = now;

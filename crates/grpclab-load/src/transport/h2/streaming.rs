@@ -170,19 +170,31 @@ pub(crate) struct StreamPlan<'a> {
 }
 
 /// The pause before message `sent` (none before the first): `--stream-interval`, cut short
-/// when `stop` (if given) fires.
+/// when `stop` (if given) fires. Timed by the call's `pacer` (microseconds), else by tokio's
+/// timer (a millisecond tick late).
 async fn pause(
     settings: &StreamSettings,
     sent: u64,
+    pacer: &mut Option<grpclab_h2::client::Pacer>,
     stop: Option<&tokio_util::sync::CancellationToken>,
 ) {
     if let (true, Some(interval)) = (sent > 0, settings.interval) {
+        let wait = async {
+            let mut paced = false;
+            if let Some(pacer) = pacer.as_mut() {
+                paced = pacer.set(Some(Instant::now() + interval)).is_ok()
+                    && pacer.fired().await.is_ok();
+            }
+            if !paced {
+                tokio::time::sleep(interval).await;
+            }
+        };
         match stop {
             Some(stop) => tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
+                _ = wait => {}
                 _ = stop.cancelled() => {}
             },
-            None => tokio::time::sleep(interval).await,
+            None => wait.await,
         }
     }
 }
@@ -226,6 +238,10 @@ pub(crate) async fn streaming_call(
         .send_request(template.request(0, headers), false)
         .map_err(failure_from_h2)?;
     let mut index = 0usize;
+    // Paced sends wait on a timer of their own (see `grpclab_h2::client::Pacer`).
+    let mut pacer = settings
+        .interval
+        .and_then(|_| grpclab_h2::client::Pacer::new().ok());
     let mut next = || {
         let message = match dynamic {
             Some(render) => render(index as u64),
@@ -296,7 +312,13 @@ pub(crate) async fn streaming_call(
         CallShape::ClientStreaming => {
             let mut sending = Ok(());
             while sending.is_ok() && more(tally.sent) {
-                pause(settings, tally.sent, ends_at_stop.then_some(stop)).await;
+                pause(
+                    settings,
+                    tally.sent,
+                    &mut pacer,
+                    ends_at_stop.then_some(stop),
+                )
+                .await;
                 if stopped() {
                     break;
                 }
@@ -327,7 +349,7 @@ pub(crate) async fn streaming_call(
             let sending = async {
                 let mut sending = Ok(());
                 while sending.is_ok() && more(sent) {
-                    pause(settings, sent, ends_at_stop.then_some(stop)).await;
+                    pause(settings, sent, &mut pacer, ends_at_stop.then_some(stop)).await;
                     if stopped() {
                         break;
                     }
@@ -361,7 +383,13 @@ pub(crate) async fn streaming_call(
             let mut server_ended = false;
             let mut planned = intended;
             while more(tally.sent) {
-                pause(settings, tally.sent, ends_at_stop.then_some(stop)).await;
+                pause(
+                    settings,
+                    tally.sent,
+                    &mut pacer,
+                    ends_at_stop.then_some(stop),
+                )
+                .await;
                 if stopped() {
                     break;
                 }

@@ -265,6 +265,8 @@ pub(crate) async fn streaming_call(
     // Only a plan bounded by time ends early at the run's stop.
     let ends_at_stop = settings.call_duration.is_some();
     let stopped = || ends_at_stop && stop.is_cancelled();
+    // What cuts a pause short: the run's stop, for calls that end with it.
+    let paused_until = ends_at_stop.then_some(stop);
     let more = |sent: u64| {
         (sent as usize) < count
             && !stopped()
@@ -312,13 +314,7 @@ pub(crate) async fn streaming_call(
         CallShape::ClientStreaming => {
             let mut sending = Ok(());
             while sending.is_ok() && more(tally.sent) {
-                pause(
-                    settings,
-                    tally.sent,
-                    &mut pacer,
-                    ends_at_stop.then_some(stop),
-                )
-                .await;
+                pause(settings, tally.sent, &mut pacer, paused_until).await;
                 if stopped() {
                     break;
                 }
@@ -349,7 +345,7 @@ pub(crate) async fn streaming_call(
             let sending = async {
                 let mut sending = Ok(());
                 while sending.is_ok() && more(sent) {
-                    pause(settings, sent, &mut pacer, ends_at_stop.then_some(stop)).await;
+                    pause(settings, sent, &mut pacer, paused_until).await;
                     if stopped() {
                         break;
                     }
@@ -383,13 +379,7 @@ pub(crate) async fn streaming_call(
             let mut server_ended = false;
             let mut planned = intended;
             while more(tally.sent) {
-                pause(
-                    settings,
-                    tally.sent,
-                    &mut pacer,
-                    ends_at_stop.then_some(stop),
-                )
-                .await;
+                pause(settings, tally.sent, &mut pacer, paused_until).await;
                 if stopped() {
                     break;
                 }

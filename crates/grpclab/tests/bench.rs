@@ -1295,3 +1295,82 @@ metadata = { "x-size" = "large" }
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
 }
+
+/// `bench --client ghz`: the real ghz drives each window as grpc_bench drives it, over
+/// plaintext and TLS. Every row's figures are ghz's (its report's transport says so) and hold
+/// against the server's own count: every call ghz saw succeed was served, and the server
+/// served no call ghz did not send (`ok <= server_calls <= count`). The parameters name ghz
+/// and its version; a verdict that blames the client names ghz. Without ghz, the row is
+/// FAILED with how to install it.
+#[test]
+fn a_table_driven_by_ghz_holds_against_the_servers_count() {
+    let Some(ghz) = common::go_tool("ghz") else {
+        eprintln!("skipped: ghz is not installed (bash peers/install.sh clients)");
+        return;
+    };
+    let ghz_dir = ghz.parent().unwrap().to_str().unwrap().to_owned();
+    let path = format!("{ghz_dir}:{}", std::env::var("PATH").unwrap_or_default());
+    let env = [SHORT, &[("PATH", path.as_str())]].concat();
+    for (args, rows) in [
+        (
+            &["lab", "tonic-st", "--client", "ghz"][..],
+            &["lab", "tonic-st"][..],
+        ),
+        (&["lab", "--client", "ghz", "--tls"][..], &["lab"][..]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let output = bench(dir.path(), args, &env);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        let folder = results_folder(dir.path());
+        let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();
+        assert!(params.contains("GRPCLAB_CLIENT=ghz v0."), "{params}");
+        let table = String::from_utf8_lossy(&output.stdout);
+        for name in rows {
+            let json = record(&folder, name);
+            assert_eq!(json["status"], "ok", "{args:?} {name}: {json}");
+            let load = &json["load"];
+            assert_eq!(load["options"]["transport"], "ghz", "{name}: {load}");
+            let count = load["count"].as_u64().unwrap();
+            let ok = load["ok"].as_u64().unwrap();
+            assert!(ok > 0, "{name}: {load}");
+            assert_eq!(count, ok + load["errors"].as_u64().unwrap(), "{name}");
+            let served = json["server_calls"].as_u64().expect("the server's count");
+            assert!(
+                ok <= served && served <= count,
+                "{args:?} {name}: ghz counted {count} calls ({ok} OK), the server served {served}"
+            );
+            // ghz's seven percentiles are the table's.
+            assert!(load["latencyDistribution"].as_array().unwrap().len() == 7);
+            let bound = &json["bound_by"];
+            if bound["kind"] == "client" {
+                assert_eq!(bound["client"], "ghz", "{bound}");
+                assert!(table.contains("client (ghz)"), "{table}");
+            } else {
+                assert!(bound["client"].is_null(), "{bound}");
+            }
+            assert!(table.contains(&format!("| {name} ")), "{table}");
+        }
+    }
+
+    // No ghz anywhere: a FAILED row saying how to get it, the run still complete.
+    let dir = tempfile::tempdir().unwrap();
+    let output = bench(
+        dir.path(),
+        &["lab", "--client", "ghz"],
+        &[
+            SHORT,
+            &[
+                ("PATH", "/usr/bin:/bin"),
+                ("HOME", dir.path().to_str().unwrap()),
+            ],
+        ]
+        .concat(),
+    );
+    let json = record(&results_folder(dir.path()), "lab");
+    assert_eq!(json["status"], "failed", "{json} {}", stderr(&output));
+    let reason = json["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("ghz is not installed") && reason.contains("peers/install.sh clients"),
+        "{reason}"
+    );
+}

@@ -41,6 +41,30 @@ pub struct BenchConfig {
     /// `--tls-cert` and `--tls-key`: the pair to use instead of a generated one.
     #[serde(skip)]
     pub tls_pair: Option<(PathBuf, PathBuf)>,
+    /// `--client`: the load generator that drives each window.
+    pub client: BenchClient,
+}
+
+/// The load generator of a bench's windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchClient {
+    /// grpclab's own load engine: exact histograms, its CPU measured, every call accounted.
+    #[default]
+    Grpclab,
+    /// ghz, as grpc_bench runs it (`--concurrency`, `--connections`, `--duration`, a warm-up
+    /// run first): the table grpc_bench would have printed, with ghz's own figures.
+    Ghz,
+}
+
+impl BenchClient {
+    /// Its name in tables and verdicts.
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchClient::Grpclab => "grpclab",
+            BenchClient::Ghz => "ghz",
+        }
+    }
 }
 
 fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {

@@ -8,6 +8,7 @@
 //! - [`sampler`]: CPU and memory of the server's process group, once a second.
 //! - [`profile`]: `--profile cpu`: perf samples of the server, a flamegraph and top functions.
 //! - [`alloc_profile`]: `--profile alloc`: the server's top allocation sites (dhat).
+//! - [`ghz_client`]: `--client ghz`: a row's window driven by ghz, as grpc_bench drives it.
 //! - [`runner`]: one implementation from build to stop, every failure a FAILED row.
 //! - [`results`]: the results folder and the grpc_bench table.
 //! - [`sweep`]: `--sweep KEY=V1,V2`: every implementation at every combination.
@@ -18,6 +19,7 @@ pub mod admin;
 pub mod alloc_profile;
 pub mod build;
 pub mod config;
+pub mod ghz_client;
 pub mod jfr;
 pub mod limits;
 pub mod names;
@@ -185,6 +187,17 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
             let (run_config, run_spec, note) = sweep::apply(&config, spec, &combination)?;
             notes.extend(note);
             let scenario = load_scenario(&run_config.scenario)?;
+            let method = scenario.method();
+            if run_config.client != config::BenchClient::Grpclab
+                && (method.is_client_streaming() || method.is_server_streaming())
+            {
+                return Err(InputError(format!(
+                    "--client {}: GRPC_REQUEST_SCENARIO='{}' streams ({}); grpc_bench's client runs unary calls: pick a unary scenario or drop --client",
+                    run_config.client.name(),
+                    run_config.scenario,
+                    method.full_name()
+                )));
+            }
             let methods = match &workload {
                 Some(mix) => mix_methods(&run_config.scenario, mix)?,
                 None => Vec::new(),
@@ -473,6 +486,7 @@ pub fn execute(
             methods: &run.methods,
             mix_seed: run.mix_seed,
             scenario_dir,
+            results_dir: dir.path().to_path_buf(),
             cores: &run_cores,
             cancel,
             progress: &mut prefixed,
@@ -572,6 +586,14 @@ fn params(
         lines.push((
             "GRPCLAB_TLS".to_owned(),
             "on (rustls servers' and client's ALPN h2; the load verifies localhost)".to_owned(),
+        ));
+    }
+    if config.client != config::BenchClient::Grpclab {
+        // Only said for another client, so grpclab's runs read as they always did; a stored
+        // row is set against rows of the same client only.
+        lines.push((
+            "GRPCLAB_CLIENT".to_owned(),
+            ghz_client::describe(config.client),
         ));
     }
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
@@ -674,6 +696,7 @@ mod tests {
             usage: sampler::Usage::default(),
             allocations_per_call: None,
             bytes_per_call: None,
+            server_calls: None,
             limits: limits::AppliedLimits::default(),
             cpu_profile: None,
             alloc_profile: None,

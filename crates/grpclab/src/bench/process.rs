@@ -222,11 +222,12 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-/// Sends `signal` to each of `pids`.
-fn signal_each(pids: &[u32], signal: libc::c_int) {
+/// Sends `signal` to each of `pids` (children of ours).
+pub(crate) fn signal_each(pids: &[u32], signal: libc::c_int) {
     for pid in pids {
         if let Ok(pid) = libc::pid_t::try_from(*pid) {
-            // SAFETY: kill(2) on a descendant of the server we started; it touches no memory.
+            // SAFETY: kill(2) on a child of ours (a server's descendant, or a client we ran); it
+            // touches no memory.
             unsafe {
                 libc::kill(pid, signal);
             }

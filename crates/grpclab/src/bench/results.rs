@@ -179,7 +179,7 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         result
             .bound_by
             .as_ref()
-            .map_or_else(|| "-".to_owned(), |bound| bound.kind.word().to_owned()),
+            .map_or_else(|| "-".to_owned(), |bound| bound.word()),
         result
             .capacity
             .as_ref()
@@ -323,7 +323,7 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
             out.push_str(&format!(
                 "{} bound by {}: {}\n",
                 result.name,
-                bound.kind.word(),
+                bound.word(),
                 bound.evidence
             ));
         }

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::admin::admin_call;
+use super::config::BenchClient;
 use super::config::BenchConfig;
 use super::limits::{self, AppliedLimits, CorePlan, ServerCgroup};
 use super::names::sanitize;
@@ -61,6 +62,10 @@ pub struct ImplResult {
     pub allocations_per_call: Option<f64>,
     /// Bytes allocated per call over the window.
     pub bytes_per_call: Option<f64>,
+    /// Calls the server itself counted over the window (servers with grpclab's admin RPC):
+    /// the truth a client's count is checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_calls: Option<u64>,
     /// The limits the kernel really applied.
     pub limits: AppliedLimits,
     /// `--profile cpu`: the flamegraph and top functions.
@@ -115,6 +120,7 @@ impl ImplResult {
             usage: Usage::default(),
             allocations_per_call: None,
             bytes_per_call: None,
+            server_calls: None,
             limits,
             cpu_profile: None,
             alloc_profile: None,
@@ -138,6 +144,8 @@ pub struct RunContext<'a> {
     pub mix_seed: Option<u64>,
     /// A folder with the scenario's `.proto` files and payload (`{scenario_dir}`).
     pub scenario_dir: std::path::PathBuf,
+    /// The results folder (`--client ghz` writes the files ghz reads under it).
+    pub results_dir: std::path::PathBuf,
     /// Cores for server and client.
     pub cores: &'a CorePlan,
     /// Ctrl-C.
@@ -501,10 +509,31 @@ fn measure(
         ));
     }
     (context.progress)(&format!(
-        "{name}: ready; warming up {}s, then measuring {}s",
+        "{name}: ready; warming up {}s, then measuring {}s{}",
         config.warmup.as_secs_f64(),
-        config.duration.as_secs_f64()
+        config.duration.as_secs_f64(),
+        match config.client {
+            BenchClient::Grpclab => String::new(),
+            client => format!(" with {}", client.name()),
+        }
     ));
+    // `--client ghz`: ghz's own warm-up run first (as grpc_bench does), so the monitor's
+    // window starts with the measured run.
+    let ghz = match config.client {
+        BenchClient::Grpclab => None,
+        BenchClient::Ghz => match ghz_window_plan(name, addr, context) {
+            Ok(plan) => Some(plan),
+            Err(reason) => {
+                return ImplResult::failed(
+                    name,
+                    command,
+                    reason,
+                    server.stderr_tail(),
+                    limits.clone(),
+                )
+            }
+        },
+    };
 
     let mut load = LoadConfig::new(
         addr,
@@ -556,8 +585,15 @@ fn measure(
     // sampler; if the server dies, it stops the load at once.
     let load_cancel = context.cancel.child_token();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    // The monitor says when the window's counters and samplers are started: another client's
+    // run starts only then, so the server's count covers all of it.
+    let (window_started_tx, window_started_rx) = std::sync::mpsc::channel::<()>();
     let pid = server.pid();
-    let warmup = config.warmup;
+    let warmup = if ghz.is_some() {
+        Duration::ZERO
+    } else {
+        config.warmup
+    };
     let monitor_cancel = load_cancel.clone();
     let target = addr.to_string();
     let profile_dir = context.cpu_profile_dir.clone();
@@ -580,10 +616,6 @@ fn measure(
             None;
         let mut jfr_recording: Option<Result<super::jfr::JfrRecording, String>> = None;
         loop {
-            match done_rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            }
             if sampler.is_none() && Instant::now() >= warmup_end {
                 stats_before = fetch_stats(&target, monitor_tls.as_ref());
                 sampler = Some(Sampler::start(
@@ -614,11 +646,16 @@ fn measure(
                         ));
                     }
                 }
+                let _ = window_started_tx.send(());
             }
             if !process_alive(pid) {
                 died = true;
                 monitor_cancel.cancel();
                 break;
+            }
+            match done_rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }
         }
         let usage = sampler.map(Sampler::finish).unwrap_or_default();
@@ -638,16 +675,25 @@ fn measure(
         };
         (usage, stats_before, died, profile, alloc_profile, jfr)
     });
-    let outcome = match context.snapshots.as_mut() {
-        Some(show) => {
+    let outcome = match (&ghz, context.snapshots.as_mut()) {
+        (Some(plan), _) => {
+            // Err: the monitor ended first (the server died); ghz then fails by itself.
+            let _ = window_started_rx.recv();
+            Window::Ghz(plan.run(config.duration, &load_cancel))
+        }
+        (None, Some(show)) => {
             let mut load = load;
             load.live_latency = true;
-            grpclab_load::run(load, &load_cancel, &mut |snapshot| show(snapshot))
+            Window::Engine(
+                grpclab_load::run(load, &load_cancel, &mut |snapshot| show(snapshot)).map(Box::new),
+            )
         }
-        None => grpclab_load::run(load, &load_cancel, &mut |_| {}),
+        (None, None) => {
+            Window::Engine(grpclab_load::run(load, &load_cancel, &mut |_| {}).map(Box::new))
+        }
     };
     let _ = done_tx.send(());
-    let client_cpu_percent = client_cpu.percent();
+    let own_cpu_percent = client_cpu.percent();
     let throttled_share = match (
         throttle_before,
         throttle_file.as_deref().and_then(limits::throttle_counts),
@@ -683,7 +729,8 @@ fn measure(
     );
     // The JVM's recording: per call over the calls the load measured (a JVM peer has no
     // admin counters).
-    let measured_calls = outcome.as_ref().ok().map(|result| result.count());
+    let figures = outcome.figures(options, own_cpu_percent, context.progress, name);
+    let measured_calls = figures.as_ref().ok().map(|figures| figures.report.count);
     let samples = keep_profile(jfr, name, context.progress, &mut notes).and_then(|file| {
         keep_profile(
             Some(super::jfr::read(&file).map(|samples| (file, samples))),
@@ -719,47 +766,29 @@ fn measure(
     }
     let profile_note = (!notes.is_empty()).then(|| notes.join("; "));
 
-    let result = match outcome {
-        Ok(result) => result,
+    let figures = match figures {
+        Ok(figures) => figures,
         Err(err) => {
-            return ImplResult::failed(
-                name,
-                command,
-                format!("the load could not run: {err}"),
-                server.stderr_tail(),
-                limits.clone(),
-            )
+            return ImplResult::failed(name, command, err, server.stderr_tail(), limits.clone())
         }
     };
-    let recorder = &result.recorder;
-    let send_lag_share = crate::verdict::bound::send_lag_share(recorder);
     let evidence = crate::verdict::bound::BoundEvidence {
         server_cpu_quota: Some(config.server_cpus),
         throttled_share,
         server_memory_limit: Some(config.server_ram),
-        client_cpu_percent,
+        client_cpu_percent: figures.client_cpu_percent,
         client_threads: config.client_cpus,
+        client: config.client.name().to_owned(),
         offered_rate: (config.qps > 0).then_some(config.qps as f64),
-        rps: result.rps(),
-        send_lag_share,
+        rps: figures.rps,
+        send_lag_share: figures.send_lag_share,
         streams: config.concurrency,
-        mean_latency_ns: recorder.latency.mean(),
-        calls: result.count(),
-        errors: result.errors(),
+        mean_latency_ns: figures.mean_latency_ns,
+        calls: figures.report.count,
+        errors: figures.errors,
         ..Default::default()
     };
-    let report_input = Report {
-        history: None,
-        options,
-        result,
-        thresholds: Vec::new(),
-        bound_by: None,
-        sharding: None,
-    };
-    if let Some(note) = crate::export::starvation_note(&report_input.result) {
-        (context.progress)(&format!("{name}: {note}"));
-    }
-    let report = JsonReport::from_report(&report_input);
+    let report = figures.report;
     let per_call = |before: u64, after: u64, calls: u64| {
         (calls > 0).then(|| (after.saturating_sub(before)) as f64 / calls as f64)
     };
@@ -830,11 +859,115 @@ fn measure(
         usage,
         allocations_per_call,
         bytes_per_call,
+        server_calls: window_calls,
         limits: limits.clone(),
         cpu_profile,
         alloc_profile,
         profile_note,
     }
+}
+
+/// What drove a row's window: grpclab's engine, or ghz.
+enum Window {
+    Engine(Result<Box<grpclab_load::LoadResult>, grpclab_load::LoadError>),
+    Ghz(Result<super::ghz_client::GhzRun, String>),
+}
+
+/// A window's figures, whichever client measured them: its report and what the verdict
+/// needs of the client.
+struct WindowFigures {
+    report: JsonReport,
+    rps: f64,
+    /// Failed calls the verdict weighs (ghz's close at the end left out).
+    errors: u64,
+    mean_latency_ns: f64,
+    send_lag_share: Option<f64>,
+    client_cpu_percent: Option<f64>,
+}
+
+impl Window {
+    /// The report and the client's figures; `own_cpu_percent` is this process's CPU over the
+    /// window (the engine's), ghz's own CPU is in its run.
+    fn figures(
+        self,
+        options: RunOptions,
+        own_cpu_percent: Option<f64>,
+        progress: &mut dyn FnMut(&str),
+        name: &str,
+    ) -> Result<WindowFigures, String> {
+        match self {
+            Window::Engine(outcome) => {
+                let result = outcome.map_err(|err| format!("the load could not run: {err}"))?;
+                let recorder = &result.recorder;
+                let send_lag_share = crate::verdict::bound::send_lag_share(recorder);
+                let mean_latency_ns = recorder.latency.mean();
+                let rps = result.rps();
+                let report_input = Report {
+                    history: None,
+                    options,
+                    result: *result,
+                    thresholds: Vec::new(),
+                    bound_by: None,
+                    sharding: None,
+                };
+                if let Some(note) = crate::export::starvation_note(&report_input.result) {
+                    progress(&format!("{name}: {note}"));
+                }
+                Ok(WindowFigures {
+                    errors: report_input.result.errors(),
+                    report: JsonReport::from_report(&report_input),
+                    rps,
+                    mean_latency_ns,
+                    send_lag_share,
+                    client_cpu_percent: own_cpu_percent,
+                })
+            }
+            Window::Ghz(run) => {
+                let run = run?;
+                let options = RunOptions {
+                    transport: "ghz".to_owned(),
+                    ..options
+                };
+                let report = super::ghz_client::report(&run.json, &options)?;
+                if report.abandoned > 0 {
+                    progress(&format!(
+                        "{name}: ghz closed its connections at the end with {} calls in flight (its --duration-stop close): in its errors, left out of the verdict",
+                        report.abandoned
+                    ));
+                }
+                Ok(WindowFigures {
+                    rps: report.measured_rps,
+                    errors: report.errors.saturating_sub(report.abandoned),
+                    mean_latency_ns: report.average as f64,
+                    send_lag_share: None,
+                    client_cpu_percent: run.cpu_percent(),
+                    report,
+                })
+            }
+        }
+    }
+}
+
+/// `--client ghz`: ghz found, its files written, and its warm-up run done.
+fn ghz_window_plan(
+    name: &str,
+    addr: SocketAddr,
+    context: &mut RunContext<'_>,
+) -> Result<super::ghz_client::GhzPlan, String> {
+    let binary = super::ghz_client::find()?;
+    let plan = super::ghz_client::GhzPlan::prepare(
+        binary,
+        addr.to_string(),
+        context.scenario,
+        &context.results_dir.join("ghz").join(sanitize(name)),
+        context.config,
+        context.tls.map(|tls| tls.cert.clone()),
+    )?;
+    if !context.config.warmup.is_zero() {
+        plan.run(context.config.warmup, context.cancel)
+            .map_err(|err| format!("ghz's warm-up run: {err}"))?;
+    }
+    Ok(plan)
 }
 
 /// One capacity probe: `load` at `rate` (a closed loop for `None`) for `window` after

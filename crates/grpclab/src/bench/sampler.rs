@@ -118,7 +118,8 @@ impl OwnCpu {
     }
 }
 
-fn clock_ticks() -> f64 {
+/// Clock ticks per second (the unit of /proc's CPU times).
+pub(crate) fn clock_ticks() -> f64 {
     // SAFETY: sysconf only reads a configuration value.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 {

@@ -967,6 +967,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub workload: Option<PathBuf>,
 
+    /// The load generator of each window: grpclab (default), or ghz as grpc_bench runs it (a
+    /// warm-up run, then the window; `--cpus` = GRPC_CLIENT_CPUS), to see the table grpc_bench
+    /// would have printed and where ghz, not the server, set a figure. ghz must be on the PATH
+    /// or in $(go env GOPATH)/bin (`bash peers/install.sh clients`); unary scenarios only.
+    #[arg(long, value_enum, default_value = "grpclab", value_name = "CLIENT")]
+    pub client: crate::bench::config::BenchClient,
+
     /// With --capacity: the longest probe window (probes run at least 2 s).
     #[arg(long = "capacity-probe-max", default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub capacity_probe_max: std::time::Duration,

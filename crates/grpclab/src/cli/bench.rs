@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::args::{BenchArgs, BenchSettings, ProfileKind};
 use crate::bench::config::{
     parse_client_cpus, parse_cpus, parse_duration, parse_memory, parse_qps, parse_streams,
-    BenchConfig,
+    BenchClient, BenchConfig,
 };
 use crate::bench::profile::CallGraph;
 use crate::bench::{BenchRequest, PreparedBench};
@@ -37,8 +37,27 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         .map(crate::workload::MixCall::label)
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut config = bench_config_in(&args.settings, env)?;
+    config.client = args.client;
+    if args.client != BenchClient::Grpclab {
+        let client = args.client.name();
+        let refused = if workload.is_some() {
+            Some("--workload (a mix of methods is grpclab's)")
+        } else if !args.capacity.is_empty() {
+            Some("--capacity (its probes are grpclab's open loops)")
+        } else if !args.thresholds.is_empty() {
+            Some("--threshold (judged on grpclab's exact histogram; ghz reports seven percentiles)")
+        } else {
+            None
+        };
+        if let Some(flag) = refused {
+            return Err(InputError(format!(
+                "--client {client} cannot run with {flag}: drop one of the two"
+            )));
+        }
+    }
     crate::bench::prepare(BenchRequest {
-        config: bench_config_in(&args.settings, env)?,
+        config,
         suite: crate::bench::suite_of(args.settings.suite.as_deref())?,
         implementations: &args.implementations,
         sweep: &args.sweep,
@@ -202,6 +221,7 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
         results_dir: args.results_dir.clone(),
         tls: args.tls,
         tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
+        client: crate::bench::config::BenchClient::default(),
     };
     if config.connections > config.concurrency {
         return Err(InputError(format!(
@@ -286,6 +306,38 @@ mod tests {
             }
         };
         Some(prepare_in(&bench, &lookup))
+    }
+
+    /// `--client ghz` takes grpc_bench's settings and runs; what only grpclab's engine can do
+    /// (a mix, a capacity search, thresholds on its histogram, streaming calls) is refused in
+    /// one line naming both flags.
+    #[test]
+    fn client_ghz_refuses_what_only_grpclabs_engine_runs() {
+        let prepared = prepare_from(&["lab", "--client", "ghz"]).unwrap().unwrap();
+        assert_eq!(prepared.config.client, BenchClient::Ghz);
+        assert_eq!(prepared.runs[0].config.client, BenchClient::Ghz);
+        let plain = prepare_from(&["lab"]).unwrap().unwrap();
+        assert_eq!(plain.config.client, BenchClient::Grpclab);
+        for (extra, named) in [
+            (&["--capacity", "p99<=10ms"][..], "--capacity"),
+            (&["--threshold", "p99<=10ms"][..], "--threshold"),
+            (
+                &["--scenario", "server_stream_1kB"][..],
+                "grpc_bench's client runs unary calls",
+            ),
+        ] {
+            let mut args = vec!["lab", "--client", "ghz"];
+            args.extend_from_slice(extra);
+            let Some(Err(err)) = prepare_from(&args) else {
+                panic!("{args:?} was accepted");
+            };
+            assert!(err.0.contains(named), "{args:?}: {}", err.0);
+            assert!(err.0.contains("--client ghz"), "{args:?}: {}", err.0);
+        }
+        assert!(
+            prepare_from(&["lab", "--client", "k6"]).is_none(),
+            "clap refuses k6"
+        );
     }
 
     /// A swept concurrency below the run's connections (the default 50) runs that cell with

@@ -328,6 +328,7 @@ pub fn execute(
                 methods: &[],
                 mix_seed: None,
                 scenario_dir,
+                results_dir: dir.path().to_path_buf(),
                 cores: &cores,
                 cancel,
                 progress: &mut prefixed,

@@ -164,7 +164,7 @@ pub struct SecondPoint {
 }
 
 /// The serialized histograms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HdrHistograms {
     /// What the values mean.
@@ -240,7 +240,7 @@ impl AddressShare {
 
 /// The run's settings: ghz's `Options` field for field (names as ghz spells them), then
 /// grpclab's own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JsonOptions {
     /// `package.Service.Method`.
     pub call: String,
@@ -389,6 +389,14 @@ pub struct JsonOptions {
 impl JsonOptions {
     /// ghz's options for a run made with `options` (its `result` for the calls per address).
     pub fn from_run(options: &RunOptions, result: &LoadResult) -> JsonOptions {
+        JsonOptions {
+            addresses: AddressShare::of(options, result),
+            ..JsonOptions::from_settings(options)
+        }
+    }
+
+    /// ghz's options for a run with `options` made by another client (no addresses).
+    pub fn from_settings(options: &RunOptions) -> JsonOptions {
         let nanos = |d: Option<Duration>| d.map_or(0, saturating_ns);
         JsonOptions {
             call: options.call.clone(),
@@ -409,7 +417,7 @@ impl JsonOptions {
                 options.authority.clone()
             },
             lb_strategy: options.lb_strategy.clone(),
-            addresses: AddressShare::of(options, result),
+            addresses: Vec::new(),
             rps: options.rps.round() as u64,
             load_schedule: if options.load.schedule.is_empty() {
                 "const".to_owned()
@@ -460,7 +468,7 @@ impl JsonOptions {
 }
 
 /// The JSON document: ghz's report, then grpclab's extras.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsonReport {
     /// `--name`; omitted when not given (as ghz omits it).

@@ -12,8 +12,8 @@ pub use self::csv::CsvExporter;
 pub use self::csv_seconds::CsvSecondsExporter;
 pub use self::influx::{InfluxDetailsExporter, InfluxSummaryExporter};
 pub use self::json::{
-    JsonExporter, JsonReport, LatencyPoint, LatencyStats, MethodJson, MixJson, PrettyJsonExporter,
-    SecondPoint,
+    GhzLatencyPoint, HistogramBucket, JsonExporter, JsonOptions, JsonReport, LatencyPoint,
+    LatencyStats, MethodJson, MixJson, PrettyJsonExporter, SecondPoint,
 };
 pub use self::prometheus::PrometheusExporter;
 pub use self::summary::{nothing_succeeded, starvation_note, SummaryExporter};

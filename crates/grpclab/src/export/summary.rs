@@ -125,12 +125,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
         writeln!(out, "  {line}")?;
     }
     if let Some(bound) = &report.bound_by {
-        writeln!(
-            out,
-            "  Bound by:\t{} ({})",
-            bound.kind.word(),
-            bound.evidence
-        )?;
+        writeln!(out, "  Bound by:\t{} ({})", bound.word(), bound.evidence)?;
     }
     for verdict in &report.thresholds {
         writeln!(

@@ -56,6 +56,21 @@ pub struct Bound {
     pub kind: BoundKind,
     /// The figures that decided it, in words.
     pub evidence: String,
+    /// The load generator blamed, when the bound is a client other than grpclab's own
+    /// (`ghz`); omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+impl Bound {
+    /// The table's short words: the kind's, with the client's name where it is the bound
+    /// and not grpclab ("client (ghz)").
+    pub fn word(&self) -> String {
+        match (&self.client, self.kind) {
+            (Some(client), BoundKind::Client) => format!("client ({client})"),
+            _ => self.kind.word().to_owned(),
+        }
+    }
 }
 
 /// What a run measured about its limits. Server fields are `None` where the server is not
@@ -78,6 +93,9 @@ pub struct BoundEvidence {
     pub client_cpu_percent: Option<f64>,
     /// The client's threads (cores it may use).
     pub client_threads: usize,
+    /// The load generator, when it is not grpclab's own (`ghz`): named in a verdict that
+    /// blames the client. Empty: grpclab.
+    pub client: String,
     /// An open loop's offered rate, req/s (`None`: closed loop).
     pub offered_rate: Option<f64>,
     /// Calls per second completed.
@@ -105,10 +123,24 @@ pub fn send_lag_share(recorder: &grpclab_load::Recorder) -> Option<f64> {
     Some(((latency - service.mean()) / latency.max(1e-9)).max(0.0))
 }
 
+/// " (ghz)" after "the client" for a client other than grpclab.
+fn client_named(client: &str) -> String {
+    if client.is_empty() || client == "grpclab" {
+        String::new()
+    } else {
+        format!(" ({client})")
+    }
+}
+
 /// Decides what bound the run: memory, then errors, then the server's CPU, then the client,
 /// then the pacing (an open loop met, or a closed loop's streams).
 pub fn bound_by(e: &BoundEvidence) -> Bound {
-    let bound = |kind, evidence: String| Bound { kind, evidence };
+    let named = (!e.client.is_empty() && e.client != "grpclab").then(|| e.client.clone());
+    let bound = |kind, evidence: String| Bound {
+        kind,
+        evidence,
+        client: named.clone().filter(|_| kind == BoundKind::Client),
+    };
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     if e.oom_killed {
         return bound(
@@ -162,7 +194,8 @@ pub fn bound_by(e: &BoundEvidence) -> Bound {
             return bound(
                 BoundKind::Client,
                 format!(
-                    "the client used {cpu:.0} % of a core on {} thread(s) ({:.0} % of them)",
+                    "the client{} used {cpu:.0} % of a core on {} thread(s) ({:.0} % of them)",
+                    client_named(&e.client),
                     e.client_threads,
                     cpu / threads
                 ),
@@ -242,6 +275,7 @@ mod tests {
             oom_killed: false,
             client_cpu_percent: Some(40.0),
             client_threads: 1,
+            client: String::new(),
             offered_rate: None,
             rps: 10_000.0,
             send_lag_share: None,
@@ -277,7 +311,30 @@ mod tests {
             client_cpu_percent: Some(97.0),
             ..closed_loop()
         };
-        assert_eq!(bound_by(&client).kind, BoundKind::Client);
+        let verdict = bound_by(&client);
+        assert_eq!(
+            (verdict.kind, verdict.word()),
+            (BoundKind::Client, "client".to_owned())
+        );
+        // Another load generator is named where it is the bound, and only there.
+        let ghz = BoundEvidence {
+            client: "ghz".to_owned(),
+            ..client
+        };
+        let verdict = bound_by(&ghz);
+        assert_eq!(verdict.word(), "client (ghz)");
+        assert!(
+            verdict.evidence.starts_with("the client (ghz) used 97 %"),
+            "{}",
+            verdict.evidence
+        );
+        let server = BoundEvidence {
+            client: "ghz".to_owned(),
+            server_cpu_percent: Some(99.0),
+            ..closed_loop()
+        };
+        assert_eq!(bound_by(&server).word(), "server cpu");
+        assert_eq!(bound_by(&server).client, None);
 
         let behind = BoundEvidence {
             offered_rate: Some(50_000.0),

@@ -204,7 +204,7 @@ fn results_section(rows: &[ImplResult]) -> Section {
             body.push_str(&format!(
                 "<p class=\"note\">{} bound by {}: {}</p>",
                 escape(&row.name),
-                escape(bound.kind.word()),
+                escape(&bound.word()),
                 escape(&bound.evidence)
             ));
         }

@@ -1324,6 +1324,16 @@ fn a_table_driven_by_ghz_holds_against_the_servers_count() {
         let folder = results_folder(dir.path());
         let params = std::fs::read_to_string(folder.join("bench.params")).unwrap();
         assert!(params.contains("GRPCLAB_CLIENT=ghz v0."), "{params}");
+        // The page says who drove the rows and draws ghz's percentiles (no histogram).
+        let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+        assert!(
+            page.contains("driven by ghz v0."),
+            "no client in the subtitle"
+        );
+        assert!(
+            page.contains("drawn through the percentiles that client reported"),
+            "no ghz curve"
+        );
         let table = String::from_utf8_lossy(&output.stdout);
         for name in rows {
             let json = record(&folder, name);

@@ -284,18 +284,17 @@ fn markdown_table(headers: &[String], rows: &[Vec<String>]) -> String {
 fn percentiles_markdown(runs: &[(&str, &JsonReport)]) -> String {
     let curves: Vec<(&str, Vec<(f64, f64)>)> = runs
         .iter()
-        .filter_map(|(name, load)| {
-            pages::latency_histogram(load).map(|h| (*name, pages::percentile_curve(&h)))
-        })
+        .filter_map(|(name, load)| pages::latency_curve(load).map(|curve| (*name, curve)))
         .collect();
     let mut headers = vec!["percentile".to_owned()];
     headers.extend(curves.iter().map(|(name, _)| (*name).to_owned()));
     let rows: Vec<Vec<String>> = pages::CURVE_PERCENTILES
         .iter()
-        .enumerate()
-        .map(|(index, p)| {
+        .map(|p| {
             let mut row = vec![format!("p{}", charts::trim_number(*p))];
-            row.extend(curves.iter().map(|(_, c)| format!("{:.3} ms", c[index].1)));
+            row.extend(curves.iter().map(|(_, c)| {
+                pages::curve_at(c, *p).map_or_else(|| "–".to_owned(), |ms| format!("{ms:.3} ms"))
+            }));
             row
         })
         .collect();

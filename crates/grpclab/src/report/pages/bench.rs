@@ -39,8 +39,15 @@ pub fn bench_page(
     } else {
         ""
     };
+    // Another load generator made every figure: name it first.
+    let client = params
+        .iter()
+        .find(|(key, _)| key == "GRPCLAB_CLIENT")
+        .and_then(|(_, value)| value.split(" (").next())
+        .map(|client| format!(" · driven by {client}"))
+        .unwrap_or_default();
     let subtitle = format!(
-        "{} rows · scenario {}{workload} · {cpus} server {}, {} RAM · {} connections × {} streams · {} measured after {} warmup",
+        "{} rows{client} · scenario {}{workload} · {cpus} server {}, {} RAM · {} connections × {} streams · {} measured after {} warmup",
         rows.len(),
         param("GRPC_REQUEST_SCENARIO"),
         if cpus == "1" { "CPU" } else { "CPUs" },

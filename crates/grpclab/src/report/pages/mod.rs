@@ -74,17 +74,44 @@ pub fn percentile_curve(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A run's latency curve: from its histogram at [`CURVE_PERCENTILES`], or, for a run without
+/// one (another client's, e.g. ghz), through the percentiles from the 50th up that it
+/// reported. `None` when it has neither.
+pub fn latency_curve(load: &JsonReport) -> Option<Vec<(f64, f64)>> {
+    if let Some(histogram) = latency_histogram(load) {
+        return Some(percentile_curve(&histogram));
+    }
+    let reported: Vec<(f64, f64)> = load
+        .latency_percentiles
+        .iter()
+        .filter(|point| point.percentage >= 50.0)
+        .map(|point| (point.percentage, point.latency as f64 / 1e6))
+        .collect();
+    (!reported.is_empty()).then_some(reported)
+}
+
+/// A curve's latency at `percentage`, where it has that point.
+pub fn curve_at(curve: &[(f64, f64)], percentage: f64) -> Option<f64> {
+    curve
+        .iter()
+        .find(|(p, _)| (p - percentage).abs() < 1e-9)
+        .map(|(_, latency)| *latency)
+}
+
 /// Latency percentile curves of several runs on one chart, with the table of their values.
 fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
     let series: Vec<Series> = runs
         .iter()
         .filter_map(|(name, load)| {
-            latency_histogram(load).map(|histogram| Series {
+            latency_curve(load).map(|points| Series {
                 name: (*name).to_owned(),
-                points: percentile_curve(&histogram),
+                points,
             })
         })
         .collect();
+    let reported_only = runs
+        .iter()
+        .any(|(_, load)| latency_histogram(load).is_none() && latency_curve(load).is_some());
     let chart = charts::line_chart(&LineChart {
         title: "Latency by percentile (successful calls)",
         x_label: "percentile",
@@ -98,14 +125,9 @@ fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
     headers.extend(series.iter().map(|s| s.name.clone()));
     let rows: Vec<Vec<Cell>> = CURVE_PERCENTILES
         .iter()
-        .enumerate()
-        .map(|(index, p)| {
+        .map(|p| {
             let mut row = vec![Cell::number(format!("p{}", trim_number(*p)), *p)];
-            row.extend(
-                series
-                    .iter()
-                    .map(|s| Cell::number(ms(s.points[index].1), s.points[index].1)),
-            );
+            row.extend(series.iter().map(|s| latency_cell(curve_at(&s.points, *p))));
             row
         })
         .collect();
@@ -115,8 +137,17 @@ fn percentile_section(runs: &[(&str, &JsonReport)]) -> Section {
         heading: "Latency percentiles".to_owned(),
         body: html::figure(
             chart,
-            "From each run's saved HdrHistogram (1 µs to 60 s, 3 significant digits). x: the \
-             percentile on a log scale (each step a tenfold smaller tail); y: latency in ms.",
+            &format!(
+                "From each run's saved HdrHistogram (1 µs to 60 s, 3 significant digits){}. x: \
+                 the percentile on a log scale (each step a tenfold smaller tail); y: latency \
+                 in ms.",
+                if reported_only {
+                    "; a run driven by another client (ghz) has no histogram and is drawn \
+                     through the percentiles that client reported"
+                } else {
+                    ""
+                }
+            ),
             &html::table(&headers, &rows, false),
         ),
     }

@@ -332,10 +332,18 @@ fn scala_and_armeria_peers_are_profiled_with_flight_recorder() {
         );
         assert!(folder.join(format!("{name}.jfr")).is_file(), "{name}");
         let svg = std::fs::read_to_string(folder.join(format!("{name}.flamegraph.svg"))).unwrap();
-        assert!(
-            frames.iter().any(|frame| svg.contains(frame)),
-            "{name}: a flamegraph naming {frames:?}"
-        );
+        // On failure, what the recording held instead (its weight and heaviest functions),
+        // and the svg kept beside the results for a look.
+        if !frames.iter().any(|frame| svg.contains(frame)) {
+            let kept = std::env::temp_dir().join(format!("grpclab-peers-{name}.flamegraph.svg"));
+            let _ = std::fs::write(&kept, &svg);
+            panic!(
+                "{name}: a flamegraph naming {frames:?}; {} samples, by total: {}; svg kept in {}",
+                record["cpu_profile"]["weight"],
+                record["cpu_profile"]["top_total"],
+                kept.display()
+            );
+        }
     }
 }
 

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use postgres::config::Host;
 
-use super::store::Backend;
 use crate::InputError;
 
 /// The environment variable naming the store when `--history` is not given.
@@ -461,6 +460,47 @@ fn percent_decode(text: &str) -> String {
         index += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Where the store lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database: the driver's settings (the password, from the location, the
+    /// environment or a file, among them) and what may be shown of them.
+    Postgres(Box<PostgresTarget>),
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password, even in a debug print.
+        f.write_str(&self.describe())
+    }
+}
+
+impl Backend {
+    /// Where it is, as said to a person: a path, or the URL with no password.
+    pub fn describe(&self) -> String {
+        match self {
+            Backend::Sqlite(path) => path.display().to_string(),
+            Backend::Postgres(target) => target.display.clone(),
+        }
+    }
+
+    /// `text` with the password (if any) replaced, for any message that might quote it (a
+    /// driver's error that repeats its connection string).
+    pub fn redact(&self, text: &str) -> String {
+        match self {
+            Backend::Postgres(target) => match target.password() {
+                Some(password) if !password.is_empty() => {
+                    text.replace(String::from_utf8_lossy(password).as_ref(), "***")
+                }
+                _ => text.to_owned(),
+            },
+            Backend::Sqlite(_) => text.to_owned(),
+        }
+    }
 }
 
 #[cfg(test)]

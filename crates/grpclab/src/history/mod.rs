@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::verdict::previous::{Previous, StoredNote};
-pub use location::{resolve, HistoryFlags};
-pub use store::{Backend, Store};
+pub use location::{resolve, Backend, HistoryFlags};
+pub use store::Store;
 
 /// The machine a run was measured on: runs on different machines are different
 /// configurations, and a trend tells them apart.

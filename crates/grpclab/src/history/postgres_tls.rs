@@ -33,7 +33,7 @@ pub fn connector(target: &PostgresTarget) -> Result<MakeRustlsConnect, String> {
 
 /// The driver's connection error in one line, with what to do when it is about TLS.
 pub fn explain(target: &PostgresTarget, err: &postgres::Error) -> String {
-    let message = super::store::postgres_message(err);
+    let message = postgres_message(err);
     let lower = message.to_ascii_lowercase();
     let hint = if lower.contains("server does not support tls") {
         Some("the server does not offer TLS: use sslmode=prefer or disable, or turn ssl on in postgresql.conf")
@@ -53,5 +53,22 @@ pub fn explain(target: &PostgresTarget, err: &postgres::Error) -> String {
     match hint {
         Some(hint) => format!("{message}; {hint}"),
         None => message,
+    }
+}
+
+/// The server's own words when it gave some (`password authentication failed ...`), else
+/// the driver's.
+pub(super) fn postgres_message(err: &postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => {
+            let mut message = err.to_string();
+            let mut source = std::error::Error::source(err);
+            while let Some(cause) = source {
+                message.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            message
+        }
     }
 }

@@ -8,11 +8,12 @@
 //! (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: an advisory lock), so two runs starting at once
 //! never apply one twice.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use super::location::PostgresTarget;
+use super::location::Backend;
 use super::postgres_tls;
+use super::postgres_tls::postgres_message;
 use super::{Filter, NewRun, StoredRun};
 
 /// How long a writer waits for another's lock (two runs finishing at once) before it gives
@@ -70,47 +71,6 @@ const COLUMNS: &str = "id, started_at, started_unix_ms, command, batch, target, 
     machine_kernel, grpclab_version, git_commit, source, calls, errors, rps, p50_ns, p90_ns, \
     p99_ns, p999_ns, server_cpu_percent, server_memory_bytes, cpu_ns_per_call, capacity_rps, \
     result_kind";
-
-/// Where the store lives.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Backend {
-    /// A SQLite file.
-    Sqlite(PathBuf),
-    /// A PostgreSQL database: the driver's settings (the password, from the location, the
-    /// environment or a file, among them) and what may be shown of them.
-    Postgres(Box<PostgresTarget>),
-}
-
-impl std::fmt::Debug for Backend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the password, even in a debug print.
-        f.write_str(&self.describe())
-    }
-}
-
-impl Backend {
-    /// Where it is, as said to a person: a path, or the URL with no password.
-    pub fn describe(&self) -> String {
-        match self {
-            Backend::Sqlite(path) => path.display().to_string(),
-            Backend::Postgres(target) => target.display.clone(),
-        }
-    }
-
-    /// `text` with the password (if any) replaced, for any message that might quote it (a
-    /// driver's error that repeats its connection string).
-    pub fn redact(&self, text: &str) -> String {
-        match self {
-            Backend::Postgres(target) => match target.password() {
-                Some(password) if !password.is_empty() => {
-                    text.replace(String::from_utf8_lossy(password).as_ref(), "***")
-                }
-                _ => text.to_owned(),
-            },
-            Backend::Sqlite(_) => text.to_owned(),
-        }
-    }
-}
 
 /// A value bound to a statement, the same for both databases.
 #[derive(Debug, Clone)]
@@ -432,23 +392,6 @@ fn check_not_newer(applied: i64) -> Result<(), StoreError> {
         ));
     }
     Ok(())
-}
-
-/// The server's own words when it gave some (`password authentication failed ...`), else
-/// the driver's.
-pub(super) fn postgres_message(err: &postgres::Error) -> StoreError {
-    match err.as_db_error() {
-        Some(db) => db.message().to_owned(),
-        None => {
-            let mut message = err.to_string();
-            let mut source = std::error::Error::source(err);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            message
-        }
-    }
 }
 
 fn sqlite_value(value: &Value) -> rusqlite::types::Value {

@@ -9,6 +9,8 @@
 //! - [`profile`]: `--profile cpu`: perf samples of the server, a flamegraph and top functions.
 //! - [`alloc_profile`]: `--profile alloc`: the server's top allocation sites (dhat).
 //! - [`ghz_client`]: `--client ghz`: a row's window driven by ghz, as grpc_bench drives it.
+//! - `readiness`: a free port, the wait until a server answers, its counters, its liveness.
+//! - `window`: a row's measured window as its client (grpclab's engine or ghz) gave it.
 //! - [`runner`]: one implementation from build to stop, every failure a FAILED row.
 //! - [`results`]: the results folder and the grpc_bench table.
 //! - [`sweep`]: `--sweep KEY=V1,V2`: every implementation at every combination.
@@ -25,11 +27,13 @@ pub mod limits;
 pub mod names;
 pub mod process;
 pub mod profile;
+mod readiness;
 pub mod results;
 pub mod runner;
 pub mod sampler;
 pub mod suite;
 pub mod sweep;
+mod window;
 
 use grpclab_core::Scenario;
 use grpclab_load::CancellationToken;

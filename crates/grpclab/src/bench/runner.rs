@@ -2,22 +2,22 @@
 //! while sampling, stop, and say what happened. Never panics on a misbehaving server: every
 //! failure becomes a FAILED row with its reason and the tail of the server's stderr.
 
-use grpclab_core::tls::TlsClient;
 use grpclab_core::Scenario;
 use grpclab_load::{CancellationToken, LoadConfig, Pacing};
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::admin::admin_call;
 use super::config::BenchClient;
 use super::config::BenchConfig;
 use super::limits::{self, AppliedLimits, CorePlan, ServerCgroup};
 use super::names::sanitize;
 use super::process::{describe_exit, Launch, ServerProcess};
+use super::readiness::{fetch_stats, free_port, process_alive, shape_of, wait_until_ready};
 use super::sampler::{Sampler, Usage};
-use super::suite::{ImplementationSpec, Readiness};
-use crate::export::{JsonReport, Report, RunOptions};
+use super::suite::ImplementationSpec;
+use super::window::Window;
+use crate::export::{JsonReport, RunOptions};
 
 /// How a row ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -188,125 +188,6 @@ pub struct BenchTls {
     pub key: std::path::PathBuf,
     /// The load's (and the harness's admin calls') TLS client.
     pub client: grpclab_core::tls::TlsClient,
-}
-
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-/// Waits until the server is ready: the port accepts and (by default) one real call succeeds.
-fn wait_until_ready(
-    server: &mut ServerProcess,
-    addr: SocketAddr,
-    readiness: Readiness,
-    scenario: &Scenario,
-    timeout: Duration,
-    cancel: &CancellationToken,
-    tls: Option<&TlsClient>,
-) -> Result<(), String> {
-    let deadline = Instant::now() + timeout;
-    let mut last_error = String::from("the port never accepted a connection");
-    while Instant::now() < deadline {
-        if cancel.is_cancelled() {
-            return Err("interrupted (Ctrl-C) before the server was ready".to_owned());
-        }
-        if let Some(status) = server.exited() {
-            return Err(format!(
-                "the server exited during start-up ({})",
-                describe_exit(status)
-            ));
-        }
-        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-            Err(err) => last_error = format!("the port does not accept connections ({err})"),
-            Ok(_) if readiness == Readiness::Port => return Ok(()),
-            Ok(_) => {
-                let mut probe =
-                    LoadConfig::new(addr, &scenario.path(), scenario.requests().to_vec());
-                probe.shape = shape_of(scenario);
-                if probe.shape == grpclab_load::CallShape::Unary {
-                    // The reply must be the scenario's echo, whoever wrote the server: a peer
-                    // that answers OK with the wrong message is not ready, it is wrong.
-                    let checker = scenario.clone();
-                    probe.validator = Some(std::sync::Arc::new(move |reply: &[u8]| {
-                        checker.check_first_reply(reply)
-                    }));
-                }
-                probe.total = Some(1);
-                probe.concurrency = 1;
-                probe.tls = tls.cloned();
-                probe.timeout = Some(Duration::from_secs(2));
-                match grpclab_load::run(probe, &CancellationToken::new(), &mut |_| {}) {
-                    Ok(result) if result.ok() == 1 => return Ok(()),
-                    // The server is up and says it does not serve the call: waiting will
-                    // not change that.
-                    Ok(result)
-                        if result
-                            .status_counts()
-                            .contains_key(&grpclab_core::Code::Unimplemented) =>
-                    {
-                        return Err(format!(
-                            "the server does not serve {} (UNIMPLEMENTED): {}",
-                            scenario.method().full_name(),
-                            result
-                                .error_counts()
-                                .keys()
-                                .next()
-                                .cloned()
-                                .unwrap_or_default()
-                        ));
-                    }
-                    Ok(result) => {
-                        last_error = format!(
-                            "the readiness call failed: {}",
-                            result
-                                .error_counts()
-                                .keys()
-                                .next()
-                                .cloned()
-                                .unwrap_or_default()
-                        )
-                    }
-                    Err(err) => last_error = format!("the readiness call failed: {err}"),
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(format!(
-        "not ready within {}s: {last_error}",
-        timeout.as_secs()
-    ))
-}
-
-/// The scenario method's shape: streaming scenarios send their payload array in order within
-/// each call.
-fn shape_of(scenario: &Scenario) -> grpclab_load::CallShape {
-    let method = scenario.method();
-    grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming())
-}
-
-fn fetch_stats(
-    target: &str,
-    tls: Option<&TlsClient>,
-) -> Option<grpclab_server::pb_admin::StatsReply> {
-    admin_call(
-        Duration::from_secs(2),
-        grpclab_server::stats::fetch(target, tls),
-    )
-    .ok()
-    .filter(|stats| stats.counting)
-}
-
-fn process_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// Runs one implementation from build to stop.
@@ -864,87 +745,6 @@ fn measure(
         cpu_profile,
         alloc_profile,
         profile_note,
-    }
-}
-
-/// What drove a row's window: grpclab's engine, or ghz.
-enum Window {
-    Engine(Result<Box<grpclab_load::LoadResult>, grpclab_load::LoadError>),
-    Ghz(Result<super::ghz_client::GhzRun, String>),
-}
-
-/// A window's figures, whichever client measured them: its report and what the verdict
-/// needs of the client.
-struct WindowFigures {
-    report: JsonReport,
-    rps: f64,
-    /// Failed calls the verdict weighs (ghz's close at the end left out).
-    errors: u64,
-    mean_latency_ns: f64,
-    send_lag_share: Option<f64>,
-    client_cpu_percent: Option<f64>,
-}
-
-impl Window {
-    /// The report and the client's figures; `own_cpu_percent` is this process's CPU over the
-    /// window (the engine's), ghz's own CPU is in its run.
-    fn figures(
-        self,
-        options: RunOptions,
-        own_cpu_percent: Option<f64>,
-        progress: &mut dyn FnMut(&str),
-        name: &str,
-    ) -> Result<WindowFigures, String> {
-        match self {
-            Window::Engine(outcome) => {
-                let result = outcome.map_err(|err| format!("the load could not run: {err}"))?;
-                let recorder = &result.recorder;
-                let send_lag_share = crate::verdict::bound::send_lag_share(recorder);
-                let mean_latency_ns = recorder.latency.mean();
-                let rps = result.rps();
-                let report_input = Report {
-                    history: None,
-                    options,
-                    result: *result,
-                    thresholds: Vec::new(),
-                    bound_by: None,
-                    sharding: None,
-                };
-                if let Some(note) = crate::export::starvation_note(&report_input.result) {
-                    progress(&format!("{name}: {note}"));
-                }
-                Ok(WindowFigures {
-                    errors: report_input.result.errors(),
-                    report: JsonReport::from_report(&report_input),
-                    rps,
-                    mean_latency_ns,
-                    send_lag_share,
-                    client_cpu_percent: own_cpu_percent,
-                })
-            }
-            Window::Ghz(run) => {
-                let run = run?;
-                let options = RunOptions {
-                    transport: "ghz".to_owned(),
-                    ..options
-                };
-                let report = super::ghz_client::report(&run.json, &options)?;
-                if report.abandoned > 0 {
-                    progress(&format!(
-                        "{name}: ghz closed its connections at the end with {} calls in flight (its --duration-stop close): in its errors, left out of the verdict",
-                        report.abandoned
-                    ));
-                }
-                Ok(WindowFigures {
-                    rps: report.measured_rps,
-                    errors: report.errors.saturating_sub(report.abandoned),
-                    mean_latency_ns: report.average as f64,
-                    send_lag_share: None,
-                    client_cpu_percent: run.cpu_percent(),
-                    report,
-                })
-            }
-        }
     }
 }
 

@@ -1,0 +1,87 @@
+//! A row's measured window as its client gave it: grpclab's engine's result or ghz's run, turned
+//! into the row's report and the figures the verdict weighs of the client.
+
+use crate::export::{JsonReport, Report, RunOptions};
+
+/// What drove a row's window: grpclab's engine, or ghz.
+pub(super) enum Window {
+    /// grpclab's load engine.
+    Engine(Result<Box<grpclab_load::LoadResult>, grpclab_load::LoadError>),
+    /// ghz (`--client ghz`).
+    Ghz(Result<super::ghz_client::GhzRun, String>),
+}
+
+/// A window's figures, whichever client measured them: its report and what the verdict
+/// needs of the client.
+pub(super) struct WindowFigures {
+    pub(super) report: JsonReport,
+    pub(super) rps: f64,
+    /// Failed calls the verdict weighs (ghz's close at the end left out).
+    pub(super) errors: u64,
+    pub(super) mean_latency_ns: f64,
+    pub(super) send_lag_share: Option<f64>,
+    pub(super) client_cpu_percent: Option<f64>,
+}
+
+impl Window {
+    /// The report and the client's figures; `own_cpu_percent` is this process's CPU over the
+    /// window (the engine's), ghz's own CPU is in its run.
+    pub(super) fn figures(
+        self,
+        options: RunOptions,
+        own_cpu_percent: Option<f64>,
+        progress: &mut dyn FnMut(&str),
+        name: &str,
+    ) -> Result<WindowFigures, String> {
+        match self {
+            Window::Engine(outcome) => {
+                let result = outcome.map_err(|err| format!("the load could not run: {err}"))?;
+                let recorder = &result.recorder;
+                let send_lag_share = crate::verdict::bound::send_lag_share(recorder);
+                let mean_latency_ns = recorder.latency.mean();
+                let rps = result.rps();
+                let report_input = Report {
+                    history: None,
+                    options,
+                    result: *result,
+                    thresholds: Vec::new(),
+                    bound_by: None,
+                    sharding: None,
+                };
+                if let Some(note) = crate::export::starvation_note(&report_input.result) {
+                    progress(&format!("{name}: {note}"));
+                }
+                Ok(WindowFigures {
+                    errors: report_input.result.errors(),
+                    report: JsonReport::from_report(&report_input),
+                    rps,
+                    mean_latency_ns,
+                    send_lag_share,
+                    client_cpu_percent: own_cpu_percent,
+                })
+            }
+            Window::Ghz(run) => {
+                let run = run?;
+                let options = RunOptions {
+                    transport: "ghz".to_owned(),
+                    ..options
+                };
+                let report = super::ghz_client::report(&run.json, &options)?;
+                if report.abandoned > 0 {
+                    progress(&format!(
+                        "{name}: ghz closed its connections at the end with {} calls in flight (its --duration-stop close): in its errors, left out of the verdict",
+                        report.abandoned
+                    ));
+                }
+                Ok(WindowFigures {
+                    rps: report.measured_rps,
+                    errors: report.errors.saturating_sub(report.abandoned),
+                    mean_latency_ns: report.average as f64,
+                    send_lag_share: None,
+                    client_cpu_percent: run.cpu_percent(),
+                    report,
+                })
+            }
+        }
+    }
+}

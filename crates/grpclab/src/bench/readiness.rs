@@ -72,24 +72,11 @@ pub(super) fn wait_until_ready(
                         return Err(format!(
                             "the server does not serve {} (UNIMPLEMENTED): {}",
                             scenario.method().full_name(),
-                            result
-                                .error_counts()
-                                .keys()
-                                .next()
-                                .cloned()
-                                .unwrap_or_default()
+                            first_error(&result)
                         ));
                     }
                     Ok(result) => {
-                        last_error = format!(
-                            "the readiness call failed: {}",
-                            result
-                                .error_counts()
-                                .keys()
-                                .next()
-                                .cloned()
-                                .unwrap_or_default()
-                        )
+                        last_error = format!("the readiness call failed: {}", first_error(&result))
                     }
                     Err(err) => last_error = format!("the readiness call failed: {err}"),
                 }
@@ -132,4 +119,14 @@ pub(super) fn process_alive(pid: u32) -> bool {
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
         .is_some_and(|zombie| !zombie)
+}
+
+/// The text of a failed call of `result` (its first kind of error), or "" when none failed.
+fn first_error(result: &grpclab_load::LoadResult) -> String {
+    result
+        .error_counts()
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_default()
 }

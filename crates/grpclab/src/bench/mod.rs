@@ -9,6 +9,7 @@
 //! - [`profile`]: `--profile cpu`: perf samples of the server, a flamegraph and top functions.
 //! - [`alloc_profile`]: `--profile alloc`: the server's top allocation sites (dhat).
 //! - [`ghz_client`]: `--client ghz`: a row's window driven by ghz, as grpc_bench drives it.
+//! - `monitor`: the watch over a row's server during its window (counters, sampler, profiles).
 //! - `readiness`: a free port, the wait until a server answers, its counters, its liveness.
 //! - `window`: a row's measured window as its client (grpclab's engine or ghz) gave it.
 //! - [`runner`]: one implementation from build to stop, every failure a FAILED row.
@@ -24,6 +25,7 @@ pub mod config;
 pub mod ghz_client;
 pub mod jfr;
 pub mod limits;
+mod monitor;
 pub mod names;
 pub mod process;
 pub mod profile;

@@ -247,6 +247,18 @@ fn signal_group(pid: u32, signal: libc::c_int) {
     }
 }
 
+/// Every process of the group led by `pgid` (the server and its children).
+pub(super) fn group_pids(pgid: u32) -> Vec<u32> {
+    let mut pids = vec![pgid];
+    each_process_stat(|pid, fields| {
+        let group = fields.get(2).and_then(|g| g.parse::<u32>().ok());
+        if group == Some(pgid) && pid != pgid {
+            pids.push(pid);
+        }
+    });
+    pids
+}
+
 /// Describes an exit status: `exit code N` or `killed by signal NAME`.
 pub fn describe_exit(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {

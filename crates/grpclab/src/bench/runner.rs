@@ -13,8 +13,8 @@ use super::config::BenchConfig;
 use super::limits::{self, AppliedLimits, CorePlan, ServerCgroup};
 use super::names::sanitize;
 use super::process::{describe_exit, Launch, ServerProcess};
-use super::readiness::{fetch_stats, free_port, process_alive, shape_of, wait_until_ready};
-use super::sampler::{Sampler, Usage};
+use super::readiness::{fetch_stats, free_port, shape_of, wait_until_ready};
+use super::sampler::Usage;
 use super::suite::ImplementationSpec;
 use super::window::Window;
 use crate::export::{JsonReport, RunOptions};
@@ -475,87 +475,26 @@ fn measure(
     } else {
         config.warmup
     };
-    let monitor_cancel = load_cancel.clone();
-    let target = addr.to_string();
-    let profile_dir = context.cpu_profile_dir.clone();
-    let call_graph = context.cpu_call_graph;
-    let alloc_dir = context.alloc_profile_dir.clone();
-    let profile_name = sanitize(name);
-    let cpu_usage_file = cgroup.and_then(ServerCgroup::cpu_usage_file);
     // Around the load: the client's own CPU and the cgroup's throttling, for "bound by".
     let throttle_file = cgroup.map(ServerCgroup::cpu_stat_file);
     let throttle_before = throttle_file.as_deref().and_then(limits::throttle_counts);
     let client_cpu = super::sampler::OwnCpu::start();
-    let monitor_tls = tls_client.clone();
-    let monitor = std::thread::spawn(move || {
-        let warmup_end = Instant::now() + warmup;
-        let mut sampler = None;
-        let mut stats_before = None;
-        let mut died = false;
-        let mut recording: Option<Result<super::profile::CpuRecording, String>> = None;
-        let mut alloc_recording: Option<Result<super::alloc_profile::AllocRecording, String>> =
-            None;
-        let mut jfr_recording: Option<Result<super::jfr::JfrRecording, String>> = None;
-        loop {
-            if sampler.is_none() && Instant::now() >= warmup_end {
-                stats_before = fetch_stats(&target, monitor_tls.as_ref());
-                sampler = Some(Sampler::start(
-                    pid,
-                    cpu_usage_file.clone(),
-                    Duration::from_secs(1),
-                ));
-                // A JVM is profiled by its own recorder (perf cannot name JIT-compiled
-                // frames), for CPU and allocations at once.
-                let pids = group_pids(pid);
-                let jvm = profile_dir
-                    .as_ref()
-                    .or(alloc_dir.as_ref())
-                    .and_then(|dir| super::jfr::find_jvm(&pids).map(|jvm| (jvm, dir)));
-                if let Some((jvm, dir)) = jvm {
-                    jfr_recording = Some(super::jfr::start(jvm, dir, &profile_name));
-                } else {
-                    if let Some(dir) = &profile_dir {
-                        recording =
-                            Some(super::profile::start(&pids, dir, &profile_name, call_graph));
-                    }
-                    if let Some(dir) = &alloc_dir {
-                        alloc_recording = Some(super::alloc_profile::start(
-                            &target,
-                            dir,
-                            &profile_name,
-                            monitor_tls.clone(),
-                        ));
-                    }
-                }
-                let _ = window_started_tx.send(());
-            }
-            if !process_alive(pid) {
-                died = true;
-                monitor_cancel.cancel();
-                break;
-            }
-            match done_rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        }
-        let usage = sampler.map(Sampler::finish).unwrap_or_default();
-        // The heap profile stops first: nothing else has talked to the server since the load.
-        let alloc_profile = if died {
-            alloc_recording.map(|_| Err("allocation profile lost: the server died".to_owned()))
-        } else {
-            alloc_recording
-                .map(|started| started.and_then(super::alloc_profile::AllocRecording::stop))
-        };
-        let profile =
-            recording.map(|started| started.and_then(super::profile::CpuRecording::finish));
-        let jfr = if died {
-            jfr_recording.map(|_| Err("JVM profile lost: the server died".to_owned()))
-        } else {
-            jfr_recording.map(|started| started.and_then(super::jfr::JfrRecording::stop))
-        };
-        (usage, stats_before, died, profile, alloc_profile, jfr)
-    });
+    let monitor = super::monitor::spawn(
+        super::monitor::MonitorPlan {
+            pid,
+            warmup,
+            target: addr.to_string(),
+            tls: tls_client.clone(),
+            cpu_usage_file: cgroup.and_then(ServerCgroup::cpu_usage_file),
+            profile_dir: context.cpu_profile_dir.clone(),
+            call_graph: context.cpu_call_graph,
+            alloc_dir: context.alloc_profile_dir.clone(),
+            profile_name: sanitize(name),
+            cancel: load_cancel.clone(),
+        },
+        done_rx,
+        window_started_tx,
+    );
     let outcome = match (&ghz, context.snapshots.as_mut()) {
         (Some(plan), _) => {
             // Err: the monitor ended first (the server died); ghz then fails by itself.
@@ -584,9 +523,14 @@ fn measure(
         }
         _ => None,
     };
-    let (usage, stats_before, died, profile, alloc_stopped, jfr) = monitor
-        .join()
-        .unwrap_or_else(|_| (Usage::default(), None, false, None, None, None));
+    let super::monitor::MonitorOutcome {
+        usage,
+        stats_before,
+        died,
+        profile,
+        alloc_profile: alloc_stopped,
+        jfr,
+    } = monitor.join().unwrap_or_default();
     let mut notes = Vec::new();
     let mut cpu_profile = keep_profile(profile, name, context.progress, &mut notes);
     if let Some(hint) = cpu_profile.as_ref().and_then(|p| p.hint.clone()) {
@@ -880,18 +824,6 @@ fn keep_profile<T>(
             None
         }
     }
-}
-
-/// Every process of the group led by `pgid` (the server and its children).
-fn group_pids(pgid: u32) -> Vec<u32> {
-    let mut pids = vec![pgid];
-    super::process::each_process_stat(|pid, fields| {
-        let group = fields.get(2).and_then(|g| g.parse::<u32>().ok());
-        if group == Some(pgid) && pid != pgid {
-            pids.push(pid);
-        }
-    });
-    pids
 }
 
 #[cfg(test)]

@@ -556,39 +556,14 @@ fn measure(
     // admin counters).
     let figures = outcome.figures(options, own_cpu_percent, context.progress, name);
     let measured_calls = figures.as_ref().ok().map(|figures| figures.report.count);
-    let samples = keep_profile(jfr, name, context.progress, &mut notes).and_then(|file| {
-        keep_profile(
-            Some(super::jfr::read(&file).map(|samples| (file, samples))),
-            name,
-            context.progress,
-            &mut notes,
-        )
-    });
-    if let Some((file, samples)) = samples {
-        let dir = file.parent().unwrap_or(std::path::Path::new("."));
-        let profile_name = sanitize(name);
-        if context.cpu_profile_dir.is_some() {
-            cpu_profile = keep_profile(
-                Some(super::jfr::cpu_profile(&samples, dir, &profile_name)),
-                name,
-                context.progress,
-                &mut notes,
-            );
-        }
-        if context.alloc_profile_dir.is_some() {
-            alloc_profile = keep_profile(
-                Some(super::jfr::alloc_profile(
-                    &samples,
-                    &file,
-                    &profile_name,
-                    window_calls.or(measured_calls),
-                )),
-                name,
-                context.progress,
-                &mut notes,
-            );
-        }
-    }
+    jvm_profiles(
+        jfr,
+        name,
+        context,
+        &mut notes,
+        window_calls.or(measured_calls),
+        (&mut cpu_profile, &mut alloc_profile),
+    );
     let profile_note = (!notes.is_empty()).then(|| notes.join("; "));
 
     let figures = match figures {
@@ -614,29 +589,11 @@ fn measure(
         ..Default::default()
     };
     let report = figures.report;
-    let per_call = |before: u64, after: u64, calls: u64| {
-        (calls > 0).then(|| (after.saturating_sub(before)) as f64 / calls as f64)
-    };
-    let (allocations_per_call, bytes_per_call) = match (&stats_before, &stats_after) {
-        // Under a heap profile the counting allocator also counts dhat's own bookkeeping;
-        // dhat's totals are the server's allocations alone.
-        (Some(before), Some(after)) if alloc_profile.is_some() => {
-            let calls = after.calls.saturating_sub(before.calls);
-            let profile = alloc_profile.as_ref();
-            (
-                profile.and_then(|p| per_call(0, p.allocations, calls)),
-                profile.and_then(|p| per_call(0, p.bytes, calls)),
-            )
-        }
-        (Some(before), Some(after)) => {
-            let calls = after.calls.saturating_sub(before.calls);
-            (
-                per_call(before.allocations, after.allocations, calls),
-                per_call(before.allocated_bytes, after.allocated_bytes, calls),
-            )
-        }
-        _ => (None, None),
-    };
+    let (allocations_per_call, bytes_per_call) = allocations_per_call(
+        stats_before.as_ref(),
+        stats_after.as_ref(),
+        alloc_profile.as_ref(),
+    );
     let (status, reason, tail) = if died || server.exited().is_some() {
         let exit = server
             .exited()
@@ -712,6 +669,82 @@ fn ghz_window_plan(
             .map_err(|err| format!("ghz's warm-up run: {err}"))?;
     }
     Ok(plan)
+}
+
+/// A JVM's Flight Recorder file read into the row's CPU and allocation profiles (allocations
+/// per call over `calls`), in place of perf's and dhat's; what could not be read becomes a
+/// note.
+fn jvm_profiles(
+    jfr: Option<Result<std::path::PathBuf, String>>,
+    name: &str,
+    context: &mut RunContext<'_>,
+    notes: &mut Vec<String>,
+    calls: Option<u64>,
+    (cpu_profile, alloc_profile): (
+        &mut Option<super::profile::CpuProfile>,
+        &mut Option<super::alloc_profile::AllocProfile>,
+    ),
+) {
+    let samples = keep_profile(jfr, name, context.progress, notes).and_then(|file| {
+        keep_profile(
+            Some(super::jfr::read(&file).map(|samples| (file, samples))),
+            name,
+            context.progress,
+            notes,
+        )
+    });
+    if let Some((file, samples)) = samples {
+        let dir = file.parent().unwrap_or(std::path::Path::new("."));
+        let profile_name = sanitize(name);
+        if context.cpu_profile_dir.is_some() {
+            *cpu_profile = keep_profile(
+                Some(super::jfr::cpu_profile(&samples, dir, &profile_name)),
+                name,
+                context.progress,
+                notes,
+            );
+        }
+        if context.alloc_profile_dir.is_some() {
+            *alloc_profile = keep_profile(
+                Some(super::jfr::alloc_profile(
+                    &samples,
+                    &file,
+                    &profile_name,
+                    calls,
+                )),
+                name,
+                context.progress,
+                notes,
+            );
+        }
+    }
+}
+
+/// The server's heap allocations and bytes per call over the window, from its admin counters
+/// (`None` without them); under a heap profile from dhat's totals, since the counting
+/// allocator then also counts dhat's own bookkeeping.
+fn allocations_per_call(
+    before: Option<&grpclab_server::pb_admin::StatsReply>,
+    after: Option<&grpclab_server::pb_admin::StatsReply>,
+    alloc_profile: Option<&super::alloc_profile::AllocProfile>,
+) -> (Option<f64>, Option<f64>) {
+    let per_call = |before: u64, after: u64, calls: u64| {
+        (calls > 0).then(|| (after.saturating_sub(before)) as f64 / calls as f64)
+    };
+    let (Some(before), Some(after)) = (before, after) else {
+        return (None, None);
+    };
+    let calls = after.calls.saturating_sub(before.calls);
+    match alloc_profile {
+        Some(profile) => (
+            per_call(0, profile.allocations, calls),
+            per_call(0, profile.bytes, calls),
+        ),
+        None => (
+            per_call(before.allocations, after.allocations, calls),
+            per_call(before.allocated_bytes, after.allocated_bytes, calls),
+        ),
+    }
 }
 
 /// One capacity probe: `load` at `rate` (a closed loop for `None`) for `window` after

@@ -405,6 +405,17 @@ impl Drop for ServerCgroup {
     }
 }
 
+/// The share of the scheduling periods between two [`throttle_counts`] readings in which the
+/// group was throttled; `None` without both, or without a period between them.
+pub fn throttled_share(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    match (before, after) {
+        (Some((periods0, throttled0)), Some((periods1, throttled1))) if periods1 > periods0 => {
+            Some(throttled1.saturating_sub(throttled0) as f64 / (periods1 - periods0) as f64)
+        }
+        _ => None,
+    }
+}
+
 /// Scheduling periods and throttled periods from a cgroup's `cpu.stat` (`nr_periods N`,
 /// `nr_throttled N`); `None` for other files or a group without a quota.
 pub fn throttle_counts(file: &Path) -> Option<(u64, u64)> {
@@ -576,6 +587,14 @@ mod tests {
         assert!(dirs.iter().all(|d| d.exists()));
         drop(group);
         assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");
+    }
+
+    #[test]
+    fn throttling_is_a_share_of_the_periods_between_two_readings() {
+        assert_eq!(throttled_share(Some((100, 10)), Some((200, 60))), Some(0.5));
+        // No period passed, or a reading missing: nothing to say.
+        assert_eq!(throttled_share(Some((100, 10)), Some((100, 10))), None);
+        assert_eq!(throttled_share(None, Some((200, 60))), None);
     }
 
     #[test]

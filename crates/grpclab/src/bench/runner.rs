@@ -416,51 +416,8 @@ fn measure(
         },
     };
 
-    let mut load = LoadConfig::new(
-        addr,
-        &context.scenario.path(),
-        context.scenario.requests().to_vec(),
-    );
-    load.shape = shape_of(context.scenario);
-    if !context.methods.is_empty() {
-        load.methods = context.methods.to_vec();
-        load.mix_seed = context.mix_seed.unwrap_or_default();
-    }
-    load.concurrency = config.concurrency;
-    load.connections = config.connections;
-    load.pacing = if config.qps == 0 {
-        Pacing::ClosedLoop
-    } else {
-        Pacing::OpenLoop {
-            rate: config.qps as f64,
-        }
-    };
-    load.duration = Some(config.duration);
-    load.total = None;
-    load.warmup = config.warmup;
-    load.threads = config.client_cpus;
-    load.tls = tls_client.clone();
+    let (load, options) = row_load(context, addr, name, tls_client.clone());
     let capacity_load = load.clone();
-    let options = RunOptions {
-        name: Some(name.to_owned()),
-        host: addr.to_string(),
-        call: context.scenario.method().full_name().to_owned(),
-        scenario: context.scenario.name().to_owned(),
-        distinct_requests: load.methods.iter().map(|m| m.requests.len()).sum(),
-        concurrency: load.concurrency,
-        connections: load.connections,
-        rps: config.qps as f64,
-        duration: Some(config.duration),
-        total: None,
-        warmup: config.warmup,
-        timeout: load.timeout,
-        dial_timeout: grpclab_load::CONNECT_TIMEOUT,
-        cpus: load.threads,
-        transport: "lab".to_owned(),
-        mix_seed: (load.methods.len() > 1).then_some(load.mix_seed),
-        requests_digest: load.requests_digest(),
-        ..RunOptions::default()
-    };
 
     // The monitor: at the end of the warmup it reads the admin counters and starts the
     // sampler; if the server dies, it stops the load at once.
@@ -514,15 +471,10 @@ fn measure(
     };
     let _ = done_tx.send(());
     let own_cpu_percent = client_cpu.percent();
-    let throttled_share = match (
+    let throttled_share = limits::throttled_share(
         throttle_before,
         throttle_file.as_deref().and_then(limits::throttle_counts),
-    ) {
-        (Some((periods0, throttled0)), Some((periods1, throttled1))) if periods1 > periods0 => {
-            Some(throttled1.saturating_sub(throttled0) as f64 / (periods1 - periods0) as f64)
-        }
-        _ => None,
-    };
+    );
     let super::monitor::MonitorOutcome {
         usage,
         stats_before,
@@ -572,47 +524,14 @@ fn measure(
             return ImplResult::failed(name, command, err, server.stderr_tail(), limits.clone())
         }
     };
-    let evidence = crate::verdict::bound::BoundEvidence {
-        server_cpu_quota: Some(config.server_cpus),
-        throttled_share,
-        server_memory_limit: Some(config.server_ram),
-        client_cpu_percent: figures.client_cpu_percent,
-        client_threads: config.client_cpus,
-        client: config.client.name().to_owned(),
-        offered_rate: (config.qps > 0).then_some(config.qps as f64),
-        rps: figures.rps,
-        send_lag_share: figures.send_lag_share,
-        streams: config.concurrency,
-        mean_latency_ns: figures.mean_latency_ns,
-        calls: figures.report.count,
-        errors: figures.errors,
-        ..Default::default()
-    };
+    let evidence = figures.evidence(config, throttled_share);
     let report = figures.report;
     let (allocations_per_call, bytes_per_call) = allocations_per_call(
         stats_before.as_ref(),
         stats_after.as_ref(),
         alloc_profile.as_ref(),
     );
-    let (status, reason, tail) = if died || server.exited().is_some() {
-        let exit = server
-            .exited()
-            .map(describe_exit)
-            .unwrap_or_else(|| "ended".to_owned());
-        (
-            RowStatus::Failed,
-            Some(format!("the server exited during the run ({exit})")),
-            server.stderr_tail(),
-        )
-    } else if context.cancel.is_cancelled() {
-        (
-            RowStatus::Failed,
-            Some("interrupted (Ctrl-C): partial window".to_owned()),
-            Vec::new(),
-        )
-    } else {
-        (RowStatus::Ok, None, Vec::new())
-    };
+    let (status, reason, tail) = row_end(died, server, context.cancel);
     let bound_by = (status == RowStatus::Ok).then(|| {
         crate::verdict::bound::bound_by(&crate::verdict::bound::BoundEvidence {
             server_cpu_percent: Some(usage.cpu_percent),
@@ -669,6 +588,89 @@ fn ghz_window_plan(
             .map_err(|err| format!("ghz's warm-up run: {err}"))?;
     }
     Ok(plan)
+}
+
+/// How the row ended: its server exited (with the tail of its stderr), Ctrl-C cut the window,
+/// or it was measured.
+fn row_end(
+    died: bool,
+    server: &mut ServerProcess,
+    cancel: &CancellationToken,
+) -> (RowStatus, Option<String>, Vec<String>) {
+    if died || server.exited().is_some() {
+        let exit = server
+            .exited()
+            .map(describe_exit)
+            .unwrap_or_else(|| "ended".to_owned());
+        (
+            RowStatus::Failed,
+            Some(format!("the server exited during the run ({exit})")),
+            server.stderr_tail(),
+        )
+    } else if cancel.is_cancelled() {
+        (
+            RowStatus::Failed,
+            Some("interrupted (Ctrl-C): partial window".to_owned()),
+            Vec::new(),
+        )
+    } else {
+        (RowStatus::Ok, None, Vec::new())
+    }
+}
+
+/// The row's load (grpc_bench's settings as the engine's) and the options its report states.
+fn row_load(
+    context: &RunContext<'_>,
+    addr: SocketAddr,
+    name: &str,
+    tls: Option<grpclab_core::tls::TlsClient>,
+) -> (LoadConfig, RunOptions) {
+    let config = context.config;
+    let mut load = LoadConfig::new(
+        addr,
+        &context.scenario.path(),
+        context.scenario.requests().to_vec(),
+    );
+    load.shape = shape_of(context.scenario);
+    if !context.methods.is_empty() {
+        load.methods = context.methods.to_vec();
+        load.mix_seed = context.mix_seed.unwrap_or_default();
+    }
+    load.concurrency = config.concurrency;
+    load.connections = config.connections;
+    load.pacing = if config.qps == 0 {
+        Pacing::ClosedLoop
+    } else {
+        Pacing::OpenLoop {
+            rate: config.qps as f64,
+        }
+    };
+    load.duration = Some(config.duration);
+    load.total = None;
+    load.warmup = config.warmup;
+    load.threads = config.client_cpus;
+    load.tls = tls;
+    let options = RunOptions {
+        name: Some(name.to_owned()),
+        host: addr.to_string(),
+        call: context.scenario.method().full_name().to_owned(),
+        scenario: context.scenario.name().to_owned(),
+        distinct_requests: load.methods.iter().map(|m| m.requests.len()).sum(),
+        concurrency: load.concurrency,
+        connections: load.connections,
+        rps: config.qps as f64,
+        duration: Some(config.duration),
+        total: None,
+        warmup: config.warmup,
+        timeout: load.timeout,
+        dial_timeout: grpclab_load::CONNECT_TIMEOUT,
+        cpus: load.threads,
+        transport: "lab".to_owned(),
+        mix_seed: (load.methods.len() > 1).then_some(load.mix_seed),
+        requests_digest: load.requests_digest(),
+        ..RunOptions::default()
+    };
+    (load, options)
 }
 
 /// A JVM's Flight Recorder file read into the row's CPU and allocation profiles (allocations

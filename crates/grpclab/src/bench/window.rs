@@ -85,3 +85,30 @@ impl Window {
         }
     }
 }
+
+impl WindowFigures {
+    /// What the verdict weighs of the run: the row's settings, the cgroup's throttling and
+    /// these figures (the server's CPU and memory are added once the window is judged).
+    pub(super) fn evidence(
+        &self,
+        config: &super::config::BenchConfig,
+        throttled_share: Option<f64>,
+    ) -> crate::verdict::bound::BoundEvidence {
+        crate::verdict::bound::BoundEvidence {
+            server_cpu_quota: Some(config.server_cpus),
+            throttled_share,
+            server_memory_limit: Some(config.server_ram),
+            client_cpu_percent: self.client_cpu_percent,
+            client_threads: config.client_cpus,
+            client: config.client.name().to_owned(),
+            offered_rate: (config.qps > 0).then_some(config.qps as f64),
+            rps: self.rps,
+            send_lag_share: self.send_lag_share,
+            streams: config.concurrency,
+            mean_latency_ns: self.mean_latency_ns,
+            calls: self.report.count,
+            errors: self.errors,
+            ..Default::default()
+        }
+    }
+}

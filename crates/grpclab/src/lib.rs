@@ -8,12 +8,15 @@
 //! 2. [`report`]: the HTML and Markdown pages of load, bench and compare results and of
 //!    stored runs' trends (charts with their numbers beside them); renders saved results,
 //!    never measures.
-//! 3. [`history`]: the results store (SQLite or PostgreSQL): runs recorded, listed, read
-//!    back, imported; each new run set against the previous one of its configuration.
+//! 3. [`records`]: a run's record made from what `load`, `bench` and `compare` wrote, and
+//!    `history import` of older results folders; the bridge from the harness to the store.
 //! 4. The harness: [`bench`] (grpc_bench on one binary: suite, build, process, limits,
 //!    sampler, profiles, sweeps, the results folder) and [`compare`] (A/B/n rounds with
 //!    intervals); [`merge`], [`metrics`] (live Prometheus metrics while a run goes).
-//! 5. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
+//! 5. [`history`]: the results store (SQLite or PostgreSQL): runs recorded, listed, read
+//!    back; each new run set against the previous one of its configuration. Below the
+//!    harness: it stores records, it does not read the harness's types.
+//! 6. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
 //!    [`capacity`]; [`verdict`]: thresholds, what bound a run, a run against its previous
 //!    ones; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
 //!    the server; [`workload`]: a mix of methods as `--mix` or a workload file gives it.
@@ -29,6 +32,7 @@ pub mod history;
 pub mod live;
 pub mod merge;
 pub mod metrics;
+pub mod records;
 pub mod reflection;
 pub mod report;
 pub mod verdict;

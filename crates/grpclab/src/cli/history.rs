@@ -73,7 +73,7 @@ pub fn store_load(
         return None;
     }
     let text = serde_json::to_string(json).unwrap_or_default();
-    let run = history::runs::from_load(json, &text, source, history::Machine::this());
+    let run = crate::records::from_load(json, &text, source, history::Machine::this());
     let recorded = recorder.record(vec![run]);
     print_lines(&recorded.lines(&[]));
     note_of(recorder, &recorded, 0)
@@ -90,11 +90,11 @@ pub fn store_bench_row(
         return None;
     }
     let this = history::Machine::this();
-    let mut machine = history::runs::bench_machine(params, &this.host);
+    let mut machine = crate::records::bench_machine(params, &this.host);
     if machine.model.is_empty() {
         machine = this;
     }
-    let run = history::runs::from_bench_row(
+    let run = crate::records::from_bench_row(
         params,
         row,
         &dir.display().to_string(),
@@ -115,7 +115,7 @@ pub fn store_compare(
     if !recorder.is_on() {
         return Vec::new();
     }
-    let runs = history::runs::from_compare(
+    let runs = crate::records::from_compare(
         report,
         &dir.display().to_string(),
         &history::Machine::this(),
@@ -319,7 +319,7 @@ fn since(text: &str) -> Result<i64, InputError> {
     } else {
         text.to_owned()
     };
-    history::runs::parse_date(&with_time)
+    crate::records::parse_date(&with_time)
         .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as i64)
         .ok_or_else(|| {
@@ -490,7 +490,7 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
     // Read everything first: a path that is not a result stops the import before any write.
     let mut runs = Vec::new();
     for path in paths {
-        runs.extend(history::import::records_of(path)?);
+        runs.extend(crate::records::import::records_of(path)?);
     }
     let backend = backend(store)?;
     let mut opened = connect(&backend)?;

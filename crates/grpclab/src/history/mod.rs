@@ -14,10 +14,8 @@
 //! Storing never fails a run: [`Recorder::record`] turns every problem into one warning
 //! line, and the results folder or file is written whatever the store does.
 
-pub mod import;
 pub mod location;
 pub mod postgres_tls;
-pub mod runs;
 pub mod store;
 
 use std::collections::BTreeMap;
@@ -127,7 +125,7 @@ pub struct RunRecord {
     pub implementation: String,
     /// The scenario or call.
     pub scenario: String,
-    /// Equal for runs of the same configuration on the same machine ([`runs::config_key`]).
+    /// Equal for runs of the same configuration on the same machine ([`crate::records::config_key`]).
     pub config_key: String,
     /// Every setting that shaped the run.
     pub settings: serde_json::Value,

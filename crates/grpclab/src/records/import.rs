@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::runs::{self, stamp};
-use super::{Figures, Machine, NewRun};
+use super::{self as runs, stamp};
 use crate::export::JsonReport;
+use crate::history::{Figures, Machine, NewRun};
 use crate::InputError;
 
 /// The records in `path`: a results folder or a JSON file. A folder or file grpclab cannot
@@ -163,9 +163,9 @@ fn from_ghz(report: &GhzReport, text: &str, source: &str) -> NewRun {
                     .unwrap_or(end),
             )
         })
-        .unwrap_or_else(|| (super::now_rfc3339(), super::now_unix_ms()));
+        .unwrap_or_else(|| (crate::history::now_rfc3339(), crate::history::now_unix_ms()));
     NewRun {
-        record: super::RunRecord {
+        record: crate::history::RunRecord {
             config_key: runs::config_key(
                 "ghz",
                 &target,

@@ -175,7 +175,7 @@ impl GhzPlan {
     /// Runs ghz for `duration` and returns its JSON report and the CPU seconds it used. Ctrl-C
     /// (`cancel`) interrupts it as a terminal would (ghz then reports the calls made so far).
     pub fn run(&self, duration: Duration, cancel: &CancellationToken) -> Result<GhzRun, String> {
-        let children_before = children_cpu_seconds();
+        let children_before = super::sampler::reaped_children_cpu();
         let started = Instant::now();
         let mut child = Command::new(&self.binary)
             .args(self.args(duration))
@@ -209,7 +209,7 @@ impl GhzPlan {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let cpu_seconds = match (children_before, children_cpu_seconds()) {
+        let cpu_seconds = match (children_before, super::sampler::reaped_children_cpu()) {
             (Some(before), Some(after)) => Some((after - before).max(0.0)),
             _ => None,
         };
@@ -255,16 +255,6 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
         let _ = pipe.read_to_string(&mut text);
         text
     })
-}
-
-/// CPU seconds of the children this process has reaped (`cutime` + `cstime` of
-/// /proc/self/stat): around one child's run, that child's CPU.
-fn children_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let number = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
-    Some((number(13)? + number(14)?) as f64 / super::sampler::clock_ticks())
 }
 
 /// The error texts of calls cut by ghz closing its connections at the end of a timed run.

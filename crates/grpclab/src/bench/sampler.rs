@@ -80,17 +80,31 @@ pub fn read_group(pgid: u32) -> (f64, u64) {
     (cpu, rss)
 }
 
-/// CPU seconds (user + system) and RSS bytes of one process; `None` when it is gone.
-pub fn read_process(pid: u32) -> Option<(f64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// The numeric fields of `/proc/{who}/stat` after the command name, counted from 0 at the
+/// state (so utime is 11); `None` when the process is gone.
+fn stat_numbers(who: &str) -> Option<Vec<Option<u64>>> {
+    let stat = std::fs::read_to_string(format!("/proc/{who}/stat")).ok()?;
     // The command name (field 2) may hold spaces and ')': fields count from the last ')'.
     let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let number = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+    Some(rest.split_whitespace().map(|v| v.parse().ok()).collect())
+}
+
+/// CPU seconds (user + system) and RSS bytes of one process; `None` when it is gone.
+pub fn read_process(pid: u32) -> Option<(f64, u64)> {
+    let fields = stat_numbers(&pid.to_string())?;
+    let number = |i: usize| fields.get(i).copied().flatten();
     Some((
         (number(11)? + number(12)?) as f64 / clock_ticks(),
         number(21)? * page_size(),
     ))
+}
+
+/// CPU seconds (user + system) of the children this process has reaped (`cutime` +
+/// `cstime`): around one child's run, that child's CPU.
+pub fn reaped_children_cpu() -> Option<f64> {
+    let fields = stat_numbers("self")?;
+    let number = |i: usize| fields.get(i).copied().flatten();
+    Some((number(13)? + number(14)?) as f64 / clock_ticks())
 }
 
 /// This process's CPU over a stretch of work (the client's, around a load run): taken at
@@ -118,8 +132,7 @@ impl OwnCpu {
     }
 }
 
-/// Clock ticks per second (the unit of /proc's CPU times).
-pub(crate) fn clock_ticks() -> f64 {
+fn clock_ticks() -> f64 {
     // SAFETY: sysconf only reads a configuration value.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 {

@@ -10,6 +10,7 @@
 //!   per call).
 //! - [`tls`]: TLS settings (PEM files to rustls configurations, ALPN h2, self-signed pairs).
 //! - [`clock`]: the wall clock in nanoseconds since the Unix epoch, as message stamps carry it.
+//! - [`input`]: [`InputError`], what the user asked for and why it cannot be done (exit 2).
 //! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
 //!
 //! ```
@@ -23,11 +24,13 @@
 pub mod clock;
 pub mod duration;
 pub mod framing;
+pub mod input;
 pub mod payload_template;
 pub mod scenario;
 pub mod status;
 pub mod template;
 pub mod tls;
 
+pub use input::InputError;
 pub use scenario::{Scenario, ScenarioError};
 pub use status::Code;

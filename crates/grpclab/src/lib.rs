@@ -16,18 +16,17 @@
 //! 5. [`history`]: the results store (SQLite or PostgreSQL): runs recorded, listed, read
 //!    back; each new run set against the previous one of its configuration. Below the
 //!    harness: it stores records, it does not read the harness's types.
-//! 6. [`export`]: one exporter per `load -O` format behind [`export::Exporter`];
-//!    [`capacity`]; [`verdict`]: thresholds, what bound a run, a run against its previous
-//!    ones; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
+//! 6. [`capacity`]; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
 //!    the server; [`workload`]: a mix of methods as `--mix` or a workload file gives it.
+//!
+//! Below them all, crate `grpclab_results`: the results model (a run's report and its saved
+//! document), the verdicts and the `-O` exporters.
 #![deny(missing_docs)]
 
 pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod compare;
-pub mod export;
-pub mod generator;
 pub mod history;
 pub mod live;
 pub mod merge;
@@ -35,14 +34,9 @@ pub mod metrics;
 pub mod records;
 pub mod reflection;
 pub mod report;
-pub mod verdict;
 pub mod workload;
 
-/// A problem with what the user asked for (a flag, a file, a payload, an unreachable target):
-/// printed as one line, exit code 2.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InputError(pub String);
+pub use grpclab_core::InputError;
 
 /// Exit code for bad input, as clap uses for bad flags.
 pub const EXIT_INPUT: u8 = 2;

@@ -59,7 +59,7 @@ fn main() -> ExitCode {
 }
 
 /// The exit code of a run whose results are written: success, or — when a verdict failed —
-/// [`grpclab::verdict::EXIT_THRESHOLD`] with one line, "grpclab: N WHAT: each failure".
+/// [`grpclab_results::verdict::EXIT_THRESHOLD`] with one line, "grpclab: N WHAT: each failure".
 fn verdict_exit(what: &str, failed: &[String]) -> ExitCode {
     if failed.is_empty() {
         return ExitCode::SUCCESS;
@@ -70,11 +70,11 @@ fn verdict_exit(what: &str, failed: &[String]) -> ExitCode {
         failed.len(),
         failed.join(", ")
     );
-    ExitCode::from(grpclab::verdict::EXIT_THRESHOLD)
+    ExitCode::from(grpclab_results::verdict::EXIT_THRESHOLD)
 }
 
 /// The exit code of a load-shaped run (`load`, `merge`) from its `--threshold` verdicts.
-fn thresholds_exit(report: &grpclab::export::Report) -> ExitCode {
+fn thresholds_exit(report: &grpclab_results::model::Report) -> ExitCode {
     let failed: Vec<String> = report
         .thresholds
         .iter()
@@ -259,7 +259,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     "grpclab: no rate tried met the SLO ({})",
                     report.stopped_because
                 );
-                return Ok(ExitCode::from(grpclab::verdict::EXIT_THRESHOLD));
+                return Ok(ExitCode::from(grpclab_results::verdict::EXIT_THRESHOLD));
             }
             if report.client_bound {
                 let _ = writeln!(
@@ -274,7 +274,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let report = cli::load::execute(prepared, &cancel)?;
-            if grpclab::export::nothing_succeeded(&report.result).is_some() {
+            if grpclab_results::export::nothing_succeeded(&report.result).is_some() {
                 // Said on stderr by execute; the code outranks the thresholds' (which fail
                 // too, with nothing measured).
                 return Ok(ExitCode::from(grpclab::EXIT_NOTHING_SUCCEEDED));

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use grpclab_core::Scenario;
 use grpclab_load::CancellationToken;
 
-use crate::export::{
+use grpclab_results::model::{
     GhzLatencyPoint, HistogramBucket, JsonOptions, JsonReport, LatencyPoint, RunOptions,
 };
 

@@ -60,7 +60,7 @@ pub struct PreparedBench {
     /// `--profile alloc`: record each built-in server's allocation sites during its window.
     pub profile_alloc: bool,
     /// `--threshold`s, judged on every row.
-    pub thresholds: Vec<crate::verdict::Threshold>,
+    pub thresholds: Vec<grpclab_results::verdict::Threshold>,
     /// `--capacity`: each row's capacity at this SLO, searched after its window.
     pub capacity: Option<runner::CapacityPlan>,
     /// What the sweep had to change to run as asked (shown before the runs and under the
@@ -150,7 +150,7 @@ pub struct BenchRequest<'a> {
     /// `--profile alloc`.
     pub profile_alloc: bool,
     /// `--threshold`s, judged on every row.
-    pub thresholds: Vec<crate::verdict::Threshold>,
+    pub thresholds: Vec<grpclab_results::verdict::Threshold>,
     /// `--capacity`: the SLO each row's capacity is searched at.
     pub capacity: Option<runner::CapacityPlan>,
     /// `--workload`: a mix every row sends instead of its scenario's payload.
@@ -298,9 +298,9 @@ pub struct BenchOutcome {
 /// Judges a measured row against every `--threshold` (a row that measured nothing has no
 /// verdicts: it failed already).
 fn judge_row(
-    thresholds: &[crate::verdict::Threshold],
+    thresholds: &[grpclab_results::verdict::Threshold],
     result: &ImplResult,
-) -> Vec<crate::verdict::ThresholdVerdict> {
+) -> Vec<grpclab_results::verdict::ThresholdVerdict> {
     let Some(load) = result
         .load
         .as_ref()
@@ -326,10 +326,10 @@ fn judge_row(
                 .unwrap_or_else(|_| hdrhistogram::Histogram::new_from(&latency))
         })
         .collect();
-    let methods: Vec<crate::verdict::threshold::MethodFigures<'_>> = entries
+    let methods: Vec<grpclab_results::verdict::threshold::MethodFigures<'_>> = entries
         .zip(&latencies)
         .map(|(entry, latency)| {
-            crate::verdict::threshold::MethodFigures::new(
+            grpclab_results::verdict::threshold::MethodFigures::new(
                 &entry.name,
                 latency,
                 entry.count,
@@ -338,7 +338,7 @@ fn judge_row(
             )
         })
         .collect();
-    let figures = crate::verdict::threshold::RunFigures {
+    let figures = grpclab_results::verdict::threshold::RunFigures {
         latency: &latency,
         count: load.count,
         errors: load.errors,

@@ -130,7 +130,7 @@ pub const COLUMNS: [&str; 14] = [
 ];
 
 /// Messages per second of the measured window, sent and received, for a streaming call's row.
-pub fn message_rates(load: &crate::export::JsonReport) -> Option<(f64, f64)> {
+pub fn message_rates(load: &grpclab_results::model::JsonReport) -> Option<(f64, f64)> {
     let streamed = load.messages_sent > 0 || load.messages_received > 0;
     (streamed && load.measured_window > 0).then(|| {
         let seconds = load.measured_window as f64 / 1e9;

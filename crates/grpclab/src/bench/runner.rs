@@ -17,7 +17,7 @@ use super::readiness::{fetch_stats, free_port, shape_of, wait_until_ready};
 use super::sampler::Usage;
 use super::suite::ImplementationSpec;
 use super::window::Window;
-use crate::export::{JsonReport, RunOptions};
+use grpclab_results::model::{JsonReport, RunOptions};
 
 /// How a row ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -76,10 +76,10 @@ pub struct ImplResult {
     /// grpclab's heap profiler); one line per profile.
     pub profile_note: Option<String>,
     /// What limited the row's figures, with the figures that decided it.
-    pub bound_by: Option<crate::verdict::bound::Bound>,
+    pub bound_by: Option<grpclab_results::verdict::bound::Bound>,
     /// `--threshold` verdicts on the row.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::verdict::ThresholdVerdict>,
+    pub thresholds: Vec<grpclab_results::verdict::ThresholdVerdict>,
     /// `--capacity`: the search's answer and every probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::capacity::CapacityReport>,
@@ -171,7 +171,7 @@ pub struct RunContext<'a> {
 #[derive(Debug, Clone)]
 pub struct CapacityPlan {
     /// The SLO's thresholds.
-    pub slo: Vec<crate::verdict::Threshold>,
+    pub slo: Vec<grpclab_results::verdict::Threshold>,
     /// Shortest probe window.
     pub min_probe: Duration,
     /// Longest probe window.
@@ -533,7 +533,7 @@ fn measure(
     );
     let (status, reason, tail) = row_end(died, server, context.cancel);
     let bound_by = (status == RowStatus::Ok).then(|| {
-        crate::verdict::bound::bound_by(&crate::verdict::bound::BoundEvidence {
+        grpclab_results::verdict::bound::bound_by(&grpclab_results::verdict::bound::BoundEvidence {
             server_cpu_percent: Some(usage.cpu_percent),
             server_memory_peak: Some(usage.memory_peak_bytes),
             ..evidence

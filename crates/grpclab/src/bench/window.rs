@@ -1,7 +1,7 @@
 //! A row's measured window as its client gave it: grpclab's engine's result or ghz's run, turned
 //! into the row's report and the figures the verdict weighs of the client.
 
-use crate::export::{JsonReport, Report, RunOptions};
+use grpclab_results::model::{JsonReport, Report, RunOptions};
 
 /// What drove a row's window: grpclab's engine, or ghz.
 pub(super) enum Window {
@@ -37,7 +37,7 @@ impl Window {
             Window::Engine(outcome) => {
                 let result = outcome.map_err(|err| format!("the load could not run: {err}"))?;
                 let recorder = &result.recorder;
-                let send_lag_share = crate::verdict::bound::send_lag_share(recorder);
+                let send_lag_share = grpclab_results::verdict::bound::send_lag_share(recorder);
                 let mean_latency_ns = recorder.latency.mean();
                 let rps = result.rps();
                 let report_input = Report {
@@ -48,7 +48,7 @@ impl Window {
                     bound_by: None,
                     sharding: None,
                 };
-                if let Some(note) = crate::export::starvation_note(&report_input.result) {
+                if let Some(note) = grpclab_results::export::starvation_note(&report_input.result) {
                     progress(&format!("{name}: {note}"));
                 }
                 Ok(WindowFigures {
@@ -93,8 +93,8 @@ impl WindowFigures {
         &self,
         config: &super::config::BenchConfig,
         throttled_share: Option<f64>,
-    ) -> crate::verdict::bound::BoundEvidence {
-        crate::verdict::bound::BoundEvidence {
+    ) -> grpclab_results::verdict::bound::BoundEvidence {
+        grpclab_results::verdict::bound::BoundEvidence {
             server_cpu_quota: Some(config.server_cpus),
             throttled_share,
             server_memory_limit: Some(config.server_ram),

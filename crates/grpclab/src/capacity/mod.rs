@@ -17,8 +17,8 @@ use grpclab_load::CancellationToken;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::threshold::{MethodFigures, RunFigures};
-use crate::verdict::{Threshold, ThresholdVerdict};
+use grpclab_results::verdict::threshold::{MethodFigures, RunFigures};
+use grpclab_results::verdict::{Threshold, ThresholdVerdict};
 use search::{Next, Search, SearchPlan};
 
 /// A probe's verdict within this fraction of a limit is repeated (up to two more runs,

@@ -67,7 +67,7 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
             .thresholds
             .iter()
             .map(|text| {
-                let mut threshold = crate::verdict::Threshold::parse(text)?;
+                let mut threshold = grpclab_results::verdict::Threshold::parse(text)?;
                 threshold.resolve_method(&names, "--threshold")?;
                 Ok::<_, crate::InputError>(threshold)
             })
@@ -250,7 +250,7 @@ fn capacity_plan(
         .capacity
         .iter()
         .map(|text| {
-            let mut threshold = crate::verdict::Threshold::parse(text).map_err(|err| {
+            let mut threshold = grpclab_results::verdict::Threshold::parse(text).map_err(|err| {
                 crate::InputError(err.0.replacen("--threshold", "--capacity", 1))
             })?;
             threshold.resolve_method(&[], "--capacity")?;

@@ -10,8 +10,8 @@ use super::args::{CapacityArgs, OutputFormat, ScheduleShape};
 use crate::bench::sampler::read_process;
 use crate::capacity::search::SearchPlan;
 use crate::capacity::{CapacityReport, CapacitySettings};
-use crate::verdict::Threshold;
 use crate::InputError;
+use grpclab_results::verdict::Threshold;
 
 /// A validated search, ready to run.
 pub struct PreparedCapacity {

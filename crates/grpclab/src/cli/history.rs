@@ -66,7 +66,7 @@ fn connect(backend: &history::Backend) -> Result<Store, InputError> {
 /// say about it; prints the one line (or the one warning) on stderr.
 pub fn store_load(
     recorder: &mut Recorder,
-    json: &crate::export::JsonReport,
+    json: &grpclab_results::model::JsonReport,
     source: &str,
 ) -> Option<StoredNote> {
     if !recorder.is_on() {

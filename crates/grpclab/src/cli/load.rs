@@ -23,12 +23,12 @@ use super::args::{
     DurationStopArg, LbStrategy, LoadArgs, OutputFormat, ScenarioArgs, ScheduleShape, TransportArg,
 };
 use super::exporter_for;
-use crate::export::{Report, RunOptions, TlsOptions};
 use crate::reflection::ReflectFrom;
-use crate::verdict::threshold::{MethodFigures, RunFigures};
-use crate::verdict::Threshold;
 use crate::workload::metadata_headers;
 use crate::InputError;
+use grpclab_results::model::{Report, RunOptions, TlsOptions};
+use grpclab_results::verdict::threshold::{MethodFigures, RunFigures};
+use grpclab_results::verdict::Threshold;
 
 /// The scenario used when neither --scenario nor --proto is given.
 pub const DEFAULT_SCENARIO: &str = "complex_proto";
@@ -461,7 +461,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         load: load_shape(args.load_schedule, config.pacing),
         concurrency_shape: config
             .concurrency_steps
-            .map(|steps| crate::export::LoadShape {
+            .map(|steps| grpclab_results::model::LoadShape {
                 schedule: args.concurrency_schedule.name().to_owned(),
                 start: steps.start as f64,
                 end: steps.end.unwrap_or(0) as f64,
@@ -602,12 +602,12 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     // A stepped schedule has no one rate or stream count to judge against.
     let bound_by = (!stepped).then(|| {
         let recorder = &result.recorder;
-        crate::verdict::bound::bound_by(&crate::verdict::bound::BoundEvidence {
+        grpclab_results::verdict::bound::bound_by(&grpclab_results::verdict::bound::BoundEvidence {
             client_cpu_percent,
             client_threads: threads,
             offered_rate,
             rps: result.rps(),
-            send_lag_share: crate::verdict::bound::send_lag_share(recorder),
+            send_lag_share: grpclab_results::verdict::bound::send_lag_share(recorder),
             streams,
             mean_latency_ns: recorder.latency.mean(),
             calls: result.count(),
@@ -615,20 +615,22 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             ..Default::default()
         })
     });
-    let sharding = sharding.map(|(shard, share, start_at)| crate::generator::Sharding {
-        of: shard.map_or(1, |shard| shard.of),
-        generators: vec![crate::generator::GeneratorRun::new(
-            shard,
-            share,
-            start_at,
-            result.first_send,
-            result.started_at,
-            result.elapsed,
-            result.count(),
-            result.rps(),
-        )],
-        merge: None,
-    });
+    let sharding = sharding.map(
+        |(shard, share, start_at)| grpclab_results::generator::Sharding {
+            of: shard.map_or(1, |shard| shard.of),
+            generators: vec![grpclab_results::generator::GeneratorRun::new(
+                shard,
+                share,
+                start_at,
+                result.first_send,
+                result.started_at,
+                result.elapsed,
+                result.count(),
+                result.rps(),
+            )],
+            merge: None,
+        },
+    );
     let mut report = Report {
         history: None,
         options: prepared.options,
@@ -642,7 +644,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     // with the previous one of its configuration. Storing never fails the run.
     let mut history = prepared.history;
     if history.is_on() {
-        let json = crate::export::JsonReport::from_report(&report);
+        let json = grpclab_results::model::JsonReport::from_report(&report);
         let source = prepared
             .output
             .as_deref()
@@ -658,7 +660,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     written?;
     // Whatever the output format (JSON read by a script, a file), a run in which nothing
     // succeeded says so where a person looks.
-    if let Some(line) = crate::export::nothing_succeeded(&report.result) {
+    if let Some(line) = grpclab_results::export::nothing_succeeded(&report.result) {
         let _ = writeln!(std::io::stderr(), "grpclab: {line}");
     }
     Ok(report)
@@ -678,7 +680,7 @@ pub(crate) fn mix_names(config: &LoadConfig) -> Vec<&str> {
 pub(crate) fn judge(
     report: &Report,
     thresholds: &[Threshold],
-) -> Vec<crate::verdict::ThresholdVerdict> {
+) -> Vec<grpclab_results::verdict::ThresholdVerdict> {
     let result = &report.result;
     // Each method's latency as the run's reads: successful calls, or all with --count-errors.
     let latencies: Vec<std::borrow::Cow<'_, hdrhistogram::Histogram<u64>>> = result
@@ -1398,7 +1400,7 @@ fn template_renderer(
 }
 
 /// ghz's load-schedule settings for the report, read back from the pacing they became.
-fn load_shape(schedule: ScheduleShape, pacing: Pacing) -> crate::export::LoadShape {
+fn load_shape(schedule: ScheduleShape, pacing: Pacing) -> grpclab_results::model::LoadShape {
     match pacing {
         Pacing::Steps {
             start,
@@ -1406,7 +1408,7 @@ fn load_shape(schedule: ScheduleShape, pacing: Pacing) -> crate::export::LoadSha
             step_duration,
             end,
             max_duration,
-        } => crate::export::LoadShape {
+        } => grpclab_results::model::LoadShape {
             schedule: schedule.name().to_owned(),
             start,
             end: end.unwrap_or(0.0),
@@ -1414,7 +1416,9 @@ fn load_shape(schedule: ScheduleShape, pacing: Pacing) -> crate::export::LoadSha
             step_duration,
             max_duration: max_duration.unwrap_or_default(),
         },
-        Pacing::ClosedLoop | Pacing::OpenLoop { .. } => crate::export::LoadShape::default(),
+        Pacing::ClosedLoop | Pacing::OpenLoop { .. } => {
+            grpclab_results::model::LoadShape::default()
+        }
     }
 }
 

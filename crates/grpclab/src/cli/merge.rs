@@ -5,9 +5,9 @@ use std::io::Write as _;
 
 use super::args::MergeArgs;
 use super::exporter_for;
-use crate::export::Report;
-use crate::verdict::Threshold;
 use crate::InputError;
+use grpclab_results::model::Report;
+use grpclab_results::verdict::Threshold;
 
 /// Merges, writes the output (standard output or `-o`) and returns the merged report.
 pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
@@ -49,7 +49,7 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
         super::history::recorder(&args.history)?
     };
     if history.is_on() {
-        let json = crate::export::JsonReport::from_report(&report);
+        let json = grpclab_results::model::JsonReport::from_report(&report);
         let source = args
             .output
             .as_deref()

@@ -1,7 +1,7 @@
 //! The command-line layer: clap's definitions ([`args`]) and one module per verb that turns
 //! its flags into the typed settings of the layers below, runs them and prints. Nothing
 //! below this layer sees a clap type; the harness ([`crate::bench`], [`crate::compare`]),
-//! the renderers ([`crate::export`], [`crate::report`]) and the load engine take typed
+//! the renderers ([`grpclab_results::export`], [`crate::report`]) and the load engine take typed
 //! settings and return typed results.
 
 pub mod args;
@@ -23,11 +23,11 @@ mod values;
 
 pub use args::{Cli, Command};
 
-use crate::export::{
+use args::OutputFormat;
+use grpclab_results::export::{
     CsvExporter, CsvSecondsExporter, Exporter, InfluxDetailsExporter, InfluxSummaryExporter,
     JsonExporter, PrettyJsonExporter, PrometheusExporter, SummaryExporter,
 };
-use args::OutputFormat;
 
 /// The line to print when clap refuses a command line that reads like ghz's (flags or a
 /// target with no verb in front: `grpclab --insecure --proto x.proto HOST:PORT`), or `None`

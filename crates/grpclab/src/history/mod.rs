@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::verdict::previous::{Previous, StoredNote};
+pub use grpclab_results::verdict::previous::{Previous, StoredNote};
 pub use location::{resolve, Backend, HistoryFlags};
 pub use store::Store;
 
@@ -98,7 +98,7 @@ pub struct Figures {
 
 impl Figures {
     /// The figures a new run is judged on against its previous runs.
-    pub fn judged(&self) -> crate::verdict::previous::Figures {
+    pub fn judged(&self) -> grpclab_results::verdict::previous::Figures {
         [
             self.rps,
             self.p99_ns.map(|v| v as f64),
@@ -315,12 +315,12 @@ fn store_and_compare(backend: &Backend, runs: &[NewRun]) -> Result<Recorded, Str
         let earlier = store.list(&Filter {
             config_key: Some(run.record.config_key.clone()),
             before_id: Some(*id),
-            limit: Some(crate::verdict::previous::SPREAD_RUNS),
+            limit: Some(grpclab_results::verdict::previous::SPREAD_RUNS),
             ..Filter::default()
         })?;
-        let earlier: Vec<crate::verdict::previous::EarlierRun> = earlier
+        let earlier: Vec<grpclab_results::verdict::previous::EarlierRun> = earlier
             .iter()
-            .map(|run| crate::verdict::previous::EarlierRun {
+            .map(|run| grpclab_results::verdict::previous::EarlierRun {
                 id: run.id,
                 started_at: run.record.started_at.clone(),
                 figures: run.record.figures.judged(),

@@ -18,9 +18,9 @@ use grpclab_load::{EndReason, LoadResult, Recorder};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use crate::export::Report;
-use crate::generator::{MergeFacts, Sharding};
 use crate::InputError;
+use grpclab_results::generator::{MergeFacts, Sharding};
+use grpclab_results::model::Report;
 
 /// One result to merge: where it came from (for messages) and what it holds.
 #[derive(Debug, Clone)]
@@ -317,7 +317,7 @@ fn shifted(recorder: &Recorder, offset: usize, shift: Duration) -> Recorder {
 /// What the merge found: rates, the shared window, start skew, clocks.
 fn facts(
     parts: &[Part],
-    generators: &[crate::generator::GeneratorRun],
+    generators: &[grpclab_results::generator::GeneratorRun],
     merged: &Recorder,
     base: SystemTime,
     starts: &[SystemTime],

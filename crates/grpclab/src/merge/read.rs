@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::Part;
-use crate::export::{JsonReport, LoadShape, Report, RunOptions, TlsOptions};
 use crate::InputError;
+use grpclab_results::model::{JsonReport, LoadShape, Report, RunOptions, TlsOptions};
 
 /// Reads one generator's (or an earlier merge's) JSON result.
 pub fn read(path: &Path) -> Result<Part, InputError> {

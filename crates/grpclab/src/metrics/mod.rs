@@ -107,7 +107,7 @@ impl LiveMetrics {
     }
 
     /// A bench `row` ended: every figure becomes its saved load report's.
-    pub fn finish_saved(&self, row: &str, load: &crate::export::JsonReport) {
+    pub fn finish_saved(&self, row: &str, load: &grpclab_results::model::JsonReport) {
         let failed = |code: Code| {
             load.status_code_distribution
                 .get(code.name())

@@ -7,9 +7,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{self as runs, stamp};
-use crate::export::JsonReport;
 use crate::history::{Figures, Machine, NewRun};
 use crate::InputError;
+use grpclab_results::model::JsonReport;
 
 /// The records in `path`: a results folder or a JSON file. A folder or file grpclab cannot
 /// read is an error that says what it expected.

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use crate::bench::runner::{ImplResult, RowStatus};
 use crate::compare::metric::Metric;
 use crate::compare::CompareReport;
-use crate::export::JsonReport;
 use crate::history::{Figures, Machine, NewRun};
+use grpclab_results::model::JsonReport;
 
 /// The key runs of the same configuration share: a stable hash (FNV-1a, the same on every
 /// build and machine) of the command, target, implementation, scenario, the settings that

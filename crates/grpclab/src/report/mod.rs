@@ -13,8 +13,8 @@ pub mod pages;
 use std::path::{Path, PathBuf};
 
 use crate::bench::runner::ImplResult;
-use crate::export::JsonReport;
 use crate::InputError;
+use grpclab_results::model::JsonReport;
 
 /// The report's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub const REPORT_FILE: &str = "report.html";
 pub const HISTORY_FILE: &str = "history.json";
 
 /// Type of what [`HISTORY_FILE`] holds.
-pub type Notes = Vec<(String, crate::verdict::previous::StoredNote)>;
+pub type Notes = Vec<(String, grpclab_results::verdict::previous::StoredNote)>;
 
 /// A results folder's notes (none when it has no [`HISTORY_FILE`] or it cannot be read: the
 /// page is drawn without them).
@@ -183,8 +183,11 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, InputError> {
 /// `load -O html`: the run's page (the same `grpclab report` renders from `-O json`).
 pub struct LoadPageExporter;
 
-impl crate::export::Exporter for LoadPageExporter {
-    fn render(&self, report: &crate::export::Report) -> anyhow::Result<Vec<u8>> {
+impl grpclab_results::export::Exporter for LoadPageExporter {
+    fn render(
+        &self,
+        report: &grpclab_results::model::Report,
+    ) -> Result<Vec<u8>, grpclab_results::export::RenderError> {
         let json = JsonReport::from_report(report);
         let name = report
             .options

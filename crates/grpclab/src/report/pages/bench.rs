@@ -9,16 +9,16 @@ use super::{
 };
 use crate::bench::results::row_cells;
 use crate::bench::runner::{ImplResult, RowStatus};
-use crate::export::JsonReport;
 use crate::report::charts::{self, escape, trim_number, BarColours, LineChart, Series, XScale};
 use crate::report::html::{self, Cell, Page, Section};
+use grpclab_results::model::JsonReport;
 
 /// The page for a bench results folder (`bench.params` and one `<name>.json` per row).
 pub fn bench_page(
     dir: &Path,
     params: &[(String, String)],
     rows: &[ImplResult],
-    notes: &[(String, crate::verdict::previous::StoredNote)],
+    notes: &[(String, grpclab_results::verdict::previous::StoredNote)],
 ) -> Page {
     let measured: Vec<(&str, &JsonReport, &ImplResult)> = rows
         .iter()

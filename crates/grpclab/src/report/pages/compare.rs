@@ -14,7 +14,7 @@ pub fn compare_page(
     dir: &Path,
     report: &crate::compare::CompareReport,
     rows: &[ImplResult],
-    notes: &[(String, crate::verdict::previous::StoredNote)],
+    notes: &[(String, grpclab_results::verdict::previous::StoredNote)],
 ) -> Page {
     use crate::compare::metric::Metric;
     use crate::compare::stats::Verdict;

@@ -5,9 +5,9 @@ use super::{
     count, latency_cell, method_ms_at, ms, percent, percentile_section, status_section,
     timeline_section,
 };
-use crate::export::{JsonReport, LatencyStats};
 use crate::report::charts::{self, BarColours};
 use crate::report::html::{self, Cell, Page, Section};
+use grpclab_results::model::{JsonReport, LatencyStats};
 
 /// A streaming run's summary rows: messages each way, their rates over the window, and the
 /// ping-pong round trips (none for a unary run).
@@ -215,7 +215,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
         ],
     };
     // Right after the summary: a person opening a run's page wants to know if it moved.
-    let notes: Vec<(String, crate::verdict::previous::StoredNote)> = load
+    let notes: Vec<(String, grpclab_results::verdict::previous::StoredNote)> = load
         .history
         .iter()
         .map(|note| (name.to_owned(), note.clone()))

@@ -20,7 +20,7 @@ use hdrhistogram::Histogram;
 
 use super::charts::{self, trim_number, LineChart, Series, XScale};
 use super::html::{self, Cell, Section};
-use crate::export::JsonReport;
+use grpclab_results::model::JsonReport;
 
 /// The percentiles the latency curves are drawn through (50 to 99.99, denser in the tail).
 pub const CURVE_PERCENTILES: [f64; 17] = [
@@ -46,7 +46,7 @@ fn mib(value: f64) -> String {
 }
 
 /// A mix method's latency at `percentage` (one of its summary's points), in milliseconds.
-fn method_ms_at(method: &crate::export::MethodJson, percentage: f64) -> Option<f64> {
+fn method_ms_at(method: &grpclab_results::model::MethodJson, percentage: f64) -> Option<f64> {
     method
         .latency
         .at(percentage)
@@ -173,26 +173,27 @@ fn over_the_window(
 
 /// Per-second throughput and latency through the measured window.
 fn timeline_section(runs: &[(&str, &JsonReport)]) -> Section {
-    let per_second = |pick: fn(&crate::export::SecondPoint) -> Option<f64>| -> Vec<Series> {
-        runs.iter()
-            .map(|(name, load)| Series {
-                name: (*name).to_owned(),
-                points: load
-                    .per_second
-                    .iter()
-                    // Seconds at least half inside the window (and the first, for runs
-                    // shorter than a second): calls that ended after it (the drain) land
-                    // in a last, mostly empty second that would read as a collapse.
-                    .filter(|point| {
-                        point.second == 0
-                            || point.second as f64 + 0.5 <= load.measured_window as f64 / 1e9
-                    })
-                    .filter_map(|point| pick(point).map(|y| (point.second as f64, y)))
-                    .collect(),
-            })
-            .filter(|series| !series.points.is_empty())
-            .collect()
-    };
+    let per_second =
+        |pick: fn(&grpclab_results::model::SecondPoint) -> Option<f64>| -> Vec<Series> {
+            runs.iter()
+                .map(|(name, load)| Series {
+                    name: (*name).to_owned(),
+                    points: load
+                        .per_second
+                        .iter()
+                        // Seconds at least half inside the window (and the first, for runs
+                        // shorter than a second): calls that ended after it (the drain) land
+                        // in a last, mostly empty second that would read as a collapse.
+                        .filter(|point| {
+                            point.second == 0
+                                || point.second as f64 + 0.5 <= load.measured_window as f64 / 1e9
+                        })
+                        .filter_map(|point| pick(point).map(|y| (point.second as f64, y)))
+                        .collect(),
+                })
+                .filter(|series| !series.points.is_empty())
+                .collect()
+        };
     let throughput = per_second(|p| Some(p.count as f64));
     let mean = per_second(|p| p.average.map(|ns| ns as f64 / 1e6));
     let p99 = per_second(|p| (p.p99 > 0).then_some(p.p99 as f64 / 1e6));
@@ -354,7 +355,9 @@ fn folder_name(dir: &Path) -> String {
 /// "Against the previous run": each stored run of the page (`name`, its note) against the
 /// previous run of its configuration, figure by figure, with the usual spread and whether
 /// the change is beyond it. Empty (and so left out) when nothing was stored.
-pub fn previous_section(notes: &[(String, crate::verdict::previous::StoredNote)]) -> Section {
+pub fn previous_section(
+    notes: &[(String, grpclab_results::verdict::previous::StoredNote)],
+) -> Section {
     let mut rows = Vec::new();
     let mut firsts = Vec::new();
     for (name, note) in notes {
@@ -397,8 +400,8 @@ pub fn previous_section(notes: &[(String, crate::verdict::previous::StoredNote)]
     if !rows.is_empty() {
         body.push_str(&html::paragraph(&format!(
             "Each figure against the previous run of the same configuration (same settings, implementation and machine); the usual spread is the mean ± 2 standard deviations of up to {} earlier runs (at least {}).",
-            crate::verdict::previous::SPREAD_RUNS,
-            crate::verdict::previous::MIN_SPREAD_RUNS
+            grpclab_results::verdict::previous::SPREAD_RUNS,
+            grpclab_results::verdict::previous::MIN_SPREAD_RUNS
         )));
         body.push_str(&html::table(
             &[

@@ -6,8 +6,9 @@
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::json::{JsonOptions, JsonReport};
-use super::{Exporter, Report};
+use super::{Exporter, RenderError};
+use crate::model::Report;
+use crate::model::{JsonOptions, JsonReport};
 
 /// `-O influx-summary`.
 pub struct InfluxSummaryExporter;
@@ -16,7 +17,7 @@ pub struct InfluxSummaryExporter;
 pub struct InfluxDetailsExporter;
 
 impl Exporter for InfluxSummaryExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, RenderError> {
         let json = JsonReport::from_report(report);
         let ended = report.result.started_at + report.result.elapsed;
         let mut fields = vec![
@@ -48,7 +49,7 @@ impl Exporter for InfluxSummaryExporter {
 }
 
 impl Exporter for InfluxDetailsExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, RenderError> {
         let json = JsonReport::from_report(report);
         let common = tags(&json, false);
         let mut out = String::new();

@@ -9,13 +9,14 @@
 
 use std::fmt::Write as _;
 
-use super::{Exporter, Report};
+use super::{Exporter, RenderError};
+use crate::model::Report;
 
 /// Renders the per-call listing.
 pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, RenderError> {
         let streamed = report.result.messages() != (0, 0);
         let mut out = String::from("\nduration (ms),status,error");
         if streamed {
@@ -52,7 +53,8 @@ fn quoted(field: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::{quoted, CsvExporter};
-    use crate::export::{Exporter, Report, RunOptions};
+    use crate::export::Exporter;
+    use crate::model::{Report, RunOptions};
     use grpclab_core::Code;
     use grpclab_load::{EndReason, LoadResult, Recorder};
     use std::time::Duration;

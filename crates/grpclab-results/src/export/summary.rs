@@ -6,14 +6,15 @@
 
 use std::fmt::Write as _;
 
-use super::json::{ghz_histogram, ghz_percentiles, saturating_ns, HistogramBucket, LatencyStats};
-use super::{Exporter, Report};
+use super::{Exporter, RenderError};
+use crate::model::Report;
+use crate::model::{ghz_histogram, ghz_percentiles, saturating_ns, HistogramBucket, LatencyStats};
 
 /// Renders the ghz-style summary.
 pub struct SummaryExporter;
 
 impl Exporter for SummaryExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, RenderError> {
         let mut out = ghz_summary(report)?;
         out.push_str(&extras(report)?);
         Ok(out.into_bytes())
@@ -269,7 +270,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             )?;
         }
     }
-    let shares = super::json::AddressShare::of(&report.options, result);
+    let shares = crate::model::AddressShare::of(&report.options, result);
     if !shares.is_empty() {
         let listed: Vec<String> = shares
             .iter()
@@ -490,7 +491,8 @@ fn nano_unit(nanos: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::{extras, nano_unit, precise, starvation_note, SummaryExporter};
-    use crate::export::{Exporter, Report, RunOptions};
+    use crate::export::Exporter;
+    use crate::model::{Report, RunOptions};
     use grpclab_core::Code;
     use grpclab_load::{EndReason, LoadResult, Recorder};
     use std::time::Duration;

@@ -7,14 +7,15 @@
 
 use std::fmt::Write as _;
 
-use super::json::JsonReport;
-use super::{Exporter, Report};
+use super::{Exporter, RenderError};
+use crate::model::JsonReport;
+use crate::model::Report;
 
 /// `-O prometheus`.
 pub struct PrometheusExporter;
 
 impl Exporter for PrometheusExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, RenderError> {
         let json = JsonReport::from_report(report);
         let labels = labels(&json);
         let mut out = String::new();

@@ -1,13 +1,14 @@
 //! `-O csv-seconds`: the per-second series, one row per second of the measured window.
 
-use super::{Exporter, Report};
+use super::{Exporter, RenderError};
+use crate::model::Report;
 use std::fmt::Write as _;
 
 /// Renders the per-second series.
 pub struct CsvSecondsExporter;
 
 impl Exporter for CsvSecondsExporter {
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, RenderError> {
         // A run of streaming calls adds the messages of the calls that ended in each second.
         let streamed = report.result.messages() != (0, 0);
         let mut out =

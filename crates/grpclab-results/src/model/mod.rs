@@ -1,22 +1,20 @@
-//! Exporters: one per output format behind one trait. They only render a finished
-//! [`Report`]; they never measure.
+//! The results model: a finished run with its settings ([`Report`]) and the document it is
+//! saved as ([`JsonReport`], ghz's JSON and grpclab's extras). Load, bench, compare,
+//! capacity, merge and the store all read and write these; exporters render them.
 
-mod csv;
-mod csv_seconds;
-mod influx;
-mod json;
-mod prometheus;
-mod summary;
+mod document;
+mod figures;
+mod mix;
+mod settings;
 
-pub use self::csv::CsvExporter;
-pub use self::csv_seconds::CsvSecondsExporter;
-pub use self::influx::{InfluxDetailsExporter, InfluxSummaryExporter};
-pub use self::json::{
-    GhzLatencyPoint, HistogramBucket, JsonExporter, JsonOptions, JsonReport, LatencyPoint,
-    LatencyStats, MethodJson, MixJson, PrettyJsonExporter, SecondPoint,
+pub use self::document::JsonReport;
+pub use self::figures::{
+    ghz_end_reason, ghz_histogram, ghz_percentiles, rfc3339_nanos, saturating_ns, AddressShare,
+    CallDetailJson, DetailsKept, GhzLatencyPoint, HdrHistograms, HistogramBucket, LatencyPoint,
+    LatencyStats, SecondPoint,
 };
-pub use self::prometheus::PrometheusExporter;
-pub use self::summary::{nothing_succeeded, starvation_note, SummaryExporter};
+pub use self::mix::{Mergeable, MergeableSecond, MethodJson, MixJson};
+pub use self::settings::JsonOptions;
 
 use grpclab_load::LoadResult;
 use std::collections::BTreeMap;
@@ -164,12 +162,6 @@ pub struct Report {
     /// Where the run was stored and how it compares with the previous run of its
     /// configuration (`None` with `--no-history`, or a store that could not be written).
     pub history: Option<crate::verdict::previous::StoredNote>,
-}
-
-/// Renders a report in one format.
-pub trait Exporter {
-    /// The rendered bytes.
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
 }
 
 /// The percentiles ghz reports (runner/reporter.go), as integer percentages.

@@ -15,7 +15,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::InputError;
+use grpclab_core::InputError;
 
 /// What a threshold measures.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,0 +1,174 @@
+//! A mix of methods in the document, and the parts of a result kept so several generators'
+//! results add up exactly.
+
+use grpclab_load::{encode_histogram, LoadResult};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// A mix of methods: the seed that drew each call's method, and each method's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MixJson {
+    /// `--mix-seed` (or the workload's `seed`, or the one drawn): the same seed makes the same
+    /// calls of each method in an `-n` run.
+    pub seed: u64,
+    /// Each method, in the order given.
+    pub methods: Vec<MethodJson>,
+}
+
+/// One method of a mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MethodJson {
+    /// `package.Service.Method`.
+    pub name: String,
+    /// Its weight as given.
+    pub weight: u32,
+    /// Its share of the weights.
+    pub share: f64,
+    /// Its measured calls, successful or not (calls abandoned at the drain limit are in the
+    /// run's count only).
+    pub count: u64,
+    /// Of those, calls that ended OK.
+    pub ok: u64,
+    /// Of those, calls that did not.
+    pub errors: u64,
+    /// `count` over the run's measured window.
+    pub rps: f64,
+    /// Mean latency of every call of the method, failed ones included (ns).
+    pub average: u64,
+    /// Latency of its successful calls.
+    pub latency: LatencyStats,
+    /// Calls per status name.
+    pub status_code_distribution: BTreeMap<String, u64>,
+    /// Failed calls per error text.
+    pub error_distribution: BTreeMap<String, u64>,
+    /// Its successful calls' latency histogram: HdrHistogram V2 compressed (deflate), base64.
+    pub hdr_histogram: String,
+    /// The sum of every call's latency (ns), failed ones included: what `average` rounds,
+    /// kept so results of several generators add up exactly (`grpclab merge`).
+    #[serde(default)]
+    pub latency_sum: u64,
+}
+
+impl MixJson {
+    /// The mix of `result` (`None` for one method).
+    pub(super) fn of(result: &LoadResult, seed: Option<u64>) -> Option<MixJson> {
+        if result.methods.is_empty() {
+            return None;
+        }
+        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
+        let methods = result
+            .methods
+            .iter()
+            .map(|method| {
+                let recorder = &method.recorder;
+                let count = method.count();
+                MethodJson {
+                    name: method.name.clone(),
+                    weight: method.weight,
+                    share: f64::from(method.weight) / weights.max(1) as f64,
+                    count,
+                    ok: count - method.errors(),
+                    errors: method.errors(),
+                    rps: method.rps(result.elapsed),
+                    average: recorder.mean_latency_all_ns(),
+                    latency: LatencyStats::of(&recorder.latency),
+                    status_code_distribution: recorder
+                        .status_counts()
+                        .into_iter()
+                        .map(|(code, count)| (code.name().to_owned(), count))
+                        .collect(),
+                    error_distribution: recorder.errors.clone(),
+                    hdr_histogram: encode_histogram(&recorder.latency),
+                    latency_sum: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
+                }
+            })
+            .collect();
+        Some(MixJson {
+            seed: seed.unwrap_or_default(),
+            methods,
+        })
+    }
+}
+
+/// The parts of a result that its summary figures round or leave out, kept so results of
+/// several generators add up exactly (`grpclab merge`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mergeable {
+    /// The measured window's start, RFC 3339 with nanoseconds.
+    pub window_start: String,
+    /// When the generator was released to send, RFC 3339 with nanoseconds.
+    pub first_send: String,
+    /// The sum of every measured call's latency, failed ones included, nanoseconds (ghz's
+    /// `average` is this over `count`).
+    pub all_latency_sum_ns: u64,
+    /// Failed calls' latency (HdrHistogram V2 deflate, base64).
+    pub error_latency: String,
+    /// Bidi ping-pong round trips (the same encoding), if any.
+    pub round_trip: Option<String>,
+    /// The time between two replies of a stream (the same encoding), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_gaps: Option<String>,
+    /// Each reply's latency from its stamp (the same encoding), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_latency: Option<String>,
+    /// Each second of the window, as `perSecond` but exact.
+    pub per_second: Vec<MergeableSecond>,
+}
+
+/// One second of a result, as merging needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeableSecond {
+    /// Seconds since the window began.
+    pub second: u64,
+    /// The sum of the successful calls' latencies, nanoseconds.
+    pub latency_sum_ns: u64,
+    /// Streaming calls: request messages written by the calls that ended in it.
+    pub messages_sent: u64,
+    /// Streaming calls: reply messages received by them.
+    pub messages_received: u64,
+    /// Its successful calls' latencies at 2 significant digits (HdrHistogram V2, base64),
+    /// whence its p50 and p99; `None` when none succeeded.
+    pub latency: Option<String>,
+}
+
+impl Mergeable {
+    /// The mergeable parts of `result`.
+    pub fn of(result: &LoadResult) -> Mergeable {
+        let recorder = &result.recorder;
+        let histograms: BTreeMap<usize, &Vec<u8>> = recorder
+            .finished_seconds()
+            .iter()
+            .map(|(second, bytes)| (*second, bytes))
+            .collect();
+        Mergeable {
+            window_start: rfc3339_nanos(result.started_at),
+            first_send: rfc3339_nanos(result.first_send),
+            all_latency_sum_ns: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
+            error_latency: encode_histogram(&recorder.error_latency),
+            round_trip: recorder.round_trip.as_ref().map(encode_histogram),
+            message_gaps: recorder.message_gaps.as_ref().map(encode_histogram),
+            message_latency: recorder.message_latency.as_ref().map(encode_histogram),
+            per_second: recorder
+                .per_second
+                .iter()
+                .enumerate()
+                .map(|(second, stats)| MergeableSecond {
+                    second: second as u64,
+                    latency_sum_ns: stats.latency_sum_ns,
+                    messages_sent: stats.messages_sent,
+                    messages_received: stats.messages_received,
+                    latency: histograms.get(&second).map(|bytes| {
+                        use base64::Engine as _;
+                        base64::engine::general_purpose::STANDARD.encode(bytes)
+                    }),
+                })
+                .collect(),
+        }
+    }
+}

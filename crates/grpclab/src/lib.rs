@@ -13,13 +13,12 @@
 //! 4. The harness: [`bench`] (grpc_bench on one binary: suite, build, process, limits,
 //!    sampler, profiles, sweeps, the results folder) and [`compare`] (A/B/n rounds with
 //!    intervals); [`merge`], [`metrics`] (live Prometheus metrics while a run goes).
-//! 5. [`history`]: the results store (SQLite or PostgreSQL): runs recorded, listed, read
-//!    back; each new run set against the previous one of its configuration. Below the
-//!    harness: it stores records, it does not read the harness's types.
-//! 6. [`capacity`]; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
+//! 5. [`capacity`]; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
 //!    the server; [`workload`]: a mix of methods as `--mix` or a workload file gives it.
 //!
-//! Below them all, crate `grpclab_results`: the results model (a run's report and its saved
+//! Below them all, two crates: `grpclab_store`, the results store (SQLite or PostgreSQL:
+//! runs recorded, listed, read back; it stores records and never reads the harness's
+//! types), and under it `grpclab_results`, the results model (a run's report and its saved
 //! document), the verdicts and the `-O` exporters.
 #![deny(missing_docs)]
 
@@ -27,7 +26,7 @@ pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod compare;
-pub mod history;
+
 pub mod live;
 pub mod merge;
 pub mod metrics;

@@ -8,8 +8,10 @@ use super::args::{
     HistoryAction, HistoryArgs, HistoryFilterArgs, HistoryFlagArgs, HistoryFormat, ReportFormat,
     StoreArgs,
 };
-use crate::history::{self, Filter, HistoryFlags, Recorder, Store, StoredNote, StoredRun};
 use crate::InputError;
+use grpclab_store::{
+    self as history, Filter, HistoryFlags, Recorder, Store, StoredNote, StoredRun,
+};
 
 /// The recorder the flags choose (off with `--no-history`).
 pub fn recorder(flags: &HistoryFlagArgs) -> Result<Recorder, InputError> {

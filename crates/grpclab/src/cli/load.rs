@@ -51,7 +51,7 @@ pub struct PreparedLoad {
     /// `--threshold`s, judged once the run ends.
     pub thresholds: Vec<Threshold>,
     /// Where the run is stored when it ends (off for a shard: its merge is the run).
-    pub history: crate::history::Recorder,
+    pub history: grpclab_store::Recorder,
     /// `--metrics-addr`, `--metrics-linger`: live Prometheus metrics while the run goes.
     pub metrics: super::args::MetricsArgs,
 }
@@ -487,7 +487,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     }
     // A shard is part of a run: `grpclab merge` of the parts is what a person compares.
     let history = if config.shard.is_some() {
-        crate::history::Recorder::off()
+        grpclab_store::Recorder::off()
     } else {
         super::history::recorder(&args.history)?
     };

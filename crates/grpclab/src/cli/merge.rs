@@ -44,7 +44,7 @@ pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
     report.thresholds = super::load::judge(&report, &thresholds);
     // The whole run is stored (its parts were not); a partial merge is still a part.
     let mut history = if args.partial {
-        crate::history::Recorder::off()
+        grpclab_store::Recorder::off()
     } else {
         super::history::recorder(&args.history)?
     };

@@ -7,9 +7,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{self as runs, stamp};
-use crate::history::{Figures, Machine, NewRun};
 use crate::InputError;
 use grpclab_results::model::JsonReport;
+use grpclab_store::{Figures, Machine, NewRun};
 
 /// The records in `path`: a results folder or a JSON file. A folder or file grpclab cannot
 /// read is an error that says what it expected.
@@ -163,9 +163,9 @@ fn from_ghz(report: &GhzReport, text: &str, source: &str) -> NewRun {
                     .unwrap_or(end),
             )
         })
-        .unwrap_or_else(|| (crate::history::now_rfc3339(), crate::history::now_unix_ms()));
+        .unwrap_or_else(|| (grpclab_store::now_rfc3339(), grpclab_store::now_unix_ms()));
     NewRun {
-        record: crate::history::RunRecord {
+        record: grpclab_store::RunRecord {
             config_key: runs::config_key(
                 "ghz",
                 &target,

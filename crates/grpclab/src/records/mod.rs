@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use crate::bench::runner::{ImplResult, RowStatus};
 use crate::compare::metric::Metric;
 use crate::compare::CompareReport;
-use crate::history::{Figures, Machine, NewRun};
 use grpclab_results::model::JsonReport;
+use grpclab_store::{Figures, Machine, NewRun};
 
 /// The key runs of the same configuration share: a stable hash (FNV-1a, the same on every
 /// build and machine) of the command, target, implementation, scenario, the settings that
@@ -98,7 +98,7 @@ fn started(date: &str, whole_run_ns: u64) -> (String, i64) {
                 .unwrap_or(end);
             stamp(start)
         }
-        None => (crate::history::now_rfc3339(), crate::history::now_unix_ms()),
+        None => (grpclab_store::now_rfc3339(), grpclab_store::now_unix_ms()),
     }
 }
 
@@ -134,7 +134,7 @@ pub fn from_load(report: &JsonReport, text: &str, source: &str, machine: Machine
     let (started_at, started_unix_ms) = started(&report.date, report.whole_run);
     let (version, git_commit) = this_build();
     NewRun {
-        record: crate::history::RunRecord {
+        record: grpclab_store::RunRecord {
             config_key: config_key(
                 "load",
                 &target,
@@ -233,7 +233,7 @@ pub fn from_bench_row(
     let (version, git_commit) = this_build();
     let result = serde_json::json!({ "params": params, "row": row }).to_string();
     NewRun {
-        record: crate::history::RunRecord {
+        record: grpclab_store::RunRecord {
             config_key: config_key("bench", "", &row.name, &scenario, &settings, &machine),
             started_at: started.0,
             started_unix_ms: started.1,
@@ -350,7 +350,7 @@ pub fn from_compare(
     sides
         .into_iter()
         .map(|(side, label, figures)| NewRun {
-            record: crate::history::RunRecord {
+            record: grpclab_store::RunRecord {
                 config_key: config_key("compare", "", &side, &scenario, &settings, machine),
                 started_at: started.0.clone(),
                 started_unix_ms: started.1,

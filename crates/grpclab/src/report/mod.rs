@@ -51,7 +51,7 @@ pub fn write_notes(dir: &Path, notes: &Notes) -> std::io::Result<()> {
 }
 
 /// The trend page of stored runs, as HTML.
-pub fn trend_page(runs: &[crate::history::StoredRun], store: &str) -> String {
+pub fn trend_page(runs: &[grpclab_store::StoredRun], store: &str) -> String {
     html::render(&pages::trend_page(runs, store))
 }
 
@@ -117,7 +117,7 @@ fn render_saved(saved: Saved, notes: &Notes, format: Format) -> Result<String, I
 /// it came from: a load run's page, a bench row's, a compare's; an imported ghz report as
 /// its figures.
 pub fn render_stored(
-    run: &crate::history::StoredRun,
+    run: &grpclab_store::StoredRun,
     result: &str,
     format: Format,
 ) -> Result<String, InputError> {

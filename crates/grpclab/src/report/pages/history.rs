@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::{count, ms};
-use crate::history::StoredRun;
 use crate::report::charts::{self, LineChart, Series, XScale};
 use crate::report::html::{self, Cell, Page, Section};
+use grpclab_store::StoredRun;
 
 /// One line of a trend: an implementation and scenario on one machine (runs on different
 /// machines never share a line: their figures do not compare).

@@ -1,18 +1,23 @@
 //! Results that outlive the run: every `load`, `bench` row and `compare` side stored in a
 //! database (SQLite at a default path with no setup, or a team's PostgreSQL), listed and
-//! rendered again by `grpclab history`, and each new run set against the previous run of the
+//! read back by `grpclab history`, and each new run set against the previous run of the
 //! same configuration.
 //!
-//! - [`store`]: the two databases behind one [`store::Store`], the schema and its migrations.
-//! - [`location`]: which store `--history` names; [`postgres_tls`]: TLS to PostgreSQL.
-//! - [`runs`]: a run's record ([`NewRun`]) made from a load report, a bench row or a compare
-//!   side, and the key that tells which runs measured the same configuration.
-//! - [`previous`]: a new run against the previous one of its configuration, and whether the
-//!   change is beyond that configuration's usual spread.
-//! - [`import`]: results measured before (results folders, `load -O json`, ghz's JSON).
+//! Rooms, top to bottom:
+//! - this module: a run's record ([`RunRecord`], [`NewRun`], [`StoredRun`]), the machine it
+//!   ran on, the [`Recorder`] a verb stores through;
+//! - [`store`]: the two databases behind one [`store::Store`], the schema and its migrations;
+//! - [`postgres_tls`]: TLS to PostgreSQL, the driver's errors in one line;
+//! - [`location`] (the bottom): which store `--history` names, and the [`Backend`] it is.
+//!
+//! The store sits below the harness: it keeps records and never reads bench's, compare's or
+//! load's types; `grpclab`'s `records` module makes records from them. The judgement of a
+//! new run against the previous one is `grpclab_results::verdict::previous`.
 //!
 //! Storing never fails a run: [`Recorder::record`] turns every problem into one warning
 //! line, and the results folder or file is written whatever the store does.
+
+#![deny(missing_docs)]
 
 pub mod location;
 pub mod postgres_tls;
@@ -125,7 +130,7 @@ pub struct RunRecord {
     pub implementation: String,
     /// The scenario or call.
     pub scenario: String,
-    /// Equal for runs of the same configuration on the same machine ([`crate::records::config_key`]).
+    /// Equal for runs of the same configuration on the same machine (`grpclab`'s `records::config_key`).
     pub config_key: String,
     /// Every setting that shaped the run.
     pub settings: serde_json::Value,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use postgres::config::Host;
 
-use crate::InputError;
+use grpclab_core::InputError;
 
 /// The environment variable naming the store when `--history` is not given.
 pub const HISTORY_ENV: &str = "GRPCLAB_HISTORY";

@@ -10,22 +10,18 @@
 //!    never measures.
 //! 3. [`records`]: a run's record made from what `load`, `bench` and `compare` wrote, and
 //!    `history import` of older results folders; the bridge from the harness to the store.
-//! 4. The harness: [`bench`] (grpc_bench on one binary: suite, build, process, limits,
-//!    sampler, profiles, sweeps, the results folder) and [`compare`] (A/B/n rounds with
-//!    intervals); [`merge`], [`metrics`] (live Prometheus metrics while a run goes).
-//! 5. [`capacity`]; [`live`]: the terminal's live view; [`reflection`]: a call's descriptors from
-//!    the server; [`workload`]: a mix of methods as `--mix` or a workload file gives it.
+//! 4. [`merge`] (many generators' results as one), [`metrics`] (live Prometheus metrics while
+//!    a run goes), [`live`] (the terminal's live view), [`reflection`] (a call's descriptors
+//!    from the server).
 //!
-//! Below them all, two crates: `grpclab_store`, the results store (SQLite or PostgreSQL:
-//! runs recorded, listed, read back; it stores records and never reads the harness's
-//! types), and under it `grpclab_results`, the results model (a run's report and its saved
-//! document), the verdicts and the `-O` exporters.
+//! Below them, crates: `grpclab_harness` (bench, compare, capacity, workload mixes: typed
+//! settings in, typed results out), `grpclab_store` (the results store: SQLite or
+//! PostgreSQL; it stores records and never reads the harness's types), and under both
+//! `grpclab_results`, the results model (a run's report and its saved document), the
+//! verdicts and the `-O` exporters.
 #![deny(missing_docs)]
 
-pub mod bench;
-pub mod capacity;
 pub mod cli;
-pub mod compare;
 
 pub mod live;
 pub mod merge;
@@ -33,7 +29,6 @@ pub mod metrics;
 pub mod records;
 pub mod reflection;
 pub mod report;
-pub mod workload;
 
 pub use grpclab_core::InputError;
 

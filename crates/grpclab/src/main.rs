@@ -3,7 +3,8 @@
 
 use clap::Parser;
 use grpclab::cli::{self, Cli, Command};
-use grpclab::{bench, compare, InputError, EXIT_FAILURE, EXIT_INPUT};
+use grpclab::{InputError, EXIT_FAILURE, EXIT_INPUT};
+use grpclab_harness::{bench, compare, HarnessError};
 use grpclab_load::CancellationToken;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -87,6 +88,15 @@ fn thresholds_exit(report: &grpclab_results::model::Report) -> ExitCode {
     )
 }
 
+/// The harness's error as the binary reports it: what the user asked for keeps its exit code
+/// (2), anything else is a failure (1).
+fn harness_error(err: HarnessError) -> anyhow::Error {
+    match err {
+        HarnessError::Input(input) => input.into(),
+        other => other.into(),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => {
@@ -110,7 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut row_written =
                 |dir: &std::path::Path,
                  params: &[(String, String)],
-                 row: &grpclab::bench::runner::ImplResult| {
+                 row: &bench::runner::ImplResult| {
                     if let (Some(metrics), Some(load)) = (&metrics, &row.load) {
                         metrics.finish_saved(&row.name, load);
                     }
@@ -180,7 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(endpoint) = endpoint {
                 endpoint.end();
             }
-            let outcome = outcome?;
+            let outcome = outcome.map_err(harness_error)?;
             // Results are on disk already; a closed stdout or stderr only loses the echo.
             let _ = writeln!(std::io::stdout(), "{}", outcome.table);
             let _ = writeln!(std::io::stderr(), "results: {}", outcome.dir.display());
@@ -202,7 +212,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(&cancel);
             let (report, dir) =
-                compare::execute(prepared, &cancel, &mut progress_line(&cancel), &write_page)?;
+                compare::execute(prepared, &cancel, &mut progress_line(&cancel), &write_page)
+                    .map_err(harness_error)?;
             let notes = cli::history::store_compare(&mut history, &report, &dir);
             if !notes.is_empty() {
                 // The page again, now with each side against its previous run.

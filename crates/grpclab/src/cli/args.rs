@@ -972,7 +972,7 @@ pub struct BenchArgs {
     /// would have printed and where ghz, not the server, set a figure. ghz must be on the PATH
     /// or in $(go env GOPATH)/bin (`bash peers/install.sh clients`); unary scenarios only.
     #[arg(long, value_enum, default_value = "grpclab", value_name = "CLIENT")]
-    pub client: crate::bench::config::BenchClient,
+    pub client: ClientArg,
 
     /// With --capacity: the longest probe window (probes run at least 2 s).
     #[arg(long = "capacity-probe-max", default_value = "10s", value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
@@ -1111,7 +1111,7 @@ pub struct CompareArgs {
     /// The sides, A first (the baseline), then B, C, ... (2 to 8): each an implementation and
     /// extra start arguments, e.g. "lab --decode inline" "lab --decode pool". With --baseline
     /// the saved rounds are A and the sides given are B, C, ...
-    #[arg(value_name = "SIDE", num_args = 1..=crate::compare::MAX_SIDES, required = true)]
+    #[arg(value_name = "SIDE", num_args = 1..=grpclab_harness::compare::MAX_SIDES, required = true)]
     pub sides: Vec<String>,
 
     /// Rounds per side, interleaved A B A B ... (at least 3: fewer make any interval
@@ -1121,8 +1121,8 @@ pub struct CompareArgs {
 
     /// Confidence level of every interval: 0.95, 0.99 or 0.999. Higher calls fewer
     /// differences (and fails --fail-if less often on noise).
-    #[arg(long, value_name = "LEVEL", default_value = "0.999", value_parser = crate::compare::stats::Confidence::parse)]
-    pub confidence: crate::compare::stats::Confidence,
+    #[arg(long, value_name = "LEVEL", default_value = "0.999", value_parser = grpclab_harness::compare::stats::Confidence::parse)]
+    pub confidence: grpclab_harness::compare::stats::Confidence,
 
     /// A saved baseline as side A, instead of running it: a file --save-baseline wrote, a
     /// compare results folder (or its compare.json), whose first side is used; `last`, the
@@ -1447,5 +1447,24 @@ mod tests {
         assert!(parse_byte_size("0").is_err());
         assert!(parse_byte_size("MB").is_err());
         assert!(parse_byte_size("3 furlongs").is_err());
+    }
+}
+
+/// `bench --client`: the load generator of each window, as the command line names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// grpclab's own load engine: exact histograms, its CPU measured, every call accounted.
+    Grpclab,
+    /// ghz, as grpc_bench runs it (`--concurrency`, `--connections`, `--duration`, a warm-up
+    /// run first): the table grpc_bench would have printed, with ghz's own figures.
+    Ghz,
+}
+
+impl From<ClientArg> for grpclab_harness::bench::config::BenchClient {
+    fn from(arg: ClientArg) -> Self {
+        match arg {
+            ClientArg::Grpclab => Self::Grpclab,
+            ClientArg::Ghz => Self::Ghz,
+        }
     }
 }

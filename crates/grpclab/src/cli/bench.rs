@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use super::args::{BenchArgs, BenchSettings, ProfileKind};
-use crate::bench::config::{
+use crate::InputError;
+use grpclab_harness::bench::config::{
     parse_client_cpus, parse_cpus, parse_duration, parse_memory, parse_qps, parse_streams,
     BenchClient, BenchConfig,
 };
-use crate::bench::profile::CallGraph;
-use crate::bench::{BenchRequest, PreparedBench};
-use crate::InputError;
+use grpclab_harness::bench::profile::CallGraph;
+use grpclab_harness::bench::{BenchRequest, PreparedBench};
 
 /// Validates `grpclab bench`'s arguments into a bench ready to run.
 pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {
@@ -27,20 +27,20 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         None
     };
     let workload = match &args.workload {
-        Some(path) => Some(crate::workload::from_file(path)?),
+        Some(path) => Some(grpclab_harness::workload::from_file(path)?),
         None => None,
     };
     // A threshold on one entry of the mix goes by the entry's name, or its method's.
     let names: Vec<String> = workload
         .iter()
         .flat_map(|mix| &mix.calls)
-        .map(crate::workload::MixCall::label)
+        .map(grpclab_harness::workload::MixCall::label)
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut config = bench_config_in(&args.settings, env)?;
-    config.client = args.client;
-    if args.client != BenchClient::Grpclab {
-        let client = args.client.name();
+    config.client = args.client.into();
+    if config.client != BenchClient::Grpclab {
+        let client = config.client.name();
         let refused = if workload.is_some() {
             Some("--workload (a mix of methods is grpclab's)")
         } else if !args.capacity.is_empty() {
@@ -56,9 +56,9 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
             )));
         }
     }
-    crate::bench::prepare(BenchRequest {
+    grpclab_harness::bench::prepare(BenchRequest {
         config,
-        suite: crate::bench::suite_of(args.settings.suite.as_deref())?,
+        suite: grpclab_harness::bench::suite_of(args.settings.suite.as_deref())?,
         implementations: &args.implementations,
         sweep: &args.sweep,
         profile_cpu,
@@ -221,7 +221,7 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
         results_dir: args.results_dir.clone(),
         tls: args.tls,
         tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
-        client: crate::bench::config::BenchClient::default(),
+        client: grpclab_harness::bench::config::BenchClient::default(),
     };
     if config.connections > config.concurrency {
         return Err(InputError(format!(
@@ -235,7 +235,7 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
 /// `--capacity SLO ...`: the plan every row's search follows, `None` without the flag.
 fn capacity_plan(
     args: &BenchArgs,
-) -> Result<Option<crate::bench::runner::CapacityPlan>, crate::InputError> {
+) -> Result<Option<grpclab_harness::bench::runner::CapacityPlan>, crate::InputError> {
     if args.capacity.is_empty() {
         return Ok(None);
     }
@@ -262,7 +262,7 @@ fn capacity_plan(
             Ok(threshold)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(crate::bench::runner::CapacityPlan {
+    Ok(Some(grpclab_harness::bench::runner::CapacityPlan {
         slo,
         min_probe,
         max_probe: args.capacity_probe_max,

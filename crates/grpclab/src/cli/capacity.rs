@@ -7,10 +7,10 @@ use std::time::Duration;
 use grpclab_load::{CancellationToken, LoadConfig};
 
 use super::args::{CapacityArgs, OutputFormat, ScheduleShape};
-use crate::bench::sampler::read_process;
-use crate::capacity::search::SearchPlan;
-use crate::capacity::{CapacityReport, CapacitySettings};
 use crate::InputError;
+use grpclab_harness::bench::sampler::read_process;
+use grpclab_harness::capacity::search::SearchPlan;
+use grpclab_harness::capacity::{CapacityReport, CapacitySettings};
 use grpclab_results::verdict::Threshold;
 
 /// A validated search, ready to run.
@@ -143,19 +143,19 @@ pub fn execute(
     let base = prepared.config;
     let server_pid = prepared.server_pid;
     let mut measure = |rate: Option<f64>, window: Duration, warmup: Duration| {
-        crate::bench::runner::capacity_probe(&base, rate, window, warmup, cancel, &|| {
+        grpclab_harness::bench::runner::capacity_probe(&base, rate, window, warmup, cancel, &|| {
             server_pid.and_then(read_process)
         })
-        .map_err(|err| anyhow::Error::new(InputError(err.to_string())))
     };
     let mut progress = |line: &str| {
         let _ = writeln!(std::io::stderr(), "{line}");
     };
-    let report = crate::capacity::run(&prepared.settings, &mut measure, &mut progress, cancel);
+    let report =
+        grpclab_harness::capacity::run(&prepared.settings, &mut measure, &mut progress, cancel);
     let bytes = match prepared.format {
         OutputFormat::Json => serde_json::to_vec(&report)?,
         OutputFormat::Pretty => serde_json::to_vec_pretty(&report)?,
-        _ => crate::capacity::render(&report).into_bytes(),
+        _ => grpclab_harness::capacity::render(&report).into_bytes(),
     };
     match &prepared.output {
         Some(path) => {

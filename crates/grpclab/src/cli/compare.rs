@@ -2,8 +2,8 @@
 
 use super::args::CompareArgs;
 use super::bench::bench_config;
-use crate::compare::{CompareOptions, PreparedCompare};
 use crate::InputError;
+use grpclab_harness::compare::{CompareOptions, PreparedCompare};
 
 /// Validates `grpclab compare`'s arguments into a comparison ready to run.
 pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
@@ -15,11 +15,11 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
             super::history::baseline_source(
                 text,
                 &args.history.store,
-                &crate::compare::baseline::RunSettings::of(&config),
+                &grpclab_harness::compare::baseline::RunSettings::of(&config),
             )
         })
         .transpose()?;
-    let suite = crate::bench::suite_of(args.settings.suite.as_deref())?;
+    let suite = grpclab_harness::bench::suite_of(args.settings.suite.as_deref())?;
     let options = CompareOptions {
         rounds: args.rounds,
         confidence: args.confidence,
@@ -27,5 +27,5 @@ pub fn prepare(args: &CompareArgs) -> Result<PreparedCompare, InputError> {
         save_baseline: args.save_baseline.clone(),
         fail_if: args.fail_if.clone(),
     };
-    crate::compare::prepare(config, &suite, &args.sides, options)
+    grpclab_harness::compare::prepare(config, &suite, &args.sides, options)
 }

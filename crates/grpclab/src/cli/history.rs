@@ -86,7 +86,7 @@ pub fn store_bench_row(
     recorder: &mut Recorder,
     dir: &Path,
     params: &[(String, String)],
-    row: &crate::bench::runner::ImplResult,
+    row: &grpclab_harness::bench::runner::ImplResult,
 ) -> Option<StoredNote> {
     if !recorder.is_on() {
         return None;
@@ -111,7 +111,7 @@ pub fn store_bench_row(
 /// Stores a compare's sides; prints a line per side. Returns each side's note.
 pub fn store_compare(
     recorder: &mut Recorder,
-    report: &crate::compare::CompareReport,
+    report: &grpclab_harness::compare::CompareReport,
     dir: &Path,
 ) -> Vec<(String, StoredNote)> {
     if !recorder.is_on() {
@@ -156,10 +156,10 @@ fn print_lines(lines: &[String]) {
 pub fn baseline_source(
     text: &str,
     store: &StoreArgs,
-    settings: &crate::compare::baseline::RunSettings,
-) -> Result<crate::compare::BaselineSource, InputError> {
-    use crate::compare::baseline::Baseline;
-    use crate::compare::BaselineSource;
+    settings: &grpclab_harness::compare::baseline::RunSettings,
+) -> Result<grpclab_harness::compare::BaselineSource, InputError> {
+    use grpclab_harness::compare::baseline::Baseline;
+    use grpclab_harness::compare::BaselineSource;
     let path = PathBuf::from(text);
     let wanted_id = text.parse::<i64>().ok();
     if path.exists() || (text != "last" && wanted_id.is_none()) {
@@ -189,7 +189,7 @@ pub fn baseline_source(
             .get("side")
             .and_then(|v| v.as_str())
             .map(str::to_owned);
-        let report: crate::compare::CompareReport = value
+        let report: grpclab_harness::compare::CompareReport = value
             .get("report")
             .cloned()
             .map(serde_json::from_value)
@@ -232,11 +232,9 @@ pub fn baseline_source(
         let Ok(value) = serde_json::from_str::<serde_json::Value>(&result) else {
             continue;
         };
-        let Some(report) = value
-            .get("report")
-            .cloned()
-            .and_then(|r| serde_json::from_value::<crate::compare::CompareReport>(r).ok())
-        else {
+        let Some(report) = value.get("report").cloned().and_then(|r| {
+            serde_json::from_value::<grpclab_harness::compare::CompareReport>(r).ok()
+        }) else {
             continue;
         };
         // The record of the comparison's side A (each side is a record of its own).

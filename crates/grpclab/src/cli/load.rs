@@ -24,8 +24,8 @@ use super::args::{
 };
 use super::exporter_for;
 use crate::reflection::ReflectFrom;
-use crate::workload::metadata_headers;
 use crate::InputError;
+use grpclab_harness::workload::metadata_headers;
 use grpclab_results::model::{Report, RunOptions, TlsOptions};
 use grpclab_results::verdict::threshold::{MethodFigures, RunFigures};
 use grpclab_results::verdict::Threshold;
@@ -133,8 +133,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         tls: tls.as_ref(),
     };
     let mix = match &args.workload {
-        Some(path) => Some(crate::workload::from_file(path)?),
-        None => crate::workload::from_flags(&args.mix)?,
+        Some(path) => Some(grpclab_harness::workload::from_file(path)?),
+        None => grpclab_harness::workload::from_flags(&args.mix)?,
     };
     // Standard input can be read once, and each method of a mix reads its payload.
     if mix.as_ref().is_some_and(|mix| mix.calls.len() > 1)
@@ -208,7 +208,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         config.mix_seed = args
             .mix_seed
             .or(mix.as_ref().and_then(|mix| mix.seed))
-            .unwrap_or_else(crate::workload::random_seed);
+            .unwrap_or_else(grpclab_harness::workload::random_seed);
         config.methods = mixed
             .iter()
             .map(|(loaded, call)| mix_method(loaded, call, metadata_map.as_ref()))
@@ -569,7 +569,7 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             metrics.update(&row, snapshot);
         }
     };
-    let client_cpu = crate::bench::sampler::OwnCpu::start();
+    let client_cpu = grpclab_harness::bench::sampler::OwnCpu::start();
     let result = match live_view {
         Some(mut view) => {
             let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
@@ -1237,7 +1237,7 @@ pub fn load_scenario(
 /// cached with the method's header block, and the templates rendered per call.
 fn mix_method(
     loaded: &LoadedScenario,
-    call: &crate::workload::MixCall,
+    call: &grpclab_harness::workload::MixCall,
     run_metadata: Option<&std::collections::BTreeMap<String, String>>,
 ) -> Result<grpclab_load::CallMethod, InputError> {
     let scenario = &loaded.scenario;

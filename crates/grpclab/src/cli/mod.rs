@@ -1,6 +1,6 @@
 //! The command-line layer: clap's definitions ([`args`]) and one module per verb that turns
 //! its flags into the typed settings of the layers below, runs them and prints. Nothing
-//! below this layer sees a clap type; the harness ([`crate::bench`], [`crate::compare`]),
+//! below this layer sees a clap type; the harness ([`grpclab_harness::bench`], [`grpclab_harness::compare`]),
 //! the renderers ([`grpclab_results::export`], [`crate::report`]) and the load engine take typed
 //! settings and return typed results.
 

@@ -26,8 +26,8 @@ pub fn records_of(path: &Path) -> Result<Vec<NewRun>, InputError> {
         let compare = path.join("compare.json");
         if compare.is_file() {
             let text = read(&compare)?;
-            let report: crate::compare::CompareReport =
-                serde_json::from_str(&text).map_err(|err| {
+            let report: grpclab_harness::compare::CompareReport = serde_json::from_str(&text)
+                .map_err(|err| {
                     InputError(format!(
                         "{} is not a compare report grpclab can read ({err})",
                         compare.display()
@@ -50,13 +50,16 @@ pub fn records_of(path: &Path) -> Result<Vec<NewRun>, InputError> {
                 path.display()
             )));
         }
-        let params = crate::bench::results::read_params(path)?;
-        let rows = crate::bench::results::read_rows(path)?;
+        let params = grpclab_harness::bench::results::read_params(path)?;
+        let rows = grpclab_harness::bench::results::read_rows(path)?;
         let machine = runs::bench_machine(&params, &host);
         return Ok(rows
             .iter()
             .map(|row| {
-                let file = path.join(format!("{}.json", crate::bench::names::sanitize(&row.name)));
+                let file = path.join(format!(
+                    "{}.json",
+                    grpclab_harness::bench::names::sanitize(&row.name)
+                ));
                 runs::from_bench_row(&params, row, &source, machine.clone(), modified(&file))
             })
             .collect());

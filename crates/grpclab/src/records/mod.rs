@@ -5,9 +5,9 @@ pub mod import;
 
 use std::collections::BTreeMap;
 
-use crate::bench::runner::{ImplResult, RowStatus};
-use crate::compare::metric::Metric;
-use crate::compare::CompareReport;
+use grpclab_harness::bench::runner::{ImplResult, RowStatus};
+use grpclab_harness::compare::metric::Metric;
+use grpclab_harness::compare::CompareReport;
 use grpclab_results::model::JsonReport;
 use grpclab_store::{Figures, Machine, NewRun};
 
@@ -45,9 +45,7 @@ pub fn config_key(
 fn this_build() -> (String, String) {
     (
         env!("CARGO_PKG_VERSION").to_owned(),
-        option_env!("GRPCLAB_GIT_COMMIT")
-            .unwrap_or("unknown")
-            .to_owned(),
+        grpclab_harness::BUILD_COMMIT.to_owned(),
     )
 }
 
@@ -298,14 +296,14 @@ pub fn from_compare(
     // Each side's name, label and figures: the medians of its rounds, or — in an older
     // report that kept no rounds — the means its comparisons give.
     let sides: Vec<(String, String, Figures)> = if report.sides.is_empty() {
-        let mean = |c: &crate::compare::stats::Comparison, a: bool| {
+        let mean = |c: &grpclab_harness::compare::stats::Comparison, a: bool| {
             if a {
                 c.a.mean
             } else {
                 c.b.mean
             }
         };
-        let figures_of = |c: &crate::compare::SideComparison, a: bool| Figures {
+        let figures_of = |c: &grpclab_harness::compare::SideComparison, a: bool| Figures {
             rps: Some(mean(&c.rps, a)),
             p50_ns: Some(mean(&c.p50_ns, a) as u64),
             p99_ns: Some(mean(&c.p99_ns, a) as u64),

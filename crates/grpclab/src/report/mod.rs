@@ -12,8 +12,8 @@ pub mod pages;
 
 use std::path::{Path, PathBuf};
 
-use crate::bench::runner::ImplResult;
 use crate::InputError;
+use grpclab_harness::bench::runner::ImplResult;
 use grpclab_results::model::JsonReport;
 
 /// The report's format.
@@ -71,7 +71,7 @@ enum Saved {
     /// A `grpclab compare` folder: its report and the rounds' rows.
     Compare {
         dir: PathBuf,
-        report: Box<crate::compare::CompareReport>,
+        report: Box<grpclab_harness::compare::CompareReport>,
         rows: Vec<ImplResult>,
     },
 }
@@ -103,7 +103,7 @@ fn render_saved(saved: Saved, notes: &Notes, format: Format) -> Result<String, I
         }
         (Saved::Compare { report, .. }, Format::Markdown) => format!(
             "# grpclab compare\n\n```\n{}```\n",
-            crate::compare::render(&report)
+            grpclab_harness::compare::render(&report)
         ),
         (Saved::Bench { params, rows, .. }, Format::Markdown) => bench_markdown(&params, &rows),
         (Saved::Load { name, report }, Format::Html) => {
@@ -152,12 +152,12 @@ pub fn render_stored(
         "compare" => {
             #[derive(serde::Deserialize)]
             struct Stored {
-                report: crate::compare::CompareReport,
+                report: grpclab_harness::compare::CompareReport,
             }
             let stored: Stored = serde_json::from_str(result).map_err(damaged)?;
             let dir = PathBuf::from(&run.record.source);
             // The rounds' rows are in the folder, if it is still there.
-            let rows = crate::bench::results::read_rows(&dir).unwrap_or_default();
+            let rows = grpclab_harness::bench::results::read_rows(&dir).unwrap_or_default();
             Saved::Compare {
                 dir,
                 report: Box::new(stored.report),
@@ -226,8 +226,8 @@ fn read(path: &Path) -> Result<Saved, InputError> {
     if compare_file.is_file() {
         let text = std::fs::read(&compare_file)
             .map_err(|err| InputError(format!("cannot read {}: {err}", compare_file.display())))?;
-        let report: crate::compare::CompareReport =
-            serde_json::from_slice(&text).map_err(|err| {
+        let report: grpclab_harness::compare::CompareReport = serde_json::from_slice(&text)
+            .map_err(|err| {
                 InputError(format!(
                     "{} is not a compare report grpclab can read ({err})",
                     compare_file.display()
@@ -236,7 +236,7 @@ fn read(path: &Path) -> Result<Saved, InputError> {
         return Ok(Saved::Compare {
             dir: path.to_path_buf(),
             report: Box::new(report),
-            rows: crate::bench::results::read_rows(path)?,
+            rows: grpclab_harness::bench::results::read_rows(path)?,
         });
     }
     let params_file = path.join("bench.params");
@@ -246,8 +246,8 @@ fn read(path: &Path) -> Result<Saved, InputError> {
             path.display()
         )));
     }
-    let params = crate::bench::results::read_params(path)?;
-    let rows = crate::bench::results::read_rows(path)?;
+    let params = grpclab_harness::bench::results::read_params(path)?;
+    let rows = grpclab_harness::bench::results::read_rows(path)?;
     Ok(Saved::Bench {
         dir: path.to_path_buf(),
         params,
@@ -259,13 +259,13 @@ fn read(path: &Path) -> Result<Saved, InputError> {
 fn read_sweep(
     dir: &Path,
 ) -> Option<(
-    Vec<crate::bench::sweep::Axis>,
-    Vec<crate::bench::sweep::SweepCell>,
+    Vec<grpclab_harness::bench::sweep::Axis>,
+    Vec<grpclab_harness::bench::sweep::SweepCell>,
 )> {
     #[derive(serde::Deserialize)]
     struct Matrix {
-        axes: Vec<crate::bench::sweep::Axis>,
-        cells: Vec<crate::bench::sweep::SweepCell>,
+        axes: Vec<grpclab_harness::bench::sweep::Axis>,
+        cells: Vec<grpclab_harness::bench::sweep::SweepCell>,
     }
     let text = std::fs::read(dir.join("sweep.json")).ok()?;
     let matrix: Matrix = serde_json::from_slice(&text).ok()?;
@@ -315,7 +315,7 @@ fn bench_markdown(params: &[(String, String)], rows: &[ImplResult]) -> String {
         .collect();
     format!(
         "# grpclab bench\n\n{}\n## Latency percentiles\n\n{}\n## Configuration\n\n{}",
-        crate::bench::results::render_markdown(rows, &[]),
+        grpclab_harness::bench::results::render_markdown(rows, &[]),
         percentiles_markdown(&runs),
         markdown_table(&["setting".to_owned(), "value".to_owned()], &settings)
     )

@@ -7,10 +7,10 @@ use super::{
     count, folder_name, latency_cell, method_ms_at, mib, ms, over_the_window, percent,
     percentile_section, status_section, timeline_section,
 };
-use crate::bench::results::row_cells;
-use crate::bench::runner::{ImplResult, RowStatus};
 use crate::report::charts::{self, escape, trim_number, BarColours, LineChart, Series, XScale};
 use crate::report::html::{self, Cell, Page, Section};
+use grpclab_harness::bench::results::row_cells;
+use grpclab_harness::bench::runner::{ImplResult, RowStatus};
 use grpclab_results::model::JsonReport;
 
 /// The page for a bench results folder (`bench.params` and one `<name>.json` per row).
@@ -147,7 +147,7 @@ fn workload_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Sec
 
 /// The grpc_bench table, sortable, with the rows that did not measure and why.
 fn results_section(rows: &[ImplResult]) -> Section {
-    let headers = crate::bench::results::COLUMNS;
+    let headers = grpclab_harness::bench::results::COLUMNS;
     let mut ordered: Vec<&ImplResult> = rows.iter().collect();
     let rps = |r: &ImplResult| match (&r.status, &r.load) {
         (RowStatus::Ok, Some(load)) => load.measured_rps,
@@ -158,7 +158,7 @@ fn results_section(rows: &[ImplResult]) -> Section {
         .iter()
         .map(|row| {
             let cells = row_cells(row);
-            let numbers: [Option<f64>; crate::bench::results::COLUMNS.len()] =
+            let numbers: [Option<f64>; grpclab_harness::bench::results::COLUMNS.len()] =
                 match (&row.load, row.status) {
                     (Some(load), RowStatus::Ok) => {
                         let at = |p: f64| load.percentile(p).map(|ns| ns as f64 / 1e6);
@@ -173,14 +173,15 @@ fn results_section(rows: &[ImplResult]) -> Section {
                             Some(row.usage.memory_average_bytes as f64),
                             Some(load.errors as f64),
                             row.allocations_per_call,
-                            crate::bench::results::message_rates(load).map(|(sent, _)| sent),
-                            crate::bench::results::message_rates(load)
+                            grpclab_harness::bench::results::message_rates(load)
+                                .map(|(sent, _)| sent),
+                            grpclab_harness::bench::results::message_rates(load)
                                 .map(|(_, received)| received),
                             None,
                             row.capacity.as_ref().and_then(|c| c.capacity_rps),
                         ]
                     }
-                    _ => [None; crate::bench::results::COLUMNS.len()],
+                    _ => [None; grpclab_harness::bench::results::COLUMNS.len()],
                 };
             cells
                 .into_iter()
@@ -197,7 +198,7 @@ fn results_section(rows: &[ImplResult]) -> Section {
         body.push_str(&format!(
             "<p class=\"note\">{} {}: {}</p>",
             escape(&row.name),
-            crate::bench::runner::status_word(row.status),
+            grpclab_harness::bench::runner::status_word(row.status),
             escape(row.reason.as_deref().unwrap_or("no reason recorded"))
         ));
     }
@@ -364,7 +365,7 @@ fn usage_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Section {
 /// CPU share between consecutive readings. A reading far closer to the one before it than
 /// the sampler's period (the last, taken as the server stops, 0.4 ms after the one before)
 /// measures nothing but noise, and read as a drop to 0 %: left out.
-fn cpu_shares(samples: &[crate::bench::sampler::Sample]) -> Vec<(f64, f64)> {
+fn cpu_shares(samples: &[grpclab_harness::bench::sampler::Sample]) -> Vec<(f64, f64)> {
     let mut gaps: Vec<f64> = samples
         .windows(2)
         .map(|pair| pair[1].at - pair[0].at)
@@ -425,7 +426,7 @@ fn allocation_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<S
 /// `bench --capacity`: each row's probes as p99 against the offered rate, and each answer with
 /// its interval, knee and why its search stopped.
 fn capacity_section(rows: &[ImplResult]) -> Option<Section> {
-    let searched: Vec<(&str, &crate::capacity::CapacityReport)> = rows
+    let searched: Vec<(&str, &grpclab_harness::capacity::CapacityReport)> = rows
         .iter()
         .filter_map(|row| row.capacity.as_ref().map(|c| (row.name.as_str(), c)))
         .collect();
@@ -470,7 +471,7 @@ fn capacity_section(rows: &[ImplResult]) -> Option<Section> {
             vec![
                 Cell::text(*name),
                 Cell::number(
-                    crate::bench::results::capacity_cell(report),
+                    grpclab_harness::bench::results::capacity_cell(report),
                     report.capacity_rps.unwrap_or(0.0),
                 ),
                 Cell::text(match (report.capacity_rps, report.lowest_failing_rps) {
@@ -583,8 +584,8 @@ type SweepPoint = (f64, Option<f64>, Option<u64>);
 /// A sweep (`bench --sweep KEY=V1,V2`): req/s and p99 against the first swept key, one line
 /// per implementation (and per value of any other swept key).
 pub fn sweep_section(
-    axes: &[crate::bench::sweep::Axis],
-    cells: &[crate::bench::sweep::SweepCell],
+    axes: &[grpclab_harness::bench::sweep::Axis],
+    cells: &[grpclab_harness::bench::sweep::SweepCell],
 ) -> Option<Section> {
     let first = axes.first()?;
     let x_names = first.values.clone();
@@ -684,7 +685,7 @@ pub fn sweep_section(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::sampler::Sample;
+    use grpclab_harness::bench::sampler::Sample;
 
     /// The sampler's last reading, taken as the server stops a fraction of a millisecond after
     /// the one before, is no CPU measurement: it once drew every run's line down to 0 %.

@@ -3,28 +3,28 @@
 use std::path::Path;
 
 use super::{count, folder_name, ms, percent};
-use crate::bench::runner::ImplResult;
-use crate::compare::stats::ratio_text;
 use crate::report::charts::{self, escape};
 use crate::report::html::{self, Cell, Page, Section};
+use grpclab_harness::bench::runner::ImplResult;
+use grpclab_harness::compare::stats::ratio_text;
 
 /// The page for a `grpclab compare` folder: each side against A, with intervals, in words
 /// and as a forest plot; the rounds one by one.
 pub fn compare_page(
     dir: &Path,
-    report: &crate::compare::CompareReport,
+    report: &grpclab_harness::compare::CompareReport,
     rows: &[ImplResult],
     notes: &[(String, grpclab_results::verdict::previous::StoredNote)],
 ) -> Page {
-    use crate::compare::metric::Metric;
-    use crate::compare::stats::Verdict;
+    use grpclab_harness::compare::metric::Metric;
+    use grpclab_harness::compare::stats::Verdict;
     let level = report.confidence.percent_text();
     let mut verdicts = String::from("<ul>");
     let mut estimates = Vec::new();
     let mut means: Vec<Vec<Cell>> = Vec::new();
     for metric in Metric::ALL {
         let (scale, unit) = metric.scale_and_unit();
-        let higher_is_better = metric.better() == crate::compare::stats::Better::Higher;
+        let higher_is_better = metric.better() == grpclab_harness::compare::stats::Better::Higher;
         let name = metric.name();
         if let Some(a) = report
             .comparisons

@@ -12,7 +12,8 @@ use grpclab_results::model::{JsonReport, LatencyStats};
 /// A streaming run's summary rows: messages each way, their rates over the window, and the
 /// ping-pong round trips (none for a unary run).
 fn stream_rows(load: &JsonReport) -> Vec<(&'static str, f64, String)> {
-    let Some((sent_rate, received_rate)) = crate::bench::results::message_rates(load) else {
+    let Some((sent_rate, received_rate)) = grpclab_harness::bench::results::message_rates(load)
+    else {
         return Vec::new();
     };
     let mut rows = vec![

@@ -40,8 +40,8 @@ mod window;
 use grpclab_core::Scenario;
 use grpclab_load::CancellationToken;
 
-use crate::InputError;
 use config::BenchConfig;
+use grpclab_core::InputError;
 use results::ResultsDir;
 use runner::{run_one, ImplResult, RowStatus, RunContext};
 use suite::ImplementationSpec;
@@ -411,7 +411,7 @@ pub fn execute(
     prepared: PreparedBench,
     cancel: &CancellationToken,
     hooks: BenchHooks<'_>,
-) -> anyhow::Result<BenchOutcome> {
+) -> Result<BenchOutcome, crate::HarnessError> {
     let BenchHooks {
         progress,
         mut snapshots,
@@ -476,10 +476,12 @@ pub fn execute(
         );
         let scenario_dir = match build::scenario_dir(&run.config.scenario, dir.path()) {
             Ok(path) => path,
-            Err(err) => anyhow::bail!(
-                "cannot write the scenario's files into {}: {err}",
-                dir.path().display()
-            ),
+            Err(err) => {
+                return Err(crate::HarnessError::Failed(format!(
+                    "cannot write the scenario's files into {}: {err}",
+                    dir.path().display()
+                )))
+            }
         };
         // The row's name with each snapshot (live metrics label by row).
         let row_name = run.spec.name.clone();
@@ -617,9 +619,7 @@ fn params(
         ),
         (
             "GRPCLAB_GIT_COMMIT".to_owned(),
-            option_env!("GRPCLAB_GIT_COMMIT")
-                .unwrap_or("unknown")
-                .to_owned(),
+            crate::BUILD_COMMIT.to_owned(),
         ),
         ("MACHINE_CPU_MODEL".to_owned(), cpu_model),
         (

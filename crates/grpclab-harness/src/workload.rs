@@ -10,7 +10,7 @@ use std::path::Path;
 
 use http::{HeaderName, HeaderValue};
 
-use crate::InputError;
+use grpclab_core::InputError;
 
 /// One method of a mix, as given.
 #[derive(Debug, Clone, PartialEq)]

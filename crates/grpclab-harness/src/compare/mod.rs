@@ -21,9 +21,9 @@ use serde::Serialize;
 use crate::bench::config::BenchConfig;
 use crate::bench::runner::{run_one, ImplResult, RowStatus, RunContext};
 use crate::bench::suite::{self, shell_quote, ImplementationSpec};
-use crate::InputError;
 use baseline::{Baseline, RunSettings, SideSamples};
 use gate::{FailIf, GateVerdict};
+use grpclab_core::InputError;
 use metric::Metric;
 use stats::{compare, Comparison, Confidence};
 
@@ -298,7 +298,7 @@ pub fn execute(
     cancel: &CancellationToken,
     progress: &mut dyn FnMut(&str),
     after_write: &dyn Fn(&std::path::Path) -> Result<(), InputError>,
-) -> anyhow::Result<(CompareReport, std::path::PathBuf)> {
+) -> Result<(CompareReport, std::path::PathBuf), crate::HarnessError> {
     let config = &prepared.config;
     let (dir, cores) =
         crate::bench::results_and_cores(config, &crate::bench::limits::available_cores())?;
@@ -307,19 +307,19 @@ pub fn execute(
     for round in 1..=prepared.rounds {
         for (index, (text, side_label, spec)) in prepared.sides.iter().enumerate() {
             if cancel.is_cancelled() {
-                anyhow::bail!(
+                return Err(crate::HarnessError::Failed(format!(
                     "interrupted (Ctrl-C) in round {round}; the finished runs are in {}",
                     dir.path().display()
-                );
+                )));
             }
             let mut prefixed =
                 |line: &str| progress(&format!("[round {round}/{}] {line}", prepared.rounds));
             let scenario_dir = crate::bench::build::scenario_dir(&config.scenario, dir.path())
                 .map_err(|err| {
-                    anyhow::anyhow!(
+                    crate::HarnessError::Failed(format!(
                         "cannot write the scenario's files into {}: {err}",
                         dir.path().display()
-                    )
+                    ))
                 })?;
             let mut context = RunContext {
                 config,
@@ -344,11 +344,11 @@ pub fn execute(
             let result = run_one(&spec, &mut context);
             dir.write_result(&result)?;
             if result.status != RowStatus::Ok {
-                anyhow::bail!(
+                return Err(crate::HarnessError::Failed(format!(
                     "{side_label} ({text}) did not run in round {round}: {}; the runs so far are in {}",
                     result.reason.as_deref().unwrap_or("unknown"),
                     dir.path().display()
-                );
+                )));
             }
             runs[index].push(result);
         }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use super::config::{parse_client_cpus, parse_cpus, parse_qps, parse_streams, BenchConfig};
 use super::runner::{ImplResult, RowStatus};
 use super::suite::{shell_quote, ImplementationSpec};
-use crate::InputError;
+use grpclab_core::InputError;
 
 /// One swept key and its values.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -57,10 +57,10 @@ impl ResultsDir {
 }
 
 /// A results folder's `bench.params`, line by line (`KEY=VALUE`).
-pub fn read_params(path: &Path) -> Result<Vec<(String, String)>, crate::InputError> {
+pub fn read_params(path: &Path) -> Result<Vec<(String, String)>, grpclab_core::InputError> {
     let file = path.join("bench.params");
     Ok(std::fs::read_to_string(&file)
-        .map_err(|err| crate::InputError(format!("cannot read {}: {err}", file.display())))?
+        .map_err(|err| grpclab_core::InputError(format!("cannot read {}: {err}", file.display())))?
         .lines()
         .filter_map(|line| line.split_once('='))
         .map(|(key, value)| (key.to_owned(), value.to_owned()))
@@ -68,10 +68,10 @@ pub fn read_params(path: &Path) -> Result<Vec<(String, String)>, crate::InputErr
 }
 
 /// The rows (`<name>.json` records) of a results folder, in file-name order.
-pub fn read_rows(path: &Path) -> Result<Vec<ImplResult>, crate::InputError> {
+pub fn read_rows(path: &Path) -> Result<Vec<ImplResult>, grpclab_core::InputError> {
     let mut rows = Vec::new();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|err| crate::InputError(format!("cannot list {}: {err}", path.display())))?
+        .map_err(|err| grpclab_core::InputError(format!("cannot list {}: {err}", path.display())))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
@@ -91,7 +91,7 @@ pub fn read_rows(path: &Path) -> Result<Vec<ImplResult>, crate::InputError> {
             continue;
         }
         let row: ImplResult = serde_json::from_value(value).map_err(|err| {
-            crate::InputError(format!(
+            grpclab_core::InputError(format!(
                 "{} is not a bench row grpclab can read ({err})",
                 file.display()
             ))

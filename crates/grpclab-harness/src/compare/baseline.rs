@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::metric::Metric;
 use crate::bench::config::BenchConfig;
-use crate::InputError;
+use grpclab_core::InputError;
 
 /// The format tag a baseline file starts with; a file without it is read as a compare report.
 const FORMAT: &str = "grpclab-baseline/1";
@@ -203,10 +203,15 @@ impl Baseline {
     }
 
     /// Writes it to `path` as JSON.
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        std::fs::write(path, serde_json::to_vec_pretty(self)?).map_err(|err| {
-            anyhow::anyhow!("cannot write the baseline to {}: {err}", path.display())
-        })
+    pub fn save(&self, path: &Path) -> Result<(), crate::HarnessError> {
+        let failed = |err: &dyn std::fmt::Display| {
+            crate::HarnessError::Failed(format!(
+                "cannot write the baseline to {}: {err}",
+                path.display()
+            ))
+        };
+        let bytes = serde_json::to_vec_pretty(self).map_err(|err| failed(&err))?;
+        std::fs::write(path, bytes).map_err(|err| failed(&err))
     }
 
     /// Reads a baseline from a file `--save-baseline` wrote, a `compare.json` (its first

@@ -819,7 +819,6 @@ fn search_capacity(
         capacity_probe(load, rate, window, warmup, cancel, &|| {
             Some(super::sampler::read_group(pid))
         })
-        .map_err(anyhow::Error::new)
     };
     let settings = crate::capacity::CapacitySettings {
         target: name.to_owned(),

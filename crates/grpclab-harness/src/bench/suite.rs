@@ -36,7 +36,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::InputError;
+use grpclab_core::InputError;
 
 /// How the harness decides a server is ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]

@@ -46,7 +46,7 @@ pub struct BenchConfig {
 }
 
 /// The load generator of a bench's windows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BenchClient {
     /// grpclab's own load engine: exact histograms, its CPU measured, every call accounted.

@@ -193,8 +193,8 @@ impl CapacitySettings {
 }
 
 /// A rate to probe: `None` is a closed loop (the first, throughput-finding run).
-pub type Measure<'a> =
-    dyn FnMut(Option<f64>, Duration, Duration) -> anyhow::Result<ProbeMeasure> + 'a;
+pub type Measure<'a> = dyn FnMut(Option<f64>, Duration, Duration) -> Result<ProbeMeasure, grpclab_load::LoadError>
+    + 'a;
 
 fn ms(ns: f64) -> f64 {
     ns / 1e6
@@ -863,7 +863,9 @@ mod tests {
         let mut measure = |rate: Option<f64>, window: Duration, _warmup: Duration| {
             calls += 1;
             if calls == 3 {
-                anyhow::bail!("connection refused");
+                return Err(grpclab_load::LoadError::Connect(
+                    "connection refused".to_owned(),
+                ));
             }
             Ok(simulated(rate, window))
         };

@@ -19,7 +19,8 @@
 //! Layers, top to bottom (a module imports only from below it): `run` (the controller and
 //! client threads) → `transport` (the seam: `engine` and `h2`, with `dial` and `resolve`
 //! beneath both) → `thread` (tickets, bodies, recording) → `schedule` → `config`, `staircase`,
-//! `recorder`, `progress`, `result`, `outcome`, `naming`.
+//! `recorder`, `progress`, `result`, `outcome`, `target` (a target parsed, resolved and probed
+//! once before a run) → `naming`.
 #![deny(missing_docs)]
 
 pub mod config;
@@ -31,6 +32,7 @@ pub mod result;
 mod run;
 mod schedule;
 mod staircase;
+pub mod target;
 mod thread;
 mod transport;
 
@@ -46,4 +48,5 @@ pub use progress::{
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult, MethodResult, Unsent};
 pub use run::{drain_limit, run, LoadError};
+pub use target::{Target, TargetError};
 pub use tokio_util::sync::CancellationToken;

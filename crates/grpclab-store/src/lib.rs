@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use grpclab_results::verdict::previous::{Previous, StoredNote};
-pub use location::{resolve, Backend, HistoryFlags};
+pub use location::{resolve, Backend, HistoryFlags, Location};
 pub use store::Store;
 
 /// The machine a run was measured on: runs on different machines are different
@@ -244,6 +244,16 @@ impl Recorder {
             backend: None,
             batch: String::new(),
         }
+    }
+
+    /// The recorder `flags` choose: off with `--no-history`. A malformed location or an
+    /// unreadable password file is the user's input: an error, before anything runs.
+    pub fn open(flags: &HistoryFlags) -> Result<Recorder, grpclab_core::InputError> {
+        Ok(match location::resolve(flags)? {
+            Location::Off => Recorder::off(),
+            Location::Store(backend) => Recorder::new(Ok(backend)),
+            Location::Unavailable(why) => Recorder::new(Err(why)),
+        })
     }
 
     /// A recorder for `backend`: `Err` holds the one warning to give instead of storing

@@ -112,12 +112,23 @@ impl PostgresTarget {
     }
 }
 
-/// The store these flags choose: `None` for `--no-history`; `Some(Err)` with the warning to
-/// give when no place can be found (no `$HOME`), which never stops a run. A malformed URL or
-/// an unreadable password file is the user's input: an error.
-pub fn resolve(flags: &HistoryFlags) -> Result<Option<Result<Backend, String>>, InputError> {
+/// Where the history flags point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// `--no-history`: nowhere.
+    Off,
+    /// A store.
+    Store(Backend),
+    /// No place could be found (no `$HOME` for the default path): the one warning to give
+    /// instead of storing, which never stops a run.
+    Unavailable(String),
+}
+
+/// The store these flags choose. A malformed URL or an unreadable password file is the
+/// user's input: an error.
+pub fn resolve(flags: &HistoryFlags) -> Result<Location, InputError> {
     if flags.off {
-        return Ok(None);
+        return Ok(Location::Off);
     }
     let location = flags.location.clone().or_else(|| {
         std::env::var(HISTORY_ENV)
@@ -125,9 +136,12 @@ pub fn resolve(flags: &HistoryFlags) -> Result<Option<Result<Backend, String>>, 
             .filter(|v| !v.trim().is_empty())
     });
     let Some(location) = location else {
-        return Ok(Some(default_path().map(Backend::Sqlite)));
+        return Ok(match default_path() {
+            Ok(path) => Location::Store(Backend::Sqlite(path)),
+            Err(why) => Location::Unavailable(why),
+        });
     };
-    backend_of(&location, flags.password_file.as_deref()).map(|backend| Some(Ok(backend)))
+    backend_of(&location, flags.password_file.as_deref()).map(Location::Store)
 }
 
 /// The store `location` names: a path, a `postgres://` URL or a libpq `key=value` string.

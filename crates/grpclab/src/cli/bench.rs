@@ -1,6 +1,11 @@
 //! `grpclab bench`'s flags and grpc_bench's environment variables, resolved into the
 //! harness's typed settings ([`BenchConfig`], [`BenchRequest`]).
 
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use super::exit::{harness_error, verdict_exit};
+use super::session::{progress_line, Session};
 use std::time::Duration;
 
 use super::args::{BenchArgs, BenchSettings, ProfileKind};
@@ -11,6 +16,115 @@ use grpclab_harness::bench::config::{
 };
 use grpclab_harness::bench::profile::CallGraph;
 use grpclab_harness::bench::{BenchRequest, PreparedBench};
+
+/// `grpclab bench`: prepares, runs every row in a session (store, metrics, Ctrl-C), shows
+/// the live view on a terminal, prints the table and says how it ended.
+pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let prepared = prepare(args)?;
+    let Session {
+        cancel,
+        mut history,
+        metrics: endpoint,
+    } = Session::start(Some(&args.history), Some(&args.metrics))?;
+    let metrics = endpoint.as_ref().map(|e| std::sync::Arc::clone(&e.metrics));
+    let live = !args.no_tui && std::io::stderr().is_terminal();
+    let view = if live {
+        crate::live::LiveView::start("grpclab bench".to_owned())
+            .ok()
+            .map(std::cell::RefCell::new)
+    } else {
+        None
+    };
+    // Each row, once written: stored (its note beside the results, for the page),
+    // and its live metrics set to the final figures.
+    let mut notes: crate::report::Notes = Vec::new();
+    let mut row_written =
+        |dir: &std::path::Path,
+         params: &[(String, String)],
+         row: &grpclab_harness::bench::runner::ImplResult| {
+            if let (Some(metrics), Some(load)) = (&metrics, &row.load) {
+                metrics.finish_saved(&row.name, load);
+            }
+            if let Some(note) = super::history::store_bench_row(&mut history, dir, params, row) {
+                notes.push((row.name.clone(), note));
+                if let Err(err) = crate::report::write_notes(dir, &notes) {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "WARNING: cannot write {}: {err}",
+                        crate::report::HISTORY_FILE
+                    );
+                }
+            }
+        };
+    let outcome = match &view {
+        Some(view) => {
+            let mut lines = |line: &str| view.borrow_mut().log(line);
+            let mut show = |row: &str, snapshot: &grpclab_load::ProgressSnapshot| {
+                if let Some(metrics) = &metrics {
+                    metrics.update(row, snapshot);
+                }
+                view.borrow_mut().update(snapshot)
+            };
+            grpclab_harness::bench::execute(
+                prepared,
+                &cancel,
+                grpclab_harness::bench::BenchHooks {
+                    progress: &mut lines,
+                    snapshots: Some(&mut show),
+                    row_written: &mut row_written,
+                    after_write: &super::report::write_page,
+                },
+            )
+        }
+        None => {
+            let mut to_metrics = |row: &str, snapshot: &grpclab_load::ProgressSnapshot| {
+                if let Some(metrics) = &metrics {
+                    metrics.update(row, snapshot);
+                }
+            };
+            grpclab_harness::bench::execute(
+                prepared,
+                &cancel,
+                grpclab_harness::bench::BenchHooks {
+                    progress: &mut progress_line(&cancel),
+                    // Snapshots cost the run a little (each second's histogram handed
+                    // over): asked for only when something shows them.
+                    snapshots: if metrics.is_some() {
+                        Some(&mut to_metrics)
+                    } else {
+                        None
+                    },
+                    row_written: &mut row_written,
+                    after_write: &super::report::write_page,
+                },
+            )
+        }
+    };
+    if let Some(view) = view {
+        // The lines shown in the view stay on the terminal after it closes.
+        for line in view.into_inner().finish() {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
+    }
+    if let Some(endpoint) = endpoint {
+        endpoint.end();
+    }
+    let outcome = outcome.map_err(harness_error)?;
+    // Results are on disk already; a closed stdout or stderr only loses the echo.
+    let _ = writeln!(std::io::stdout(), "{}", outcome.table);
+    let _ = writeln!(std::io::stderr(), "results: {}", outcome.dir.display());
+    let page = outcome.dir.join(crate::report::REPORT_FILE);
+    if page.is_file() {
+        let _ = writeln!(std::io::stderr(), "report: {}", page.display());
+    }
+    if outcome.any_failed() || cancel.is_cancelled() {
+        return Ok(ExitCode::from(crate::EXIT_FAILURE));
+    }
+    Ok(verdict_exit(
+        "row thresholds failed",
+        &outcome.thresholds_failed(),
+    ))
+}
 
 /// Validates `grpclab bench`'s arguments into a bench ready to run.
 pub fn prepare(args: &BenchArgs) -> Result<PreparedBench, InputError> {

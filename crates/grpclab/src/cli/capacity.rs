@@ -1,6 +1,9 @@
 //! `grpclab capacity`'s arguments, resolved into a search and run against the server: each
 //! probe is a `load` run (the same engine and settings) at one open-loop rate.
 
+use std::process::ExitCode;
+
+use super::session::Session;
 use std::io::Write;
 use std::time::Duration;
 
@@ -25,6 +28,43 @@ pub struct PreparedCapacity {
 /// The warm-up before each probe when --warmup is not given: long enough for connections,
 /// caches and a JIT's first pass, short beside a probe.
 const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
+
+/// `grpclab capacity`: prepares, runs the search and says how it ended (the report is
+/// written whatever the end).
+pub fn run(args: &CapacityArgs) -> anyhow::Result<ExitCode> {
+    let prepared = prepare(args)?;
+    let session = Session::start(None, None)?;
+    let report = execute(prepared, &session.cancel)?;
+    // The report is written; the exit code and one line say how the search ended.
+    if let Some(error) = &report.error {
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab: the search stopped early: {error}"
+        );
+        // Before any probe ran, the cause is the input (an unreachable server, a
+        // method it lacks); after, the run broke down.
+        return Ok(ExitCode::from(if report.probes.is_empty() {
+            crate::EXIT_INPUT
+        } else {
+            crate::EXIT_FAILURE
+        }));
+    }
+    if report.capacity_rps.is_none() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab: no rate tried met the SLO ({})",
+            report.stopped_because
+        );
+        return Ok(ExitCode::from(grpclab_results::verdict::EXIT_THRESHOLD));
+    }
+    if report.client_bound {
+        let _ = writeln!(
+            std::io::stderr(),
+            "grpclab: NOTE: the client's limit ended the search; the server's capacity is higher than reported"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// Validates the flags. Every error is an [`InputError`].
 pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {

@@ -5,6 +5,16 @@ use super::args::EncodeArgs;
 use super::load::load_scenario;
 use crate::InputError;
 
+/// `grpclab encode`: writes the framed request and says how many bytes.
+pub fn run(args: &EncodeArgs) -> anyhow::Result<std::process::ExitCode> {
+    let written = execute(args)?;
+    let _ = std::io::Write::write_fmt(
+        &mut std::io::stderr(),
+        format_args!("wrote {written} bytes to {}\n", args.output.display()),
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Encodes and writes the request; returns how many bytes were written.
 pub fn execute(args: &EncodeArgs) -> Result<usize, InputError> {
     // No server to ask by reflection: with no schema flag, the default scenario.

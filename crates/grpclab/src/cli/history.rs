@@ -13,29 +13,27 @@ use grpclab_store::{
     self as history, Filter, HistoryFlags, Recorder, Store, StoredNote, StoredRun,
 };
 
-/// The recorder the flags choose (off with `--no-history`).
+/// The recorder the flags choose (off with `--no-history`): the one place `--history`
+/// crosses from the command line into the store.
 pub fn recorder(flags: &HistoryFlagArgs) -> Result<Recorder, InputError> {
-    let resolved = history::resolve(&HistoryFlags {
-        location: flags.store.history.clone(),
-        password_file: flags.store.password_file.clone(),
-        off: flags.no_history,
-    })?;
-    Ok(match resolved {
-        None => Recorder::off(),
-        Some(backend) => Recorder::new(backend),
-    })
+    Recorder::open(&store_flags(&flags.store, flags.no_history))
+}
+
+/// The store's settings from the flags that name it.
+fn store_flags(store: &StoreArgs, off: bool) -> HistoryFlags {
+    HistoryFlags {
+        location: store.history.clone(),
+        password_file: store.password_file.clone(),
+        off,
+    }
 }
 
 /// The store to read for `grpclab history` and `--baseline last`.
 fn backend(store: &StoreArgs) -> Result<history::Backend, InputError> {
-    match history::resolve(&HistoryFlags {
-        location: store.history.clone(),
-        password_file: store.password_file.clone(),
-        off: false,
-    })? {
-        Some(Ok(backend)) => Ok(backend),
-        Some(Err(why)) => Err(InputError(format!("no history store: {why}"))),
-        None => Err(InputError("no history store".to_owned())),
+    match history::resolve(&store_flags(store, false))? {
+        history::Location::Store(backend) => Ok(backend),
+        history::Location::Unavailable(why) => Err(InputError(format!("no history store: {why}"))),
+        history::Location::Off => Err(InputError("no history store".to_owned())),
     }
 }
 
@@ -253,6 +251,12 @@ pub fn baseline_source(
         "--baseline last: no compare run with these settings in the history store {}; run the comparison once without --baseline",
         backend.describe()
     )))
+}
+
+/// `grpclab history`: runs the action; its output is the result.
+pub fn run(args: &HistoryArgs) -> anyhow::Result<std::process::ExitCode> {
+    execute(args)?;
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// `grpclab history ...`.

@@ -9,6 +9,12 @@ use crate::InputError;
 use grpclab_results::model::Report;
 use grpclab_results::verdict::Threshold;
 
+/// `grpclab merge`: merges and writes; exit code 3 when a threshold fails.
+pub fn run(args: &MergeArgs) -> anyhow::Result<std::process::ExitCode> {
+    let report = execute(args)?;
+    Ok(super::exit::thresholds_exit(&report))
+}
+
 /// Merges, writes the output (standard output or `-o`) and returns the merged report.
 pub fn execute(args: &MergeArgs) -> anyhow::Result<Report> {
     let mut thresholds = args

@@ -11,12 +11,15 @@ pub mod compare;
 pub mod config_file;
 pub mod debug_log;
 pub mod encode;
+pub mod exit;
 pub mod history;
 pub mod live_metrics;
 pub mod load;
 pub mod merge;
 pub mod output;
+pub mod report;
 pub mod serve;
+pub mod session;
 pub mod stamp;
 pub mod stats;
 mod values;
@@ -144,4 +147,34 @@ pub(crate) fn typed_values(seed: &mut u64) -> Vec<String> {
         values.push(text);
     }
     values
+}
+
+/// `grpclab completions SHELL`: clap_complete's script on standard output.
+pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<std::process::ExitCode> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "grpclab", &mut script);
+    write_stdout(&script)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `grpclab man`: the manual page (roff) on standard output.
+pub fn man() -> anyhow::Result<std::process::ExitCode> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command).render(&mut page)?;
+    write_stdout(&page)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Writes generated text to standard output; a closed pipe (`grpclab man | head`) is not
+/// an error.
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().write_all(bytes) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write to standard output: {err}"))
+        }
+        _ => Ok(()),
+    }
 }

@@ -9,6 +9,12 @@ use std::net::SocketAddr;
 use super::args::{CodecArg, ImplementationArg, PlacementArg, ServeArgs, TransportArg};
 use crate::InputError;
 
+/// `grpclab serve`: validates, then serves until stopped.
+pub fn run(args: &ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+    execute(&prepare(args)?)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Validates the flags into a server configuration.
 pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
     let implementation = match args.implementation {

@@ -33,6 +33,13 @@ impl From<StatsReply> for Stats {
     }
 }
 
+/// `grpclab stats`: a server's counters as JSON on standard output.
+pub fn run(args: &super::args::StatsArgs) -> anyhow::Result<std::process::ExitCode> {
+    let stats = fetch_for(args)?;
+    println!("{}", serde_json::to_string_pretty(&stats)?);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Calls `Stats/Get` on the server `grpclab stats` names: over TLS unless `--insecure`, as
 /// every command that dials (`load`, ghz).
 pub fn fetch_for(args: &super::args::StatsArgs) -> Result<Stats, InputError> {

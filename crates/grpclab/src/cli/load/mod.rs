@@ -5,10 +5,14 @@
 
 use grpclab_core::scenario::validate_reply;
 use grpclab_core::tls::{ClientTls, TlsClient};
-use grpclab_load::{CancellationToken, LoadConfig, Target};
+use grpclab_load::{LoadConfig, Target};
 use http::{HeaderName, HeaderValue};
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
+
+use super::exit::thresholds_exit;
+use super::session::Session;
+use std::process::ExitCode;
 
 mod options;
 mod progress;
@@ -50,10 +54,6 @@ pub struct PreparedLoad {
     pub live: bool,
     /// `--threshold`s, judged once the run ends.
     pub thresholds: Vec<Threshold>,
-    /// Where the run is stored when it ends (off for a shard: its merge is the run).
-    pub history: grpclab_store::Recorder,
-    /// `--metrics-addr`, `--metrics-linger`: live Prometheus metrics while the run goes.
-    pub metrics: super::args::MetricsArgs,
 }
 
 /// Validates the flags and builds the run. Every error is an [`InputError`].
@@ -243,12 +243,6 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     for threshold in &mut thresholds {
         threshold.resolve_method(&names, "--threshold")?;
     }
-    // A shard is part of a run: `grpclab merge` of the parts is what a person compares.
-    let history = if config.shard.is_some() {
-        grpclab_store::Recorder::off()
-    } else {
-        super::history::recorder(&args.history)?
-    };
     Ok(PreparedLoad {
         config,
         options,
@@ -256,14 +250,29 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         output: args.output.clone(),
         live,
         thresholds,
-        history,
-        metrics: args.metrics.clone(),
     })
 }
 
 /// Runs a prepared load with the live view or a progress bar (when stderr is a terminal) and
 /// writes the output.
-pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Result<Report> {
+/// `grpclab load`: prepares, runs in a session of its own (a shard stores nothing: its
+/// merge is what a person compares) and says how it ended.
+pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
+    let prepared = prepare(args)?;
+    let history = prepared.config.shard.is_none().then_some(&args.history);
+    let mut session = Session::start(history, Some(&args.metrics))?;
+    let report = execute(prepared, &mut session)?;
+    if grpclab_results::export::nothing_succeeded(&report.result).is_some() {
+        // Said on stderr by execute; the code outranks the thresholds' (which fail too,
+        // with nothing measured).
+        return Ok(ExitCode::from(crate::EXIT_NOTHING_SUCCEEDED));
+    }
+    Ok(thresholds_exit(&report))
+}
+
+/// Runs a prepared load in `session` (its cancel token, store and metrics endpoint).
+pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<Report> {
+    let cancel = &session.cancel;
     let live_view = if prepared.live {
         let title = format!(
             "grpclab load {} · {}",
@@ -312,14 +321,14 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
             wait.as_secs_f64()
         );
     }
-    let endpoint = super::live_metrics::start(&prepared.metrics)?;
     let row = prepared
         .options
         .name
         .clone()
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "load".to_owned());
-    let metrics = endpoint
+    let metrics = session
+        .metrics
         .as_ref()
         .map(|endpoint| Arc::clone(&endpoint.metrics));
     let to_metrics = |snapshot: &grpclab_load::ProgressSnapshot| {
@@ -400,21 +409,19 @@ pub fn execute(prepared: PreparedLoad, cancel: &CancellationToken) -> anyhow::Re
     report.thresholds = judge(&report, &prepared.thresholds);
     // Stored before the output is rendered, so every format can say how the run compares
     // with the previous one of its configuration. Storing never fails the run.
-    let mut history = prepared.history;
+    let history = &mut session.history;
     if history.is_on() {
         let json = grpclab_results::model::JsonReport::from_report(&report);
         let source = prepared
             .output
             .as_deref()
             .map_or_else(|| "standard output".to_owned(), |p| p.display().to_string());
-        report.history = super::history::store_load(&mut history, &json, &source);
+        report.history = super::history::store_load(history, &json, &source);
     }
     let bytes = exporter_for(prepared.format).render(&report)?;
     let written = super::output::write_output(prepared.output.as_deref(), &bytes);
     // The results are out: the last scrape may now read the final figures.
-    if let Some(endpoint) = endpoint {
-        endpoint.end();
-    }
+    session.end_metrics();
     written?;
     // Whatever the output format (JSON read by a script, a file), a run in which nothing
     // succeeded says so where a person looks.

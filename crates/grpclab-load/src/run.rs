@@ -222,95 +222,27 @@ pub fn run(
         let _ = go.send(Some(Arc::clone(&schedule)));
     }
 
-    // Watch: report progress, end the measured window on time, collect finished threads.
-    let run_start = Instant::now();
-    let mut outcomes = Vec::with_capacity(threads);
-    let mut last_report = (run_start, 0u64);
-    while outcomes.len() < threads {
-        match done_rx.recv_timeout(PROGRESS_INTERVAL) {
-            Ok(outcome) => outcomes.push(outcome),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        let now = Instant::now();
-        if schedule.end().is_some_and(|end| now >= end) {
-            stop.cancel();
-        }
-        let (completed, errors, errors_by_code) = totals(&shared.progress);
-        let interval = now.duration_since(last_report.0).as_secs_f64();
-        let current_rps = if interval > 0.0 {
-            completed.saturating_sub(last_report.1) as f64 / interval
-        } else {
-            0.0
-        };
-        last_report = (now, completed);
-        on_progress(&ProgressSnapshot {
-            measured: now.saturating_duration_since(schedule.measure_from()),
-            warming_up: now < schedule.measure_from(),
-            completed,
-            errors,
-            current_rps,
-            target,
-            errors_by_code,
-            last_second: shared.live.as_ref().and_then(|live| live.latest()),
-            in_flight: schedule
-                .measured_issued()
-                .map_or(config.concurrency as u64, |issued| {
-                    issued.saturating_sub(completed)
-                }),
-            offered_rps: match config.pacing {
-                crate::config::Pacing::OpenLoop { rate } => Some(rate),
-                _ => None,
-            },
-            latency_buckets: shared.live.as_ref().and_then(|live| live.buckets()),
-        });
-    }
+    let outcomes = watch(&shared, &schedule, &stop, &done_rx, target, on_progress);
     for handle in handles {
         let _ = handle.join();
     }
 
-    let open_loop = config.pacing.is_open_loop();
-    let mut recorder = Recorder::new(open_loop, config.details);
-    let mut reconnects = 0;
-    let mut planned_reconnects = 0;
-    let mut abandoned = 0;
-    let mut ignored = 0;
-    let (mut taken, mut dropped) = (0u64, 0u64);
-    let mut last_completion: Option<Instant> = None;
     let addresses = shared.addresses.lock().map_or_else(
         |poisoned| poisoned.into_inner().clone(),
         |known| known.clone(),
     );
-    let mut calls_by_address = vec![0; addresses.len()];
-    let mut methods: Vec<crate::result::MethodResult> = if config.methods.len() > 1 {
-        config
-            .methods
-            .iter()
-            .map(|method| crate::result::MethodResult {
-                name: method.name.clone(),
-                weight: method.weight,
-                recorder: Recorder::new(open_loop, None),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    for outcome in outcomes.into_iter().flatten() {
-        for (total, theirs) in methods.iter_mut().zip(&outcome.method_recorders) {
-            total.recorder.merge(theirs);
-        }
-        for (total, calls) in calls_by_address.iter_mut().zip(&outcome.calls_by_address) {
-            *total += calls;
-        }
-        recorder.merge(&outcome.recorder);
-        reconnects += outcome.reconnects;
-        planned_reconnects += outcome.planned_reconnects;
-        abandoned += outcome.abandoned;
-        ignored += outcome.ignored;
-        taken += outcome.taken;
-        dropped += outcome.dropped;
-        last_completion = last_completion.max(outcome.last_completion);
-    }
+    let Merged {
+        mut recorder,
+        mut methods,
+        calls_by_address,
+        reconnects,
+        planned_reconnects,
+        abandoned,
+        ignored,
+        taken,
+        dropped,
+        last_completion,
+    } = merge(outcomes, config, addresses.len());
     // Each second's histogram is kept only for a result that may be merged with other
     // generators' (`--shard`, `--start-at`): a lone run pays nothing for merging.
     recorder.finish_seconds(config.shard.is_some() || config.start_at.is_some());
@@ -371,6 +303,133 @@ pub fn run(
         addresses,
         methods,
     })
+}
+
+/// Watches the run from the calling thread: reports progress about ten times a second, ends
+/// the measured window on time (`stop`), and collects each client thread's outcome as it
+/// finishes.
+fn watch(
+    shared: &Shared,
+    schedule: &Schedule,
+    stop: &CancellationToken,
+    done_rx: &mpsc::Receiver<Option<ThreadOutcome>>,
+    target: ProgressTarget,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Vec<Option<ThreadOutcome>> {
+    let run_start = Instant::now();
+    let config = &shared.config;
+    let threads = config.threads;
+    let mut outcomes = Vec::with_capacity(threads);
+    let mut last_report = (run_start, 0u64);
+    while outcomes.len() < threads {
+        match done_rx.recv_timeout(PROGRESS_INTERVAL) {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if schedule.end().is_some_and(|end| now >= end) {
+            stop.cancel();
+        }
+        let (completed, errors, errors_by_code) = totals(&shared.progress);
+        let interval = now.duration_since(last_report.0).as_secs_f64();
+        let current_rps = if interval > 0.0 {
+            completed.saturating_sub(last_report.1) as f64 / interval
+        } else {
+            0.0
+        };
+        last_report = (now, completed);
+        on_progress(&ProgressSnapshot {
+            measured: now.saturating_duration_since(schedule.measure_from()),
+            warming_up: now < schedule.measure_from(),
+            completed,
+            errors,
+            current_rps,
+            target,
+            errors_by_code,
+            last_second: shared.live.as_ref().and_then(|live| live.latest()),
+            in_flight: schedule
+                .measured_issued()
+                .map_or(config.concurrency as u64, |issued| {
+                    issued.saturating_sub(completed)
+                }),
+            offered_rps: match config.pacing {
+                crate::config::Pacing::OpenLoop { rate } => Some(rate),
+                _ => None,
+            },
+            latency_buckets: shared.live.as_ref().and_then(|live| live.buckets()),
+        });
+    }
+    outcomes
+}
+
+/// The client threads' outcomes summed into one.
+struct Merged {
+    recorder: Recorder,
+    methods: Vec<crate::result::MethodResult>,
+    calls_by_address: Vec<u64>,
+    reconnects: u64,
+    planned_reconnects: u64,
+    abandoned: u64,
+    ignored: u64,
+    taken: u64,
+    dropped: u64,
+    last_completion: Option<Instant>,
+}
+
+/// Sums the client threads' outcomes (recorders merged, per method in a mix, per address,
+/// and every count kept for the run's accounting); `addresses` is how many the run knew.
+fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: usize) -> Merged {
+    let open_loop = config.pacing.is_open_loop();
+    let mut recorder = Recorder::new(open_loop, config.details);
+    let mut reconnects = 0;
+    let mut planned_reconnects = 0;
+    let mut abandoned = 0;
+    let mut ignored = 0;
+    let (mut taken, mut dropped) = (0u64, 0u64);
+    let mut last_completion: Option<Instant> = None;
+    let mut calls_by_address = vec![0; addresses];
+    let mut methods: Vec<crate::result::MethodResult> = if config.methods.len() > 1 {
+        config
+            .methods
+            .iter()
+            .map(|method| crate::result::MethodResult {
+                name: method.name.clone(),
+                weight: method.weight,
+                recorder: Recorder::new(open_loop, None),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for outcome in outcomes.into_iter().flatten() {
+        for (total, theirs) in methods.iter_mut().zip(&outcome.method_recorders) {
+            total.recorder.merge(theirs);
+        }
+        for (total, calls) in calls_by_address.iter_mut().zip(&outcome.calls_by_address) {
+            *total += calls;
+        }
+        recorder.merge(&outcome.recorder);
+        reconnects += outcome.reconnects;
+        planned_reconnects += outcome.planned_reconnects;
+        abandoned += outcome.abandoned;
+        ignored += outcome.ignored;
+        taken += outcome.taken;
+        dropped += outcome.dropped;
+        last_completion = last_completion.max(outcome.last_completion);
+    }
+    Merged {
+        recorder,
+        methods,
+        calls_by_address,
+        reconnects,
+        planned_reconnects,
+        abandoned,
+        ignored,
+        taken,
+        dropped,
+        last_completion,
+    }
 }
 
 /// Waits until the wall clock reads `at` and returns that moment on the monotonic clock

@@ -315,106 +315,12 @@ pub fn run(
                     break;
                 }
             };
-            let methods: Vec<MethodFigures<'_>> = measured
-                .methods
-                .iter()
-                .map(|method| {
-                    MethodFigures::new(
-                        &method.name,
-                        &method.latency,
-                        method.calls,
-                        method.errors,
-                        method.rps,
-                    )
-                })
-                .collect();
-            let figures = RunFigures {
-                latency: &measured.latency,
-                count: measured.calls,
-                errors: measured.errors,
-                rps: measured.rps,
-                methods: &methods,
-            };
-            let verdicts: Vec<ThresholdVerdict> =
-                settings.slo.iter().map(|t| t.judge(&figures)).collect();
-            let met = verdicts.iter().all(|v| v.passed);
-            let near = settings
-                .slo
-                .iter()
-                .any(|t| t.near_limit(&figures, NEAR_LIMIT));
             if baseline_service.is_none() {
                 baseline_service = measured.service.as_ref().map(|h| h.mean());
             }
-            let limit = if met {
-                None
-            } else {
-                client_limit(&measured, baseline_service, settings.concurrency)
-            };
-            let quantile = |q: f64| {
-                if measured.latency.is_empty() {
-                    0.0
-                } else {
-                    ms(measured.latency.value_at_quantile(q) as f64)
-                }
-            };
-            let lag = match &measured.service {
-                Some(service) if !service.is_empty() && !measured.latency.is_empty() => {
-                    ms((measured.latency.mean() - service.mean()).max(0.0))
-                }
-                _ => 0.0,
-            };
-            let probe = Probe {
-                rate,
-                duration_s: measured.duration.as_secs_f64(),
-                calls: measured.calls,
-                rps: measured.rps,
-                p50_ms: quantile(0.5),
-                p99_ms: quantile(0.99),
-                errors_percent: if measured.calls > 0 {
-                    100.0 * measured.errors as f64 / measured.calls as f64
-                } else {
-                    0.0
-                },
-                service_p99_ms: measured
-                    .service
-                    .as_ref()
-                    .filter(|h| !h.is_empty())
-                    .map(|h| ms(h.value_at_quantile(0.99) as f64)),
-                send_lag_ms: lag,
-                client_cpu_percent: measured.client_cpu_share * 100.0,
-                server: measured.server,
-                verdicts,
-                met_slo: met,
-                repeat: runs > 0,
-                client_limit: limit.clone(),
-            };
-            // An SLO on one method of a mix reads figures the line's (the whole mix's) are
-            // not: its own are said beside the verdict.
-            let methods_read: Vec<String> = settings
-                .slo
-                .iter()
-                .zip(&probe.verdicts)
-                .filter(|(threshold, _)| threshold.method().is_some())
-                .map(|(_, verdict)| format!("{} read {}", verdict.expression, verdict.actual))
-                .collect();
-            progress(&format!(
-                "  {:.0} req/s done, p50 {:.3} ms, p99 {:.3} ms, errors {:.3} %: {}{}{}",
-                probe.rps,
-                probe.p50_ms,
-                probe.p99_ms,
-                probe.errors_percent,
-                if met {
-                    "meets the SLO"
-                } else {
-                    "breaks the SLO"
-                },
-                if methods_read.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", methods_read.join("; "))
-                },
-                if near { " (near a limit)" } else { "" }
-            ));
+            let (probe, near) = judge_probe(settings, rate, &measured, baseline_service, runs > 0);
+            let (met, limit) = (probe.met_slo, probe.client_limit.clone());
+            progress(&probe_line(settings, &probe, near));
             server_by_rate.push((rate, measured.server));
             report.probes.push(probe);
             runs += 1;
@@ -473,6 +379,118 @@ pub fn run(
     });
     report.knee_rps = knee(&report.probes);
     report
+}
+
+/// One probe's run judged: its figures against the SLO, whether it landed near a limit, and
+/// whether the client (not the server) was the limit when it failed.
+fn judge_probe(
+    settings: &CapacitySettings,
+    rate: f64,
+    measured: &ProbeMeasure,
+    baseline_service: Option<f64>,
+    repeat: bool,
+) -> (Probe, bool) {
+    let methods: Vec<MethodFigures<'_>> = measured
+        .methods
+        .iter()
+        .map(|method| {
+            MethodFigures::new(
+                &method.name,
+                &method.latency,
+                method.calls,
+                method.errors,
+                method.rps,
+            )
+        })
+        .collect();
+    let figures = RunFigures {
+        latency: &measured.latency,
+        count: measured.calls,
+        errors: measured.errors,
+        rps: measured.rps,
+        methods: &methods,
+    };
+    let verdicts: Vec<ThresholdVerdict> = settings.slo.iter().map(|t| t.judge(&figures)).collect();
+    let met = verdicts.iter().all(|v| v.passed);
+    let near = settings
+        .slo
+        .iter()
+        .any(|t| t.near_limit(&figures, NEAR_LIMIT));
+    let limit = if met {
+        None
+    } else {
+        client_limit(measured, baseline_service, settings.concurrency)
+    };
+    let quantile = |q: f64| {
+        if measured.latency.is_empty() {
+            0.0
+        } else {
+            ms(measured.latency.value_at_quantile(q) as f64)
+        }
+    };
+    let lag = match &measured.service {
+        Some(service) if !service.is_empty() && !measured.latency.is_empty() => {
+            ms((measured.latency.mean() - service.mean()).max(0.0))
+        }
+        _ => 0.0,
+    };
+    let probe = Probe {
+        rate,
+        duration_s: measured.duration.as_secs_f64(),
+        calls: measured.calls,
+        rps: measured.rps,
+        p50_ms: quantile(0.5),
+        p99_ms: quantile(0.99),
+        errors_percent: if measured.calls > 0 {
+            100.0 * measured.errors as f64 / measured.calls as f64
+        } else {
+            0.0
+        },
+        service_p99_ms: measured
+            .service
+            .as_ref()
+            .filter(|h| !h.is_empty())
+            .map(|h| ms(h.value_at_quantile(0.99) as f64)),
+        send_lag_ms: lag,
+        client_cpu_percent: measured.client_cpu_share * 100.0,
+        server: measured.server,
+        verdicts,
+        met_slo: met,
+        repeat,
+        client_limit: limit.clone(),
+    };
+    (probe, near)
+}
+
+/// The progress line of a judged probe.
+fn probe_line(settings: &CapacitySettings, probe: &Probe, near: bool) -> String {
+    // An SLO on one method of a mix reads figures the line's (the whole mix's) are
+    // not: its own are said beside the verdict.
+    let methods_read: Vec<String> = settings
+        .slo
+        .iter()
+        .zip(&probe.verdicts)
+        .filter(|(threshold, _)| threshold.method().is_some())
+        .map(|(_, verdict)| format!("{} read {}", verdict.expression, verdict.actual))
+        .collect();
+    format!(
+        "  {:.0} req/s done, p50 {:.3} ms, p99 {:.3} ms, errors {:.3} %: {}{}{}",
+        probe.rps,
+        probe.p50_ms,
+        probe.p99_ms,
+        probe.errors_percent,
+        if probe.met_slo {
+            "meets the SLO"
+        } else {
+            "breaks the SLO"
+        },
+        if methods_read.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", methods_read.join("; "))
+        },
+        if near { " (near a limit)" } else { "" }
+    )
 }
 
 /// The lowest rate whose p99 is more than twice the lowest rate's.

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use super::{Exporter, RenderError};
 use crate::model::Report;
 use crate::model::{ghz_histogram, ghz_percentiles, saturating_ns, HistogramBucket, LatencyStats};
+use grpclab_load::LoadResult;
 
 /// Renders the ghz-style summary.
 pub struct SummaryExporter;
@@ -173,6 +174,89 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             lines(&service)?
         )?;
     }
+    stream_lines(&mut out, result, &lines)?;
+    if result.ok() > 0 && result.errors() > 0 {
+        writeln!(
+            out,
+            "  Average of the successful calls:\t{} (ghz's average above includes the failed ones)",
+            nano_unit(latency.average)
+        )?;
+    }
+    if !result.methods.is_empty() {
+        writeln!(
+            out,
+            "  Methods (mix seed {}; calls abandoned at the end are in no method's count):",
+            report.options.mix_seed.unwrap_or_default()
+        )?;
+        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
+        let width = result
+            .methods
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(0);
+        for method in &result.methods {
+            let stats = LatencyStats::of(&method.recorder.latency);
+            let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
+            writeln!(
+                out,
+                "    {:width$}  weight {} ({:.1} %), {} calls ({:.1} %), {:.1} req/s, p50 {}, p90 {}, p99 {}, {} errors",
+                method.name,
+                method.weight,
+                100.0 * f64::from(method.weight) / weights.max(1) as f64,
+                method.count(),
+                100.0 * method.count() as f64 / result.count().max(1) as f64,
+                method.rps(result.elapsed),
+                at(50.0),
+                at(90.0),
+                at(99.0),
+                method.errors()
+            )?;
+        }
+    }
+    let shares = crate::model::AddressShare::of(&report.options, result);
+    if !shares.is_empty() {
+        let listed: Vec<String> = shares
+            .iter()
+            .map(|share| {
+                format!(
+                    "{} ({} conn, {} calls)",
+                    share.address, share.connections, share.calls
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "  Addresses ({}):\t{}",
+            report.options.lb_strategy,
+            listed.join(", ")
+        )?;
+    }
+    accounting_lines(&mut out, result)?;
+    if let Some(log) = result.details() {
+        writeln!(
+            out,
+            "  Details:\t{} of {} calls listed (the first that ended; --details N)",
+            log.calls.len(),
+            result.count()
+        )?;
+    }
+    if let Some(note) = starvation_note(result) {
+        writeln!(out, "  {note}")?;
+    }
+    if let Some(sharding) = &report.sharding {
+        sharding_lines(&mut out, sharding)?;
+    }
+    Ok(out)
+}
+
+/// A streaming run's lines: messages each way, ping-pong round trips, the gaps between
+/// replies, and each reply's latency from the server's stamp.
+fn stream_lines(
+    out: &mut String,
+    result: &LoadResult,
+    lines: &dyn Fn(&LatencyStats) -> Result<String, std::fmt::Error>,
+) -> std::fmt::Result {
     let (sent, received) = result.messages();
     if sent + received > 0 {
         let seconds = result.elapsed.as_secs_f64().max(1e-9);
@@ -231,63 +315,12 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             )?;
         }
     }
-    if result.ok() > 0 && result.errors() > 0 {
-        writeln!(
-            out,
-            "  Average of the successful calls:\t{} (ghz's average above includes the failed ones)",
-            nano_unit(latency.average)
-        )?;
-    }
-    if !result.methods.is_empty() {
-        writeln!(
-            out,
-            "  Methods (mix seed {}; calls abandoned at the end are in no method's count):",
-            report.options.mix_seed.unwrap_or_default()
-        )?;
-        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
-        let width = result
-            .methods
-            .iter()
-            .map(|m| m.name.len())
-            .max()
-            .unwrap_or(0);
-        for method in &result.methods {
-            let stats = LatencyStats::of(&method.recorder.latency);
-            let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
-            writeln!(
-                out,
-                "    {:width$}  weight {} ({:.1} %), {} calls ({:.1} %), {:.1} req/s, p50 {}, p90 {}, p99 {}, {} errors",
-                method.name,
-                method.weight,
-                100.0 * f64::from(method.weight) / weights.max(1) as f64,
-                method.count(),
-                100.0 * method.count() as f64 / result.count().max(1) as f64,
-                method.rps(result.elapsed),
-                at(50.0),
-                at(90.0),
-                at(99.0),
-                method.errors()
-            )?;
-        }
-    }
-    let shares = crate::model::AddressShare::of(&report.options, result);
-    if !shares.is_empty() {
-        let listed: Vec<String> = shares
-            .iter()
-            .map(|share| {
-                format!(
-                    "{} ({} conn, {} calls)",
-                    share.address, share.connections, share.calls
-                )
-            })
-            .collect();
-        writeln!(
-            out,
-            "  Addresses ({}):\t{}",
-            report.options.lb_strategy,
-            listed.join(", ")
-        )?;
-    }
+    Ok(())
+}
+
+/// Where calls went besides the figures: reconnections, calls abandoned, left out, never
+/// sent or unaccounted for, and payload templates that failed to render.
+fn accounting_lines(out: &mut String, result: &LoadResult) -> std::fmt::Result {
     if result.reconnects > 0 {
         writeln!(out, "  Reconnections:\t{}", result.reconnects)?;
     }
@@ -333,21 +366,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             result.render_failures
         )?;
     }
-    if let Some(log) = result.details() {
-        writeln!(
-            out,
-            "  Details:\t{} of {} calls listed (the first that ended; --details N)",
-            log.calls.len(),
-            result.count()
-        )?;
-    }
-    if let Some(note) = starvation_note(result) {
-        writeln!(out, "  {note}")?;
-    }
-    if let Some(sharding) = &report.sharding {
-        sharding_lines(&mut out, sharding)?;
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// A generator among several, or their merge: which shards, the rates, the start skew and

@@ -9,13 +9,15 @@
 //! is encoded and framed exactly once; the load engine shares the bytes by reference.
 
 use bytes::Bytes;
-use miette::Diagnostic;
-use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
-use protox::file::{File, FileResolver};
+use prost_reflect::{DynamicMessage, MethodDescriptor};
 use std::path::{Path, PathBuf};
 
-use crate::framing::frame_message;
+mod payload;
+mod schema;
+
+use payload::summarize;
+pub use payload::{binary_payload, encode_payload, validate_reply};
+pub use schema::{import_paths, Schema};
 
 /// A scenario compiled into the binary: its name, its `.proto` source and its JSON payload.
 #[derive(Debug, Clone, Copy)]
@@ -37,9 +39,13 @@ macro_rules! builtin {
         BuiltinScenario {
             name: $name,
             proto_file: "helloworld.proto",
-            proto: include_str!(concat!("../../../scenarios/", $name, "/helloworld.proto")),
+            proto: include_str!(concat!(
+                "../../../../scenarios/",
+                $name,
+                "/helloworld.proto"
+            )),
             call: None,
-            payload: include_str!(concat!("../../../scenarios/", $name, "/payload")),
+            payload: include_str!(concat!("../../../../scenarios/", $name, "/payload")),
         }
     };
 }
@@ -51,9 +57,9 @@ macro_rules! streaming {
         BuiltinScenario {
             name: $name,
             proto_file: "streaming.proto",
-            proto: include_str!("../../../scenarios/streaming/streaming.proto"),
+            proto: include_str!("../../../../scenarios/streaming/streaming.proto"),
             call: Some($call),
-            payload: include_str!(concat!("../../../scenarios/", $name, "/payload")),
+            payload: include_str!(concat!("../../../../scenarios/", $name, "/payload")),
         }
     };
 }
@@ -144,370 +150,6 @@ pub enum ScenarioError {
         /// serde's or prost-reflect's reason, naming the field and position
         reason: String,
     },
-}
-
-/// Where imports of `files` are looked for, in order, as ghz looks (and lists them in its
-/// JSON's `import-paths`): each file's own folder (unless it is `.`), then `.`, then the
-/// `-i` folders given.
-pub fn import_paths(files: &[PathBuf], given: &[PathBuf]) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let mut add = |path: &Path| {
-        if !paths.iter().any(|known| known == path) {
-            paths.push(path.to_path_buf());
-        }
-    };
-    for file in files {
-        if let Some(dir) = file
-            .parent()
-            .filter(|dir| !dir.as_os_str().is_empty() && *dir != Path::new("."))
-        {
-            add(dir);
-        }
-    }
-    add(Path::new("."));
-    for path in given {
-        add(path);
-    }
-    paths
-}
-
-/// A compiled set of `.proto` files.
-#[derive(Debug, Clone)]
-pub struct Schema {
-    pool: DescriptorPool,
-}
-
-impl Schema {
-    /// Compiles `files` (paths to `.proto` files), resolving imports against
-    /// [`import_paths`]`(files, includes)`, as ghz does.
-    pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<Schema, ScenarioError> {
-        let includes = import_paths(files, includes);
-        for file in files {
-            if !file.is_file() {
-                return Err(ScenarioError::Io {
-                    path: file.clone(),
-                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
-                });
-            }
-        }
-        let mut compiler =
-            protox::Compiler::new(&includes).map_err(|err| proto_error(&err, |_| None))?;
-        compiler
-            .open_files(files)
-            .map_err(|err| proto_error(&err, |name| read_included(&includes, name)))?;
-        Ok(Schema {
-            pool: compiler.descriptor_pool(),
-        })
-    }
-
-    /// Compiles one `.proto` given as text, named `name` in error messages.
-    pub fn compile_source(name: &str, source: &str) -> Result<Schema, ScenarioError> {
-        let resolver = SingleFileResolver { name, source };
-        let mut compiler = protox::Compiler::with_file_resolver(resolver.owned());
-        compiler
-            .open_file(name)
-            .map_err(|err| proto_error(&err, |file| (file == name).then(|| source.to_owned())))?;
-        Ok(Schema {
-            pool: compiler.descriptor_pool(),
-        })
-    }
-
-    /// A schema from an encoded `FileDescriptorSet`: a protoset file (`protoc
-    /// --descriptor_set_out --include_imports`, ghz's `--protoset`) or what server reflection
-    /// returned. `source` names it in error messages.
-    pub fn from_descriptor_set(source: &str, bytes: &[u8]) -> Result<Schema, ScenarioError> {
-        let pool = DescriptorPool::decode(bytes).map_err(|err| ScenarioError::Descriptors {
-            origin: source.to_owned(),
-            reason: err.to_string(),
-        })?;
-        Ok(Schema { pool })
-    }
-
-    /// Every method of every service, as `package.Service.Method`.
-    pub fn method_names(&self) -> Vec<String> {
-        self.pool
-            .services()
-            .flat_map(|service| service.methods().collect::<Vec<_>>())
-            .map(|method| method.full_name().to_owned())
-            .collect()
-    }
-
-    /// Finds the method `call` names: `package.Service.Method` or `package.Service/Method` (ghz
-    /// accepts both). With no call, the schema's only method.
-    pub fn method(&self, call: Option<&str>) -> Result<MethodDescriptor, ScenarioError> {
-        let available = || self.method_names().join(", ");
-        let method = match call {
-            None => {
-                let mut methods = self
-                    .pool
-                    .services()
-                    .flat_map(|s| s.methods().collect::<Vec<_>>());
-                match (methods.next(), methods.next()) {
-                    (Some(only), None) => only,
-                    (None, _) => {
-                        return Err(ScenarioError::UnknownCall {
-                            call: String::new(),
-                            available: "no services".to_owned(),
-                        })
-                    }
-                    (Some(_), Some(_)) => {
-                        return Err(ScenarioError::AmbiguousCall {
-                            available: available(),
-                        })
-                    }
-                }
-            }
-            Some(call) => {
-                let normalized = call.trim_start_matches('/').replace('/', ".");
-                let (service, method) =
-                    normalized
-                        .rsplit_once('.')
-                        .ok_or_else(|| ScenarioError::UnknownCall {
-                            call: call.to_owned(),
-                            available: available(),
-                        })?;
-                self.pool
-                    .get_service_by_name(service)
-                    .and_then(|s| s.methods().find(|m| m.name() == method))
-                    .ok_or_else(|| ScenarioError::UnknownCall {
-                        call: call.to_owned(),
-                        available: available(),
-                    })?
-            }
-        };
-        Ok(method)
-    }
-}
-
-/// Frames a binary payload (ghz's `-b`/`-B`): several count-prefixed messages (each preceded
-/// by its length as a varint, protobuf's `writeDelimitedTo`) sent round-robin, or else one
-/// serialized message. Every message must decode as `input`; the bytes are sent as given. A
-/// file of gRPC-framed messages (what `grpclab encode` writes: a zero flag byte and a 4-byte
-/// length before each) is read as such: as count-prefixed messages its zero bytes would read
-/// as empty messages (one request became five, four of them empty).
-pub fn binary_payload(
-    input: &MessageDescriptor,
-    bytes: &[u8],
-) -> Result<Vec<Bytes>, ScenarioError> {
-    let payload_error = |reason: String| ScenarioError::Payload {
-        message: input.full_name().to_owned(),
-        reason,
-    };
-    if bytes.is_empty() {
-        return Err(payload_error(
-            "the binary payload is empty: give one serialized message or count-prefixed messages"
-                .to_owned(),
-        ));
-    }
-    // A serialized message never starts with a zero byte (field number 0 does not exist),
-    // so a leading zero is a gRPC frame's flag — or an empty first message, which the framed
-    // reading rules out only if the whole file parses as frames.
-    let grpc_framed = || -> Option<Vec<Bytes>> {
-        crate::framing::split_frames(bytes)?
-            .into_iter()
-            .map(|(frame, message)| {
-                DynamicMessage::decode(input.clone(), message).ok()?;
-                Some(Bytes::copy_from_slice(frame))
-            })
-            .collect()
-    };
-    if bytes[0] == 0 {
-        if let Some(messages) = grpc_framed().filter(|m| !m.is_empty()) {
-            return Ok(messages);
-        }
-    }
-    let delimited = || -> Option<Vec<Bytes>> {
-        let mut rest = bytes;
-        let mut messages = Vec::new();
-        while !rest.is_empty() {
-            let length = usize::try_from(prost::encoding::decode_varint(&mut rest).ok()?).ok()?;
-            let message = rest.get(..length)?;
-            DynamicMessage::decode(input.clone(), message).ok()?;
-            messages.push(frame_message(message));
-            rest = &rest[length..];
-        }
-        Some(messages)
-    };
-    if let Some(messages) = delimited().filter(|m| !m.is_empty()) {
-        return Ok(messages);
-    }
-    DynamicMessage::decode(input.clone(), bytes).map_err(|err| {
-        payload_error(format!(
-            "the binary payload is neither one serialized message nor count-prefixed messages: {err}"
-        ))
-    })?;
-    Ok(vec![frame_message(bytes)])
-}
-
-/// Encodes a JSON payload — one object, or an array of objects to send round-robin — as framed
-/// gRPC request messages of type `input`.
-pub fn encode_payload(input: &MessageDescriptor, json: &str) -> Result<Vec<Bytes>, ScenarioError> {
-    let payload_error = |reason: String| ScenarioError::Payload {
-        message: input.full_name().to_owned(),
-        reason,
-    };
-    let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|err| payload_error(format!("invalid JSON: {err}")))?;
-    let objects = match value {
-        serde_json::Value::Array(items) if items.is_empty() => {
-            return Err(payload_error("the array holds no requests".to_owned()))
-        }
-        serde_json::Value::Array(items) => items,
-        object @ serde_json::Value::Object(_) => vec![object],
-        other => {
-            return Err(payload_error(format!(
-                "expected a JSON object or an array of objects, found {}",
-                json_kind(&other)
-            )))
-        }
-    };
-    let several = objects.len() > 1;
-    objects
-        .into_iter()
-        .enumerate()
-        .map(|(index, object)| {
-            let message = DynamicMessage::deserialize(input.clone(), &object).map_err(|err| {
-                // serde's reason names neither the field's path nor what the message has:
-                // find the first problem ourselves, and keep serde's word when we find none.
-                let reason = first_misfit(&object, input, "").unwrap_or_else(|| err.to_string());
-                if several {
-                    payload_error(format!("request [{index}]: {reason}"))
-                } else {
-                    payload_error(reason)
-                }
-            })?;
-            Ok(frame_message(&message.encode_to_vec()))
-        })
-        .collect()
-}
-
-/// The first place where `value` does not fit `message` under proto3's JSON mapping, as
-/// `PATH: what is wrong`: a field the message does not have (listing those it has), a value of
-/// the wrong kind, an enum value that does not exist. `None` when none is found here (the
-/// caller keeps the decoder's reason). Well-known types (`google.protobuf.*`), which have JSON
-/// forms of their own, are not looked into.
-fn first_misfit(
-    value: &serde_json::Value,
-    message: &MessageDescriptor,
-    path: &str,
-) -> Option<String> {
-    use serde_json::Value;
-    if message.full_name().starts_with("google.protobuf.") {
-        return None;
-    }
-    let Value::Object(fields) = value else {
-        return Some(format!(
-            "{}: expected an object ({}), found {}",
-            path_or_root(path),
-            message.full_name(),
-            json_kind(value)
-        ));
-    };
-    for (name, value) in fields {
-        let at = if path.is_empty() {
-            name.clone()
-        } else {
-            format!("{path}.{name}")
-        };
-        let Some(field) = message
-            .get_field_by_name(name)
-            .or_else(|| message.get_field_by_json_name(name))
-        else {
-            let known: Vec<String> = message.fields().map(|f| f.name().to_owned()).collect();
-            return Some(format!(
-                "{at}: {} has no field '{name}'; its fields: {}",
-                message.full_name(),
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ));
-        };
-        if value.is_null() {
-            continue;
-        }
-        if field.is_map() {
-            let Value::Object(entries) = value else {
-                return Some(format!(
-                    "{at}: expected an object (a map), found {}",
-                    json_kind(value)
-                ));
-            };
-            let prost_reflect::Kind::Message(entry) = field.kind() else {
-                continue;
-            };
-            let value_kind = entry.map_entry_value_field().kind();
-            if let Some(problem) = entries
-                .iter()
-                .find_map(|(key, v)| kind_misfit(v, &value_kind, &format!("{at}[{key}]")))
-            {
-                return Some(problem);
-            }
-        } else if field.is_list() {
-            let Value::Array(items) = value else {
-                return Some(format!(
-                    "{at}: expected an array, found {}",
-                    json_kind(value)
-                ));
-            };
-            if let Some(problem) = items
-                .iter()
-                .enumerate()
-                .find_map(|(i, v)| kind_misfit(v, &field.kind(), &format!("{at}[{i}]")))
-            {
-                return Some(problem);
-            }
-        } else if let Some(problem) = kind_misfit(value, &field.kind(), &at) {
-            return Some(problem);
-        }
-    }
-    None
-}
-
-/// Whether one JSON value fits a field's kind (see [`first_misfit`]).
-fn kind_misfit(value: &serde_json::Value, kind: &prost_reflect::Kind, at: &str) -> Option<String> {
-    use prost_reflect::Kind;
-    use serde_json::Value;
-    let expected = match (kind, value) {
-        (Kind::Message(message), _) => return first_misfit(value, message, at),
-        (Kind::Enum(enumeration), Value::String(name)) => {
-            if enumeration.get_value_by_name(name).is_some() {
-                return None;
-            }
-            let names: Vec<String> = enumeration.values().map(|v| v.name().to_owned()).collect();
-            return Some(format!(
-                "{at}: '{name}' is not a value of {} ({})",
-                enumeration.full_name(),
-                names.join(", ")
-            ));
-        }
-        (Kind::Enum(_), Value::Number(_)) => return None,
-        (Kind::Enum(enumeration), _) => format!(
-            "a value of {} (a name or a number)",
-            enumeration.full_name()
-        ),
-        (Kind::String | Kind::Bytes, Value::String(_)) => return None,
-        (Kind::String, _) => "a string".to_owned(),
-        (Kind::Bytes, _) => "a string (base64)".to_owned(),
-        (Kind::Bool, Value::Bool(_)) => return None,
-        (Kind::Bool, _) => "true or false".to_owned(),
-        // Numbers: proto3's JSON takes them as numbers or as strings.
-        (_, Value::Number(_) | Value::String(_)) => return None,
-        _ => "a number".to_owned(),
-    };
-    Some(format!(
-        "{at}: expected {expected}, found {}",
-        json_kind(value)
-    ))
-}
-
-fn path_or_root(path: &str) -> &str {
-    if path.is_empty() {
-        "the request"
-    } else {
-        path
-    }
 }
 
 /// A scenario ready to run: the method and its framed requests.
@@ -695,50 +337,6 @@ impl Scenario {
     }
 }
 
-/// A value, shortened for an error message.
-fn summarize(value: &prost_reflect::Value) -> String {
-    let text = format!("{value:?}");
-    if text.len() > 120 {
-        let cut = text
-            .char_indices()
-            .map(|(i, _)| i)
-            .take_while(|i| *i <= 120)
-            .last()
-            .unwrap_or(0);
-        format!("{}…", &text[..cut])
-    } else {
-        text
-    }
-}
-
-/// Checks a reply as `--validate` does: it must decode as the method's output message with no
-/// field the schema does not know. Returns the reason when it does not.
-pub fn validate_reply(output: &MessageDescriptor, message: &[u8]) -> Result<(), String> {
-    let decoded = DynamicMessage::decode(output.clone(), message)
-        .map_err(|err| format!("reply does not decode as {}: {err}", output.full_name()))?;
-    if let Some(unknown) = first_unknown_field(&decoded) {
-        return Err(format!(
-            "reply has field number {unknown}, which {} does not define",
-            output.full_name()
-        ));
-    }
-    Ok(())
-}
-
-fn first_unknown_field(message: &DynamicMessage) -> Option<u32> {
-    if let Some(field) = message.unknown_fields().next() {
-        return Some(field.number());
-    }
-    message.fields().find_map(|(_, value)| match value {
-        prost_reflect::Value::Message(inner) => first_unknown_field(inner),
-        prost_reflect::Value::List(items) => items.iter().find_map(|item| match item {
-            prost_reflect::Value::Message(inner) => first_unknown_field(inner),
-            _ => None,
-        }),
-        _ => None,
-    })
-}
-
 /// The built-in scenario names, comma-separated.
 pub fn builtin_names() -> String {
     BUILTIN
@@ -746,77 +344,6 @@ pub fn builtin_names() -> String {
         .map(|b| b.name)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
-
-fn read_included(includes: &[PathBuf], name: &str) -> Option<String> {
-    includes
-        .iter()
-        .find_map(|dir| std::fs::read_to_string(dir.join(name)).ok())
-}
-
-/// Turns a protox error into `file:line:col: message`, reading the file's text through `source`
-/// to turn protox's byte offset into a line and column.
-fn proto_error(err: &protox::Error, source: impl Fn(&str) -> Option<String>) -> ScenarioError {
-    let file = err.file().unwrap_or("<proto>").to_owned();
-    let offset = err
-        .labels()
-        .and_then(|mut labels| labels.next())
-        .map(|label| label.offset());
-    let location = match (offset, source(&file)) {
-        (Some(offset), Some(text)) => {
-            let before = &text[..offset.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let col = before.len() - before.rfind('\n').map_or(0, |nl| nl + 1) + 1;
-            format!("{file}:{line}:{col}")
-        }
-        _ => file,
-    };
-    ScenarioError::Proto {
-        location,
-        message: err.to_string(),
-    }
-}
-
-/// Serves one in-memory `.proto` to protox (the built-in scenarios live in the binary).
-struct SingleFileResolver<'a> {
-    name: &'a str,
-    source: &'a str,
-}
-
-impl SingleFileResolver<'_> {
-    fn owned(&self) -> OwnedFileResolver {
-        OwnedFileResolver {
-            name: self.name.to_owned(),
-            source: self.source.to_owned(),
-        }
-    }
-}
-
-struct OwnedFileResolver {
-    name: String,
-    source: String,
-}
-
-impl FileResolver for OwnedFileResolver {
-    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
-        if name == self.name {
-            File::from_source(name, &self.source)
-        } else {
-            // Well-known imports (google/protobuf/*) still resolve.
-            protox::file::GoogleFileResolver::new().open_file(name)
-        }
-    }
 }
 
 #[cfg(test)]

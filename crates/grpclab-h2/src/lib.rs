@@ -4,6 +4,8 @@
 //!   headers so a call's header block is a few bytes.
 //! - [`frame`]: the frame codec (RFC 9113 §4, §6): frame headers, every frame type's payload,
 //!   and the validation that turns a malformed frame into the right connection or stream error.
+//! - [`flow`]: flow control both sides share: the send [`flow::Window`], WINDOW_UPDATE's
+//!   rules, how much of a body may go out now.
 //! - [`client`]: a client connection that runs the calls itself (unary, and streaming calls
 //!   by a plan): the load engine's fast path.
 //! - [`grpc`]: gRPC beside HTTP/2 (the message prefix, `grpc-message` percent-encoding), for
@@ -15,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod flow;
 pub mod frame;
 pub mod grpc;
 pub mod hpack;

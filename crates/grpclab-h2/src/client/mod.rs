@@ -28,6 +28,7 @@ use crate::stream_map::StreamMap;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+use crate::flow::WindowError;
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
 use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
 
@@ -84,7 +85,7 @@ struct Call {
     reply: Option<BytesMut>,
     headers_seen: bool,
     recv_unacked: u32,
-    send_window: i64,
+    send_window: crate::flow::Window,
     /// The request's last DATA frame ends the stream when `pending` is written (unary; a
     /// streaming call's known-last message).
     end_with_pending: bool,
@@ -159,7 +160,7 @@ struct Connection<'s, S: CallSource> {
     peer_settings_seen: bool,
     peer_max_frame: usize,
     peer_initial_window: i64,
-    conn_send_window: i64,
+    conn_send_window: crate::flow::Window,
     conn_recv_unacked: u32,
     partial: Option<PartialHeaders>,
     stopped: bool,
@@ -400,7 +401,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             peer_settings_seen: false,
             peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
             peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
-            conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_send_window: crate::flow::Window::new(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
             partial: None,
             stopped: false,
@@ -628,7 +629,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                             let delta = i64::from(value) - self.peer_initial_window;
                             self.peer_initial_window = i64::from(value);
                             for call in self.calls.values_mut() {
-                                call.send_window += delta;
+                                call.send_window.shift(delta);
                             }
                         }
                         setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
@@ -666,33 +667,34 @@ impl<'s, S: CallSource> Connection<'s, S> {
             kind::WINDOW_UPDATE => {
                 let increment = frame::parse_window_update(&payload)?;
                 if header.stream == 0 {
-                    if increment == 0 {
-                        return Err(connection_error(
-                            code::PROTOCOL_ERROR,
-                            "WINDOW_UPDATE of 0 on the connection",
-                        ));
-                    }
-                    self.conn_send_window += i64::from(increment);
-                    if self.conn_send_window > i64::from(frame::MAX_WINDOW) {
-                        return Err(connection_error(
-                            code::FLOW_CONTROL_ERROR,
-                            "the server raised the connection window past 2^31-1",
-                        ));
+                    match self.conn_send_window.grow(increment) {
+                        Ok(()) => {}
+                        Err(WindowError::ZeroIncrement) => {
+                            return Err(connection_error(
+                                code::PROTOCOL_ERROR,
+                                "WINDOW_UPDATE of 0 on the connection",
+                            ))
+                        }
+                        Err(WindowError::Overflow) => {
+                            return Err(connection_error(
+                                code::FLOW_CONTROL_ERROR,
+                                "the server raised the connection window past 2^31-1",
+                            ))
+                        }
                     }
                 } else if let Some(call) = self.calls.get_mut(&header.stream) {
-                    call.send_window += i64::from(increment);
-                    if increment == 0 {
-                        self.stream_error(
+                    match call.send_window.grow(increment) {
+                        Ok(()) => {}
+                        Err(WindowError::ZeroIncrement) => self.stream_error(
                             header.stream,
                             code::PROTOCOL_ERROR,
                             "the server sent a WINDOW_UPDATE of 0",
-                        );
-                    } else if call.send_window > i64::from(frame::MAX_WINDOW) {
-                        self.stream_error(
+                        ),
+                        Err(WindowError::Overflow) => self.stream_error(
                             header.stream,
                             code::FLOW_CONTROL_ERROR,
                             "the server raised a stream window past 2^31-1",
-                        );
+                        ),
                     }
                 }
                 self.send_blocked();

@@ -191,7 +191,7 @@ impl<S: CallSource> Connection<'_, S> {
                     reply: keep.then(BytesMut::new),
                     headers_seen: false,
                     recv_unacked: 0,
-                    send_window: self.peer_initial_window,
+                    send_window: crate::flow::Window::new(self.peer_initial_window as u32),
                 },
             )
         };
@@ -209,22 +209,23 @@ impl<S: CallSource> Connection<'_, S> {
             return true;
         };
         loop {
-            let allowed = self
-                .conn_send_window
-                .min(call.send_window)
-                .min(max_frame as i64);
-            if allowed <= 0 && !call.pending.is_empty() {
+            let allowed = crate::flow::sendable(
+                self.conn_send_window,
+                call.send_window.available(),
+                max_frame,
+            );
+            if allowed == 0 && !call.pending.is_empty() {
                 if !self.blocked.contains(&stream) {
                     self.blocked.push_back(stream);
                 }
                 return false;
             }
-            let take = (allowed.max(0) as usize).min(call.pending.len());
+            let take = allowed.min(call.pending.len());
             let chunk = call.pending.split_to(take);
             let last = call.pending.is_empty();
             frame::write_data(&mut self.out, stream, &chunk, last && call.end_with_pending);
-            self.conn_send_window -= chunk.len() as i64;
-            call.send_window -= chunk.len() as i64;
+            self.conn_send_window.spend(chunk.len());
+            call.send_window.spend(chunk.len());
             if last {
                 return true;
             }

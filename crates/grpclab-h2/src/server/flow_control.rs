@@ -4,6 +4,7 @@
 //! `blocked`, never holding up the others).
 
 use super::*;
+use crate::flow::{self, WindowError};
 
 impl<S: Service> Connection<S> {
     pub(super) fn on_window_update(
@@ -13,18 +14,20 @@ impl<S: Service> Connection<S> {
     ) -> Result<(), ConnectionError> {
         let increment = frame::parse_window_update(payload)?;
         if header.stream == 0 {
-            if increment == 0 {
-                return Err(connection_error(
-                    code::PROTOCOL_ERROR,
-                    "WINDOW_UPDATE of 0 on the connection",
-                ));
-            }
-            self.conn_send_window += i64::from(increment);
-            if self.conn_send_window > i64::from(frame::MAX_WINDOW) {
-                return Err(connection_error(
-                    code::FLOW_CONTROL_ERROR,
-                    "connection window exceeds 2^31-1",
-                ));
+            match self.conn_send_window.grow(increment) {
+                Ok(()) => {}
+                Err(WindowError::ZeroIncrement) => {
+                    return Err(connection_error(
+                        code::PROTOCOL_ERROR,
+                        "WINDOW_UPDATE of 0 on the connection",
+                    ))
+                }
+                Err(WindowError::Overflow) => {
+                    return Err(connection_error(
+                        code::FLOW_CONTROL_ERROR,
+                        "connection window exceeds 2^31-1",
+                    ))
+                }
             }
         } else {
             if header.stream > self.last_stream {
@@ -34,16 +37,18 @@ impl<S: Service> Connection<S> {
                 ));
             }
             if let Some(stream) = self.streams.get_mut(&header.stream) {
-                if increment == 0 {
-                    self.reset(header.stream, code::PROTOCOL_ERROR);
-                    return Ok(());
-                }
-                stream.send_window_offset += i64::from(increment);
-                if stream.send_window_offset + self.peer_initial_window
-                    > i64::from(frame::MAX_WINDOW)
-                {
-                    self.reset(header.stream, code::FLOW_CONTROL_ERROR);
-                    return Ok(());
+                // The stream's window is its offset from the peer's initial window.
+                let window = stream.send_window_offset + self.peer_initial_window;
+                match flow::grown(window, increment) {
+                    Ok(window) => stream.send_window_offset = window - self.peer_initial_window,
+                    Err(WindowError::ZeroIncrement) => {
+                        self.reset(header.stream, code::PROTOCOL_ERROR);
+                        return Ok(());
+                    }
+                    Err(WindowError::Overflow) => {
+                        self.reset(header.stream, code::FLOW_CONTROL_ERROR);
+                        return Ok(());
+                    }
                 }
                 self.max_send_offset = self.max_send_offset.max(stream.send_window_offset);
             } else if !self.reset_ids.contains(&header.stream) {
@@ -122,19 +127,20 @@ impl<S: Service> Connection<S> {
             return true;
         };
         while !data.is_empty() {
-            let allowed = self
-                .conn_send_window
-                .min(stream.send_window_offset + self.peer_initial_window)
-                .min(max_frame as i64);
-            if allowed <= 0 {
+            let allowed = flow::sendable(
+                self.conn_send_window,
+                stream.send_window_offset + self.peer_initial_window,
+                max_frame,
+            );
+            if allowed == 0 {
                 if !self.blocked.contains(&stream_id) {
                     self.blocked.push_back(stream_id);
                 }
                 return false;
             }
-            let chunk = data.split_to((allowed as usize).min(data.len()));
+            let chunk = data.split_to(allowed.min(data.len()));
             frame::write_data(&mut self.out, stream_id, &chunk, false);
-            self.conn_send_window -= chunk.len() as i64;
+            self.conn_send_window.spend(chunk.len());
             stream.send_window_offset -= chunk.len() as i64;
         }
         if *trailers {
@@ -152,7 +158,7 @@ impl<S: Service> Connection<S> {
     /// spent.
     pub(super) fn send_blocked(&mut self) {
         for _ in 0..self.blocked.len() {
-            if self.conn_send_window <= 0 {
+            if self.conn_send_window.available() <= 0 {
                 return;
             }
             let Some(stream_id) = self.blocked.pop_front() else {

@@ -201,7 +201,7 @@ struct Connection<S: Service> {
     /// after [`Connection::check_initial_window`] had to look): raising the initial window
     /// overflows no stream while this plus the new value stays within 2^31-1.
     max_send_offset: i64,
-    conn_send_window: i64,
+    conn_send_window: crate::flow::Window,
     conn_recv_window: i64,
     /// Released (answered or dropped) and not yet returned with a WINDOW_UPDATE.
     conn_recv_unacked: u32,
@@ -479,7 +479,7 @@ impl<S: Service> Connection<S> {
             peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
             peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
             max_send_offset: 0,
-            conn_send_window: i64::from(frame::DEFAULT_WINDOW),
+            conn_send_window: crate::flow::Window::new(frame::DEFAULT_WINDOW),
             conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
             conn_window_target: 0,

@@ -459,10 +459,11 @@ impl<S: Service> Connection<S> {
         };
         while !call.outbox.data.is_empty() {
             let backlog_room = WRITE_BACKLOG_LIMIT as i64 - self.out.len() as i64;
-            let allowed = self
-                .conn_send_window
-                .min(stream.send_window_offset + self.peer_initial_window)
-                .min(max_frame as i64)
+            let allowed = (crate::flow::sendable(
+                self.conn_send_window,
+                stream.send_window_offset + self.peer_initial_window,
+                max_frame,
+            ) as i64)
                 .min(backlog_room);
             if allowed <= 0 {
                 if !self.blocked.contains(&stream_id) {
@@ -473,7 +474,7 @@ impl<S: Service> Connection<S> {
             let n = (allowed as usize).min(call.outbox.data.len());
             frame::write_data(&mut self.out, stream_id, &call.outbox.data[..n], false);
             call.outbox.data.advance(n);
-            self.conn_send_window -= n as i64;
+            self.conn_send_window.spend(n);
             stream.send_window_offset -= n as i64;
         }
         let Some((status, message)) = call.outbox.end.take() else {

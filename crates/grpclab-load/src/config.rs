@@ -468,6 +468,23 @@ impl std::fmt::Debug for LoadConfig {
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
+/// The rule every count of connections and streams keeps, wherever it is given (flags,
+/// grpc_bench's variables, a sweep): each connection carries at least one stream, so there
+/// are no more connections than streams. `names` are how the user gave the two counts.
+pub fn connections_fit(
+    connections: usize,
+    concurrency: usize,
+    names: [&str; 2],
+) -> Result<(), ConfigError> {
+    if connections > concurrency {
+        let [connections_name, concurrency_name] = names;
+        return Err(ConfigError(format!(
+            "{connections_name} ({connections}) is more than {concurrency_name} ({concurrency}): each connection needs at least one stream; lower {connections_name} or raise {concurrency_name}"
+        )));
+    }
+    Ok(())
+}
+
 impl LoadConfig {
     /// A fingerprint of what the calls send: each method's name, path, weight, requests
     /// (call 0's rendering for a template), headers and header templates' names, and the
@@ -643,12 +660,11 @@ impl LoadConfig {
         if self.connections == 0 {
             return fail("--connections must be at least 1");
         }
-        if self.connections > self.concurrency {
-            return Err(ConfigError(format!(
-                "--connections ({}) is more than -c/--concurrency ({}): each connection needs at least one stream; lower --connections or raise -c",
-                self.connections, self.concurrency
-            )));
-        }
+        connections_fit(
+            self.connections,
+            self.concurrency,
+            ["--connections", "-c/--concurrency"],
+        )?;
         if self.threads == 0 {
             return fail("--cpus must be at least 1");
         }

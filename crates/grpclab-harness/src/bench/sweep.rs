@@ -110,7 +110,12 @@ pub fn apply(
         let _ = write!(label, " {key}={value}");
     }
     let mut note = None;
-    if config.connections > config.concurrency {
+    let fits = grpclab_load::config::connections_fit(
+        config.connections,
+        config.concurrency,
+        ["connections", "concurrency"],
+    );
+    if fits.is_err() {
         let swept = |name: &str| combination.iter().any(|(key, _)| key == name);
         if swept("connections") || !swept("concurrency") {
             return Err(InputError(format!(

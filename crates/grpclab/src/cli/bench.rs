@@ -337,12 +337,12 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
         tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
         client: grpclab_harness::bench::config::BenchClient::default(),
     };
-    if config.connections > config.concurrency {
-        return Err(InputError(format!(
-            "GRPC_CLIENT_CONNECTIONS ({}) is more than GRPC_CLIENT_CONCURRENCY ({}): each connection needs a stream",
-            config.connections, config.concurrency
-        )));
-    }
+    grpclab_load::config::connections_fit(
+        config.connections,
+        config.concurrency,
+        ["GRPC_CLIENT_CONNECTIONS", "GRPC_CLIENT_CONCURRENCY"],
+    )
+    .map_err(|err| InputError(err.to_string()))?;
     Ok(config)
 }
 

@@ -4,7 +4,7 @@
 //! body may go out now. Each connection decides what an error means on its side (the server
 //! resets a stream, the client fails its call); the arithmetic is here once.
 
-use crate::frame::MAX_WINDOW;
+use crate::frame::{code, connection_error, ConnectionError, MAX_WINDOW};
 
 /// Why a window cannot take a WINDOW_UPDATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,22 @@ impl Window {
     pub fn grow(&mut self, increment: u32) -> Result<(), WindowError> {
         self.0 = grown(self.0, increment)?;
         Ok(())
+    }
+
+    /// A WINDOW_UPDATE on the connection (stream 0) added: an increment of 0 is a
+    /// PROTOCOL_ERROR and a window past 2^31-1 a FLOW_CONTROL_ERROR, and either ends the
+    /// connection. `overflow` is the side's reason for the second.
+    pub fn grow_connection(
+        &mut self,
+        increment: u32,
+        overflow: &'static str,
+    ) -> Result<(), ConnectionError> {
+        self.grow(increment).map_err(|err| match err {
+            WindowError::ZeroIncrement => {
+                connection_error(code::PROTOCOL_ERROR, "WINDOW_UPDATE of 0 on the connection")
+            }
+            WindowError::Overflow => connection_error(code::FLOW_CONTROL_ERROR, overflow),
+        })
     }
 
     /// SETTINGS_INITIAL_WINDOW_SIZE changed by `delta` (which may take it below zero).

@@ -667,21 +667,10 @@ impl<'s, S: CallSource> Connection<'s, S> {
             kind::WINDOW_UPDATE => {
                 let increment = frame::parse_window_update(&payload)?;
                 if header.stream == 0 {
-                    match self.conn_send_window.grow(increment) {
-                        Ok(()) => {}
-                        Err(WindowError::ZeroIncrement) => {
-                            return Err(connection_error(
-                                code::PROTOCOL_ERROR,
-                                "WINDOW_UPDATE of 0 on the connection",
-                            ))
-                        }
-                        Err(WindowError::Overflow) => {
-                            return Err(connection_error(
-                                code::FLOW_CONTROL_ERROR,
-                                "the server raised the connection window past 2^31-1",
-                            ))
-                        }
-                    }
+                    self.conn_send_window.grow_connection(
+                        increment,
+                        "the server raised the connection window past 2^31-1",
+                    )?;
                 } else if let Some(call) = self.calls.get_mut(&header.stream) {
                     match call.send_window.grow(increment) {
                         Ok(()) => {}

@@ -14,21 +14,8 @@ impl<S: Service> Connection<S> {
     ) -> Result<(), ConnectionError> {
         let increment = frame::parse_window_update(payload)?;
         if header.stream == 0 {
-            match self.conn_send_window.grow(increment) {
-                Ok(()) => {}
-                Err(WindowError::ZeroIncrement) => {
-                    return Err(connection_error(
-                        code::PROTOCOL_ERROR,
-                        "WINDOW_UPDATE of 0 on the connection",
-                    ))
-                }
-                Err(WindowError::Overflow) => {
-                    return Err(connection_error(
-                        code::FLOW_CONTROL_ERROR,
-                        "connection window exceeds 2^31-1",
-                    ))
-                }
-            }
+            self.conn_send_window
+                .grow_connection(increment, "connection window exceeds 2^31-1")?;
         } else {
             if header.stream > self.last_stream {
                 return Err(connection_error(

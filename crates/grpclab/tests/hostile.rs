@@ -17,71 +17,31 @@ const SERVERS: &[&[&str]] = &[
     &["--impl", "tonic-mt", "--threads", "1"],
 ];
 
+use grpclab_testkit::raw::frame;
+
 /// The bound on one attacking connection: what one connection may cost the server.
 const RSS_BOUND_KIB: u64 = 256 * 1024;
 
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(9 + payload.len());
-    bytes.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
-    bytes.push(kind);
-    bytes.push(flags);
-    bytes.extend_from_slice(&stream.to_be_bytes());
-    bytes.extend_from_slice(payload);
-    bytes
-}
+use grpclab_testkit::raw::codes::{DATA, HEADERS, PING, SETTINGS, WINDOW_UPDATE};
+use grpclab_testkit::raw::{grpc_message, preface, request_header_block};
 
-const SETTINGS: u8 = 0x4;
-const PING: u8 = 0x6;
-const HEADERS: u8 = 0x1;
-const DATA: u8 = 0x0;
-const WINDOW_UPDATE: u8 = 0x8;
-
-/// A client preface and an empty SETTINGS frame, then `settings` if any.
-fn preface(settings: &[(u16, u32)]) -> Vec<u8> {
-    let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    let mut payload = Vec::new();
-    for (id, value) in settings {
-        payload.extend_from_slice(&id.to_be_bytes());
-        payload.extend_from_slice(&value.to_be_bytes());
-    }
-    bytes.extend(frame(SETTINGS, 0, 0, &payload));
-    bytes
-}
-
-/// A SayHello request on `stream`: HEADERS (literal fields, no Huffman) and its DATA.
+/// A SayHello request on `stream`: HEADERS (literal fields, no Huffman) and an empty
+/// HelloRequest in one DATA frame ending the stream.
 fn request(stream: u32) -> Vec<u8> {
-    let mut block = vec![0x83, 0x86]; // :method POST, :scheme http
-    let mut literal = |index: &[u8], value: &str| {
-        block.extend_from_slice(index);
-        block.push(value.len() as u8);
-        block.extend_from_slice(value.as_bytes());
-    };
-    literal(&[0x04], "/helloworld.Greeter/SayHello");
-    literal(&[0x01], "localhost");
-    literal(&[0x0f, 0x10], "application/grpc");
+    let block = request_header_block("/helloworld.Greeter/SayHello");
     let mut bytes = frame(HEADERS, 0x4, stream, &block);
-    // An empty HelloRequest message: the 5-byte gRPC prefix only.
-    bytes.extend(frame(DATA, 0x1, stream, &[0, 0, 0, 0, 0]));
+    bytes.extend(frame(DATA, 0x1, stream, &grpc_message(&[])));
     bytes
 }
 
 /// The server's peak resident memory so far (VmHWM), in KiB.
 fn peak_rss_kib(server: &Server) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap()
+    grpclab_testkit::process::peak_rss_kib(server.child.id()).expect("the server is running")
 }
 
 /// The server's open sockets (listening one included).
 fn open_fds(server: &Server) -> usize {
-    std::fs::read_dir(format!("/proc/{}/fd", server.child.id()))
-        .unwrap()
-        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
-        .filter(|target| target.to_string_lossy().starts_with("socket:"))
-        .count()
+    grpclab_testkit::process::open_sockets(server.child.id())
 }
 
 /// Waits until the server holds `baseline` descriptors again; false after 20 s.

@@ -4,10 +4,8 @@
 //! hundred thousand messages on one stream, a reader that stalls one stream beside a busy one,
 //! resets both ways, and a deadline in the middle of a stream.
 
-mod common;
-
-use common::frame::*;
-use common::*;
+use crate::common::frame::*;
+use crate::common::*;
 use grpclab_server::lab::LabConfig;
 use std::collections::HashMap;
 
@@ -40,13 +38,7 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
     }
 }
 
-/// A framed message: the gRPC prefix, then `message`.
-fn framed(message: &[u8]) -> Vec<u8> {
-    let mut out = vec![0];
-    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    out.extend_from_slice(message);
-    out
-}
+use grpclab_testkit::raw::grpc_message as framed;
 
 /// A framed `EchoRequest { payload }`.
 fn echo_request(payload: &[u8]) -> Vec<u8> {

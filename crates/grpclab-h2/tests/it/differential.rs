@@ -14,9 +14,7 @@ use grpclab_h2::server::feed_server;
 use std::collections::BTreeMap;
 use std::fmt;
 
-mod common;
-
-use common::Rng;
+use crate::common::Rng;
 
 /// A header field as a literal without indexing, new name (RFC 7541 §6.2.2).
 fn literal(block: &mut Vec<u8>, name: &str, value: &str) {
@@ -57,8 +55,7 @@ fn request_block(rng: &mut Rng) -> Vec<u8> {
 }
 
 fn raw_frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-    frame::write_header(out, payload.len(), kind, flags, stream);
-    out.extend_from_slice(payload);
+    out.extend(grpclab_testkit::raw::frame(kind, flags, stream, payload));
 }
 
 /// A client connection's bytes after the preface: SETTINGS, then 1-6 frames.

@@ -4,10 +4,8 @@
 //! (RFC 7541 §2.3.3). These tests send the same bytes before and after the table changes, over
 //! a raw socket, and check each call is routed by the table of its own moment.
 
-mod common;
-
-use common::frame::*;
-use common::*;
+use crate::common::frame::*;
+use crate::common::*;
 use grpclab_server::lab::LabConfig;
 
 const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";

@@ -1,8 +1,6 @@
 //! The load engine against real servers on loopback sockets.
 
-mod common;
-
-use common::{any_port, scripted_server, scripted_server_with_goaway, tonic_server, Reply};
+use crate::common::{any_port, scripted_server, scripted_server_with_goaway, tonic_server, Reply};
 use grpclab_core::scenario::validate_reply;
 use grpclab_core::{Code, Scenario};
 use grpclab_load::{run, CancellationToken, EndReason, LoadConfig, Pacing, Transport};

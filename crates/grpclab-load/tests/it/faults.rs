@@ -1,10 +1,8 @@
 //! The load engine against servers that die, stall, reset and lie: every call is counted
 //! exactly once and every run ends within its bounds.
 
-mod common;
-
-use common::fault::{Answer, Behaviour, FaultServer};
-use common::{any_port, scripted_server, Reply};
+use crate::common::fault::{Answer, Behaviour, FaultServer};
+use crate::common::{any_port, scripted_server, Reply};
 use grpclab_core::{Code, Scenario};
 use grpclab_h2::frame::{code, setting};
 use grpclab_load::{run, CancellationToken, EndReason, LoadConfig, LoadResult, Pacing, Transport};

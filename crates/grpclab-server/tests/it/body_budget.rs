@@ -3,10 +3,8 @@
 //! that cannot all fit are refused (REFUSED_STREAM, safe to retry) rather than left to
 //! deadlock. Raw HTTP/2 clients that keep every flow-control rule, over loopback.
 
-mod common;
-
-use common::frame::*;
-use common::*;
+use crate::common::frame::*;
+use crate::common::*;
 use grpclab_server::lab::LabConfig;
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc;

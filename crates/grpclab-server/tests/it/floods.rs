@@ -5,10 +5,8 @@
 //! (a reference, not a hardened server: ARCHITECTURE.md lists what it does instead), and a
 //! change in its answers fails here as a change in ours would.
 
-mod common;
-
-use common::frame::*;
-use common::*;
+use crate::common::frame::*;
+use crate::common::*;
 use grpclab_server::lab::LabConfig;
 
 const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";

@@ -1,11 +1,9 @@
 //! gRPC-over-HTTP/2 conformance of the built-in servers, over real loopback sockets: interop
 //! with tonic's client, gRPC error mapping, and frame-level behaviour (RFC 9113) on raw TCP.
 
-mod common;
-
+use crate::common::frame::*;
+use crate::common::*;
 use bytes::Bytes;
-use common::frame::*;
-use common::*;
 use grpclab_server::lab::{LabConfig, Placement};
 use grpclab_server::pb::greeter_client::GreeterClient;
 use grpclab_server::pb::hello::pet::Color;

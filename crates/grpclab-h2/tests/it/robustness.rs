@@ -8,9 +8,7 @@ use grpclab_h2::frame::{self, flags, kind};
 use grpclab_h2::hpack::Decoder;
 use grpclab_h2::server::feed_server;
 
-mod common;
-
-use common::Rng;
+use crate::common::Rng;
 
 /// A valid opening: SETTINGS, then a request (HEADERS + DATA) on stream 1.
 fn valid_input() -> Vec<u8> {

@@ -2,10 +2,8 @@
 //! answer exactly as the RFC says; lab on the h2 crate is run too and must answer the same,
 //! or as ARCHITECTURE.md lists its deviation.
 
-mod common;
-
-use common::frame::*;
-use common::*;
+use crate::common::frame::*;
+use crate::common::*;
 use grpclab_server::lab::LabConfig;
 use std::collections::HashMap;
 

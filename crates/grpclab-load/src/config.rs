@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Checks a reply message (without its gRPC prefix); `Err` carries why it is wrong.
-pub type ReplyValidator = Arc<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
+pub type ReplyValidator =
+    Arc<dyn Fn(&[u8]) -> Result<(), grpclab_core::scenario::ReplyError> + Send + Sync>;
 
 /// Renders a call's payload (ghz's call templates): the call's number and worker, the
 /// thread's generator and a reused text buffer in; the framed messages (uncompressed) out —

@@ -7,7 +7,7 @@
 //! - this module: a run's record ([`RunRecord`], [`NewRun`], [`StoredRun`]), the machine it
 //!   ran on, the [`Recorder`] a verb stores through;
 //! - [`store`]: the two databases behind one [`store::Store`], the schema and its migrations;
-//! - [`postgres_tls`]: TLS to PostgreSQL, the driver's errors in one line;
+//! - `postgres_tls`: TLS to PostgreSQL, the driver's errors in one line;
 //! - [`location`] (the bottom): which store `--history` names, and the [`Backend`] it is.
 //!
 //! The store sits below the harness: it keeps records and never reads bench's, compare's or
@@ -20,7 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod location;
-pub mod postgres_tls;
+pub(crate) mod postgres_tls;
 pub mod store;
 
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use grpclab_results::verdict::previous::{Previous, StoredNote};
 pub use location::{resolve, Backend, HistoryFlags, Location};
-pub use store::Store;
+pub use store::{Store, StoreError};
 
 /// The machine a run was measured on: runs on different machines are different
 /// configurations, and a trend tells them apart.
@@ -258,7 +258,7 @@ impl Recorder {
 
     /// A recorder for `backend`: `Err` holds the one warning to give instead of storing
     /// (e.g. no default path on a machine without `$HOME`).
-    pub fn new(backend: Result<Backend, String>) -> Recorder {
+    fn new(backend: Result<Backend, String>) -> Recorder {
         let batch = format!("{}-{}", now_unix_ms(), std::process::id());
         Recorder {
             backend: Some(backend),
@@ -306,7 +306,9 @@ impl Recorder {
             scope
                 .spawn(|| store_and_compare(&backend, &runs))
                 .join()
-                .unwrap_or_else(|_| Err("the database driver failed".to_owned()))
+                .unwrap_or_else(|_| {
+                    Err(StoreError::Refused("the database driver failed".to_owned()))
+                })
         });
         match outcome {
             Ok(recorded) => recorded,
@@ -314,7 +316,7 @@ impl Recorder {
                 warning: Some(format!(
                     "runs are not stored in history ({}): {}; the results are still written",
                     backend.describe(),
-                    backend.redact(&err)
+                    backend.redact(&err.to_string())
                 )),
                 ..Recorded::default()
             },
@@ -322,7 +324,7 @@ impl Recorder {
     }
 }
 
-fn store_and_compare(backend: &Backend, runs: &[NewRun]) -> Result<Recorded, String> {
+fn store_and_compare(backend: &Backend, runs: &[NewRun]) -> Result<Recorded, StoreError> {
     let mut store = Store::open(backend)?;
     let ids = store.insert(runs)?;
     let mut against = Vec::with_capacity(runs.len());

@@ -431,7 +431,7 @@ fn display_of(config: &postgres::Config, ssl_mode: SslMode) -> String {
 
 /// The default SQLite file: `$XDG_DATA_HOME/grpclab/history.sqlite`, else
 /// `~/.local/share/grpclab/history.sqlite`.
-pub fn default_path() -> Result<PathBuf, String> {
+pub(crate) fn default_path() -> Result<PathBuf, String> {
     if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(data).join(DEFAULT_FILE));
     }

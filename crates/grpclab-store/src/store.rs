@@ -90,8 +90,37 @@ enum Connection {
     Postgres(postgres::Client),
 }
 
-/// What went wrong with the store, already redacted.
-pub type StoreError = String;
+/// What went wrong with the store. Texts are the drivers' own; [`Store::open`] returns them
+/// with the password taken out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The store could not be reached: its folder not created, its file not opened, its
+    /// server not connected to (TLS included).
+    #[error("{0}")]
+    Unreachable(String),
+    /// The database refused a statement (or its driver failed).
+    #[error("{0}")]
+    Refused(String),
+    /// The store's schema is past the versions this grpclab knows.
+    #[error("it was written by a newer grpclab (schema version {applied}; this grpclab knows up to {known}): upgrade grpclab, or give another --history")]
+    Newer {
+        /// The schema version the store is at.
+        applied: i64,
+        /// The last version this grpclab knows.
+        known: i64,
+    },
+}
+
+impl StoreError {
+    /// The same error with `backend`'s password taken out of its text.
+    pub fn redacted(self, backend: &Backend) -> StoreError {
+        match self {
+            StoreError::Unreachable(text) => StoreError::Unreachable(backend.redact(&text)),
+            StoreError::Refused(text) => StoreError::Refused(backend.redact(&text)),
+            newer @ StoreError::Newer { .. } => newer,
+        }
+    }
+}
 
 impl Store {
     /// Opens (and, on first use, creates) the store and brings its schema up to date.
@@ -104,15 +133,15 @@ impl Store {
                 if config.get_application_name().is_none() {
                     config.application_name("grpclab");
                 }
-                let tls = postgres_tls::connector(target)?;
-                let client = config
-                    .connect(tls)
-                    .map_err(|err| backend.redact(&postgres_tls::explain(target, &err)))?;
+                let tls = postgres_tls::connector(target).map_err(StoreError::Unreachable)?;
+                let client = config.connect(tls).map_err(|err| {
+                    StoreError::Unreachable(backend.redact(&postgres_tls::explain(target, &err)))
+                })?;
                 Connection::Postgres(client)
             }
         };
         let mut store = Store { connection };
-        store.migrate().map_err(|err| backend.redact(&err))?;
+        store.migrate().map_err(|err| err.redacted(backend))?;
         Ok(store)
     }
 
@@ -159,18 +188,17 @@ impl Store {
                 tx.commit().map_err(sqlite_message)
             }
             Connection::Postgres(client) => {
-                let mut tx = client.transaction().map_err(|err| postgres_message(&err))?;
+                let mut tx = client.transaction().map_err(postgres_refused)?;
                 // One migrator at a time across every client of this database.
                 tx.execute("SELECT pg_advisory_xact_lock(7305001)", &[])
-                    .map_err(|err| postgres_message(&err))?;
-                tx.batch_execute(create)
-                    .map_err(|err| postgres_message(&err))?;
+                    .map_err(postgres_refused)?;
+                tx.batch_execute(create).map_err(postgres_refused)?;
                 let applied: i64 = tx
                     .query_one(
                         "SELECT COALESCE(MAX(version), 0)::BIGINT FROM grpclab_migrations",
                         &[],
                     )
-                    .map_err(|err| postgres_message(&err))?
+                    .map_err(postgres_refused)?
                     .get(0);
                 check_not_newer(applied)?;
                 for (index, step) in MIGRATIONS.iter().enumerate() {
@@ -179,14 +207,14 @@ impl Store {
                         continue;
                     }
                     tx.batch_execute(&step.replace("{id}", "BIGSERIAL PRIMARY KEY"))
-                        .map_err(|err| postgres_message(&err))?;
+                        .map_err(postgres_refused)?;
                     tx.execute(
                         "INSERT INTO grpclab_migrations (version, applied_at) VALUES ($1, $2)",
                         &[&version, &now],
                     )
-                    .map_err(|err| postgres_message(&err))?;
+                    .map_err(postgres_refused)?;
                 }
-                tx.commit().map_err(|err| postgres_message(&err))
+                tx.commit().map_err(postgres_refused)
             }
         }
     }
@@ -224,13 +252,13 @@ impl Store {
                 tx.commit().map_err(sqlite_message)?;
             }
             Connection::Postgres(client) => {
-                let mut tx = client.transaction().map_err(|err| postgres_message(&err))?;
+                let mut tx = client.transaction().map_err(postgres_refused)?;
                 let marks: Vec<String> = (1..=count).map(|n| format!("${n}")).collect();
                 let sql = format!(
                     "INSERT INTO runs ({INSERT_COLUMNS}) VALUES ({}) RETURNING id",
                     marks.join(", ")
                 );
-                let statement = tx.prepare(&sql).map_err(|err| postgres_message(&err))?;
+                let statement = tx.prepare(&sql).map_err(postgres_refused)?;
                 for run in runs {
                     let values = values_of(run);
                     let boxed: Vec<Box<dyn postgres::types::ToSql + Sync>> =
@@ -239,10 +267,10 @@ impl Store {
                         boxed.iter().map(|value| value.as_ref()).collect();
                     let row = tx
                         .query_one(&statement, &params)
-                        .map_err(|err| postgres_message(&err))?;
+                        .map_err(postgres_refused)?;
                     ids.push(row.get(0));
                 }
-                tx.commit().map_err(|err| postgres_message(&err))?;
+                tx.commit().map_err(postgres_refused)?;
             }
         }
         Ok(ids)
@@ -333,9 +361,7 @@ impl Store {
                     values.iter().map(postgres_value).collect();
                 let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
                     boxed.iter().map(|value| value.as_ref()).collect();
-                let rows = client
-                    .query(&sql, &params)
-                    .map_err(|err| postgres_message(&err))?;
+                let rows = client.query(&sql, &params).map_err(postgres_refused)?;
                 Ok(rows.iter().map(|row| map(&PostgresRow(row))).collect())
             }
         }
@@ -361,10 +387,12 @@ fn escape_like(text: &str) -> String {
 
 fn open_sqlite(path: &Path) -> Result<rusqlite::Connection, StoreError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|err| {
+            StoreError::Unreachable(format!("cannot create {}: {err}", parent.display()))
+        })?;
     }
-    let connection = rusqlite::Connection::open(path).map_err(sqlite_message)?;
+    let connection =
+        rusqlite::Connection::open(path).map_err(|err| StoreError::Unreachable(err.to_string()))?;
     connection.busy_timeout(LOCK_WAIT).map_err(sqlite_message)?;
     // WAL: readers never block the writer, and a process killed mid-write leaves the last
     // committed state (the log is replayed or dropped on the next open).
@@ -378,7 +406,11 @@ fn open_sqlite(path: &Path) -> Result<rusqlite::Connection, StoreError> {
 }
 
 fn sqlite_message(err: rusqlite::Error) -> StoreError {
-    err.to_string()
+    StoreError::Refused(err.to_string())
+}
+
+fn postgres_refused(err: postgres::Error) -> StoreError {
+    StoreError::Refused(postgres_message(&err))
 }
 
 /// A store whose schema is past the versions this grpclab knows was written by a newer one:
@@ -387,9 +419,7 @@ fn sqlite_message(err: rusqlite::Error) -> StoreError {
 fn check_not_newer(applied: i64) -> Result<(), StoreError> {
     let known = MIGRATIONS.len() as i64;
     if applied > known {
-        return Err(format!(
-            "it was written by a newer grpclab (schema version {applied}; this grpclab knows up to {known}): upgrade grpclab, or give another --history"
-        ));
+        return Err(StoreError::Newer { applied, known });
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ mod payload;
 mod schema;
 
 use payload::summarize;
-pub use payload::{binary_payload, encode_payload, validate_reply};
+pub use payload::{binary_payload, encode_payload, validate_reply, ReplyError};
 pub use schema::{import_paths, Schema};
 
 /// A scenario compiled into the binary: its name, its `.proto` source and its JSON payload.
@@ -304,7 +304,7 @@ impl Scenario {
     /// Greeter shape (a `request` field in, a `response` field of the same type out) it must
     /// echo the request's `request` exactly. What the readiness call checks of any server,
     /// ours or a peer's.
-    pub fn check_first_reply(&self, reply: &[u8]) -> Result<(), String> {
+    pub fn check_first_reply(&self, reply: &[u8]) -> Result<(), ReplyError> {
         let output = self.method.output();
         validate_reply(&output, reply)?;
         let input = self.method.input();
@@ -323,15 +323,18 @@ impl Scenario {
         let sent = crate::framing::unframe_single(first)
             .ok()
             .and_then(|bytes| DynamicMessage::decode(input, bytes).ok())
-            .ok_or("the scenario's own request does not decode")?;
-        let echoed = DynamicMessage::decode(output, reply)
-            .map_err(|err| format!("reply does not decode: {err}"))?;
+            .ok_or(ReplyError::RequestUndecodable)?;
+        let echoed = DynamicMessage::decode(output.clone(), reply).map_err(|err| {
+            ReplyError::Undecodable {
+                message: output.full_name().to_owned(),
+                reason: err.to_string(),
+            }
+        })?;
         if sent.get_field(&sent_field) != echoed.get_field(&echo_field) {
-            return Err(format!(
-                "the reply's `response` is not the request's `request` echoed back (sent {}, got {})",
-                summarize(&sent.get_field(&sent_field)),
-                summarize(&echoed.get_field(&echo_field))
-            ));
+            return Err(ReplyError::NotEchoed {
+                sent: summarize(&sent.get_field(&sent_field)),
+                got: summarize(&echoed.get_field(&echo_field)),
+            });
         }
         Ok(())
     }
@@ -403,8 +406,10 @@ mod tests {
             .unwrap();
         let wrong = crate::framing::unframe_single(&other.requests()[0]).unwrap();
         let err = scenario.check_first_reply(wrong).unwrap_err();
+        assert!(matches!(err, ReplyError::NotEchoed { .. }), "{err}");
         assert!(
-            err.contains("not the request's `request` echoed back"),
+            err.to_string()
+                .contains("not the request's `request` echoed back"),
             "{err}"
         );
         assert!(
@@ -540,8 +545,9 @@ mod tests {
         assert_eq!(validate_reply(&output, request), Ok(()));
         assert!(validate_reply(&output, b"\xff\xff").is_err());
         // field 15, varint 1: unknown to HelloReply
-        assert!(validate_reply(&output, b"\x78\x01")
-            .unwrap_err()
-            .contains("15"));
+        assert!(matches!(
+            validate_reply(&output, b"\x78\x01"),
+            Err(ReplyError::UnknownField { number: 15, .. })
+        ));
     }
 }

@@ -266,16 +266,51 @@ pub(super) fn summarize(value: &prost_reflect::Value) -> String {
     }
 }
 
+/// Why a reply was refused (`--validate`, a readiness call's check).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// The bytes are not the method's output message.
+    #[error("reply does not decode as {message}: {reason}")]
+    Undecodable {
+        /// The output message's full name.
+        message: String,
+        /// The decoder's reason.
+        reason: String,
+    },
+    /// The reply carries a field the schema does not define (a server on another schema).
+    #[error("reply has field number {number}, which {message} does not define")]
+    UnknownField {
+        /// The message (or nested message) type's full name.
+        message: String,
+        /// The unknown field's number.
+        number: u32,
+    },
+    /// The scenario's own first request could not be read back (nothing to compare with).
+    #[error("the scenario's own request does not decode")]
+    RequestUndecodable,
+    /// A Greeter-shaped reply whose `response` is not the request's `request`.
+    #[error("the reply's `response` is not the request's `request` echoed back (sent {sent}, got {got})")]
+    NotEchoed {
+        /// The sent field, summarized.
+        sent: String,
+        /// The echoed field, summarized.
+        got: String,
+    },
+}
+
 /// Checks a reply as `--validate` does: it must decode as the method's output message with no
-/// field the schema does not know. Returns the reason when it does not.
-pub fn validate_reply(output: &MessageDescriptor, message: &[u8]) -> Result<(), String> {
-    let decoded = DynamicMessage::decode(output.clone(), message)
-        .map_err(|err| format!("reply does not decode as {}: {err}", output.full_name()))?;
+/// field the schema does not know.
+pub fn validate_reply(output: &MessageDescriptor, message: &[u8]) -> Result<(), ReplyError> {
+    let decoded =
+        DynamicMessage::decode(output.clone(), message).map_err(|err| ReplyError::Undecodable {
+            message: output.full_name().to_owned(),
+            reason: err.to_string(),
+        })?;
     if let Some(unknown) = first_unknown_field(&decoded) {
-        return Err(format!(
-            "reply has field number {unknown}, which {} does not define",
-            output.full_name()
-        ));
+        return Err(ReplyError::UnknownField {
+            message: output.full_name().to_owned(),
+            number: unknown,
+        });
     }
     Ok(())
 }

@@ -102,7 +102,7 @@ pub fn start(
 impl AllocRecording {
     /// Stops recording (at the window's end, before anything else talks to the server) and
     /// reads the profile.
-    pub fn stop(self) -> Result<StoppedAllocRecording, String> {
+    pub(crate) fn stop(self) -> Result<StoppedAllocRecording, String> {
         admin_call(
             ADMIN_LIMIT,
             grpclab_server::stats::stop_heap_profile(&self.target, self.tls.as_ref()),
@@ -132,7 +132,7 @@ pub struct StoppedAllocRecording {
 impl StoppedAllocRecording {
     /// Sums the sites and writes the sites file; `calls` is what the server served over the
     /// window, for per-call figures.
-    pub fn report(self, calls: Option<u64>) -> Result<AllocProfile, String> {
+    pub(crate) fn report(self, calls: Option<u64>) -> Result<AllocProfile, String> {
         let mut profile = summarize(&self.dhat_json, calls)?;
         profile.dhat_file = file_name(&self.dhat_file);
         profile.sites_file = file_name(&self.sites_file);
@@ -244,7 +244,7 @@ pub struct AllocationPoint {
 }
 
 /// Sums dhat's program points per site and keeps the top ones.
-pub fn summarize(dhat_json: &str, calls: Option<u64>) -> Result<AllocProfile, String> {
+pub(crate) fn summarize(dhat_json: &str, calls: Option<u64>) -> Result<AllocProfile, String> {
     let file: DhatFile = serde_json::from_str(dhat_json)
         .map_err(|err| format!("allocation profile failed: not dhat's JSON: {err}"))?;
     let points = file.pps.iter().map(|point| AllocationPoint {

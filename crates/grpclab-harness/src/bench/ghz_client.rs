@@ -28,7 +28,7 @@ const OVERRUN: Duration = Duration::from_secs(30);
 
 /// ghz on this machine: on the PATH, else in `$(go env GOPATH)/bin` or `~/go/bin` where
 /// `go install` puts it.
-pub fn find() -> Result<PathBuf, String> {
+pub(crate) fn find() -> Result<PathBuf, String> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join("ghz"))
@@ -174,7 +174,11 @@ impl GhzPlan {
 
     /// Runs ghz for `duration` and returns its JSON report and the CPU seconds it used. Ctrl-C
     /// (`cancel`) interrupts it as a terminal would (ghz then reports the calls made so far).
-    pub fn run(&self, duration: Duration, cancel: &CancellationToken) -> Result<GhzRun, String> {
+    pub(crate) fn run(
+        &self,
+        duration: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<GhzRun, String> {
         let children_before = super::sampler::reaped_children_cpu();
         let started = Instant::now();
         let mut child = Command::new(&self.binary)
@@ -290,7 +294,7 @@ struct GhzJson {
 
 /// ghz's JSON report as a row's report: ghz's figures unchanged, the measured window its
 /// `total`, the percentiles its seven, errors every call whose status is not OK.
-pub fn report(json: &str, options: &RunOptions) -> Result<JsonReport, String> {
+pub(crate) fn report(json: &str, options: &RunOptions) -> Result<JsonReport, String> {
     let ghz: GhzJson = serde_json::from_str(json).map_err(|err| {
         let start: String = json.chars().take(120).collect();
         format!("ghz's report is not the JSON expected ({err}): {start}")

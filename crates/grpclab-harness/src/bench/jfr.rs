@@ -61,7 +61,7 @@ fn run(tool: &str, args: &[String]) -> Result<String, String> {
 
 /// Starts recording the JVM `pid` into `dir/<name>.jfr` (the `profile` settings: execution
 /// samples every 10 ms per running Java thread, allocation samples).
-pub fn start(pid: u32, dir: &Path, name: &str) -> Result<JfrRecording, String> {
+pub(crate) fn start(pid: u32, dir: &Path, name: &str) -> Result<JfrRecording, String> {
     // The JVM resolves a relative path against its own working directory, not ours.
     let dir = std::fs::canonicalize(dir)
         .map_err(|err| format!("JVM profile skipped: {}: {err}", dir.display()))?;
@@ -82,7 +82,7 @@ pub fn start(pid: u32, dir: &Path, name: &str) -> Result<JfrRecording, String> {
 
 impl JfrRecording {
     /// Stops the recording; the JVM writes the file.
-    pub fn stop(self) -> Result<PathBuf, String> {
+    pub(crate) fn stop(self) -> Result<PathBuf, String> {
         run(
             "jcmd",
             &[
@@ -173,7 +173,7 @@ const EXECUTION: &str = "jdk.ExecutionSample";
 const ALLOCATION: &str = "jdk.ObjectAllocationSample";
 
 /// Reads both kinds of sample from `jfr` in one pass of `jfr print`.
-pub fn read(jfr: &Path) -> Result<Samples, String> {
+pub(crate) fn read(jfr: &Path) -> Result<Samples, String> {
     let mut child = Command::new("jfr")
         .args(["print", "--json", "--stack-depth", "64", "--events"])
         .arg(format!("{EXECUTION},{ALLOCATION}"))
@@ -215,7 +215,7 @@ pub fn read(jfr: &Path) -> Result<Samples, String> {
 }
 
 /// The execution samples as a flamegraph and top functions, like perf's.
-pub fn cpu_profile(samples: &Samples, dir: &Path, name: &str) -> Result<CpuProfile, String> {
+pub(crate) fn cpu_profile(samples: &Samples, dir: &Path, name: &str) -> Result<CpuProfile, String> {
     let mut folded: std::collections::BTreeMap<String, u64> = Default::default();
     for frames in &samples.execution {
         let stack: Vec<&str> = frames.iter().rev().map(String::as_str).collect();

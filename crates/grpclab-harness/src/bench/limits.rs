@@ -68,7 +68,7 @@ pub fn available_cores() -> Vec<usize> {
 }
 
 /// Pins the calling thread (and the threads it spawns afterwards) to `cores`.
-pub fn pin_current_thread(cores: &[usize]) -> Result<(), String> {
+pub(crate) fn pin_current_thread(cores: &[usize]) -> Result<(), String> {
     // SAFETY: `set` is a zeroed cpu_set_t owned by this frame; CPU_SET writes bits inside it
     // for core numbers below CPU_SETSIZE (checked), and sched_setaffinity only reads it.
     unsafe {
@@ -170,7 +170,7 @@ fn quota_us(cpus: f64) -> u64 {
 impl ServerCgroup {
     /// Makes a cgroup named `name` limited to `cpus` cores and `memory` bytes. On failure
     /// nothing is left behind: the folders made so far are removed.
-    pub fn create(name: &str, cpus: f64, memory: u64) -> Result<ServerCgroup, String> {
+    pub(crate) fn create(name: &str, cpus: f64, memory: u64) -> Result<ServerCgroup, String> {
         ServerCgroup::create_under(Path::new("/sys/fs/cgroup"), name, cpus, memory)
     }
 
@@ -353,7 +353,7 @@ impl ServerCgroup {
     /// Kills every process still in the group (a child that left the server's process group
     /// with setsid is still here), then removes the folders. `Err` says which folder stayed
     /// and why; the caller reports it.
-    pub fn remove(mut self) -> Result<(), String> {
+    pub(crate) fn remove(mut self) -> Result<(), String> {
         self.kill_and_remove()
     }
 

@@ -186,7 +186,7 @@ fn paranoid_hint() -> String {
 
 impl CpuRecording {
     /// Stops sampling and renders the flamegraph and the top functions.
-    pub fn finish(self) -> Result<CpuProfile, String> {
+    pub(crate) fn finish(self) -> Result<CpuProfile, String> {
         if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
             // SAFETY: kill(2) on perf's own pid with SIGINT, which makes it stop and write its
             // data file; touches no memory of ours.
@@ -250,7 +250,12 @@ impl CpuRecording {
 
 /// Renders folded stacks (`root;...;leaf COUNT` per line) as a flamegraph at `svg` and the top
 /// functions at `top`: the common end of perf's and Java Flight Recorder's profiles.
-pub fn render(folded: &str, svg: &Path, top: &Path, title: &str) -> Result<CpuProfile, String> {
+pub(crate) fn render(
+    folded: &str,
+    svg: &Path,
+    top: &Path,
+    title: &str,
+) -> Result<CpuProfile, String> {
     let (weight, every) = function_shares(folded);
     if weight == 0 {
         return Err("CPU profile: no samples were recorded (was the server idle?)".to_owned());

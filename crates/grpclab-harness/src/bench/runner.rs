@@ -2,6 +2,7 @@
 //! while sampling, stop, and say what happened. Never panics on a misbehaving server: every
 //! failure becomes a FAILED row with its reason and the tail of the server's stderr.
 
+use grpclab_core::tls::TlsClient;
 use grpclab_core::Scenario;
 use grpclab_load::{CancellationToken, LoadConfig, Pacing};
 use serde::Serialize;
@@ -365,39 +366,17 @@ fn measure(
     let config = context.config;
     let name = spec.name.as_str();
     let tls_client = context.tls.map(|tls| tls.client.clone());
-    if let Err(reason) = wait_until_ready(
+    if let Err(reason) = get_ready(
+        spec,
         server,
         addr,
-        spec.ready,
-        context.scenario,
-        config.ready_timeout,
-        context.cancel,
+        cgroup,
+        limits,
+        context,
         tls_client.as_ref(),
     ) {
-        // A server that dies at start-up because of its memory limit is an OOM, not a crash.
-        let reason = if cgroup.is_some_and(|c| c.oom_kills() > 0) {
-            format!("OOM-killed during start-up: the server exceeded its memory limit of {}m (GRPC_SERVER_RAM)", config.server_ram >> 20)
-        } else {
-            reason
-        };
         return ImplResult::failed(name, command, reason, server.stderr_tail(), limits.clone());
     }
-    limits.server_cpus_allowed = limits::cpus_allowed(server.pid());
-    if let Err(err) = limits::pin_current_thread(&context.cores.client) {
-        (context.progress)(&format!(
-            "{name}: cannot pin the client to cores {:?}: {err}",
-            context.cores.client
-        ));
-    }
-    (context.progress)(&format!(
-        "{name}: ready; warming up {}s, then measuring {}s{}",
-        config.warmup.as_secs_f64(),
-        config.duration.as_secs_f64(),
-        match config.client {
-            BenchClient::Grpclab => String::new(),
-            client => format!(" with {}", client.name()),
-        }
-    ));
     // `--client ghz`: ghz's own warm-up run first (as grpc_bench does), so the monitor's
     // window starts with the measured run.
     let ghz = match config.client {
@@ -566,6 +545,56 @@ fn measure(
         alloc_profile,
         profile_note,
     }
+}
+
+/// Waits for the server to answer its first call (an OOM at start-up named as one), reads the
+/// CPUs it may use, pins the client to its cores and says the row is warming up. `Err` holds
+/// why the row failed.
+fn get_ready(
+    spec: &ImplementationSpec,
+    server: &mut ServerProcess,
+    addr: SocketAddr,
+    cgroup: Option<&ServerCgroup>,
+    limits: &mut AppliedLimits,
+    context: &mut RunContext<'_>,
+    tls_client: Option<&TlsClient>,
+) -> Result<(), String> {
+    let config = context.config;
+    let name = spec.name.as_str();
+    if let Err(reason) = wait_until_ready(
+        server,
+        addr,
+        spec.ready,
+        context.scenario,
+        config.ready_timeout,
+        context.cancel,
+        tls_client,
+    ) {
+        // A server that dies at start-up because of its memory limit is an OOM, not a crash.
+        let reason = if cgroup.is_some_and(|c| c.oom_kills() > 0) {
+            format!("OOM-killed during start-up: the server exceeded its memory limit of {}m (GRPC_SERVER_RAM)", config.server_ram >> 20)
+        } else {
+            reason
+        };
+        return Err(reason);
+    }
+    limits.server_cpus_allowed = limits::cpus_allowed(server.pid());
+    if let Err(err) = limits::pin_current_thread(&context.cores.client) {
+        (context.progress)(&format!(
+            "{name}: cannot pin the client to cores {:?}: {err}",
+            context.cores.client
+        ));
+    }
+    (context.progress)(&format!(
+        "{name}: ready; warming up {}s, then measuring {}s{}",
+        config.warmup.as_secs_f64(),
+        config.duration.as_secs_f64(),
+        match config.client {
+            BenchClient::Grpclab => String::new(),
+            client => format!(" with {}", client.name()),
+        }
+    ));
+    Ok(())
 }
 
 /// `--client ghz`: ghz found, its files written, and its warm-up run done.

@@ -169,6 +169,17 @@ pub struct Baseline {
     pub source: PathBuf,
 }
 
+/// Why a compare report's side cannot serve as a baseline.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotABaseline {
+    /// The report predates per-round figures (or has no such side).
+    #[error("an older compare report without per-round figures; run the baseline again")]
+    NoRoundFigures,
+    /// Fewer than two rounds: no interval can be drawn from it.
+    #[error("it holds {0} round(s); a baseline needs at least 2 for an interval")]
+    TooFewRounds(usize),
+}
+
 impl Baseline {
     /// A baseline of `samples` measured under `settings`.
     pub fn new(settings: RunSettings, samples: SideSamples) -> Baseline {
@@ -182,22 +193,18 @@ impl Baseline {
 
     /// The rounds of one side of a compare report (`label`, or the first side) as a
     /// baseline; `Err` says why it cannot be one.
-    pub fn of_side(report: super::CompareReport, label: Option<&str>) -> Result<Baseline, String> {
-        let settings = report.settings.ok_or_else(|| {
-            "an older compare report without per-round figures; run the baseline again".to_owned()
-        })?;
+    pub fn of_side(
+        report: super::CompareReport,
+        label: Option<&str>,
+    ) -> Result<Baseline, NotABaseline> {
+        let settings = report.settings.ok_or(NotABaseline::NoRoundFigures)?;
         let samples = match label {
             Some(label) => report.sides.into_iter().find(|side| side.label == label),
             None => report.sides.into_iter().next(),
         }
-        .ok_or_else(|| {
-            "an older compare report without per-round figures; run the baseline again".to_owned()
-        })?;
+        .ok_or(NotABaseline::NoRoundFigures)?;
         if samples.rps.len() < 2 {
-            return Err(format!(
-                "it holds {} round(s); a baseline needs at least 2 for an interval",
-                samples.rps.len()
-            ));
+            return Err(NotABaseline::TooFewRounds(samples.rps.len()));
         }
         Ok(Baseline::new(settings, samples))
     }
@@ -246,15 +253,14 @@ impl Baseline {
             let report: super::CompareReport = serde_json::from_value(value).map_err(|err| {
                 unreadable(&format!("not a compare report grpclab can read ({err})"))
             })?;
-            Baseline::of_side(report, None).map_err(|what| unreadable(&what))?
+            Baseline::of_side(report, None).map_err(|why| unreadable(&why.to_string()))?
         } else {
             return Err(unreadable("neither a baseline nor a compare report"));
         };
         if baseline.samples.rps.len() < 2 {
-            return Err(unreadable(&format!(
-                "it holds {} round(s); a baseline needs at least 2 for an interval",
-                baseline.samples.rps.len()
-            )));
+            return Err(unreadable(
+                &NotABaseline::TooFewRounds(baseline.samples.rps.len()).to_string(),
+            ));
         }
         baseline.source = file;
         Ok(baseline)

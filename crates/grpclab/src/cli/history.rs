@@ -57,7 +57,7 @@ fn connect(backend: &history::Backend) -> Result<Store, InputError> {
         InputError(format!(
             "cannot open the history store {}: {}",
             backend.describe(),
-            backend.redact(&err)
+            backend.redact(&err.to_string())
         ))
     })
 }
@@ -164,11 +164,11 @@ pub fn baseline_source(
         return Ok(BaselineSource::File(path));
     }
     let (mut store, backend) = open(store)?;
-    let failed = |err: String| {
+    let failed = |err: grpclab_store::StoreError| {
         InputError(format!(
             "--baseline {text}: cannot read the history store {}: {}",
             backend.describe(),
-            backend.redact(&err)
+            backend.redact(&err.to_string())
         ))
     };
     let read = |store: &mut Store, id: i64| -> Result<Option<(StoredRun, String)>, InputError> {
@@ -194,7 +194,8 @@ pub fn baseline_source(
             .transpose()
             .map_err(|err| format!("a damaged record ({err})"))?
             .ok_or_else(|| "a damaged record (no report)".to_owned())?;
-        let mut baseline = Baseline::of_side(report, label.as_deref())?;
+        let mut baseline =
+            Baseline::of_side(report, label.as_deref()).map_err(|why| why.to_string())?;
         baseline.source = PathBuf::from(format!("history run {}", run.id));
         Ok(baseline)
     };
@@ -340,9 +341,12 @@ fn list(
 ) -> anyhow::Result<()> {
     let filter = filter_of(filter)?;
     let (mut store, backend) = open(store)?;
-    let runs = store
-        .list(&filter)
-        .map_err(|err| InputError(format!("cannot list runs: {}", backend.redact(&err))))?;
+    let runs = store.list(&filter).map_err(|err| {
+        InputError(format!(
+            "cannot list runs: {}",
+            backend.redact(&err.to_string())
+        ))
+    })?;
     let text = match format {
         HistoryFormat::Json => serde_json::to_string_pretty(&runs)? + "\n",
         HistoryFormat::Csv => csv(&runs),
@@ -445,9 +449,12 @@ fn show(
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
     let (mut store, backend) = open(store)?;
-    let Some((run, result)) = store
-        .get(id)
-        .map_err(|err| InputError(format!("cannot read run {id}: {}", backend.redact(&err))))?
+    let Some((run, result)) = store.get(id).map_err(|err| {
+        InputError(format!(
+            "cannot read run {id}: {}",
+            backend.redact(&err.to_string())
+        ))
+    })?
     else {
         return Err(InputError(format!(
             "no run {id} in {}; list them with `grpclab history`",
@@ -476,9 +483,12 @@ fn show(
 fn trend(filter: &HistoryFilterArgs, output: &Path, store: &StoreArgs) -> anyhow::Result<()> {
     let filter = filter_of(filter)?;
     let (mut store, backend) = open(store)?;
-    let runs = store
-        .list(&filter)
-        .map_err(|err| InputError(format!("cannot list runs: {}", backend.redact(&err))))?;
+    let runs = store.list(&filter).map_err(|err| {
+        InputError(format!(
+            "cannot list runs: {}",
+            backend.redact(&err.to_string())
+        ))
+    })?;
     let page = crate::report::trend_page(&runs, &backend.describe());
     super::output::write_output(Some(output), page.as_bytes())?;
     let _ = writeln!(
@@ -507,7 +517,7 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
                 config_key: Some(run.record.config_key.clone()),
                 ..Filter::default()
             })
-            .map_err(|err| InputError(backend.redact(&err)))?;
+            .map_err(|err| InputError(backend.redact(&err.to_string())))?;
         if same.iter().any(|stored| {
             stored.record.started_unix_ms == run.record.started_unix_ms
                 && stored.record.source == run.record.source
@@ -521,9 +531,12 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
     for run in &mut fresh {
         run.record.batch = batch.clone();
     }
-    let ids = opened
-        .insert(&fresh)
-        .map_err(|err| InputError(format!("cannot store the runs: {}", backend.redact(&err))))?;
+    let ids = opened.insert(&fresh).map_err(|err| {
+        InputError(format!(
+            "cannot store the runs: {}",
+            backend.redact(&err.to_string())
+        ))
+    })?;
     let _ = writeln!(
         std::io::stdout(),
         "imported {} runs into {}{}{}",

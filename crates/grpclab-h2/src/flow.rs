@@ -61,9 +61,15 @@ impl Window {
         })
     }
 
-    /// SETTINGS_INITIAL_WINDOW_SIZE changed by `delta` (which may take it below zero).
-    pub fn shift(&mut self, delta: i64) {
-        self.0 += delta;
+    /// SETTINGS_INITIAL_WINDOW_SIZE changed by `delta` (which may take it below zero, but not
+    /// past 2^31-1: §6.9.2 makes that a FLOW_CONTROL_ERROR, and the window stays as it was).
+    pub fn shift(&mut self, delta: i64) -> Result<(), WindowError> {
+        let window = self.0 + delta;
+        if window > i64::from(MAX_WINDOW) {
+            return Err(WindowError::Overflow);
+        }
+        self.0 = window;
+        Ok(())
     }
 }
 
@@ -105,13 +111,20 @@ mod tests {
         assert_eq!(window.available(), i64::from(MAX_WINDOW));
         assert_eq!(window.grow(1), Err(WindowError::Overflow));
         assert_eq!(grown(-10, 5), Ok(-5));
+        let mut near = Window::new(MAX_WINDOW - 10);
+        assert_eq!(near.shift(11), Err(WindowError::Overflow));
+        assert_eq!(
+            near.available(),
+            i64::from(MAX_WINDOW - 10),
+            "a refused shift changes nothing"
+        );
     }
 
     #[test]
     fn a_smaller_initial_window_can_owe_bytes() {
         let mut window = Window::new(1_000);
         window.spend(800);
-        window.shift(-500);
+        window.shift(-500).unwrap();
         assert_eq!(window.available(), -300);
         assert_eq!(sendable(window, 10_000, 16_384), 0);
         window.grow(400).unwrap();

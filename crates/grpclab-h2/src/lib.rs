@@ -4,6 +4,8 @@
 //!   headers so a call's header block is a few bytes.
 //! - [`frame`]: the frame codec (RFC 9113 §4, §6): frame headers, every frame type's payload,
 //!   and the validation that turns a malformed frame into the right connection or stream error.
+//! - [`control`]: SETTINGS, PING and GOAWAY as both sides read them (the RFC's rules on
+//!   where they may come and what they may carry, the settings a frame changes).
 //! - [`flow`]: flow control both sides share: the send [`flow::Window`], WINDOW_UPDATE's
 //!   rules, how much of a body may go out now.
 //! - [`client`]: a client connection that runs the calls itself (unary, and streaming calls
@@ -17,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod control;
 pub mod flow;
 pub mod frame;
 pub mod grpc;

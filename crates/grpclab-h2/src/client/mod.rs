@@ -28,6 +28,7 @@ use crate::stream_map::StreamMap;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+use crate::control;
 use crate::flow::WindowError;
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
 use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
@@ -166,7 +167,7 @@ struct Connection<'s, S: CallSource> {
     stopped: bool,
     /// The server's GOAWAY: its last stream id (which may only go down, RFC 9113 §6.8) and
     /// its error code.
-    go_away: Option<(u32, u32)>,
+    go_away: Option<crate::control::GoAway>,
     wait_until: Option<Instant>,
     /// When a busy source ([`NextCall::Busy`]) wants to be asked again.
     busy_until: Option<Instant>,
@@ -261,8 +262,8 @@ pub async fn run_connection<S: CallSource>(
                 // expired call, a WINDOW_UPDATE) matter to no one once we close.
                 return Ok(());
             }
-            if let Some((_, code)) = connection.go_away {
-                return Err(connection.lost(ConnectionEnd::GoAway(code)));
+            if let Some(away) = connection.go_away {
+                return Err(connection.lost(ConnectionEnd::GoAway(away.code)));
             }
             if connection.ids_left() == 0 {
                 frame::write_goaway(
@@ -617,50 +618,53 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 Ok(())
             }
             kind::SETTINGS => {
-                if header.has(flags::ACK) {
+                let Some(change) = control::read_settings(&header, &payload)? else {
                     return Ok(());
-                }
+                };
                 self.peer_settings_seen = true;
-                for (id, value) in frame::parse_settings(&payload)? {
-                    match id {
-                        setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),
-                        setting::MAX_CONCURRENT_STREAMS => self.peer_max_streams = value as usize,
-                        setting::INITIAL_WINDOW_SIZE => {
-                            let delta = i64::from(value) - self.peer_initial_window;
-                            self.peer_initial_window = i64::from(value);
-                            for call in self.calls.values_mut() {
-                                call.send_window.shift(delta);
-                            }
-                        }
-                        setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
-                        _ => {}
+                if let Some(size) = change.header_table_size {
+                    self.encoder.set_max_size(size as usize);
+                }
+                if let Some(streams) = change.max_concurrent_streams {
+                    self.peer_max_streams = streams as usize;
+                }
+                if let Some(value) = change.initial_window_size {
+                    let delta = i64::from(value) - self.peer_initial_window;
+                    self.peer_initial_window = i64::from(value);
+                    for call in self.calls.values_mut() {
+                        call.send_window.shift(delta).map_err(|_| {
+                            connection_error(
+                                code::FLOW_CONTROL_ERROR,
+                                "the server's initial window took a stream's past 2^31-1",
+                            )
+                        })?;
                     }
+                }
+                if let Some(size) = change.max_frame_size {
+                    self.peer_max_frame = size as usize;
                 }
                 frame::write_settings_ack(&mut self.out);
                 self.send_blocked();
                 Ok(())
             }
             kind::PING => {
-                frame::check_ping(&payload)?;
-                if !header.has(flags::ACK) {
-                    frame::write_ping_ack(&mut self.out, &payload);
+                if let Some(data) = control::read_ping(&header, &payload)? {
+                    frame::write_ping_ack(&mut self.out, data);
                 }
                 Ok(())
             }
             kind::GOAWAY => {
-                let (last, error) = frame::parse_goaway(&payload)?;
-                if self.go_away.is_some_and(|(earlier, _)| last > earlier) {
-                    return Err(connection_error(
-                        code::PROTOCOL_ERROR,
-                        "a second GOAWAY raised the last stream id",
-                    ));
-                }
-                self.go_away = Some((last, error));
+                let away = control::read_goaway(&header, &payload, self.go_away)?;
+                self.go_away = Some(away);
                 // Streams above `last` were never processed: they fail now (retry-safe).
-                let unprocessed: Vec<u32> =
-                    self.calls.keys().copied().filter(|id| *id > last).collect();
+                let unprocessed: Vec<u32> = self
+                    .calls
+                    .keys()
+                    .copied()
+                    .filter(|id| *id > away.last_stream)
+                    .collect();
                 for stream in unprocessed {
-                    self.finish(stream, CallEnd::Unprocessed(error));
+                    self.finish(stream, CallEnd::Unprocessed(away.code));
                 }
                 Ok(())
             }

@@ -30,6 +30,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::control;
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
 use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
 
@@ -225,7 +226,7 @@ struct Connection<S: Service> {
     /// GOAWAY sent: no new streams.
     going_away: bool,
     /// The peer sent GOAWAY.
-    peer_going_away: bool,
+    peer_go_away: Option<crate::control::GoAway>,
     out: Vec<u8>,
     block_scratch: Vec<u8>,
     /// `:status 200` + `content-type: application/grpc`, once indexed.
@@ -321,7 +322,7 @@ pub async fn serve_connection<S: Service>(
             connection.out.drain(..written);
             written = 0;
         }
-        let draining = connection.going_away || connection.peer_going_away || read_closed;
+        let draining = connection.going_away || connection.peer_go_away.is_some() || read_closed;
         if draining
             && connection.streams.is_empty()
             && connection.busy.is_empty()
@@ -490,7 +491,7 @@ impl<S: Service> Connection<S> {
             reset_order: VecDeque::new(),
             skipped: VecDeque::new(),
             going_away: false,
-            peer_going_away: false,
+            peer_go_away: None,
             out: Vec::with_capacity(INITIAL_BUFFER),
             block_scratch: Vec::new(),
             head_block: CachedBlock::default(),
@@ -630,22 +631,15 @@ impl<S: Service> Connection<S> {
                 "a client sent PUSH_PROMISE",
             )),
             kind::PING => {
-                if header.stream != 0 {
-                    return Err(connection_error(code::PROTOCOL_ERROR, "PING on a stream"));
-                }
-                frame::check_ping(&payload)?;
-                if !header.has(flags::ACK) {
+                if let Some(data) = control::read_ping(&header, &payload)? {
                     self.spend_flood_credit()?;
-                    frame::write_ping_ack(&mut self.out, &payload);
+                    frame::write_ping_ack(&mut self.out, data);
                 }
                 Ok(())
             }
             kind::GOAWAY => {
-                if header.stream != 0 {
-                    return Err(connection_error(code::PROTOCOL_ERROR, "GOAWAY on a stream"));
-                }
-                frame::parse_goaway(&payload)?;
-                self.peer_going_away = true;
+                self.peer_go_away =
+                    Some(control::read_goaway(&header, &payload, self.peer_go_away)?);
                 Ok(())
             }
             kind::WINDOW_UPDATE => self.on_window_update(header, &payload),

@@ -1,5 +1,6 @@
-//! The peer's SETTINGS (RFC 9113 §6.5): values checked and applied, the initial window's
-//! change spread over every open stream (§6.9.2), and the acknowledgement.
+//! The peer's SETTINGS (RFC 9113 §6.5), read by [`crate::control`] and applied here: the
+//! initial window's change checked against every open stream (§6.9.2), and the
+//! acknowledgement.
 
 use super::*;
 
@@ -9,34 +10,18 @@ impl<S: Service> Connection<S> {
         header: Header,
         payload: &[u8],
     ) -> Result<(), ConnectionError> {
-        if header.stream != 0 {
-            return Err(connection_error(
-                code::PROTOCOL_ERROR,
-                "SETTINGS on a stream",
-            ));
-        }
-        if header.has(flags::ACK) {
-            if !payload.is_empty() {
-                return Err(connection_error(
-                    code::FRAME_SIZE_ERROR,
-                    "SETTINGS ACK with a payload",
-                ));
-            }
+        let Some(change) = control::read_settings(&header, payload)? else {
             return Ok(());
-        }
+        };
         self.spend_flood_credit()?;
-        // Only the last value of each setting in a frame counts (they apply in order), so a
-        // frame repeating an entry thousands of times costs what one entry does.
-        let mut initial_window = None;
-        for (id, value) in frame::parse_settings(payload)? {
-            match id {
-                setting::HEADER_TABLE_SIZE => self.encoder.set_max_size(value as usize),
-                setting::INITIAL_WINDOW_SIZE => initial_window = Some(i64::from(value)),
-                setting::MAX_FRAME_SIZE => self.peer_max_frame = value as usize,
-                _ => {}
-            }
+        if let Some(size) = change.header_table_size {
+            self.encoder.set_max_size(size as usize);
         }
-        if let Some(value) = initial_window {
+        if let Some(size) = change.max_frame_size {
+            self.peer_max_frame = size as usize;
+        }
+        if let Some(value) = change.initial_window_size {
+            let value = i64::from(value);
             self.check_initial_window(value)?;
             self.peer_initial_window = value;
         }

@@ -5,5 +5,7 @@
 
 mod common;
 
+mod control;
+
 mod differential;
 mod robustness;

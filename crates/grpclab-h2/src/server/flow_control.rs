@@ -38,7 +38,7 @@ impl<S: Service> Connection<S> {
                     }
                 }
                 self.max_send_offset = self.max_send_offset.max(stream.send_window_offset);
-            } else if !self.reset_ids.contains(&header.stream) {
+            } else if !self.resets.contains(header.stream) {
                 // Window for a closed stream (not one that crossed our reset): nothing to
                 // send with it.
                 self.spend_flood_credit()?;

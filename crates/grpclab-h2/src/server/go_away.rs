@@ -8,17 +8,37 @@ use super::*;
 /// reset are ignored (RFC 9113 §5.1) instead of answered with STREAM_CLOSED.
 pub(super) const RESET_MEMORY: usize = 4096;
 
-impl<S: Service> Connection<S> {
-    /// Remembers a stream we reset, so its late frames are ignored.
-    pub(super) fn remember_reset(&mut self, stream_id: u32) {
-        if self.reset_ids.insert(stream_id) {
-            self.reset_order.push_back(stream_id);
-            if self.reset_order.len() > RESET_MEMORY {
-                if let Some(oldest) = self.reset_order.pop_front() {
-                    self.reset_ids.remove(&oldest);
+/// The streams we reset (refused or failed), newest last, at most [`RESET_MEMORY`].
+#[derive(Debug, Default)]
+pub(super) struct ResetMemory {
+    ids: std::collections::HashSet<u32>,
+    order: VecDeque<u32>,
+}
+
+impl ResetMemory {
+    /// Remembers `stream_id`, forgetting the oldest past [`RESET_MEMORY`].
+    pub(super) fn remember(&mut self, stream_id: u32) {
+        if self.ids.insert(stream_id) {
+            self.order.push_back(stream_id);
+            if self.order.len() > RESET_MEMORY {
+                if let Some(oldest) = self.order.pop_front() {
+                    self.ids.remove(&oldest);
                 }
             }
         }
+    }
+
+    /// Whether we reset `stream_id` (and still remember it).
+    #[inline]
+    pub(super) fn contains(&self, stream_id: u32) -> bool {
+        self.ids.contains(&stream_id)
+    }
+}
+
+impl<S: Service> Connection<S> {
+    /// Remembers a stream we reset, so its late frames are ignored.
+    pub(super) fn remember_reset(&mut self, stream_id: u32) {
+        self.resets.remember(stream_id);
     }
 
     pub(super) fn reset(&mut self, stream_id: u32, error: u32) {
@@ -62,4 +82,25 @@ pub(super) async fn close_after_error(mut socket: Socket) {
     // Its scratch is on the heap, and only here: an array would sit in every connection's
     // future.
     let _ = tokio::time::timeout(ERROR_LINGER, stream.discard_until_closed()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_resets_are_forgotten_past_the_memory() {
+        let mut resets = ResetMemory::default();
+        for id in (1..).step_by(2).take(RESET_MEMORY + 1) {
+            resets.remember(id);
+        }
+        assert!(!resets.contains(1), "the oldest is forgotten");
+        assert!(resets.contains(3));
+        resets.remember(3);
+        assert_eq!(
+            resets.order.len(),
+            RESET_MEMORY,
+            "a repeat is remembered once"
+        );
+    }
 }

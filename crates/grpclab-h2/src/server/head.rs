@@ -261,7 +261,7 @@ impl<S: Service> Connection<S> {
             // A streaming call's half-close so far (None: not a streaming call).
             let stream_half_closed = self.streaming.get(&stream_id).map(|call| call.half_closed);
             // Usually an empty list: clients number streams consecutively.
-            let skipped = self.was_skipped(stream_id);
+            let skipped = self.skipped.contains(stream_id);
             // Trailers on a stream we know, or headers on a closed one.
             return match self.streams.get_mut(&stream_id) {
                 // Trailers: END_STREAM, and no pseudo-header (§8.1, §8.3).
@@ -307,7 +307,7 @@ impl<S: Service> Connection<S> {
                     Ok(())
                 }
                 // Trailers of a stream we reset (refused, or answered early): ignored (§5.1).
-                None if self.reset_ids.contains(&stream_id) => Ok(()),
+                None if self.resets.contains(stream_id) => Ok(()),
                 // An id a later stream jumped over, used now: an unexpected stream id (§5.1.1).
                 None if skipped => Err(connection_error(
                     code::PROTOCOL_ERROR,
@@ -327,7 +327,7 @@ impl<S: Service> Connection<S> {
             self.last_stream + 2
         };
         if stream_id > next_expected {
-            self.remember_skipped(next_expected, stream_id - 2);
+            self.skipped.remember(next_expected, stream_id - 2);
         }
         self.last_stream = stream_id;
         if self.going_away {
@@ -398,22 +398,28 @@ impl<S: Service> Connection<S> {
 /// those is then taken for a closed stream's: still a connection error, STREAM_CLOSED).
 pub(super) const SKIPPED_MEMORY: usize = 1024;
 
-impl<S: Service> Connection<S> {
-    /// Remembers client stream ids `first..=last` as never opened. Out of line: clients
-    /// number streams consecutively, and the request path stays as small as before.
+/// Client stream ids a new stream jumped over (never opened), as inclusive ranges, newest
+/// last, at most [`SKIPPED_MEMORY`]. Clients number streams consecutively, so this stays
+/// empty.
+#[derive(Debug, Default)]
+pub(super) struct SkippedIds(VecDeque<(u32, u32)>);
+
+impl SkippedIds {
+    /// Remembers ids `first..=last` as never opened. Out of line: the request path stays as
+    /// small as before.
     #[cold]
     #[inline(never)]
-    fn remember_skipped(&mut self, first: u32, last: u32) {
-        if self.skipped.len() == SKIPPED_MEMORY {
-            self.skipped.pop_front();
+    pub(super) fn remember(&mut self, first: u32, last: u32) {
+        if self.0.len() == SKIPPED_MEMORY {
+            self.0.pop_front();
         }
-        self.skipped.push_back((first, last));
+        self.0.push_back((first, last));
     }
 
     /// Whether `stream_id` was jumped over by a later stream (never opened).
     #[inline(never)]
-    fn was_skipped(&self, stream_id: u32) -> bool {
-        self.skipped
+    pub(super) fn contains(&self, stream_id: u32) -> bool {
+        self.0
             .iter()
             .any(|(first, last)| (*first..=*last).contains(&stream_id))
     }

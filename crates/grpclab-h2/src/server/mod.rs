@@ -46,12 +46,12 @@ mod service;
 mod settings;
 mod streaming;
 
-use budget::{BUDGET_SLACK, FLOOD_BUDGET};
+use budget::{FloodBudget, BUDGET_SLACK};
 use deadlines::arm_no_later_than;
 #[cfg(feature = "fuzzing")]
 pub use fuzz::feed_server;
-use go_away::close_after_error;
-use head::{HeadScratch, PartialHeaders};
+use go_away::{close_after_error, ResetMemory};
+use head::{HeadScratch, PartialHeaders, SkippedIds};
 use service::KEEPALIVE_PING;
 pub use service::{
     Dispatch, Reply, RequestHead, Response, ServerSettings, Service, DEFAULT_IDLE_TIMEOUT,
@@ -209,20 +209,16 @@ struct Connection<S: Service> {
     /// The connection window advertised: `settings.connection_window`, raised to fit one
     /// largest message with room for its frames' overhead.
     conn_window_target: u32,
-    /// What is left of [`FLOOD_BUDGET`] in the current second (requests earn units back).
-    flood_credit: i64,
-    /// When the current flood-budget second began (a turn's read time).
-    flood_window_start: Instant,
+    /// Frames that carry no request forward, budgeted per second.
+    flood: FloodBudget,
     /// Streams in `Flushing`, to forget once the write buffer is on the socket.
     flushing: Vec<u32>,
-    /// Streams we reset (refused or failed), newest last, at most `go_away::RESET_MEMORY`.
-    reset_ids: std::collections::HashSet<u32>,
-    reset_order: VecDeque<u32>,
-    /// Client stream ids a new stream jumped over (never opened), as inclusive ranges, newest
-    /// last, at most `head::SKIPPED_MEMORY`: HEADERS on one of them is an unexpected stream id
+    /// Streams we reset, so their late frames are ignored (§5.1).
+    resets: ResetMemory,
+    /// Client stream ids jumped over: HEADERS on one of them is an unexpected stream id
     /// (PROTOCOL_ERROR, §5.1.1), on any other id at or below `last_stream` a closed stream
-    /// (STREAM_CLOSED, §5.1). Clients number streams consecutively, so this stays empty.
-    skipped: VecDeque<(u32, u32)>,
+    /// (STREAM_CLOSED, §5.1).
+    skipped: SkippedIds,
     /// GOAWAY sent: no new streams.
     going_away: bool,
     /// The peer sent GOAWAY.
@@ -484,12 +480,10 @@ impl<S: Service> Connection<S> {
             conn_recv_window: i64::from(frame::DEFAULT_WINDOW),
             conn_recv_unacked: 0,
             conn_window_target: 0,
-            flood_credit: FLOOD_BUDGET,
-            flood_window_start: Instant::now(),
+            flood: FloodBudget::new(Instant::now()),
             flushing: Vec::new(),
-            reset_ids: Default::default(),
-            reset_order: VecDeque::new(),
-            skipped: VecDeque::new(),
+            resets: ResetMemory::default(),
+            skipped: SkippedIds::default(),
             going_away: false,
             peer_go_away: None,
             out: Vec::with_capacity(INITIAL_BUFFER),
@@ -614,7 +608,7 @@ impl<S: Service> Connection<S> {
                 if !self.streams.contains_key(&header.stream) {
                     // Nothing to cancel: a reset of a closed stream is pure overhead, unless
                     // it crossed our own reset of it (§5.1).
-                    if self.reset_ids.contains(&header.stream) {
+                    if self.resets.contains(header.stream) {
                         return Ok(());
                     }
                     return self.spend_flood_credit();
@@ -678,7 +672,7 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get_mut(&header.stream) else {
             // DATA sent before the peer saw our reset is expected and ignored (§5.1); its
             // window goes back at once, nothing keeps the bytes.
-            if self.reset_ids.contains(&header.stream) {
+            if self.resets.contains(header.stream) {
                 self.conn_recv_unacked += size;
                 return Ok(());
             }
@@ -782,9 +776,7 @@ impl<S: Service> Connection<S> {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
-        // A request earns back a unit of the flood budget: a busy client's stray frames
-        // (a reset crossing its answer) never add up to a flood.
-        self.flood_credit = (self.flood_credit + 1).min(FLOOD_BUDGET);
+        self.flood.earn();
         let StreamState::Receiving {
             call,
             body,

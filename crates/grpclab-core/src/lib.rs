@@ -11,6 +11,7 @@
 //! - [`tls`]: TLS settings (PEM files to rustls configurations, ALPN h2, self-signed pairs).
 //! - [`clock`]: the wall clock in nanoseconds since the Unix epoch, as message stamps carry it.
 //! - [`input`]: [`InputError`], what the user asked for and why it cannot be done (exit 2).
+//! - [`descriptors`]: the descriptor limit (RLIMIT_NOFILE) that caps a process's connections.
 //! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
 //!
 //! ```
@@ -22,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod descriptors;
 pub mod duration;
 pub mod framing;
 pub mod input;

@@ -666,6 +666,13 @@ impl LoadConfig {
             self.concurrency,
             ["--connections", "-c/--concurrency"],
         )?;
+        // Every connection is a socket: past the descriptor limit the run would fail mid-way
+        // with "Too many open files". The soft limit is raised to the hard one first.
+        if let Some(limit) = grpclab_core::descriptors::OpenFilesLimit::raise_to_hard() {
+            limit
+                .check(self.connections, "--connections")
+                .map_err(|err| ConfigError(err.0))?;
+        }
         if self.threads == 0 {
             return fail("--cpus must be at least 1");
         }

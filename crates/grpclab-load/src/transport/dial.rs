@@ -5,6 +5,10 @@ use grpclab_core::tls::TlsClient;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
+/// "Too many open files" (Linux's EMFILE): the process is at its descriptor limit, which no
+/// server can be blamed for.
+const EMFILE: i32 = 24;
+
 /// First pause after a failed reconnection attempt; doubles up to [`MAX_BACKOFF`].
 pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between reconnection attempts.
@@ -20,7 +24,13 @@ pub(crate) async fn connect_tcp(
         .map_err(|_| {
             format!("connecting to {target} timed out after {timeout:?} (--connect-timeout); is the server running and listening there?")
         })?
-        .map_err(|err| format!("cannot connect to {target}: {err}; is the server running and listening there?"))?;
+        .map_err(|err| {
+            if err.raw_os_error() == Some(EMFILE) {
+                format!("cannot open a socket to {target}: this process holds all the descriptors it may (RLIMIT_NOFILE); use fewer --connections or raise the limit (ulimit -n)")
+            } else {
+                format!("cannot connect to {target}: {err}; is the server running and listening there?")
+            }
+        })?;
     tcp.set_nodelay(true)
         .map_err(|err| format!("cannot set TCP_NODELAY on {target}: {err}"))?;
     Ok(tcp)

@@ -58,6 +58,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             "--max-connections must be at least 1".to_owned(),
         ));
     }
+    let max_connections = within_descriptor_limit(args.max_connections);
     if !(65_535..=0x7fff_ffff).contains(&args.connection_window) {
         return Err(InputError(format!(
             "--connection-window {} is outside what HTTP/2 allows (65535 to 2147483647 bytes)",
@@ -103,7 +104,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             max_message_bytes: args.max_message_bytes,
             max_concurrent_streams: args.max_concurrent_streams,
             connection_window: args.connection_window,
-            max_connections: args.max_connections,
+            max_connections,
             idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
             keepalive_interval: Some(args.keepalive).filter(|t| !t.is_zero()),
             keepalive_timeout: args.keepalive_timeout,
@@ -128,4 +129,22 @@ pub fn execute(config: &ServeConfig) -> anyhow::Result<()> {
         let _ = stderr.flush();
     })?;
     Ok(())
+}
+
+/// `--max-connections` as this process can hold them: the soft descriptor limit raised to the
+/// hard one, and the maximum lowered (said in one line) where even that is short, so the
+/// accept loop never meets "Too many open files".
+fn within_descriptor_limit(wanted: usize) -> usize {
+    let Some(limit) = grpclab_core::descriptors::OpenFilesLimit::raise_to_hard() else {
+        return wanted;
+    };
+    let fit = limit.connections() as usize;
+    if wanted <= fit {
+        return wanted;
+    }
+    eprintln!(
+        "serve: --max-connections {wanted} is more than this process may hold ({} descriptors, RLIMIT_NOFILE; hard limit {}): it accepts at most {fit} connections at once",
+        limit.soft, limit.hard
+    );
+    fit
 }

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Connections at scale: what one `grpclab serve` (CPU 0) and one `grpclab load` (CPU 1) pay
+per connection they hold, and how fast the client opens them.
+
+For each N: a fresh server (--max-connections N + 100), then `load --connections N -c N` at a
+low open-loop rate (every connection a call every few seconds: mostly idle, as mobile and IoT
+clients are) for --hold seconds. Once the server holds N sockets, both processes' resident
+memory is read; per connection = (RSS - the same process's RSS before any connection) / N.
+The client's base is its RSS after one connection's run of the same shape.
+
+  connect_s     seconds from the client's start until the server holds N sockets
+  server_kib    server RSS per connection (KiB)      client_kib   client RSS per connection
+  calls         calls the server counted, equal to the client's count (checked)
+
+Usage: benches/connections.py [--counts 1000,5000,15000] [--hold 10] [--calls-per-conn-s 0.2]
+       [--binary target/release/grpclab]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+
+def sockets(pid):
+    """Sockets `pid` holds open."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
+def one(binary, n, hold, per_conn_rate):
+    server, target = common.start_server(["--impl", "lab", "--max-connections", str(n + 100)])
+    try:
+        server_base, _ = common.memory_kib(server.pid)
+        base_sockets = sockets(server.pid)
+        rate = max(1.0, n * per_conn_rate)
+        out = tempfile.TemporaryFile()
+        err = tempfile.TemporaryFile()
+        argv = ["taskset", "-c", "1", binary, "load", target, "--insecure", "--scenario", "complex_proto",
+                "--connections", str(n), "-c", str(n), "--rps", str(rate), "-z", f"{hold}s", "--cpus", "1",
+                "-O", "json"]
+        started = time.monotonic()
+        client = subprocess.Popen(argv, stdout=out, stderr=err)
+        connect_s = None
+        client_kib = server_kib = None
+        while client.poll() is None:
+            held = sockets(server.pid) - base_sockets
+            if connect_s is None and held >= n:
+                connect_s = time.monotonic() - started
+                time.sleep(1.0)  # the first calls on every connection made and answered
+                server_rss, _ = common.memory_kib(server.pid)
+                client_rss, _ = common.memory_kib(client.pid)
+                server_kib = (server_rss - server_base) / n
+                client_kib = client_rss / n
+            time.sleep(0.05)
+        code = client.wait()
+        err.seek(0)
+        out.seek(0)
+        if code != 0:
+            sys.exit(f"client failed ({code}) at {n} connections: {err.read().decode(errors='replace')}")
+        report = json.loads(out.read())
+        served = common.server_stats(target)["calls"]
+    finally:
+        common.stop_server(server)
+    if report["count"] != served:
+        sys.exit(f"{n} connections: the client counted {report['count']} calls, the server {served}")
+    return {"connections": n, "connect_s": connect_s, "server_kib": server_kib,
+            "client_rss_kib": client_kib, "calls": served,
+            "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--counts", default="1000,5000,15000")
+    parser.add_argument("--hold", type=int, default=10)
+    parser.add_argument("--calls-per-conn-s", type=float, default=0.2)
+    parser.add_argument("--binary", default=common.BIN)
+    args = parser.parse_args()
+    common.BIN = args.binary
+    rows = []
+    for n in [int(c) for c in args.counts.split(",")]:
+        row = one(args.binary, n, args.hold, args.calls_per_conn_s)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    # The client's figure includes its base; per connection above base from two sizes.
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        slope = (b["client_rss_kib"] * b["connections"] - a["client_rss_kib"] * a["connections"]) / (
+            b["connections"] - a["connections"])
+        print(f"client RSS per added connection ({a['connections']} -> {b['connections']}): {slope:.1f} KiB")
+    print(f"{'connections':>11} {'connect s':>9} {'server KiB/conn':>15} {'calls':>8} {'errors':>6}")
+    for r in rows:
+        print(f"{r['connections']:>11} {r['connect_s'] or 0:>9.2f} {r['server_kib'] or 0:>15.1f} "
+              f"{r['calls']:>8} {r['errors']:>6}")
+
+
+if __name__ == "__main__":
+    main()

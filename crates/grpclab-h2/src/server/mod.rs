@@ -71,9 +71,11 @@ const FAIR_SHARE: std::time::Duration = std::time::Duration::from_millis(1);
 const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
 /// Read buffer growth step for a busy connection.
 const READ_CHUNK: usize = 64 * 1024;
-/// What a connection's buffers start with: an idle connection costs a few KiB, not 128 KiB
-/// reserved up front: 5,000 idle connections would reserve 666 MB.
-const INITIAL_BUFFER: usize = 4 * 1024;
+/// What a connection's read buffer starts with (it doubles while reads fill it, up to
+/// [`READ_CHUNK`]): a held connection costs what it touches, and a unary request with its
+/// headers fits in 1 KiB. 4 KiB cost lab 13.9 KiB of RSS per held connection, 1 KiB 7.0 KiB
+/// (benches/connections.py).
+const INITIAL_BUFFER: usize = 1024;
 /// Bytes waiting to be written above which the connection stops reading until they drain:
 /// a client that does not read cannot make us queue answers (PING and SETTINGS acks,
 /// resets, responses) without limit; it gets what tonic gives it, a server that stops reading.
@@ -486,7 +488,9 @@ impl<S: Service> Connection<S> {
             skipped: SkippedIds::default(),
             going_away: false,
             peer_go_away: None,
-            out: Vec::with_capacity(INITIAL_BUFFER),
+            // Grows with the first writes (the preface's SETTINGS, a response): nothing is
+            // reserved for a connection that has not answered yet.
+            out: Vec::new(),
             block_scratch: Vec::new(),
             head_block: CachedBlock::default(),
             gzip_head_block: CachedBlock::default(),

@@ -667,8 +667,8 @@ impl LoadConfig {
             ["--connections", "-c/--concurrency"],
         )?;
         // Every connection is a socket: past the descriptor limit the run would fail mid-way
-        // with "Too many open files". The soft limit is raised to the hard one first.
-        if let Some(limit) = grpclab_core::descriptors::OpenFilesLimit::raise_to_hard() {
+        // with "Too many open files" (the binary raised the soft limit to the hard one at start).
+        if let Some(limit) = grpclab_core::descriptors::OpenFilesLimit::current() {
             limit
                 .check(self.connections, "--connections")
                 .map_err(|err| ConfigError(err.0))?;

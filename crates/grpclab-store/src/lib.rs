@@ -316,7 +316,7 @@ impl Recorder {
                 warning: Some(format!(
                     "runs are not stored in history ({}): {}; the results are still written",
                     backend.describe(),
-                    backend.redact(&err.to_string())
+                    err.redacted(&backend)
                 )),
                 ..Recorded::default()
             },

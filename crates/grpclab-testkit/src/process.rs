@@ -5,10 +5,20 @@ use std::process::Command;
 
 /// The process's peak resident memory so far (VmHWM), in KiB; `None` once it has gone.
 pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// The process's resident memory now (VmRSS), in KiB; `None` once it has gone.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// One `/proc/PID/status` field in KiB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
@@ -41,6 +51,7 @@ mod tests {
     fn this_process_has_a_peak_and_its_sockets_are_counted() {
         let me = std::process::id();
         assert!(peak_rss_kib(me).is_some_and(|kib| kib > 0));
+        assert!(rss_kib(me).is_some_and(|kib| kib > 0 && kib <= peak_rss_kib(me).unwrap()));
         let before = open_sockets(me);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         assert_eq!(open_sockets(me), before + 1);

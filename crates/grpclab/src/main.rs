@@ -15,6 +15,9 @@ static ALLOCATOR: grpclab_server::alloc_count::CountingAllocator =
 
 fn main() -> ExitCode {
     grpclab_server::alloc_count::mark_installed();
+    // Once per process: every verb may hold many sockets (load's connections, serve's), and a
+    // shell's soft limit is often far below the hard one.
+    let _ = grpclab_core::descriptors::OpenFilesLimit::raise_to_hard();
     let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

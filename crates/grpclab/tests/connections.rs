@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What lab may hold per connection it keeps (RSS growth over its idle size / connections):
-/// read and write buffers, HPACK tables, the connection's task. Measured 7.0 KiB (release,
-/// benches/connections.py); 13.9 KiB before its first buffers were made small.
+/// read and write buffers, HPACK tables, the connection's task (7.0 KiB measured by
+/// benches/connections.py).
 const SERVER_KIB_PER_CONNECTION: f64 = 10.0;
 
 /// `grpclab ARGS` run by a shell that first sets the descriptor limit with `ulimit LIMIT`
@@ -28,12 +28,7 @@ fn grpclab_limited(limit: &str, args: &[&str]) -> Command {
 }
 
 fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("process alive");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmRSS")
+    grpclab_testkit::process::rss_kib(pid).expect("the server is running")
 }
 
 #[test]

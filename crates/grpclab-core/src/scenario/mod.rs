@@ -306,7 +306,7 @@ impl Scenario {
     /// ours or a peer's.
     pub fn check_first_reply(&self, reply: &[u8]) -> Result<(), ReplyError> {
         let output = self.method.output();
-        validate_reply(&output, reply)?;
+        let echoed = payload::decode_reply(&output, reply)?;
         let input = self.method.input();
         let (Some(sent_field), Some(echo_field)) = (
             input.get_field_by_name("request"),
@@ -324,12 +324,6 @@ impl Scenario {
             .ok()
             .and_then(|bytes| DynamicMessage::decode(input, bytes).ok())
             .ok_or(ReplyError::RequestUndecodable)?;
-        let echoed = DynamicMessage::decode(output.clone(), reply).map_err(|err| {
-            ReplyError::Undecodable {
-                message: output.full_name().to_owned(),
-                reason: err.to_string(),
-            }
-        })?;
         if sent.get_field(&sent_field) != echoed.get_field(&echo_field) {
             return Err(ReplyError::NotEchoed {
                 sent: summarize(&sent.get_field(&sent_field)),

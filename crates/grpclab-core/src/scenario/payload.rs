@@ -301,6 +301,15 @@ pub enum ReplyError {
 /// Checks a reply as `--validate` does: it must decode as the method's output message with no
 /// field the schema does not know.
 pub fn validate_reply(output: &MessageDescriptor, message: &[u8]) -> Result<(), ReplyError> {
+    decode_reply(output, message).map(|_| ())
+}
+
+/// The reply decoded as `output`, refused when it does not decode or carries a field the
+/// schema does not know.
+pub(super) fn decode_reply(
+    output: &MessageDescriptor,
+    message: &[u8],
+) -> Result<DynamicMessage, ReplyError> {
     let decoded =
         DynamicMessage::decode(output.clone(), message).map_err(|err| ReplyError::Undecodable {
             message: output.full_name().to_owned(),
@@ -312,7 +321,7 @@ pub fn validate_reply(output: &MessageDescriptor, message: &[u8]) -> Result<(), 
             number: unknown,
         });
     }
-    Ok(())
+    Ok(decoded)
 }
 
 fn first_unknown_field(message: &DynamicMessage) -> Option<u32> {

@@ -57,7 +57,7 @@ fn connect(backend: &history::Backend) -> Result<Store, InputError> {
         InputError(format!(
             "cannot open the history store {}: {}",
             backend.describe(),
-            backend.redact(&err.to_string())
+            err.redacted(backend)
         ))
     })
 }
@@ -168,7 +168,7 @@ pub fn baseline_source(
         InputError(format!(
             "--baseline {text}: cannot read the history store {}: {}",
             backend.describe(),
-            backend.redact(&err.to_string())
+            err.redacted(&backend)
         ))
     };
     let read = |store: &mut Store, id: i64| -> Result<Option<(StoredRun, String)>, InputError> {
@@ -341,12 +341,9 @@ fn list(
 ) -> anyhow::Result<()> {
     let filter = filter_of(filter)?;
     let (mut store, backend) = open(store)?;
-    let runs = store.list(&filter).map_err(|err| {
-        InputError(format!(
-            "cannot list runs: {}",
-            backend.redact(&err.to_string())
-        ))
-    })?;
+    let runs = store
+        .list(&filter)
+        .map_err(|err| InputError(format!("cannot list runs: {}", err.redacted(&backend))))?;
     let text = match format {
         HistoryFormat::Json => serde_json::to_string_pretty(&runs)? + "\n",
         HistoryFormat::Csv => csv(&runs),
@@ -449,12 +446,9 @@ fn show(
     store: &StoreArgs,
 ) -> anyhow::Result<()> {
     let (mut store, backend) = open(store)?;
-    let Some((run, result)) = store.get(id).map_err(|err| {
-        InputError(format!(
-            "cannot read run {id}: {}",
-            backend.redact(&err.to_string())
-        ))
-    })?
+    let Some((run, result)) = store
+        .get(id)
+        .map_err(|err| InputError(format!("cannot read run {id}: {}", err.redacted(&backend))))?
     else {
         return Err(InputError(format!(
             "no run {id} in {}; list them with `grpclab history`",
@@ -483,12 +477,9 @@ fn show(
 fn trend(filter: &HistoryFilterArgs, output: &Path, store: &StoreArgs) -> anyhow::Result<()> {
     let filter = filter_of(filter)?;
     let (mut store, backend) = open(store)?;
-    let runs = store.list(&filter).map_err(|err| {
-        InputError(format!(
-            "cannot list runs: {}",
-            backend.redact(&err.to_string())
-        ))
-    })?;
+    let runs = store
+        .list(&filter)
+        .map_err(|err| InputError(format!("cannot list runs: {}", err.redacted(&backend))))?;
     let page = crate::report::trend_page(&runs, &backend.describe());
     super::output::write_output(Some(output), page.as_bytes())?;
     let _ = writeln!(
@@ -517,7 +508,7 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
                 config_key: Some(run.record.config_key.clone()),
                 ..Filter::default()
             })
-            .map_err(|err| InputError(backend.redact(&err.to_string())))?;
+            .map_err(|err| InputError(err.redacted(&backend).to_string()))?;
         if same.iter().any(|stored| {
             stored.record.started_unix_ms == run.record.started_unix_ms
                 && stored.record.source == run.record.source
@@ -531,12 +522,9 @@ fn import(paths: &[PathBuf], store: &StoreArgs) -> anyhow::Result<()> {
     for run in &mut fresh {
         run.record.batch = batch.clone();
     }
-    let ids = opened.insert(&fresh).map_err(|err| {
-        InputError(format!(
-            "cannot store the runs: {}",
-            backend.redact(&err.to_string())
-        ))
-    })?;
+    let ids = opened
+        .insert(&fresh)
+        .map_err(|err| InputError(format!("cannot store the runs: {}", err.redacted(&backend))))?;
     let _ = writeln!(
         std::io::stdout(),
         "imported {} runs into {}{}{}",

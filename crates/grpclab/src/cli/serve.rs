@@ -131,11 +131,11 @@ pub fn execute(config: &ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--max-connections` as this process can hold them: the soft descriptor limit raised to the
-/// hard one, and the maximum lowered (said in one line) where even that is short, so the
-/// accept loop never meets "Too many open files".
+/// `--max-connections` as this process can hold them (the soft descriptor limit was raised to
+/// the hard one at start): lowered, said in one line, where even that is short, so the accept
+/// loop never meets "Too many open files".
 fn within_descriptor_limit(wanted: usize) -> usize {
-    let Some(limit) = grpclab_core::descriptors::OpenFilesLimit::raise_to_hard() else {
+    let Some(limit) = grpclab_core::descriptors::OpenFilesLimit::current() else {
         return wanted;
     };
     let fit = limit.connections() as usize;

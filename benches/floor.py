@@ -23,6 +23,11 @@ floor: replies its client received). Not utime+stime: this kernel samples those 
 tick, which is biased when the work is paced by timers aligned with that tick. Rounds alternate the two;
 the table shows medians and lab / floor.
 
+Beside the CPU, per request and over the same window: the server's system calls (perf stat's
+raw_syscalls:sys_enter tracepoint on the server's threads; n/a without perf) and its context
+switches, voluntary and involuntary (/proc/PID/task/*/status): where lab's distance to the floor
+is the kernel's and where it is its own.
+
 A third load, streaming: lab answering streaming_ping_pong messages at --ping-pong-rate
 messages/s (4 connections x 64 streams, 10 round trips per call), beside the floor answering
 single requests evenly paced at the same rate with lab's bytes per message.
@@ -35,6 +40,7 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +71,59 @@ def cpu_seconds(pid):
     return total / 1e9
 
 
+def context_switches(pid):
+    """Voluntary + involuntary context switches of every thread of a live process so far."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
+class SyscallCount:
+    """Counts a live process's system calls (every thread it has when started) from `start()` to
+    `stop()`, with perf's raw_syscalls:sys_enter tracepoint; also its context switches over
+    the same span. Without perf (or the permission), both stay None and the table says n/a."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.perf = None
+        self.out = tempfile.NamedTemporaryFile(suffix=".perf", delete=False).name
+        self.switches = None
+        self.syscalls = None
+
+    def start(self):
+        self.switches = -context_switches(self.pid)
+        try:
+            self.perf = subprocess.Popen(["perf", "stat", "-x", ",", "-o", self.out, "-e",
+                                          "raw_syscalls:sys_enter", "-p", str(self.pid)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except FileNotFoundError:
+            self.perf = None
+
+    def stop(self):
+        self.switches += context_switches(self.pid)
+        if self.perf is None:
+            return
+        self.perf.send_signal(signal.SIGINT)
+        self.perf.wait()
+        with open(self.out) as f:
+            for line in f:
+                fields = line.split(",")
+                if len(fields) >= 3 and fields[2] == "raw_syscalls:sys_enter" and fields[0].isdigit():
+                    self.syscalls = int(fields[0])
+        os.unlink(self.out)
+
+
+def per_call(count, calls):
+    return None if count is None else count / calls
+
+
 def socket_bytes(target):
     """(bytes received, bytes sent) over the server's established TCP connections on `target`'s
     port, from the kernel's per-socket counters (`ss -ti`)."""
@@ -92,10 +151,12 @@ def lab_load_args(mode, rate, batch):
 def measure_lab(lab_args, mode, rate, scenario, duration, warmup, batch=16):
     """One window of lab (1 thread, CPU 0) under grpclab load (CPU 1)."""
     server, target = start_server(["--impl", "lab"] + lab_args)
+    counter = SyscallCount(server.pid)
     try:
         marks = {}
 
         def at_warmup_end():
+            counter.start()
             marks["cpu"] = cpu_seconds(server.pid)
             marks["io"] = socket_bytes(target)
             marks["calls"] = server_stats(target)["calls"]
@@ -111,6 +172,7 @@ def measure_lab(lab_args, mode, rate, scenario, duration, warmup, batch=16):
         timer = threading.Timer(warmup + duration - 0.3, lambda: marks_end.update(io=socket_bytes(target)))
         timer.start()
         run_client(argv, warmup, at_warmup_end)
+        counter.stop()
         timer.join()
         read, written = marks_end["io"]
         # The counters cover 0.3 s less than the window: scale the calls to the same span.
@@ -126,6 +188,8 @@ def measure_lab(lab_args, mode, rate, scenario, duration, warmup, batch=16):
         "server_us": cpu * 1e6 / calls,
         "request_bytes": (read - marks["io"][0]) / (calls * span),
         "reply_bytes": (written - marks["io"][1]) / (calls * span),
+        "syscalls": per_call(counter.syscalls, calls),
+        "switches": per_call(counter.switches, calls),
     }
 
 
@@ -139,19 +203,38 @@ def measure_floor(floor, sizes, mode, rate, duration, warmup, batch=1):
         if server.poll() is not None:
             sys.exit(f"the floor server did not start (port {port})")
         marks = {}
+        counter = SyscallCount(server.pid)
         if mode == "saturation":
             shape = ["50", "20", str(warmup), str(duration)]
         else:
             shape = ["4", "1", str(warmup), str(duration), str(rate), str(batch)]
         argv = ["taskset", "-c", "1", floor, "client", port, request, reply] + shape
-        stdout, _, _ = run_client(argv, warmup, lambda: marks.update(cpu=cpu_seconds(server.pid)))
+        def at_warmup_end():
+            counter.start()
+            marks["cpu"] = cpu_seconds(server.pid)
+
+        stdout, _, _ = run_client(argv, warmup, at_warmup_end)
         cpu = cpu_seconds(server.pid) - marks["cpu"]
+        counter.stop()
     finally:
         server.kill()
         server.wait()
     words = stdout.split()
     replies, seconds = int(words[1]), float(words[3])
-    return {"rps": replies / seconds, "server_us": cpu * 1e6 / max(replies, 1)}
+    replies = max(replies, 1)
+    return {"rps": replies / seconds, "server_us": cpu * 1e6 / replies,
+            "syscalls": per_call(counter.syscalls, replies),
+            "switches": per_call(counter.switches, replies)}
+
+
+def fmt(value):
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def median_of(results, key):
+    """The median of a per-call count over rounds; None when a round could not count it."""
+    values = [r[key] for r in results]
+    return None if any(v is None for v in values) else median(values)
 
 
 def main():
@@ -194,7 +277,8 @@ def main():
             for name, result in (("lab", lab), ("floor", floor_result)):
                 results.setdefault((label, batch, name), []).append(result)
                 print(f"round {round_number} {label:>12} x{batch:<2} {name:<5} {result['rps']:>9.0f} req/s "
-                      f"server {result['server_us']:6.2f} µs/req"
+                      f"server {result['server_us']:6.2f} µs/req  {fmt(result['syscalls'])} syscalls, "
+                      f"{fmt(result['switches'])} context switches per req"
                       + (f"  wire {sizes[0]:.0f} B in / {sizes[1]:.0f} B out per call" if name == "lab" else ""),
                       flush=True)
     print()
@@ -205,8 +289,11 @@ def main():
     print("connection (lab: grpclab load -c 64, its pattern with 16 streams per connection);")
     print("ping-pong: lab's streaming_ping_pong messages (4 connections x 64 streams, 10 round trips")
     print("per call) against the floor's single requests evenly paced at the same rate")
-    print("| load | arrivals | lab req/s | floor req/s | lab µs/req | floor µs/req | lab / floor | wire B/call (in/out) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("syscalls: perf's raw_syscalls:sys_enter on the server over the window; context switches:")
+    print("voluntary + involuntary, every server thread (/proc/PID/task/*/status); both per request")
+    print("| load | arrivals | lab req/s | floor req/s | lab µs/req | floor µs/req | lab / floor "
+          "| syscalls/req lab / floor | context switches/req lab / floor | wire B/call (in/out) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for label, rate, batch in cells:
         lab = results[(label, batch, "lab")]
         fl = results[(label, batch, "floor")]
@@ -216,6 +303,8 @@ def main():
               f"{median([r['rps'] for r in fl]):.0f} | {median([r['server_us'] for r in lab]):.2f} | "
               f"{median([r['server_us'] for r in fl]):.2f} | "
               f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
+              f"{fmt(median_of(lab, 'syscalls'))} / {fmt(median_of(fl, 'syscalls'))} | "
+              f"{fmt(median_of(lab, 'switches'))} / {fmt(median_of(fl, 'switches'))} | "
               f"{median([r['request_bytes'] for r in lab]):.0f} / {median([r['reply_bytes'] for r in lab]):.0f} |")
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@
 //! server's stamp out of each reply ([`StampField`]). They are `impl`
 //! blocks of the one connection and see its fields, as the server's modules do.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 
 use crate::io::Socket;
@@ -547,8 +547,11 @@ impl<'s, S: CallSource> Connection<'s, S> {
     }
 
     fn on_bytes(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
-        while let Some((header, payload)) = frame::take_frame(buf)? {
-            self.on_frame(header, payload)?;
+        // Every frame is read in place: nothing of a payload outlives its frame here.
+        while let Some(header) = frame::next_frame(buf)? {
+            let result = self.on_frame(header, header.payload(buf));
+            buf.advance(header.frame_len());
+            result?;
         }
         if self.conn_recv_unacked >= CONNECTION_WINDOW / 2 {
             frame::write_window_update(&mut self.out, 0, self.conn_recv_unacked);
@@ -557,7 +560,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
         Ok(())
     }
 
-    fn on_frame(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+    fn on_frame(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
         if !self.peer_settings_seen && (header.kind != kind::SETTINGS || header.has(flags::ACK)) {
             // RFC 9113 §3.4: the server's preface is a SETTINGS frame, and it comes first.
             return Err(connection_error(
@@ -574,7 +577,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             }
         }
         match header.kind {
-            kind::DATA => self.on_data(header, &payload),
+            kind::DATA => self.on_data(header, payload),
             kind::HEADERS => {
                 if header.stream == 0 {
                     return Err(connection_error(
@@ -582,7 +585,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                         "HEADERS on stream 0",
                     ));
                 }
-                let range = frame::headers_fragment(&header, &payload)?;
+                let range = frame::headers_fragment(&header, payload)?;
                 if header.has(flags::END_HEADERS) {
                     self.on_header_block(
                         header.stream,
@@ -605,7 +608,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                         "CONTINUATION without HEADERS",
                     ));
                 };
-                partial.block.extend_from_slice(&payload);
+                partial.block.extend_from_slice(payload);
                 if header.has(flags::END_HEADERS) {
                     self.on_header_block(partial.stream, partial.end_stream, &partial.block)
                 } else {
@@ -614,7 +617,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 }
             }
             kind::RST_STREAM => {
-                let error = frame::parse_rst_stream(&payload)?;
+                let error = frame::parse_rst_stream(payload)?;
                 // A reset after the server already sent the call's grpc-status (in trailers
                 // that lacked END_STREAM): the status it sent is the call's outcome, as gRPC
                 // clients report it. Otherwise the reset is.
@@ -630,7 +633,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 Ok(())
             }
             kind::SETTINGS => {
-                let Some(change) = control::read_settings(&header, &payload)? else {
+                let Some(change) = control::read_settings(&header, payload)? else {
                     return Ok(());
                 };
                 self.peer_settings_seen = true;
@@ -660,13 +663,13 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 Ok(())
             }
             kind::PING => {
-                if let Some(data) = control::read_ping(&header, &payload)? {
+                if let Some(data) = control::read_ping(&header, payload)? {
                     frame::write_ping_ack(&mut self.out, data);
                 }
                 Ok(())
             }
             kind::GOAWAY => {
-                let away = control::read_goaway(&header, &payload, self.go_away)?;
+                let away = control::read_goaway(&header, payload, self.go_away)?;
                 self.go_away = Some(away);
                 // Streams above `last` were never processed: they fail now (retry-safe).
                 let unprocessed: Vec<u32> = self
@@ -681,7 +684,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 Ok(())
             }
             kind::WINDOW_UPDATE => {
-                let increment = frame::parse_window_update(&payload)?;
+                let increment = frame::parse_window_update(payload)?;
                 if header.stream == 0 {
                     self.conn_send_window.grow_connection(
                         increment,

@@ -116,7 +116,7 @@ impl<S: CallSource> Connection<'_, S> {
     pub(super) fn on_data(
         &mut self,
         header: Header,
-        payload: &Bytes,
+        payload: &[u8],
     ) -> Result<(), ConnectionError> {
         let size = payload.len() as u32;
         self.conn_recv_unacked += size;

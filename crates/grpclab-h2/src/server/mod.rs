@@ -20,7 +20,7 @@
 //! RST_STREAM; GOAWAY (ours on shutdown or error, the peer's). A connection error writes
 //! GOAWAY with its code and closes this connection only.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
@@ -553,15 +553,31 @@ impl<S: Service> Connection<S> {
             let _ = buf.split_to(frame::PREFACE.len());
             self.preface_done = true;
         }
-        while let Some((header, payload)) = frame::take_frame(buf)? {
-            self.on_frame(header, payload)?;
+        while let Some(header) = frame::next_frame(buf)? {
+            self.check_frame_order(&header)?;
+            if header.kind == kind::DATA {
+                // A request body may outlive its frame (it waits for the rest, or for the
+                // service): DATA is split off the read buffer, shared, not copied.
+                let payload = buf
+                    .split_to(header.frame_len())
+                    .freeze()
+                    .slice(frame::HEADER_LEN..);
+                self.on_data(header, payload)?;
+            } else {
+                // Every other frame is read in place and skipped.
+                let result = self.on_frame(header, header.payload(buf));
+                buf.advance(header.frame_len());
+                result?;
+            }
         }
         self.relieve_stall();
         self.flush_window_updates();
         Ok(())
     }
 
-    fn on_frame(&mut self, header: Header, payload: Bytes) -> Result<(), ConnectionError> {
+    /// The order rules every frame is checked against first: SETTINGS first, and nothing
+    /// but the CONTINUATION of an unfinished header block.
+    fn check_frame_order(&self, header: &Header) -> Result<(), ConnectionError> {
         if !self.settings_received && header.kind != kind::SETTINGS {
             return Err(connection_error(
                 code::PROTOCOL_ERROR,
@@ -576,9 +592,13 @@ impl<S: Service> Connection<S> {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Any frame but DATA (which `on_bytes` hands to `on_data`), its payload read in place.
+    fn on_frame(&mut self, header: Header, payload: &[u8]) -> Result<(), ConnectionError> {
         match header.kind {
-            kind::DATA => self.on_data(header, payload),
-            kind::HEADERS => self.on_headers(header, &payload),
+            kind::HEADERS => self.on_headers(header, payload),
             kind::PRIORITY => {
                 if header.stream == 0 {
                     return Err(connection_error(
@@ -589,7 +609,7 @@ impl<S: Service> Connection<S> {
                 self.spend_flood_credit()?;
                 if payload.len() != 5 {
                     frame::write_rst_stream(&mut self.out, header.stream, code::FRAME_SIZE_ERROR);
-                } else if dependency(&payload) == header.stream {
+                } else if dependency(payload) == header.stream {
                     // §5.3.1: a stream error, whatever state the stream is in.
                     self.reset(header.stream, code::PROTOCOL_ERROR);
                 }
@@ -602,7 +622,7 @@ impl<S: Service> Connection<S> {
                         "RST_STREAM on stream 0",
                     ));
                 }
-                frame::parse_rst_stream(&payload)?;
+                frame::parse_rst_stream(payload)?;
                 if header.stream > self.last_stream {
                     return Err(connection_error(
                         code::PROTOCOL_ERROR,
@@ -623,13 +643,13 @@ impl<S: Service> Connection<S> {
                 self.streams_busy.retain(|s| *s != header.stream);
                 Ok(())
             }
-            kind::SETTINGS => self.on_settings(header, &payload),
+            kind::SETTINGS => self.on_settings(header, payload),
             kind::PUSH_PROMISE => Err(connection_error(
                 code::PROTOCOL_ERROR,
                 "a client sent PUSH_PROMISE",
             )),
             kind::PING => {
-                if let Some(data) = control::read_ping(&header, &payload)? {
+                if let Some(data) = control::read_ping(&header, payload)? {
                     self.spend_flood_credit()?;
                     frame::write_ping_ack(&mut self.out, data);
                 }
@@ -637,11 +657,11 @@ impl<S: Service> Connection<S> {
             }
             kind::GOAWAY => {
                 self.peer_go_away =
-                    Some(control::read_goaway(&header, &payload, self.peer_go_away)?);
+                    Some(control::read_goaway(&header, payload, self.peer_go_away)?);
                 Ok(())
             }
-            kind::WINDOW_UPDATE => self.on_window_update(header, &payload),
-            kind::CONTINUATION => self.on_continuation(header, &payload),
+            kind::WINDOW_UPDATE => self.on_window_update(header, payload),
+            kind::CONTINUATION => self.on_continuation(header, payload),
             // Unknown frame types are ignored (RFC 9113 §4.1).
             _ => Ok(()),
         }

@@ -155,6 +155,10 @@ pub struct Recorder {
     pub latency: Histogram<u64>,
     /// Open loop only: the uncorrected service time, from the actual send.
     pub service_time: Option<Histogram<u64>>,
+    /// Open loop only: how late each successful call was sent, from its scheduled time to
+    /// its actual send (0 when on time or early; nanoseconds, from 1 ns): the client's own
+    /// lag, the part of `latency` that is not `service_time`.
+    pub send_lag: Option<Histogram<u64>>,
     /// Latency of failed calls (for ghz's `--count-errors`, which counts them in the
     /// latency figures too); recorded on the error path only.
     pub error_latency: Histogram<u64>,
@@ -234,6 +238,7 @@ impl Recorder {
         Recorder {
             latency: new_histogram(),
             service_time: open_loop.then(new_histogram),
+            send_lag: open_loop.then(new_gap_histogram),
             error_latency: new_histogram(),
             status: [0; Code::COUNT],
             errors: BTreeMap::new(),
@@ -424,6 +429,11 @@ impl Recorder {
         if let Some(service_time) = &mut self.service_time {
             service_time.saturating_record(saturating_ns(service));
         }
+        if let Some(send_lag) = &mut self.send_lag {
+            // Latency runs from the earlier of the scheduled and the actual send, service
+            // time from the actual send: their difference is how late the send was.
+            send_lag.saturating_record(saturating_ns(latency.saturating_sub(service)));
+        }
         self.status[Code::Ok as usize] += 1;
         self.all_latency_sum_ns += u128::from(latency_ns);
         let index = since_start.as_secs() as usize;
@@ -546,6 +556,9 @@ impl Recorder {
         let _ = self.latency.add(&other.latency);
         let _ = self.error_latency.add(&other.error_latency);
         if let (Some(mine), Some(theirs)) = (&mut self.service_time, &other.service_time) {
+            let _ = mine.add(theirs);
+        }
+        if let (Some(mine), Some(theirs)) = (&mut self.send_lag, &other.send_lag) {
             let _ = mine.add(theirs);
         }
         for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {

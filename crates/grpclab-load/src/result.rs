@@ -171,6 +171,12 @@ impl LoadResult {
         self.recorder.service_time.as_ref()
     }
 
+    /// Open loop: how late each successful call was sent, from its scheduled time to its
+    /// actual send (0 when on time), in nanoseconds.
+    pub fn send_lag(&self) -> Option<&Histogram<u64>> {
+        self.recorder.send_lag.as_ref()
+    }
+
     /// Streaming calls: request messages written and reply messages received, over the
     /// measured calls.
     pub fn messages(&self) -> (u64, u64) {

@@ -51,6 +51,7 @@ fn total_is_counted_exactly_over_several_threads_and_connections() {
     assert_eq!(result.ok(), 1000);
     assert_eq!(result.latency().len(), 1000);
     assert_eq!(result.end_reason, EndReason::Total);
+    assert!(result.send_lag().is_none(), "a closed loop has no schedule to lag");
     assert_eq!(
         result.per_second().iter().map(|s| s.count).sum::<u64>(),
         1000
@@ -196,6 +197,38 @@ fn open_loop_records_service_time_beside_corrected_latency() {
     assert_eq!(service.len(), 300);
     // Latency counts from the earlier of intended and actual send: never below service time.
     assert!(result.latency().max() >= service.max());
+}
+
+fn open_loop_send_lag_is_the_wait_a_busy_stream_forces() {
+    // One stream, calls due every 5 ms, each held 20 ms by the server: call k cannot be sent
+    // before k x 20 ms, though due at k x 5 ms, so it is sent at least k x 15 ms late (less
+    // the client's 2 ms early wake). The lag is the client's wait, not the server's time.
+    let server = scripted_server(
+        any_port(),
+        Arc::new(|_: &[u8]| Reply::EchoAfter(Duration::from_millis(20))),
+    );
+    let scenario = complex();
+    let mut config = config_for(server.addr, &scenario);
+    config.pacing = Pacing::OpenLoop { rate: 200.0 };
+    config.total = Some(20);
+    config.concurrency = 1;
+    config.connections = 1;
+    let result = run(config, &CancellationToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.ok(), 20);
+    let lag = result.send_lag().expect("open loop keeps the send lag");
+    assert_eq!(lag.len(), 20, "one value per successful call");
+    assert!(
+        lag.max() >= 250_000_000,
+        "the last call waited ~19 x 15 ms for the stream: {} ns",
+        lag.max()
+    );
+    let service = result.service_time().expect("open loop keeps service time");
+    assert!(
+        service.max() < lag.max(),
+        "the wait is in the lag, not in the service time ({} vs {} ns)",
+        service.max(),
+        lag.max()
+    );
 }
 
 fn warmup_calls_are_sent_but_not_counted() {

@@ -174,6 +174,16 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             lines(&service)?
         )?;
     }
+    if let Some(lag) = result.send_lag().filter(|lag| !lag.is_empty()) {
+        writeln!(
+            out,
+            "  Send lag (scheduled send time to actual send, successful calls; the client's own delay):\tp50 {}, p99 {}, p99.9 {}, max {}",
+            precise(lag.value_at_quantile(0.5)),
+            precise(lag.value_at_quantile(0.99)),
+            precise(lag.value_at_quantile(0.999)),
+            precise(lag.max())
+        )?;
+    }
     stream_lines(&mut out, result, &lines)?;
     if result.ok() > 0 && result.errors() > 0 {
         writeln!(

@@ -94,6 +94,10 @@ pub struct JsonReport {
     pub errors: u64,
     /// grpclab, open loop: what latency reads without the coordinated-omission correction.
     pub service_time: Option<LatencyStats>,
+    /// grpclab, open loop: how late successful calls were sent, from their scheduled time
+    /// to the actual send (0 when on time): the client's own lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<LatencyStats>,
     /// grpclab, streaming calls: request messages written over the measured calls.
     #[serde(default)]
     pub messages_sent: u64,
@@ -223,6 +227,7 @@ impl JsonReport {
             ok: result.ok(),
             errors: result.errors(),
             service_time: result.service_time().map(LatencyStats::of),
+            send_lag: result.send_lag().map(LatencyStats::of),
             messages_sent: result.messages().0,
             messages_received: result.messages().1,
             round_trip: result.round_trip().map(LatencyStats::of),

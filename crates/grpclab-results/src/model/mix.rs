@@ -116,6 +116,9 @@ pub struct Mergeable {
     /// Each reply's latency from its stamp (the same encoding), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_latency: Option<String>,
+    /// Open loop: how late each successful call was sent (the same encoding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<String>,
     /// Each second of the window, as `perSecond` but exact.
     pub per_second: Vec<MergeableSecond>,
 }
@@ -154,6 +157,7 @@ impl Mergeable {
             round_trip: recorder.round_trip.as_ref().map(encode_histogram),
             message_gaps: recorder.message_gaps.as_ref().map(encode_histogram),
             message_latency: recorder.message_latency.as_ref().map(encode_histogram),
+            send_lag: recorder.send_lag.as_ref().map(encode_histogram),
             per_second: recorder
                 .per_second
                 .iter()

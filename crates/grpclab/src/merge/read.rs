@@ -58,6 +58,12 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
         recorder.service_time = Some(histogram("hdrHistogram.serviceTime", text)?);
     }
     recorder.error_latency = histogram("mergeable.errorLatency", &exact.error_latency)?;
+    if let Some(text) = &exact.send_lag {
+        recorder.send_lag = Some(histogram("mergeable.sendLag", text)?);
+    } else {
+        // A shard from a build without it: the merge has no send lag rather than a wrong one.
+        recorder.send_lag = None;
+    }
     if let Some(text) = &exact.round_trip {
         recorder.round_trip = Some(histogram("mergeable.roundTrip", text)?);
     }

@@ -9,8 +9,16 @@ memory is read; per connection = (RSS - the same process's RSS before any connec
 The client's base is its RSS after one connection's run of the same shape.
 
   connect_s     seconds from the client's start until the server holds N sockets
+  connects/s    connections established per second, from the server's first socket to its
+                Nth (sockets counted every 50 ms: a rate, not a latency)
   server_kib    server RSS per connection (KiB)      client_kib   client RSS per connection
+  server/client µs per call   CPU per call of each process while all N connections are held
+                (from one second after the last connect to the end: the calls' cost with N
+                sockets in the kernel's tables and the processes' maps)
   calls         calls the server counted, equal to the client's count (checked)
+
+--calls-per-conn-s 1 with --counts 19000 is the IoT / mobile shape: every connection one call
+a second.
 
 Usage: benches/connections.py [--counts 1000,5000,15000] [--hold 10] [--calls-per-conn-s 0.2]
        [--binary target/release/grpclab]
@@ -52,10 +60,13 @@ def one(binary, n, hold, per_conn_rate):
                 "-O", "json"]
         started = time.monotonic()
         client = subprocess.Popen(argv, stdout=out, stderr=err)
-        connect_s = None
+        connect_s = first_s = None
         client_kib = server_kib = None
-        while client.poll() is None:
+        mark = None
+        while os.waitid(os.P_PID, client.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
             held = sockets(server.pid) - base_sockets
+            if first_s is None and held >= 1:
+                first_s = time.monotonic() - started
             if connect_s is None and held >= n:
                 connect_s = time.monotonic() - started
                 time.sleep(1.0)  # the first calls on every connection made and answered
@@ -63,19 +74,37 @@ def one(binary, n, hold, per_conn_rate):
                 client_rss, _ = common.memory_kib(client.pid)
                 server_kib = (server_rss - server_base) / n
                 client_kib = client_rss / n
+                try:
+                    mark = (common.cpu_seconds(server.pid), common.cpu_seconds(client.pid),
+                            common.server_stats(target)["calls"])
+                except (FileNotFoundError, ProcessLookupError):
+                    mark = None  # the client ended meanwhile: no steady window
             time.sleep(0.05)
-        code = client.wait()
+        # The client has ended but is not reaped: its whole CPU comes with its rusage.
+        _, status, rusage = os.wait4(client.pid, 0)
+        client.returncode = code = os.waitstatus_to_exitcode(status)
         err.seek(0)
         out.seek(0)
         if code != 0:
             sys.exit(f"client failed ({code}) at {n} connections: {err.read().decode(errors='replace')}")
         report = json.loads(out.read())
         served = common.server_stats(target)["calls"]
+        server_us = client_us = None
+        if mark is not None:
+            # The admin call that read the mark's count is one call: noise at these counts.
+            window_calls = max(served - mark[2], 1)
+            server_us = (common.cpu_seconds(server.pid) - mark[0]) * 1e6 / window_calls
+            client_us = (rusage.ru_utime + rusage.ru_stime - mark[1]) * 1e6 / window_calls
     finally:
         common.stop_server(server)
     if report["count"] != served:
         sys.exit(f"{n} connections: the client counted {report['count']} calls, the server {served}")
-    return {"connections": n, "connect_s": connect_s, "server_kib": server_kib,
+    connects_per_s = None
+    if connect_s is not None and first_s is not None and connect_s > first_s:
+        connects_per_s = (n - 1) / (connect_s - first_s)
+    return {"connections": n, "connect_s": connect_s, "connects_per_s": connects_per_s,
+            "server_us_per_call": server_us, "client_us_per_call": client_us,
+            "server_kib": server_kib,
             "client_rss_kib": client_kib, "calls": served,
             "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0)}
 
@@ -99,9 +128,12 @@ def main():
         slope = (b["client_rss_kib"] * b["connections"] - a["client_rss_kib"] * a["connections"]) / (
             b["connections"] - a["connections"])
         print(f"client RSS per added connection ({a['connections']} -> {b['connections']}): {slope:.1f} KiB")
-    print(f"{'connections':>11} {'connect s':>9} {'server KiB/conn':>15} {'calls':>8} {'errors':>6}")
+    print(f"{'connections':>11} {'connect s':>9} {'connects/s':>10} {'server KiB/conn':>15} "
+          f"{'client KiB/conn':>15} {'server µs/call':>14} {'client µs/call':>14} {'calls':>8} {'errors':>6}")
     for r in rows:
-        print(f"{r['connections']:>11} {r['connect_s'] or 0:>9.2f} {r['server_kib'] or 0:>15.1f} "
+        print(f"{r['connections']:>11} {r['connect_s'] or 0:>9.2f} {r['connects_per_s'] or 0:>10.0f} "
+              f"{r['server_kib'] or 0:>15.1f} {r['client_rss_kib'] or 0:>15.1f} "
+              f"{r['server_us_per_call'] or 0:>14.2f} {r['client_us_per_call'] or 0:>14.2f} "
               f"{r['calls']:>8} {r['errors']:>6}")
 
 

@@ -9,6 +9,7 @@ mod body_budget;
 mod conformance;
 mod floods;
 mod header_block_reuse;
+mod listen;
 mod rfc9113;
 mod shutdown;
 mod streaming;

@@ -12,6 +12,8 @@ The client's base is its RSS after one connection's run of the same shape.
   connects/s    connections established per second, from the server's first socket to its
                 Nth (sockets counted every 50 ms: a rate, not a latency)
   server_kib    server RSS per connection (KiB)      client_kib   client RSS per connection
+  kernel KiB/conn  what the kernel holds per connection, both its sockets (slab objects of
+                the socket, inode, file, dentry and epoll entry, and TCP buffer pages; root)
   server/client µs per call   CPU per call of each process while all N connections are held
                 (from one second after the last connect to the end: the calls' cost with N
                 sockets in the kernel's tables and the processes' maps)
@@ -47,10 +49,37 @@ def sockets(pid):
     return count
 
 
+# The kernel's caches a TCP connection's sockets live in (slab objects: the socket, its inode,
+# its file, the epoll registration, the dentry), beside the socket buffers' pages.
+KERNEL_CACHES = ("TCP", "sock_inode_cache", "filp", "dentry", "eventpoll_epi")
+
+
+def kernel_bytes():
+    """Bytes the kernel holds in KERNEL_CACHES' active objects plus TCP socket buffer pages
+    (/proc/slabinfo, root only, and /proc/net/sockstat); None without /proc/slabinfo."""
+    try:
+        with open("/proc/slabinfo") as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    total = 0
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0] in KERNEL_CACHES:
+            total += int(fields[1]) * int(fields[3])  # active objects x object size
+    with open("/proc/net/sockstat") as f:
+        for line in f:
+            if line.startswith("TCP:"):
+                words = line.split()
+                total += int(words[words.index("mem") + 1]) * os.sysconf("SC_PAGE_SIZE")
+    return total
+
+
 def one(binary, n, hold, per_conn_rate):
     server, target = common.start_server(["--impl", "lab", "--max-connections", str(n + 100)])
     try:
         server_base, _ = common.memory_kib(server.pid)
+        kernel_base = kernel_bytes()
         base_sockets = sockets(server.pid)
         rate = max(1.0, n * per_conn_rate)
         out = tempfile.TemporaryFile()
@@ -61,6 +90,7 @@ def one(binary, n, hold, per_conn_rate):
         started = time.monotonic()
         client = subprocess.Popen(argv, stdout=out, stderr=err)
         connect_s = first_s = None
+        kernel_kib = None
         client_kib = server_kib = None
         mark = None
         while os.waitid(os.P_PID, client.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
@@ -74,6 +104,11 @@ def one(binary, n, hold, per_conn_rate):
                 client_rss, _ = common.memory_kib(client.pid)
                 server_kib = (server_rss - server_base) / n
                 client_kib = client_rss / n
+                kernel_now = kernel_bytes()
+                if kernel_base is not None and kernel_now is not None:
+                    # Both ends of every connection are on this machine: per connection,
+                    # two sockets.
+                    kernel_kib = (kernel_now - kernel_base) / 1024 / n
                 try:
                     mark = (common.cpu_seconds(server.pid), common.cpu_seconds(client.pid),
                             common.server_stats(target)["calls"])
@@ -104,7 +139,7 @@ def one(binary, n, hold, per_conn_rate):
         connects_per_s = (n - 1) / (connect_s - first_s)
     return {"connections": n, "connect_s": connect_s, "connects_per_s": connects_per_s,
             "server_us_per_call": server_us, "client_us_per_call": client_us,
-            "server_kib": server_kib,
+            "server_kib": server_kib, "kernel_kib_per_connection": kernel_kib,
             "client_rss_kib": client_kib, "calls": served,
             "errors": report["count"] - report["statusCodeDistribution"].get("OK", 0)}
 
@@ -129,10 +164,11 @@ def main():
             b["connections"] - a["connections"])
         print(f"client RSS per added connection ({a['connections']} -> {b['connections']}): {slope:.1f} KiB")
     print(f"{'connections':>11} {'connect s':>9} {'connects/s':>10} {'server KiB/conn':>15} "
-          f"{'client KiB/conn':>15} {'server µs/call':>14} {'client µs/call':>14} {'calls':>8} {'errors':>6}")
+          f"{'client KiB/conn':>15} {'kernel KiB/conn':>15} {'server µs/call':>14} {'client µs/call':>14} {'calls':>8} {'errors':>6}")
     for r in rows:
         print(f"{r['connections']:>11} {r['connect_s'] or 0:>9.2f} {r['connects_per_s'] or 0:>10.0f} "
               f"{r['server_kib'] or 0:>15.1f} {r['client_rss_kib'] or 0:>15.1f} "
+              f"{r['kernel_kib_per_connection'] or 0:>15.1f} "
               f"{r['server_us_per_call'] or 0:>14.2f} {r['client_us_per_call'] or 0:>14.2f} "
               f"{r['calls']:>8} {r['errors']:>6}")
 

@@ -57,7 +57,7 @@ impl Service for EchoService {
         }
     }
 
-    fn call(&mut self, _: bool, body: Bytes, _: Reply, _: Instant) -> Dispatch<bool> {
+    fn call(&mut self, _: bool, body: Bytes, _: LaterReply<'_>, _: Instant) -> Dispatch<bool> {
         Dispatch::Respond(Response::Message(body))
     }
 }
@@ -68,8 +68,7 @@ impl Service for EchoService {
 /// with frames or a GOAWAY — never panic, never loop.
 #[doc(hidden)]
 pub fn feed_server(data: &[u8]) -> Vec<u8> {
-    let (replies_tx, _replies_rx) = mpsc::unbounded_channel();
-    let mut connection = Connection::new(EchoService, ServerSettings::default(), replies_tx);
+    let mut connection = Connection::new(EchoService, ServerSettings::default());
     connection.start();
     let mut buf = BytesMut::with_capacity(frame::PREFACE.len() + data.len());
     buf.extend_from_slice(frame::PREFACE);

@@ -52,11 +52,11 @@ use deadlines::arm_no_later_than;
 pub use fuzz::feed_server;
 use go_away::{close_after_error, ResetMemory};
 use head::{HeadScratch, PartialHeaders, SkippedIds};
-use service::KEEPALIVE_PING;
 pub use service::{
-    Dispatch, Reply, RequestHead, Response, ServerSettings, Service, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
+    Dispatch, LaterReply, Reply, RequestHead, Response, ServerSettings, Service,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
 };
+use service::{LateReplies, KEEPALIVE_PING};
 use streaming::StreamingCall;
 pub use streaming::{Step, StreamOut, OUTBOX_LIMIT};
 
@@ -187,7 +187,8 @@ struct Connection<S: Service> {
     blocked: VecDeque<u32>,
     /// Calls the service could not take yet.
     busy: VecDeque<(u32, S::Call, Bytes)>,
-    replies_tx: mpsc::UnboundedSender<(u32, Response)>,
+    /// The channel answers given later come back on, made at the first (see [`LateReplies`]).
+    late: LateReplies,
     /// When the current turn's bytes were read: the `now` of every call accepted in the turn
     /// (deadlines count from it). One clock read per turn instead of one per call — the clock
     /// was ~5 % of lab's CPU (docs/studies/allocations.md).
@@ -248,8 +249,9 @@ pub async fn serve_connection<S: Service>(
     service: S,
     shutdown: CancellationToken,
 ) {
-    let (replies_tx, mut replies_rx) = mpsc::unbounded_channel();
-    let mut connection = Connection::new(service, settings, replies_tx);
+    let mut connection = Connection::new(service, settings);
+    // Answers given later come back here, once the connection has made their channel.
+    let mut replies_rx: Option<mpsc::UnboundedReceiver<(u32, Response)>> = None;
     connection.start();
     let mut read_buf = BytesMut::with_capacity(INITIAL_BUFFER);
     // How much to offer the next read: grows while reads fill what they are offered.
@@ -285,6 +287,10 @@ pub async fn serve_connection<S: Service>(
         if work_since_yield >= FAIR_SHARE {
             work_since_yield = std::time::Duration::ZERO;
             tokio::task::yield_now().await;
+        }
+        if replies_rx.is_none() {
+            // A call of the last turn was kept to be answered later: listen from now on.
+            replies_rx = connection.late.take_receiver();
         }
         // Window released by answers that came from other threads (pool placement, deadlines)
         // goes back before the write: a client out of window sends nothing that would wake us.
@@ -411,10 +417,10 @@ pub async fn serve_connection<S: Service>(
                 }
             }
             _ = socket.writable(), if want_write => {}
-            Some((stream, response)) = replies_rx.recv() => {
+            Some((stream, response)) = late_reply(&mut replies_rx) => {
                 connection.respond(stream, response);
                 // Take every reply already waiting, so they go out in one write.
-                while let Ok((stream, response)) = replies_rx.try_recv() {
+                while let Some(Ok((stream, response))) = replies_rx.as_mut().map(|rx| rx.try_recv()) {
                     connection.respond(stream, response);
                 }
             }
@@ -452,12 +458,19 @@ pub async fn serve_connection<S: Service>(
     }
 }
 
+/// The next answer given later, once the connection has made their channel; until then,
+/// never (a branch of the loop's `select!` that stays pending).
+async fn late_reply(
+    receiver: &mut Option<mpsc::UnboundedReceiver<(u32, Response)>>,
+) -> Option<(u32, Response)> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 impl<S: Service> Connection<S> {
-    fn new(
-        service: S,
-        settings: ServerSettings,
-        replies_tx: mpsc::UnboundedSender<(u32, Response)>,
-    ) -> Connection<S> {
+    fn new(service: S, settings: ServerSettings) -> Connection<S> {
         Connection {
             service,
             settings,
@@ -468,7 +481,7 @@ impl<S: Service> Connection<S> {
             streams_busy: Vec::new(),
             blocked: VecDeque::new(),
             busy: VecDeque::new(),
-            replies_tx,
+            late: LateReplies::default(),
             turn_started: Instant::now(),
             head: HeadScratch::default(),
             partial: None,
@@ -849,9 +862,9 @@ impl<S: Service> Connection<S> {
         body: Bytes,
         now: Instant,
     ) -> Option<(S::Call, Bytes)> {
-        let reply = Reply {
+        let reply = LaterReply {
             stream: stream_id,
-            replies: self.replies_tx.clone(),
+            late: &mut self.late,
         };
         match self.service.call(call, body, reply, now) {
             Dispatch::Respond(response) => {
@@ -859,7 +872,7 @@ impl<S: Service> Connection<S> {
                 None
             }
             Dispatch::Later => None,
-            Dispatch::Busy(call, body, _) => Some((call, body)),
+            Dispatch::Busy(call, body) => Some((call, body)),
         }
     }
 

@@ -26,11 +26,11 @@
 //! window, since their window is not returned), and every other stream goes on. Memory stays
 //! bounded whatever a stream's length.
 
+use super::service::LateReplies;
 use bytes::{Buf, Bytes, BytesMut};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Instant;
-use tokio::sync::mpsc;
 
 use super::{Connection, Reply, Response, Service, StreamState, WRITE_BACKLOG_LIMIT};
 use crate::frame::{self, code};
@@ -72,7 +72,7 @@ pub(super) struct Outbox {
 pub struct StreamOut<'a> {
     outbox: &'a mut Outbox,
     stream: u32,
-    replies: &'a mpsc::UnboundedSender<(u32, Response)>,
+    late: &'a mut LateReplies,
 }
 
 impl StreamOut<'_> {
@@ -102,11 +102,8 @@ impl StreamOut<'_> {
     }
 
     /// A way to answer the message being handed over later (see [`Step::Later`]).
-    pub fn later(&self) -> Reply {
-        Reply {
-            stream: self.stream,
-            replies: self.replies.clone(),
-        }
+    pub fn later(&mut self) -> Reply {
+        self.late.reply(self.stream)
     }
 }
 
@@ -348,7 +345,7 @@ impl<S: Service> Connection<S> {
             let mut out = StreamOut {
                 outbox: &mut call.outbox,
                 stream: stream_id,
-                replies: &self.replies_tx,
+                late: &mut self.late,
             };
             if let Some(message) = call.pending.pop_front() {
                 let len = message.len() as u32;

@@ -3,7 +3,9 @@
 
 use bytes::{BufMut, Bytes};
 use grpclab_core::Code;
-use grpclab_h2::server::{Dispatch, Reply, RequestHead, Response, Service, Step, StreamOut};
+use grpclab_h2::server::{
+    Dispatch, LaterReply, Reply, RequestHead, Response, Service, Step, StreamOut,
+};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
@@ -304,7 +306,7 @@ impl Service for LabService {
         &mut self,
         call: CallHead,
         body: Bytes,
-        reply: Reply,
+        reply: LaterReply<'_>,
         now: Instant,
     ) -> Dispatch<CallHead> {
         self.unary(call, body, reply, now)
@@ -391,7 +393,7 @@ impl LabService {
         &mut self,
         call: CallHead,
         body: Bytes,
-        reply: Reply,
+        reply: LaterReply<'_>,
         mut now: Instant,
     ) -> Dispatch<CallHead> {
         if let Some(delay) = self.config.handler_delay {
@@ -404,6 +406,7 @@ impl LabService {
             now = spin_for(spin);
         }
         if self.config.placement == Placement::Task {
+            let reply = reply.keep();
             tokio::spawn(async move {
                 reply.send(response(run_call(&call, &body, IMPLEMENTATION)));
             });
@@ -416,15 +419,13 @@ impl LabService {
             work: Work::Call,
             head: call,
             body,
-            responder: EngineResponder(reply),
+            responder: EngineResponder(reply.keep()),
             implementation: IMPLEMENTATION,
         };
         match pool.sender.try_send(job) {
             Ok(()) => Dispatch::Later,
             // A full queue is back-pressure: the connection keeps the call and offers it again.
-            Err(mpsc::error::TrySendError::Full(job)) => {
-                Dispatch::Busy(job.head, job.body, job.responder.0)
-            }
+            Err(mpsc::error::TrySendError::Full(job)) => Dispatch::Busy(job.head, job.body),
             // The pool is shutting down: answer here rather than drop the call.
             Err(mpsc::error::TrySendError::Closed(job)) => {
                 Dispatch::Respond(response(run_call(&job.head, &job.body, IMPLEMENTATION)))

@@ -109,10 +109,12 @@ def median(values):
     return statistics.median(values)
 
 
-def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, connections=50):
-    """One window against one fresh server (1 thread, CPU 0) driven by `grpclab load` (CPU 1).
+def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, connections=50,
+                   server_cpus="0", threads=1, client_cpus="1"):
+    """One window against one fresh server (`threads` threads on `server_cpus`, by default 1 on
+    CPU 0) driven by `grpclab load` (on `client_cpus`, by default CPU 1, one thread per CPU).
     Server figures are per call the server reports serving in the window (admin RPC)."""
-    server, target = start_server(impl_args)
+    server, target = start_server(impl_args, cpu=server_cpus, threads=threads)
     try:
         marks = {}
 
@@ -120,9 +122,10 @@ def measure_server(impl_args, load_args, duration, warmup, concurrency=1000, con
             marks["cpu"] = cpu_seconds(server.pid)
             marks["stats"] = server_stats(target)
 
-        argv = ["taskset", "-c", "1", BIN, "load", target, "--insecure", "-c", str(concurrency),
-                "--connections", str(connections), "-z", f"{duration}s", "--warmup", f"{warmup}s", "--cpus", "1",
-                "-O", "json"] + load_args
+        client_threads = len(client_cpus.split(","))
+        argv = ["taskset", "-c", client_cpus, BIN, "load", target, "--insecure", "-c", str(concurrency),
+                "--connections", str(connections), "-z", f"{duration}s", "--warmup", f"{warmup}s",
+                "--cpus", str(client_threads), "-O", "json"] + load_args
         if not any(flag in load_args for flag in ("--scenario", "--proto", "--protoset")):
             # Since 2026-12-01 `load` asks the server by reflection when no schema flag is given.
             argv += ["--scenario", "complex_proto"]

@@ -23,7 +23,7 @@ The client's base is its RSS after one connection's run of the same shape.
 a second.
 
 Usage: benches/connections.py [--counts 1000,5000,15000] [--hold 10] [--calls-per-conn-s 0.2]
-       [--binary target/release/grpclab]
+       [--binary target/release/grpclab] [--impl lab|tonic-mt|tonic-st]
 """
 import argparse
 import json
@@ -75,8 +75,11 @@ def kernel_bytes():
     return total
 
 
-def one(binary, n, hold, per_conn_rate):
-    server, target = common.start_server(["--impl", "lab", "--max-connections", str(n + 100)])
+def one(binary, n, hold, per_conn_rate, impl):
+    server_args = ["--impl", impl]
+    if impl == "lab":
+        server_args += ["--max-connections", str(n + 100)]  # lab closes past 10,000 by default
+    server, target = common.start_server(server_args)
     try:
         server_base, _ = common.memory_kib(server.pid)
         kernel_base = kernel_bytes()
@@ -151,11 +154,12 @@ def main():
     parser.add_argument("--hold", type=int, default=10)
     parser.add_argument("--calls-per-conn-s", type=float, default=0.2)
     parser.add_argument("--binary", default=common.BIN)
+    parser.add_argument("--impl", default="lab", help="the server: lab, tonic-mt or tonic-st")
     args = parser.parse_args()
     common.BIN = args.binary
     rows = []
     for n in [int(c) for c in args.counts.split(",")]:
-        row = one(args.binary, n, args.hold, args.calls_per_conn_s)
+        row = one(args.binary, n, args.hold, args.calls_per_conn_s, args.impl)
         rows.append(row)
         print(json.dumps(row), flush=True)
     # The client's figure includes its base; per connection above base from two sizes.

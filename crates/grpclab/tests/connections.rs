@@ -221,3 +221,51 @@ fn a_server_limited_below_its_max_connections_says_so_and_serves() {
         "{note}"
     );
 }
+
+#[test]
+fn a_server_closing_connections_at_its_cap_is_named_as_the_bound() {
+    // lab keeps 2 connections and closes the rest as it accepts them: the client's other 6
+    // connect, lose their connection, and connect again, their calls failing meanwhile.
+    let server = Server::start_with(&["--impl", "lab", "--threads", "1", "--max-connections", "2"]);
+    let output = grpclab()
+        .args([
+            "load",
+            &server.target(),
+            "--insecure",
+            "--scenario",
+            "complex_proto",
+        ])
+        .args(["--connections", "8", "-c", "16", "-n", "300", "-O", "json"])
+        .output()
+        .expect("run grpclab load");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "no JSON report ({err}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert_eq!(report["count"], 300, "every call is accounted for");
+    let ok = report["statusCodeDistribution"]["OK"].as_u64().unwrap_or(0);
+    let unavailable = report["statusCodeDistribution"]["Unavailable"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(
+        ok + unavailable,
+        300,
+        "{}",
+        report["statusCodeDistribution"]
+    );
+    assert!(unavailable > 0, "calls on the closed connections failed");
+    assert_eq!(
+        server.stats()["calls"],
+        ok,
+        "the server served the calls that succeeded"
+    );
+    let bound = &report["boundBy"];
+    assert_eq!(bound["kind"], "connections", "{bound}");
+    let evidence = bound["evidence"].as_str().unwrap_or_default();
+    assert!(
+        evidence.contains("over the 8 asked for") && evidence.contains("--max-connections"),
+        "{evidence}"
+    );
+}

@@ -108,6 +108,8 @@ impl WindowFigures {
             mean_latency_ns: self.mean_latency_ns,
             calls: self.report.count,
             errors: self.errors,
+            connections: config.connections,
+            reconnects: self.report.reconnects,
             ..Default::default()
         }
     }

@@ -1,7 +1,9 @@
 //! "Bound by": what limited a run's figures — the server's CPU (its quota saturated, the
 //! cgroup throttling it), the client (its CPU saturated, or its schedule behind), the closed
 //! loop's concurrency (neither side saturated: latency ≈ streams / throughput, so more streams
-//! would have given more), the server's memory (near its limit, or OOM-killed), errors, the
+//! would have given more), the server's memory (near its limit, or OOM-killed), the
+//! connections (what held connections cost: memory near the limit with thousands held, or
+//! connections the server closed or refused at its cap or descriptor limit), errors, the
 //! offered rate (an open loop the server kept up with), or nothing found. One pure function
 //! over the evidence, which the verdict repeats in figures so a reader can check it.
 
@@ -22,6 +24,9 @@ pub enum BoundKind {
     Concurrency,
     /// The server's memory limit.
     ServerMemory,
+    /// The connections: thousands held with the server's memory near its limit, or
+    /// connections the server closed or refused (its connection cap, its descriptor limit).
+    Connections,
     /// Failed calls.
     Errors,
     /// An open loop's offered rate, met.
@@ -41,6 +46,7 @@ impl BoundKind {
             BoundKind::Client => "client",
             BoundKind::Concurrency => "concurrency",
             BoundKind::ServerMemory => "server memory",
+            BoundKind::Connections => "connections/memory",
             BoundKind::Errors => "errors",
             BoundKind::OfferedRate => "offered rate",
             BoundKind::ServerOrNetwork => "server/network",
@@ -110,7 +116,15 @@ pub struct BoundEvidence {
     pub calls: u64,
     /// Of them, failed.
     pub errors: u64,
+    /// Connections the run asked for (0: not known).
+    pub connections: usize,
+    /// Connections lost and opened again during the run (the server closed them).
+    pub reconnects: u64,
 }
+
+/// Connections held from which memory per connection is the question rather than the
+/// server's own footprint.
+const MANY_CONNECTIONS: usize = 1_000;
 
 /// An open loop's share of the mean latency spent before sending (latency from the scheduled
 /// time minus the service time from the actual send); `None` for a closed loop.
@@ -149,6 +163,19 @@ pub fn bound_by(e: &BoundEvidence) -> Bound {
         );
     }
     if let (Some(peak), Some(limit)) = (e.server_memory_peak, e.server_memory_limit) {
+        if limit > 0 && peak as f64 >= SATURATED * limit as f64 && e.connections >= MANY_CONNECTIONS
+        {
+            return bound(
+                BoundKind::Connections,
+                format!(
+                    "memory peaked at {:.0} MiB of its {:.0} MiB limit holding {} connections ({:.1} KiB each at most)",
+                    mib(peak),
+                    mib(limit),
+                    e.connections,
+                    peak as f64 / 1024.0 / e.connections as f64
+                ),
+            );
+        }
         if limit > 0 && peak as f64 >= SATURATED * limit as f64 {
             return bound(
                 BoundKind::ServerMemory,
@@ -159,6 +186,17 @@ pub fn bound_by(e: &BoundEvidence) -> Bound {
                 ),
             );
         }
+    }
+    if e.reconnects > 0 && e.connections > 0 {
+        // The server closed connections the client held (its cap or its descriptor limit
+        // closes them as they are accepted); their calls failed, which `errors` would blame.
+        return bound(
+            BoundKind::Connections,
+            format!(
+                "the server closed connections: {} reconnection(s) over the {} asked for (a connection cap such as lab's --max-connections, or a descriptor limit); {} of {} calls failed",
+                e.reconnects, e.connections, e.errors, e.calls
+            ),
+        );
     }
     if e.calls > 0 && e.errors as f64 > 0.01 * e.calls as f64 {
         return bound(
@@ -283,6 +321,8 @@ mod tests {
             mean_latency_ns: 5e6,
             calls: 100_000,
             errors: 0,
+            connections: 50,
+            reconnects: 0,
         }
     }
 
@@ -370,6 +410,40 @@ mod tests {
             ..closed_loop()
         };
         assert_eq!(bound_by(&oom).kind, BoundKind::ServerMemory);
+
+        let crowded = BoundEvidence {
+            server_memory_peak: Some(500 << 20),
+            connections: 20_000,
+            ..closed_loop()
+        };
+        let verdict = bound_by(&crowded);
+        assert_eq!(verdict.kind, BoundKind::Connections);
+        assert_eq!(verdict.word(), "connections/memory");
+        assert!(
+            verdict
+                .evidence
+                .contains("holding 20000 connections (25.6 KiB each at most)"),
+            "{}",
+            verdict.evidence
+        );
+        let closed = BoundEvidence {
+            reconnects: 40,
+            errors: 3_000,
+            ..closed_loop()
+        };
+        let verdict = bound_by(&closed);
+        assert_eq!(
+            verdict.kind,
+            BoundKind::Connections,
+            "not errors: their cause"
+        );
+        assert!(
+            verdict
+                .evidence
+                .contains("40 reconnection(s) over the 50 asked for"),
+            "{}",
+            verdict.evidence
+        );
 
         let failing = BoundEvidence {
             errors: 5_000,

@@ -286,6 +286,7 @@ pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<
     // For "bound by": the client's own CPU around the run, and how it was paced.
     let threads = prepared.config.threads;
     let streams = prepared.config.concurrency;
+    let connections = prepared.config.connections;
     let offered_rate = match prepared.config.pacing {
         grpclab_load::Pacing::OpenLoop { rate } => Some(rate),
         _ => None,
@@ -379,6 +380,8 @@ pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<
             mean_latency_ns: recorder.latency.mean(),
             calls: result.count(),
             errors: result.errors(),
+            connections,
+            reconnects: result.reconnects,
             ..Default::default()
         })
     });

@@ -27,6 +27,13 @@ fn grpclab_limited(limit: &str, args: &[&str]) -> Command {
     command
 }
 
+/// `grpclab load TARGET --insecure --scenario complex_proto`, more flags to add.
+fn load_complex_proto(target: &str) -> Command {
+    let mut command = grpclab();
+    command.args(["load", target, "--insecure", "--scenario", "complex_proto"]);
+    command
+}
+
 fn resident_kib(pid: u32) -> u64 {
     grpclab_testkit::process::rss_kib(pid).expect("the server is running")
 }
@@ -46,14 +53,7 @@ fn five_thousand_connections_every_call_counted_and_memory_bounded() {
     let base_kib = resident_kib(pid);
     let connections = 5_000usize;
     let calls = 10_000u64;
-    let mut load = grpclab()
-        .args([
-            "load",
-            &server.target(),
-            "--insecure",
-            "--scenario",
-            "complex_proto",
-        ])
+    let mut load = load_complex_proto(&server.target())
         .args([
             "--connections",
             "5000",
@@ -227,14 +227,7 @@ fn a_server_closing_connections_at_its_cap_is_named_as_the_bound() {
     // lab keeps 2 connections and closes the rest as it accepts them: the client's other 6
     // connect, lose their connection, and connect again, their calls failing meanwhile.
     let server = Server::start_with(&["--impl", "lab", "--threads", "1", "--max-connections", "2"]);
-    let output = grpclab()
-        .args([
-            "load",
-            &server.target(),
-            "--insecure",
-            "--scenario",
-            "complex_proto",
-        ])
+    let output = load_complex_proto(&server.target())
         .args(["--connections", "8", "-c", "16", "-n", "300", "-O", "json"])
         .output()
         .expect("run grpclab load");

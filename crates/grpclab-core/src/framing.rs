@@ -263,12 +263,19 @@ pub fn format_grpc_timeout(timeout: Duration) -> String {
 /// Parses a `grpc-timeout` value (`1..=8` digits and one of `H M S m u n`).
 pub fn parse_grpc_timeout(value: &[u8]) -> Option<Duration> {
     let (&unit, digits) = value.split_last()?;
-    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty() || digits.len() > 8 {
         return None;
     }
-    let amount = digits
-        .iter()
-        .fold(0u64, |acc, digit| acc * 10 + u64::from(digit - b'0'));
+    // One pass, each byte checked as it is added (lab parses this on every call that has a
+    // deadline); eight digits cannot overflow.
+    let mut amount = 0u64;
+    for &digit in digits {
+        let value = digit.wrapping_sub(b'0');
+        if value > 9 {
+            return None;
+        }
+        amount = amount * 10 + u64::from(value);
+    }
     Some(match unit {
         b'H' => Duration::from_secs(amount * 3600),
         b'M' => Duration::from_secs(amount * 60),
@@ -368,5 +375,16 @@ mod tests {
         }
         assert_eq!(parse_grpc_timeout(b"123456789S"), None);
         assert_eq!(parse_grpc_timeout(b"10x"), None);
+        for malformed in [&b"1a0S"[..], b"1/S", b"1:S", b"S", b"", b"-5S", b" 5S"] {
+            assert_eq!(parse_grpc_timeout(malformed), None, "{malformed:?}");
+        }
+        assert_eq!(
+            parse_grpc_timeout(b"00000001n"),
+            Some(Duration::from_nanos(1))
+        );
+        assert_eq!(
+            parse_grpc_timeout(b"99999999H"),
+            Some(Duration::from_secs(99_999_999 * 3600))
+        );
     }
 }

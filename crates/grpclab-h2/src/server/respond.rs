@@ -3,6 +3,7 @@
 //! `grpc-message`.
 
 use super::*;
+use crate::flow;
 
 impl<S: Service> Connection<S> {
     /// Encodes a response; data beyond the flow-control windows waits in the stream.
@@ -39,13 +40,31 @@ impl<S: Service> Connection<S> {
             }
             Response::Message(data) | Response::Gzip(data) => {
                 self.write_response_head(stream_id, response_is_gzip);
-                if let Some(stream) = self.streams.get_mut(&stream_id) {
+                let Some(stream) = self.streams.get_mut(&stream_id) else {
+                    return;
+                };
+                let allowed = flow::sendable(
+                    self.conn_send_window,
+                    stream.send_window_offset + self.peer_initial_window,
+                    self.peer_max_frame,
+                );
+                if data.len() <= allowed {
+                    // The whole message fits the windows and one frame (nearly always):
+                    // DATA and trailers now, the message never parked in the stream.
+                    stream.send_window_offset -= data.len() as i64;
+                    self.conn_send_window.spend(data.len());
+                    if !data.is_empty() {
+                        frame::write_data(&mut self.out, stream_id, &data, false);
+                    }
+                    self.status_block(0, "", false);
+                    self.end_with_headers(stream_id);
+                } else {
                     stream.state = StreamState::Sending {
                         data,
                         trailers: true,
                     };
+                    self.send_stream(stream_id);
                 }
-                self.send_stream(stream_id);
             }
         }
         if early {

@@ -535,6 +535,56 @@ fn the_last_initial_window_of_a_settings_frame_wins() {
     });
 }
 
+/// A reply larger than the client's stream window waits for it (§6.9.1): with an initial
+/// window of 10 bytes the server sends 10 bytes of DATA and no trailers, then the rest once
+/// the client opens the window, then the trailers.
+#[test]
+fn a_unary_reply_waits_for_the_stream_window() {
+    each_lab_transport(LabConfig::default(), |name, server| {
+        let mut connection = RawConnection::open(server.addr);
+        let mut settings = 0x4u16.to_be_bytes().to_vec();
+        settings.extend_from_slice(&10u32.to_be_bytes());
+        connection.send(SETTINGS, 0, 0, &settings);
+        connection.send(HEADERS, END_HEADERS, 1, &request_header_block(SAY_HELLO));
+        connection.send(DATA, END_STREAM, 1, &complex_request());
+        let first = connection.read_until(DATA).expect("the reply's first DATA");
+        assert_eq!(first.payload.len(), 10, "{name}: no more than the window");
+        // Nothing else may come for the stream until the window opens: a PING's ACK
+        // arrives first, proving the server had nothing more to send.
+        connection.send(PING, 0, 0, b"windowed");
+        loop {
+            let frame = connection.read_frame().expect("the PING's ACK");
+            assert!(
+                frame.stream != 1,
+                "{name}: the reply stays within the window until it opens (got type {})",
+                frame.kind
+            );
+            if frame.kind == PING {
+                break;
+            }
+        }
+        connection.send(WINDOW_UPDATE, 0, 1, &1_000u32.to_be_bytes());
+        let mut rest = first.payload.to_vec();
+        let trailers = loop {
+            let frame = connection.read_frame().expect("the rest of the reply");
+            match frame.kind {
+                DATA => rest.extend_from_slice(&frame.payload),
+                HEADERS => break frame,
+                _ => {}
+            }
+        };
+        assert!(
+            trailers.flags & END_STREAM != 0,
+            "{name}: trailers end the stream"
+        );
+        assert_eq!(
+            rest.len(),
+            5 + u32::from_be_bytes(rest[1..5].try_into().unwrap()) as usize,
+            "{name}: the whole framed reply arrived"
+        );
+    });
+}
+
 /// A SETTINGS_INITIAL_WINDOW_SIZE that would push an open stream's window past 2^31-1 is a
 /// connection error FLOW_CONTROL_ERROR (§6.9.2), however the stream got its window: here a
 /// WINDOW_UPDATE brought it to exactly 2^31-1 under the default initial window.

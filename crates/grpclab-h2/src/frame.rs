@@ -310,11 +310,11 @@ fn oversized_frame_reason(header: &[u8; HEADER_LEN]) -> &'static str {
 
 /// Appends a frame header.
 pub fn write_header(out: &mut Vec<u8>, length: usize, kind: u8, flags: u8, stream: u32) {
-    let length = length as u32;
-    out.extend_from_slice(&length.to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+    // One append of the nine bytes: every call writes two or three of these, and four
+    // appends cost four capacity checks.
+    let [_, l0, l1, l2] = (length as u32).to_be_bytes();
+    let [s0, s1, s2, s3] = (stream & 0x7fff_ffff).to_be_bytes();
+    out.extend_from_slice(&[l0, l1, l2, kind, flags, s0, s1, s2, s3]);
 }
 
 /// Appends a SETTINGS frame.
@@ -383,13 +383,15 @@ pub fn write_headers(
     end_stream: bool,
     max_frame: usize,
 ) {
-    let mut chunks = block.chunks(max_frame.max(1)).peekable();
-    let mut first = true;
-    if block.is_empty() {
+    if block.len() <= max_frame.max(1) {
+        // One frame (gRPC's heads and trailers always are): no CONTINUATION to plan.
         let flags = flags::END_HEADERS | if end_stream { flags::END_STREAM } else { 0 };
-        write_header(out, 0, kind::HEADERS, flags, stream);
+        write_header(out, block.len(), kind::HEADERS, flags, stream);
+        out.extend_from_slice(block);
         return;
     }
+    let mut chunks = block.chunks(max_frame.max(1)).peekable();
+    let mut first = true;
     while let Some(chunk) = chunks.next() {
         let last = chunks.peek().is_none();
         let mut frame_flags = if last { flags::END_HEADERS } else { 0 };
@@ -488,5 +490,28 @@ mod tests {
             (last.kind, last.flags, last.length),
             (kind::CONTINUATION, flags::END_HEADERS, 5)
         );
+        // At the boundaries: a block of exactly one frame, one byte more, and none.
+        for (len, frames) in [(10usize, 1usize), (11, 2), (0, 1)] {
+            let mut out = Vec::new();
+            write_headers(&mut out, 3, &vec![7u8; len], false, 10);
+            let mut at = 0;
+            let mut seen = Vec::new();
+            while at < out.len() {
+                let header = Header::parse(out[at..at + 9].try_into().unwrap());
+                seen.push((header.kind, header.flags, header.length, header.stream));
+                at += header.frame_len();
+            }
+            assert_eq!(at, out.len(), "{len}: frames end where the bytes do");
+            assert_eq!(seen.len(), frames, "{len}: {seen:?}");
+            assert_eq!(seen[0].0, kind::HEADERS, "{len}");
+            assert_eq!(
+                seen.last().unwrap().1,
+                flags::END_HEADERS,
+                "{len}: {seen:?}"
+            );
+            assert!(seen.iter().all(|frame| frame.3 == 3), "{len}");
+            let payload: u32 = seen.iter().map(|frame| frame.2).sum();
+            assert_eq!(payload as usize, len);
+        }
     }
 }

@@ -9,6 +9,7 @@ per call served, `ss -ti`), so the two servers move the same bytes.
 
 Two loads, each server alone on CPU 0 with its client on CPU 1:
   - saturation: closed loop, 50 connections x 20 requests in flight (grpclab load: -c 1000
+    (other closed shapes with --closed, e.g. 1000x1,100x1,1x1: one call in flight per connection)
     --connections 50; the floor's client: 20 per connection);
   - low load: open loop at each of --rates req/s over 4 connections, with two arrival
     patterns: x1, single requests evenly paced (grpclab load -c 4: one stream per connection,
@@ -34,7 +35,7 @@ single requests evenly paced at the same rate with lab's bytes per message.
 
 Usage: benches/floor.py [--rounds 3] [--duration 8] [--warmup 2] [--rates 30000,40000]
        [--ping-pong-rate 40000]
-       [--scenario complex_proto] [--lab-args ""]
+       [--scenario complex_proto] [--lab-args ""] [--uring]
 """
 import argparse
 import os
@@ -50,12 +51,26 @@ import time
 from common import BIN, ROOT, build, median, run_client, server_stats, start_server, stop_server
 
 FLOOR_SOURCE = os.path.join(ROOT, "benches", "floor", "floor.c")
+URING_FLOOR_SOURCE = os.path.join(ROOT, "benches", "floor", "floor_uring.c")
 
 
 def build_floor():
     """Compiles the floor into a temporary directory; returns the binary's path."""
     out = os.path.join(tempfile.mkdtemp(prefix="grpclab-floor-"), "floor")
     subprocess.run(["cc", "-O2", "-o", out, FLOOR_SOURCE], check=True)
+    return out
+
+
+def build_uring_floor():
+    """Compiles the io_uring floor's server; one line and exit 2 when liburing is missing."""
+    out = os.path.join(tempfile.mkdtemp(prefix="grpclab-floor-uring-"), "floor_uring")
+    built = subprocess.run(["cc", "-O2", "-o", out, URING_FLOOR_SOURCE, "-luring"],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        print("--uring: benches/floor/floor_uring.c did not build (it needs liburing: "
+              "apt-get install liburing-dev): " + built.stderr.strip().splitlines()[-1],
+              file=sys.stderr)
+        sys.exit(2)
     return out
 
 
@@ -137,7 +152,9 @@ def socket_bytes(target):
 
 def lab_load_args(mode, rate, batch):
     if mode == "saturation":
-        return ["-c", "1000", "--connections", "50"]
+        # Closed loop: `batch` is (connections, calls in flight on each).
+        connections, in_flight = batch
+        return ["-c", str(connections * in_flight), "--connections", str(connections)]
     if mode == "ping-pong":
         # streaming_ping_pong: 10 round trips per call, so calls at a tenth of the message
         # rate; 64 streams on each of 4 connections (benches/streaming_bars.py's shape).
@@ -193,11 +210,13 @@ def measure_lab(lab_args, mode, rate, scenario, duration, warmup, batch=16):
     }
 
 
-def measure_floor(floor, sizes, mode, rate, duration, warmup, batch=1):
-    """One window of the floor server (CPU 0) under its own client (CPU 1)."""
+def measure_floor(floor, sizes, mode, rate, duration, warmup, batch=1, server_binary=None):
+    """One window of the floor server (CPU 0; `server_binary`'s when given, the epoll one's
+    otherwise) under the epoll floor's client (CPU 1)."""
     request, reply = (str(round(size)) for size in sizes)
-    port = str(20000 + os.getpid() % 20000)
-    server = subprocess.Popen(["taskset", "-c", "0", floor, "server", port, request, reply])
+    port = str(20000 + os.getpid() % 12000)
+    server = subprocess.Popen(["taskset", "-c", "0", server_binary or floor, "server", port,
+                               request, reply])
     try:
         time.sleep(0.3)
         if server.poll() is not None:
@@ -205,7 +224,8 @@ def measure_floor(floor, sizes, mode, rate, duration, warmup, batch=1):
         marks = {}
         counter = SyscallCount(server.pid)
         if mode == "saturation":
-            shape = ["50", "20", str(warmup), str(duration)]
+            connections, in_flight = batch
+            shape = [str(connections), str(in_flight), str(warmup), str(duration)]
         else:
             shape = ["4", "1", str(warmup), str(duration), str(rate), str(batch)]
         argv = ["taskset", "-c", "1", floor, "client", port, request, reply] + shape
@@ -225,6 +245,11 @@ def measure_floor(floor, sizes, mode, rate, duration, warmup, batch=1):
     return {"rps": replies / seconds, "server_us": cpu * 1e6 / replies,
             "syscalls": per_call(counter.syscalls, replies),
             "switches": per_call(counter.switches, replies)}
+
+
+def arrivals(rate, batch):
+    """A cell's arrival pattern: closed loop (its shape) or x<requests per write>."""
+    return f"closed {batch[0]}x{batch[1]}" if rate is None else f"x{batch}"
 
 
 def fmt(value):
@@ -247,18 +272,32 @@ def main():
     parser.add_argument("--lab-args", default="", help="extra `serve --impl lab` flags")
     parser.add_argument("--ping-pong-rate", type=int, default=40000,
                         help="streaming ping-pong messages/s beside the floor at that rate (0: skip)")
+    parser.add_argument("--closed", default="50x20",
+                        help="closed-loop shapes CONNECTIONSxIN_FLIGHT, comma-separated (50x20 is "
+                             "the saturation row; 1000x1,100x1,1x1 are the low-batching shapes)")
+    parser.add_argument("--uring", action="store_true",
+                        help="also the io_uring floor (benches/floor/floor_uring.c, needs liburing)")
     args = parser.parse_args()
     if args.ping_pong_rate < 0 or 0 < args.ping_pong_rate < 10:
         sys.exit(f"--ping-pong-rate {args.ping_pong_rate}: give messages per second, at least 10 "
                  "(10 round trips per call), or 0 to skip the streaming row")
     build()
     floor = build_floor()
+    uring = build_uring_floor() if args.uring else None
     lab_args = shlex.split(args.lab_args)
-    loads = [("saturation", None)] + [("open loop", int(r)) for r in args.rates.split(",")]
     # (load label, arrival pattern): saturation is closed loop; each rate runs with single
     # requests (batch 1) and with grpclab load's default pattern here (16 per write).
-    cells = [("saturation", None, 1)]
-    for rate in args.rates.split(","):
+    cells = []
+    for shape in args.closed.split(","):
+        try:
+            connections, in_flight = (int(n) for n in shape.split("x"))
+            assert connections > 0 and in_flight > 0
+        except (ValueError, AssertionError):
+            print(f"--closed {shape}: give CONNECTIONSxIN_FLIGHT, e.g. 50x20", file=sys.stderr)
+            sys.exit(2)
+        label = "saturation" if shape == "50x20" else "closed loop"
+        cells.append((label, None, (connections, in_flight)))
+    for rate in filter(None, args.rates.split(",")):  # --rates "": no open-loop rows
         cells += [(f"{int(rate)} req/s", int(rate), 1), (f"{int(rate)} req/s", int(rate), 16)]
     if args.ping_pong_rate:
         # Each ping-pong message against the floor's single requests at the same rate, with
@@ -274,9 +313,13 @@ def main():
             floor_mode = "open loop" if mode == "ping-pong" else mode
             floor_result = measure_floor(floor, sizes, floor_mode, rate, args.duration, args.warmup,
                                          batch)
-            for name, result in (("lab", lab), ("floor", floor_result)):
+            measured = [("lab", lab), ("floor", floor_result)]
+            if uring:
+                measured.append(("uring", measure_floor(floor, sizes, floor_mode, rate, args.duration,
+                                                        args.warmup, batch, server_binary=uring)))
+            for name, result in measured:
                 results.setdefault((label, batch, name), []).append(result)
-                print(f"round {round_number} {label:>12} x{batch:<2} {name:<5} {result['rps']:>9.0f} req/s "
+                print(f"round {round_number} {label:>14} {arrivals(rate, batch):<6} {name:<5} {result['rps']:>9.0f} req/s "
                       f"server {result['server_us']:6.2f} µs/req  {fmt(result['syscalls'])} syscalls, "
                       f"{fmt(result['switches'])} context switches per req"
                       + (f"  wire {sizes[0]:.0f} B in / {sizes[1]:.0f} B out per call" if name == "lab" else ""),
@@ -284,7 +327,7 @@ def main():
     print()
     print(f"scenario {args.scenario}; lab {' '.join(lab_args) or '(defaults)'}; medians of {args.rounds} rounds")
     print("server CPU from the scheduler's exact runtime (/proc/PID/task/*/schedstat)")
-    print("arrivals: closed = 50 connections x 20 in flight; x1 = single requests evenly paced over")
+    print("arrivals: closed CxN = C connections x N in flight (saturation: 50x20); x1 = single requests evenly paced over")
     print("4 connections (lab: grpclab load -c 4); x16 = 16 consecutive requests per write on one")
     print("connection (lab: grpclab load -c 64, its pattern with 16 streams per connection);")
     print("ping-pong: lab's streaming_ping_pong messages (4 connections x 64 streams, 10 round trips")
@@ -298,14 +341,32 @@ def main():
         lab = results[(label, batch, "lab")]
         fl = results[(label, batch, "floor")]
         ratios = sorted(a["server_us"] / b["server_us"] for a, b in zip(lab, fl))
-        arrivals = "closed" if rate is None else f"x{batch}"
-        print(f"| {label} | {arrivals} | {median([r['rps'] for r in lab]):.0f} | "
+        print(f"| {label} | {arrivals(rate, batch)} | {median([r['rps'] for r in lab]):.0f} | "
               f"{median([r['rps'] for r in fl]):.0f} | {median([r['server_us'] for r in lab]):.2f} | "
               f"{median([r['server_us'] for r in fl]):.2f} | "
               f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
               f"{fmt(median_of(lab, 'syscalls'))} / {fmt(median_of(fl, 'syscalls'))} | "
               f"{fmt(median_of(lab, 'switches'))} / {fmt(median_of(fl, 'switches'))} | "
               f"{median([r['request_bytes'] for r in lab]):.0f} / {median([r['reply_bytes'] for r in lab]):.0f} |")
+    if uring:
+        print()
+        print("The io_uring floor (benches/floor/floor_uring.c: SINGLE_ISSUER | DEFER_TASKRUN, multishot")
+        print("accept and receive into a provided buffer ring, a turn's sends submitted with its wait)")
+        print("beside the epoll floor, the same client and sizes: what a completion-driven transport")
+        print("removes of the kernel's share at each arrival pattern.")
+        print("| load | arrivals | epoll floor µs/req | io_uring floor µs/req | io_uring / epoll "
+              "| syscalls/req epoll / io_uring | context switches/req epoll / io_uring |")
+        print("|---|---|---|---|---|---|---|")
+        for label, rate, batch in cells:
+            fl = results[(label, batch, "floor")]
+            ur = results[(label, batch, "uring")]
+            ratios = sorted(a["server_us"] / b["server_us"] for a, b in zip(ur, fl))
+            print(f"| {label} | {arrivals(rate, batch)} | {median([r['server_us'] for r in fl]):.2f} | "
+                  f"{median([r['server_us'] for r in ur]):.2f} | "
+                  f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
+                  f"{fmt(median_of(fl, 'syscalls'))} / {fmt(median_of(ur, 'syscalls'))} | "
+                  f"{fmt(median_of(fl, 'switches'))} / {fmt(median_of(ur, 'switches'))} |")
+
 
 if __name__ == "__main__":
     main()

@@ -104,3 +104,61 @@ mod tests {
         );
     }
 }
+
+/// Whether the server asked for a graceful close, read with one atomic load per turn.
+///
+/// The token's own wait (`CancellationToken::cancelled`) locks the token and its `Notify` on
+/// every poll, and the connection loop's `select!` polls it on every turn: ~280 instructions,
+/// as much as a call's HTTP/2 work where each read brings one request. Here the wait is polled
+/// once, with a waker that raises a flag before it wakes the connection's task. A pending
+/// future wakes the waker of its latest poll when it becomes ready, so cancelling the token
+/// raises the flag and wakes the task, whose next poll of [`ShutdownWatch::poll_requested`]
+/// sees it.
+#[derive(Default)]
+pub(super) struct ShutdownWatch {
+    /// Made at the first poll (it holds that poll's task waker).
+    flag: Option<std::sync::Arc<ShutdownFlag>>,
+}
+
+struct ShutdownFlag {
+    raised: std::sync::atomic::AtomicBool,
+    task: std::task::Waker,
+}
+
+impl std::task::Wake for ShutdownFlag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.raised
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.task.wake_by_ref();
+    }
+}
+
+impl ShutdownWatch {
+    /// Ready once `wait` (the token's `cancelled()`, pinned for the connection's life) is.
+    pub(super) fn poll_requested(
+        &mut self,
+        wait: std::pin::Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        use std::future::Future;
+        use std::task::Poll;
+        match &self.flag {
+            Some(flag) if flag.raised.load(std::sync::atomic::Ordering::Acquire) => Poll::Ready(()),
+            Some(_) => Poll::Pending,
+            None => {
+                let flag = std::sync::Arc::new(ShutdownFlag {
+                    raised: std::sync::atomic::AtomicBool::new(false),
+                    task: cx.waker().clone(),
+                });
+                let waker = std::task::Waker::from(std::sync::Arc::clone(&flag));
+                let ready = wait.poll(&mut std::task::Context::from_waker(&waker));
+                self.flag = Some(flag);
+                ready
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ call against lab, on both client transports.
   clients: benches/client_ab.py OLD NEW, once on our engine and once with --transport h2
 
 Usage: benches/build_ab.py OLD_BINARY NEW_BINARY [--rounds 7] [--duration 5] [--warmup 2]
-       [--rate 30000] [--client-rounds 5] [--skip-clients]
+       [--rate 30000] [--client-rounds 5] [--skip-clients] [--one-per-read]
 Build the old one from a fixed commit: git worktree add /tmp/old REV && cargo build
 --release --manifest-path /tmp/old/Cargo.toml (then OLD_BINARY = /tmp/old/target/release/grpclab).
 """
@@ -24,8 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def compare(old, new, args, qps):
-    """Runs one server compare; returns its verdict lines and the CPU table."""
+def compare(old, new, args, qps, shape=()):
+    """Runs one server compare (`shape`: extra compare flags); returns its verdict lines and the
+    CPU table."""
     with tempfile.TemporaryDirectory() as tmp:
         suite = os.path.join(tmp, "ab.toml")
         with open(suite, "w") as f:
@@ -37,6 +38,7 @@ def compare(old, new, args, qps):
                 "--warmup", f"{args.warmup}s", "--results-dir", os.path.join(tmp, "results")]
         if qps:
             argv += ["--qps", str(qps)]
+        argv += list(shape)
         run = subprocess.run(argv, capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit(f"compare failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
@@ -58,9 +60,16 @@ def main():
     parser.add_argument("--rate", type=int, default=30000)
     parser.add_argument("--client-rounds", type=int, default=5)
     parser.add_argument("--skip-clients", action="store_true")
+    parser.add_argument("--one-per-read", action="store_true",
+                        help="also a closed loop of 100 connections x 1 call: each read brings one "
+                             "request, so a connection turn's own cost shows")
     args = parser.parse_args()
-    for label, qps in (("saturated (closed loop)", 0), (f"{args.rate} req/s offered", args.rate)):
-        table, cpu = compare(args.old, args.new, args, qps)
+    shapes = [("saturated (closed loop)", 0, ()), (f"{args.rate} req/s offered", args.rate, ())]
+    if args.one_per_read:
+        shapes.append(("100 connections x 1 call (closed loop)", 0,
+                       ("--concurrency", "100", "--connections", "100")))
+    for label, qps, shape in shapes:
+        table, cpu = compare(args.old, args.new, args, qps, shape)
         print(f"## lab server, {label}: grpclab compare lab-before lab-after\n")
         print(table)
         print(cpu, flush=True)

@@ -18,6 +18,7 @@
 //!   one go.
 #![deny(missing_docs)]
 
+mod cancel_watch;
 pub mod client;
 pub mod control;
 pub mod flow;

@@ -23,6 +23,7 @@
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 
+use crate::cancel_watch::CancelWatch;
 use crate::io::Socket;
 use crate::stream_map::StreamMap;
 use std::time::{Duration, Instant};
@@ -230,8 +231,13 @@ pub async fn run_connection<S: CallSource>(
         .as_ref()
         .and_then(|spec| spec.interval)
         .and_then(|_| pacer::Pacer::new().ok());
+    // Polled once, then read by a flag (see CancelWatch): the token's wait and `is_cancelled`
+    // each take its lock, on every turn.
+    let stop_requested = stop.cancelled();
+    tokio::pin!(stop_requested);
+    let mut stop_watch = CancelWatch::default();
     loop {
-        if stop.is_cancelled() && !connection.streams_ending {
+        if !connection.streams_ending && stop_watch.is_cancelled(stop) {
             connection.stopped = true;
             connection.end_streams();
         }
@@ -366,7 +372,7 @@ pub async fn run_connection<S: CallSource>(
                 }
                 connection.expire(now);
             }
-            _ = stop.cancelled(), if !connection.stopped || !connection.streams_ending => {
+            _ = std::future::poll_fn(|cx| stop_watch.poll_cancelled(stop_requested.as_mut(), cx)), if !connection.stopped || !connection.streams_ending => {
                 connection.stopped = true;
                 connection.end_streams();
             }

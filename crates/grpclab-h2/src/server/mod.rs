@@ -46,11 +46,12 @@ mod service;
 mod settings;
 mod streaming;
 
+use crate::cancel_watch::CancelWatch;
 use budget::{FloodBudget, BUDGET_SLACK};
 use deadlines::arm_no_later_than;
 #[cfg(feature = "fuzzing")]
 pub use fuzz::feed_server;
-use go_away::{close_after_error, ResetMemory, ShutdownWatch};
+use go_away::{close_after_error, ResetMemory};
 use head::{HeadScratch, PartialHeaders, SkippedIds};
 pub use service::{
     Dispatch, LaterReply, Reply, RequestHead, Response, ServerSettings, Service,
@@ -283,11 +284,11 @@ pub async fn serve_connection<S: Service>(
     let mut ping_sent_at: Option<Instant> = None;
     // Service work since this task last yielded (see FAIR_SHARE).
     let mut work_since_yield = std::time::Duration::ZERO;
-    // Made once and polled once (see ShutdownWatch): a `cancelled()` made in the loop
+    // Made once and polled once (see CancelWatch): a `cancelled()` made in the loop
     // registered with the token and left it again on every turn (~300 instructions a turn).
     let shutdown_requested = shutdown.cancelled();
     tokio::pin!(shutdown_requested);
-    let mut shutdown_watch = ShutdownWatch::default();
+    let mut shutdown_watch = CancelWatch::default();
     loop {
         if work_since_yield >= FAIR_SHARE {
             work_since_yield = std::time::Duration::ZERO;
@@ -431,7 +432,7 @@ pub async fn serve_connection<S: Service>(
             }
             _ = &mut deadline_timer, if timer_armed => connection.expire_deadlines(Instant::now()),
             _ = busy_retry(busy), if busy => {}
-            _ = std::future::poll_fn(|cx| shutdown_watch.poll_requested(shutdown_requested.as_mut(), cx)), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
+            _ = std::future::poll_fn(|cx| shutdown_watch.poll_cancelled(shutdown_requested.as_mut(), cx)), if !connection.going_away => connection.go_away(code::NO_ERROR, b""),
             _ = &mut linger, if lingering => return,
             _ = &mut keepalive_timer, if keepalive_deadline.is_some() && keepalive_timer_at.is_some() => {
                 keepalive_timer_at = None;

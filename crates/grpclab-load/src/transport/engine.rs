@@ -372,14 +372,8 @@ impl LabSource {
             return;
         }
         let outcome = outcome(self);
-        self.thread.record(
-            &outcome,
-            latency,
-            service,
-            now,
-            self.address,
-            token.method,
-        );
+        self.thread
+            .record(&outcome, latency, service, now, self.address, token.method);
     }
 
     /// Open loop, the connection down until `retry_at` (the next attempt to re-establish

@@ -252,6 +252,15 @@ def arrivals(rate, batch):
     return f"closed {batch[0]}x{batch[1]}" if rate is None else f"x{batch}"
 
 
+def paired(a, b):
+    """The cells two servers' rounds share in a table: a / b's CPU per request (median and the
+    rounds' range), then their syscalls and context switches per request, a / b."""
+    ratios = sorted(x["server_us"] / y["server_us"] for x, y in zip(a, b))
+    return (f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
+            f"{fmt(median_of(a, 'syscalls'))} / {fmt(median_of(b, 'syscalls'))} | "
+            f"{fmt(median_of(a, 'switches'))} / {fmt(median_of(b, 'switches'))}")
+
+
 def fmt(value):
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -340,13 +349,9 @@ def main():
     for label, rate, batch in cells:
         lab = results[(label, batch, "lab")]
         fl = results[(label, batch, "floor")]
-        ratios = sorted(a["server_us"] / b["server_us"] for a, b in zip(lab, fl))
         print(f"| {label} | {arrivals(rate, batch)} | {median([r['rps'] for r in lab]):.0f} | "
               f"{median([r['rps'] for r in fl]):.0f} | {median([r['server_us'] for r in lab]):.2f} | "
-              f"{median([r['server_us'] for r in fl]):.2f} | "
-              f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
-              f"{fmt(median_of(lab, 'syscalls'))} / {fmt(median_of(fl, 'syscalls'))} | "
-              f"{fmt(median_of(lab, 'switches'))} / {fmt(median_of(fl, 'switches'))} | "
+              f"{median([r['server_us'] for r in fl]):.2f} | {paired(lab, fl)} | "
               f"{median([r['request_bytes'] for r in lab]):.0f} / {median([r['reply_bytes'] for r in lab]):.0f} |")
     if uring:
         print()
@@ -355,17 +360,13 @@ def main():
         print("beside the epoll floor, the same client and sizes: what a completion-driven transport")
         print("removes of the kernel's share at each arrival pattern.")
         print("| load | arrivals | epoll floor µs/req | io_uring floor µs/req | io_uring / epoll "
-              "| syscalls/req epoll / io_uring | context switches/req epoll / io_uring |")
+              "| syscalls/req io_uring / epoll | context switches/req io_uring / epoll |")
         print("|---|---|---|---|---|---|---|")
         for label, rate, batch in cells:
             fl = results[(label, batch, "floor")]
             ur = results[(label, batch, "uring")]
-            ratios = sorted(a["server_us"] / b["server_us"] for a, b in zip(ur, fl))
             print(f"| {label} | {arrivals(rate, batch)} | {median([r['server_us'] for r in fl]):.2f} | "
-                  f"{median([r['server_us'] for r in ur]):.2f} | "
-                  f"{median(ratios):.2f}x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) | "
-                  f"{fmt(median_of(fl, 'syscalls'))} / {fmt(median_of(ur, 'syscalls'))} | "
-                  f"{fmt(median_of(fl, 'switches'))} / {fmt(median_of(ur, 'switches'))} |")
+                  f"{median([r['server_us'] for r in ur]):.2f} | {paired(ur, fl)} |")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "positive.h"
+
 #define MAX_EVENTS 256
 #define BUFFER (1 << 20)
 
@@ -202,27 +204,16 @@ static int client(int port, size_t request, size_t reply, int connections, int i
     return 0;
 }
 
-/* A positive whole number, or one line saying which argument is wrong and exit 2. */
-static long positive(const char *value, const char *name) {
-    char *end;
-    long number = strtol(value, &end, 10);
-    if (*value == '\0' || *end != '\0' || number <= 0) {
-        fprintf(stderr, "floor: %s must be a positive whole number, not '%s'\n", name, value);
-        exit(2);
-    }
-    return number;
-}
-
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 5) {
-        positive(argv[2], "PORT");
-        positive(argv[3], "REQUEST_BYTES");
-        positive(argv[4], "REPLY_BYTES");
+        positive("floor", argv[2], "PORT");
+        positive("floor", argv[3], "REQUEST_BYTES");
+        positive("floor", argv[4], "REPLY_BYTES");
     }
     if (argc >= 9) {
-        positive(argv[5], "CONNECTIONS");
-        positive(argv[6], "IN_FLIGHT");
+        positive("floor", argv[5], "CONNECTIONS");
+        positive("floor", argv[6], "IN_FLIGHT");
     }
     if (argc >= 5 && strcmp(argv[1], "server") == 0)
         serve(atoi(argv[2]), (size_t)atol(argv[3]), (size_t)atol(argv[4]));

@@ -31,6 +31,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "positive.h"
+
 #define RING_ENTRIES 4096
 #define BUFFER_GROUP 1
 #define BUFFERS 1024 /* provided receive buffers (a power of two) */
@@ -169,22 +171,11 @@ static _Noreturn void serve(int port, size_t request, size_t reply) {
     }
 }
 
-/* A positive whole number, or one line saying which argument is wrong and exit 2. */
-static long positive(const char *value, const char *name) {
-    char *end;
-    long number = strtol(value, &end, 10);
-    if (*value == '\0' || *end != '\0' || number <= 0) {
-        fprintf(stderr, "floor_uring: %s must be a positive whole number, not '%s'\n", name, value);
-        exit(2);
-    }
-    return number;
-}
-
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (argc == 5 && strcmp(argv[1], "server") == 0)
-        serve((int)positive(argv[2], "PORT"), (size_t)positive(argv[3], "REQUEST_BYTES"),
-              (size_t)positive(argv[4], "REPLY_BYTES"));
+        serve((int)positive("floor_uring", argv[2], "PORT"), (size_t)positive("floor_uring", argv[3], "REQUEST_BYTES"),
+              (size_t)positive("floor_uring", argv[4], "REPLY_BYTES"));
     fprintf(stderr, "usage: floor_uring server PORT REQUEST_BYTES REPLY_BYTES\n");
     return 2;
 }

@@ -3,7 +3,7 @@
 # Maven Central and the Go module proxy (the registries this machine reaches). Idempotent: what is there is left alone.
 #
 #   bash peers/install.sh            # everything
-#   bash peers/install.sh go cpp     # some: go, cpp, jvm, python, node, clients
+#   bash peers/install.sh go cpp     # some: go, cpp, jvm, python, node, rust, clients
 #
 # A peer whose toolchain is missing is not fatal: `grpclab bench --suite peers/suite.toml`
 # shows it as one SKIPPED row naming what to install.
@@ -14,7 +14,7 @@ want=("$@")
 # The other load generators' versions (the clients toolchain).
 GHZ_VERSION=v0.121.0
 FORTIO_VERSION=v1.68.2
-[ ${#want[@]} -eq 0 ] && want=(go cpp jvm python node clients)
+[ ${#want[@]} -eq 0 ] && want=(go cpp jvm python node rust clients)
 
 apt_install() {
   local missing=()
@@ -72,6 +72,16 @@ for toolchain in "${want[@]}"; do
       command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
       (cd node_grpcjs && { [ -d node_modules/@grpc/grpc-js ] || npm install --silent --no-audit --no-fund; })
       ;;
+    rust)
+      # rust_ntex_grpc: ntex 4 asks for Rust 1.97, newer than the stable toolchain here; the
+      # machine's image carries a nightly that is. Its crates come from crates.io at build time.
+      if ! cargo +nightly --version >/dev/null 2>&1; then
+        rustup toolchain install nightly --profile minimal || {
+          echo "peers/install.sh: no nightly Rust and rustup could not install one; rust_ntex_grpc will be SKIPPED" >&2
+          exit 1
+        }
+      fi
+      ;;
     clients)
       # Other load generators, for tests/ghz_differential.rs and benches/clients.py: ghz and
       # fortio from the Go module proxy, at pinned versions, into Go's bin folder ($(go env
@@ -85,7 +95,7 @@ for toolchain in "${want[@]}"; do
       installed fortio "$FORTIO_VERSION" || go install "fortio.org/fortio@$FORTIO_VERSION"
       ;;
     *)
-      echo "unknown toolchain '$toolchain': choose go, cpp, jvm, python, node or clients" >&2
+      echo "unknown toolchain '$toolchain': choose go, cpp, jvm, python, node, rust or clients" >&2
       exit 2
       ;;
   esac

@@ -14,7 +14,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/suite.toml");
 
 /// The peers in the suite, as grpc_bench names them.
-const PEERS: [&str; 11] = [
+const PEERS: [&str; 12] = [
+    "rust_ntex_grpc",
     "go_grpc",
     "cpp_grpc_mt",
     "java_hotspot_grpc_pgc",

@@ -54,6 +54,13 @@ impl CachedBlock {
         self.encode_and_cache(encoder, out, encode);
     }
 
+    /// The cached block, if it is still valid for `encoder`'s table (a caller may write it
+    /// straight where it goes, without a scratch copy); `None`: encode it with [`Self::write`].
+    #[inline]
+    pub fn cached(&self, encoder: &Encoder) -> Option<&[u8]> {
+        (self.generation == Some(encoder.generation())).then_some(self.block.as_slice())
+    }
+
     /// The miss: encodes the block and caches it when it changed nothing in the table.
     #[inline(never)]
     #[cold]

@@ -53,11 +53,16 @@ use deadlines::arm_no_later_than;
 pub use fuzz::feed_server;
 use go_away::{close_after_error, ResetMemory};
 use head::{HeadScratch, PartialHeaders, SkippedIds};
+use respond::Message;
 pub use service::{
-    Dispatch, LaterReply, Reply, RequestHead, Response, ServerSettings, Service,
+    CallReply, Dispatch, Reply, RequestHead, Response, ServerSettings, Service,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
 };
 use service::{LateReplies, KEEPALIVE_PING};
+
+/// The largest reply buffer a connection keeps between calls (see `reply_message`): the
+/// grpc_bench messages fit many times over; a 166 KB reply's buffer goes with its call.
+const REPLY_BUFFER_KEPT: usize = 16 << 10;
 use streaming::StreamingCall;
 pub use streaming::{Step, StreamOut, OUTBOX_LIMIT};
 
@@ -190,6 +195,9 @@ struct Connection<S: Service> {
     busy: VecDeque<(u32, S::Call, Bytes)>,
     /// The channel answers given later come back on, made at the first (see [`LateReplies`]).
     late: LateReplies,
+    /// Where a unary call's reply message is written in place ([`CallReply::message_buffer`]);
+    /// emptied after each, kept while it stays small ([`REPLY_BUFFER_KEPT`]).
+    reply_message: BytesMut,
     /// When the current turn's bytes were read: the `now` of every call accepted in the turn
     /// (deadlines count from it). One clock read per turn instead of one per call — the clock
     /// was ~5 % of lab's CPU (docs/studies/allocations.md).
@@ -499,6 +507,7 @@ impl<S: Service> Connection<S> {
             blocked: VecDeque::new(),
             busy: VecDeque::new(),
             late: LateReplies::default(),
+            reply_message: BytesMut::new(),
             turn_started: Instant::now(),
             head: HeadScratch::default(),
             partial: None,
@@ -879,13 +888,24 @@ impl<S: Service> Connection<S> {
         body: Bytes,
         now: Instant,
     ) -> Option<(S::Call, Bytes)> {
-        let reply = LaterReply {
+        let reply = CallReply {
             stream: stream_id,
             late: &mut self.late,
+            message: &mut self.reply_message,
         };
         match self.service.call(call, body, reply, now) {
             Dispatch::Respond(response) => {
                 self.respond(stream_id, response);
+                None
+            }
+            Dispatch::Written => {
+                let mut message = std::mem::take(&mut self.reply_message);
+                self.respond_message(stream_id, Message::Buffer(&mut message), false);
+                message.clear();
+                // A large reply's buffer is not held by an idle connection.
+                if message.capacity() <= REPLY_BUFFER_KEPT {
+                    self.reply_message = message;
+                }
                 None
             }
             Dispatch::Later => None,

@@ -39,32 +39,7 @@ impl<S: Service> Connection<S> {
                 self.end_with_headers(stream_id);
             }
             Response::Message(data) | Response::Gzip(data) => {
-                self.write_response_head(stream_id, response_is_gzip);
-                let Some(stream) = self.streams.get_mut(&stream_id) else {
-                    return;
-                };
-                let allowed = flow::sendable(
-                    self.conn_send_window,
-                    stream.send_window_offset + self.peer_initial_window,
-                    self.peer_max_frame,
-                );
-                if data.len() <= allowed {
-                    // The whole message fits the windows and one frame (nearly always):
-                    // DATA and trailers now, the message never parked in the stream.
-                    stream.send_window_offset -= data.len() as i64;
-                    self.conn_send_window.spend(data.len());
-                    if !data.is_empty() {
-                        frame::write_data(&mut self.out, stream_id, &data, false);
-                    }
-                    self.status_block(0, "", false);
-                    self.end_with_headers(stream_id);
-                } else {
-                    stream.state = StreamState::Sending {
-                        data,
-                        trailers: true,
-                    };
-                    self.send_stream(stream_id);
-                }
+                self.respond_message(stream_id, Message::Shared(data), response_is_gzip);
             }
         }
         if early {
@@ -72,10 +47,66 @@ impl<S: Service> Connection<S> {
         }
     }
 
+    /// A unary call's message response: HEADERS, then DATA and the trailers at once when the
+    /// message fits the windows and one frame (nearly always: the stream is looked up once,
+    /// the message never parked in it), else the message waits in the stream.
+    pub(super) fn respond_message(&mut self, stream_id: u32, message: Message<'_>, gzip: bool) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return; // reset by the client meanwhile
+        };
+        let len = message.len();
+        let allowed = flow::sendable(
+            self.conn_send_window,
+            stream.send_window_offset + self.peer_initial_window,
+            self.peer_max_frame,
+        );
+        if len > allowed {
+            stream.state = StreamState::Sending {
+                data: message.into_bytes(),
+                trailers: true,
+            };
+            self.write_response_head(stream_id, gzip);
+            self.send_stream(stream_id);
+            return;
+        }
+        stream.send_window_offset -= len as i64;
+        // Its END_STREAM is queued below: forgotten once written (`finish_stream`).
+        stream.state = StreamState::Flushing;
+        self.flushing.push(stream_id);
+        self.conn_send_window.spend(len);
+        self.write_response_head(stream_id, gzip);
+        if len > 0 {
+            frame::write_data(&mut self.out, stream_id, message.as_slice(), false);
+        }
+        match self.ok_trailers_block.cached(&self.encoder) {
+            Some(block) => {
+                frame::write_headers(&mut self.out, stream_id, block, true, self.peer_max_frame)
+            }
+            None => {
+                self.status_block(0, "", false);
+                frame::write_headers(
+                    &mut self.out,
+                    stream_id,
+                    &self.block_scratch,
+                    true,
+                    self.peer_max_frame,
+                );
+            }
+        }
+    }
+
     /// Writes a response's HEADERS, not ending the stream: `:status 200` and `content-type`,
     /// with `grpc-encoding: gzip` (and `grpc-accept-encoding`) for a gzip response; from the
     /// cached blocks, so after the first response they are a few bytes.
     pub(super) fn write_response_head(&mut self, stream_id: u32, gzip: bool) {
+        let cached = match gzip {
+            false => self.head_block.cached(&self.encoder),
+            true => self.gzip_head_block.cached(&self.encoder),
+        };
+        if let Some(block) = cached {
+            frame::write_headers(&mut self.out, stream_id, block, false, self.peer_max_frame);
+            return;
+        }
         self.block_scratch.clear();
         let accept_encoding = self.settings.accept_encoding;
         let block = match gzip {
@@ -186,5 +217,37 @@ impl<S: Service> Connection<S> {
             Indexing::Incremental,
             &mut self.block_scratch,
         );
+    }
+}
+
+/// A response message: shared bytes ([`Response::Message`]), or the connection's reply buffer
+/// a service wrote it into ([`Dispatch::Written`]).
+pub(super) enum Message<'a> {
+    Shared(Bytes),
+    Buffer(&'a mut BytesMut),
+}
+
+impl Message<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Message::Shared(bytes) => bytes.len(),
+            Message::Buffer(buffer) => buffer.len(),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Message::Shared(bytes) => bytes,
+            Message::Buffer(buffer) => buffer,
+        }
+    }
+
+    /// The message as bytes a stream can hold until the windows open: the buffer's bytes
+    /// split off it, not copied.
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Message::Shared(bytes) => bytes,
+            Message::Buffer(buffer) => buffer.split().freeze(),
+        }
     }
 }

@@ -133,17 +133,29 @@ impl LateReplies {
     }
 }
 
-/// A call's way to be answered later, made into a [`Reply`] only if the service keeps it
-/// ([`LaterReply::keep`]); a call answered at once ([`Dispatch::Respond`]) costs no channel.
-pub struct LaterReply<'a> {
+/// How a unary call is answered: at once with a message written in place
+/// ([`CallReply::message_buffer`] and [`Dispatch::Written`]), or later through a [`Reply`]
+/// made only if the service keeps it ([`CallReply::keep`]); a call answered at once costs no
+/// channel.
+pub struct CallReply<'a> {
     pub(super) stream: u32,
     pub(super) late: &'a mut LateReplies,
+    pub(super) message: &'a mut BytesMut,
 }
 
-impl LaterReply<'_> {
+impl CallReply<'_> {
     /// The service answers later: a [`Reply`] to send the response with.
     pub fn keep(self) -> Reply {
         self.late.reply(self.stream)
+    }
+
+    /// An empty buffer, the connection's own, for the call's framed reply message (the 5-byte
+    /// prefix and the message); return [`Dispatch::Written`] once it is written. The
+    /// connection copies it straight after the response's HEADERS and keeps the buffer for
+    /// the next call: the message never becomes a `Bytes` of its own (no split, no reference
+    /// count, no thread-local buffer).
+    pub fn message_buffer(&mut self) -> &mut BytesMut {
+        self.message
     }
 }
 
@@ -159,6 +171,9 @@ impl Reply {
 pub enum Dispatch<C> {
     /// Answer now.
     Respond(Response),
+    /// Answer now with the framed message written into [`CallReply::message_buffer`]: the
+    /// same response as [`Response::Message`] of those bytes.
+    Written,
     /// The service keeps the [`Reply`] and answers later.
     Later,
     /// The service cannot take it now (a full queue): the connection keeps the call and
@@ -187,7 +202,7 @@ pub trait Service {
         &mut self,
         call: Self::Call,
         body: Bytes,
-        reply: LaterReply<'_>,
+        reply: CallReply<'_>,
         now: Instant,
     ) -> Dispatch<Self::Call>;
 

@@ -266,9 +266,51 @@ pub fn run_call_at(head: &CallHead, body: &[u8], implementation: &str, now: Inst
         Ok(message) => message,
         Err(status) => return Outcome::Status(status),
     };
-    let outcome = route_call(head, &message, implementation);
+    gzip_if_asked(head, route_call(head, &message, implementation))
+}
+
+/// What a call came to when its reply may be written in place ([`run_call_into`]).
+pub enum Answer {
+    /// The framed reply message is in the buffer given.
+    Written,
+    /// Any other answer (the buffer is left as it was).
+    Outcome(Outcome),
+}
+
+/// [`run_call_at`] with a SayHello reply of the view codec, uncompressed, appended to `out`
+/// framed ([`Answer::Written`]): the transport writes it straight after the response's
+/// HEADERS, the reply never a `Bytes` of its own. Every other call answers as
+/// [`run_call_at`] does.
+pub fn run_call_into(
+    head: &CallHead,
+    body: &[u8],
+    implementation: &str,
+    now: Instant,
+    out: &mut BytesMut,
+) -> Answer {
+    if head.route != Route::SayHello || head.codec != Codec::View || head.gzip {
+        return Answer::Outcome(run_call_at(head, body, implementation, now));
+    }
+    if head.deadline.is_some_and(|deadline| now >= deadline) {
+        return Answer::Outcome(Outcome::Status(Status::new(
+            Code::DeadlineExceeded,
+            "deadline exceeded before the call was handled",
+        )));
+    }
+    let message = match unframe(body, head) {
+        Ok(message) => message,
+        Err(status) => return Answer::Outcome(Outcome::Status(status)),
+    };
+    match fast_say_hello_into(&message, out) {
+        Some(Ok(())) => Answer::Written,
+        Some(Err(status)) => Answer::Outcome(Outcome::Status(status)),
+        None => Answer::Outcome(prost_say_hello(&message)),
+    }
+}
+
+/// Mirrors the client: a gzip request gets a gzip reply (it accepts what it sends).
+fn gzip_if_asked(head: &CallHead, outcome: Outcome) -> Outcome {
     match outcome {
-        // Mirror the client: a gzip request gets a gzip reply (it accepts what it sends).
         Outcome::Reply(framed) if head.gzip => {
             Outcome::GzipReply(grpclab_core::framing::frame_gzip(&framed[PREFIX_LEN..]))
         }
@@ -383,33 +425,44 @@ thread_local! {
     static REPLY_BUFFER: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
 }
 
-/// The allocation-free path (see `fast_codec`); `None` when the message needs prost.
+/// The allocation-free path (see `fast_codec`), its reply split off this thread's buffer;
+/// `None` when the message needs prost.
 fn fast_say_hello(message: &[u8]) -> Option<Outcome> {
     REPLY_BUFFER.with(|buffer| {
         let mut buffer = buffer.borrow_mut();
         // `echo_reply` reserves exactly what the reply needs: where the transport still holds
         // the previous reply (h2's send queue, the pool), a new buffer of that size is taken,
         // not a large one.
-        match super::fast_codec::echo_reply(message, &mut buffer) {
-            Ok(true) => {
-                count_call();
-                Some(Outcome::Reply(buffer.split().freeze()))
-            }
-            Ok(false) => {
-                buffer.clear();
-                None
-            }
-            Err(err) => {
-                buffer.clear();
-                Some(Outcome::Status(Status {
-                    code: Code::Internal,
-                    message: Cow::Owned(format!(
-                        "request is not a valid helloworld.HelloRequest: {err}"
-                    )),
-                }))
-            }
-        }
+        fast_say_hello_into(message, &mut buffer).map(|written| match written {
+            Ok(()) => Outcome::Reply(buffer.split().freeze()),
+            Err(status) => Outcome::Status(status),
+        })
     })
+}
+
+/// The allocation-free path, its framed reply appended to `out` (`Ok`); `None` when the
+/// message needs prost, `Some(Err)` when it does not decode: `out` is left as it was then.
+fn fast_say_hello_into(message: &[u8], out: &mut BytesMut) -> Option<Result<(), Status>> {
+    let start = out.len();
+    match super::fast_codec::echo_reply(message, out) {
+        Ok(true) => {
+            count_call();
+            Some(Ok(()))
+        }
+        Ok(false) => {
+            out.truncate(start);
+            None
+        }
+        Err(err) => {
+            out.truncate(start);
+            Some(Err(Status {
+                code: Code::Internal,
+                message: Cow::Owned(format!(
+                    "request is not a valid helloworld.HelloRequest: {err}"
+                )),
+            }))
+        }
+    }
 }
 
 /// The general path: prost's generated types.

@@ -4,7 +4,7 @@
 use bytes::{BufMut, Bytes};
 use grpclab_core::Code;
 use grpclab_h2::server::{
-    Dispatch, LaterReply, Reply, RequestHead, Response, Service, Step, StreamOut,
+    CallReply, Dispatch, Reply, RequestHead, Response, Service, Step, StreamOut,
 };
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -13,8 +13,9 @@ use tokio::sync::mpsc;
 
 use crate::lab::config::LabConfig;
 use crate::lab::grpc::{
-    check_head, invalid, ping_pong_message, run_call, run_call_at, run_ping_pong, stream_message,
-    CallHead, HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST, FEED_REQUEST,
+    check_head, invalid, ping_pong_message, run_call, run_call_into, run_ping_pong, stream_message,
+    Answer, CallHead, HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST,
+    FEED_REQUEST,
 };
 use crate::lab::placement::{Job, Placement, PoolSender, Responder, Work};
 use crate::lab::stream_codec;
@@ -306,7 +307,7 @@ impl Service for LabService {
         &mut self,
         call: CallHead,
         body: Bytes,
-        reply: LaterReply<'_>,
+        reply: CallReply<'_>,
         now: Instant,
     ) -> Dispatch<CallHead> {
         self.unary(call, body, reply, now)
@@ -393,7 +394,7 @@ impl LabService {
         &mut self,
         call: CallHead,
         body: Bytes,
-        reply: LaterReply<'_>,
+        mut reply: CallReply<'_>,
         mut now: Instant,
     ) -> Dispatch<CallHead> {
         if let Some(delay) = self.config.handler_delay {
@@ -413,7 +414,10 @@ impl LabService {
             return Dispatch::Later;
         }
         let Some(pool) = self.pool.as_ref().filter(|_| self.offload(body.len())) else {
-            return Dispatch::Respond(response(run_call_at(&call, &body, IMPLEMENTATION, now)));
+            return match run_call_into(&call, &body, IMPLEMENTATION, now, reply.message_buffer()) {
+                Answer::Written => Dispatch::Written,
+                Answer::Outcome(outcome) => Dispatch::Respond(response(outcome)),
+            };
         };
         let job = Job {
             work: Work::Call,

@@ -84,13 +84,7 @@ impl<S: Service> Connection<S> {
             }
             None => {
                 self.status_block(0, "", false);
-                frame::write_headers(
-                    &mut self.out,
-                    stream_id,
-                    &self.block_scratch,
-                    true,
-                    self.peer_max_frame,
-                );
+                self.write_last_headers(stream_id);
             }
         }
     }
@@ -149,6 +143,12 @@ impl<S: Service> Connection<S> {
     /// Sends the header block in `block_scratch` as the stream's last frame (trailers-only or
     /// a bare HTTP status) and forgets the stream.
     pub(super) fn end_with_headers(&mut self, stream_id: u32) {
+        self.write_last_headers(stream_id);
+        self.finish_stream(stream_id);
+    }
+
+    /// Writes the header block in `block_scratch` as a HEADERS frame ending the stream.
+    fn write_last_headers(&mut self, stream_id: u32) {
         frame::write_headers(
             &mut self.out,
             stream_id,
@@ -156,7 +156,6 @@ impl<S: Service> Connection<S> {
             true,
             self.peer_max_frame,
         );
-        self.finish_stream(stream_id);
     }
 
     /// Encodes a status into `block_scratch`: a trailers-only response (`:status`,

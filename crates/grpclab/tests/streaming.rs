@@ -857,3 +857,48 @@ fn server_streams_bounded_by_time_are_cancelled_as_successes() {
         }
     }
 }
+
+/// A stream waiting out its interval costs no CPU: one Upload call whose second message is
+/// due 60 s after its first, cut by a 3 s run. The client's CPU time over the whole run
+/// (start-up included) stays far under the 3 s it waits; a connection loop that polls
+/// instead of sleeping spends all of them.
+#[test]
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also gives its CPU time"
+)]
+fn a_stream_waiting_for_its_interval_sleeps() {
+    let server = Server::start("lab");
+    for transport in ["lab", "h2"] {
+        let child = grpclab()
+            .args(["load", "--insecure", "--no-tui", &server.target()])
+            .args(["--proto", PROTO])
+            .args(["--call", &format!("{SERVICE}.Upload")])
+            .args(["-d", r#"{"payload":"YQ=="}"#, "-O", "json"])
+            .args(["--connections", "1", "-c", "1", "-z", "3s"])
+            .args(["--stream-call-count", "2", "--stream-interval", "60s"])
+            .args(["--transport", transport])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        let mut status = 0;
+        // SAFETY: `usage` is plain old data, so all-zeroes is a valid value; `wait4` writes
+        // the exit status and the child's resource usage into the two locals, which outlive
+        // the call. The child is reaped here, so `child` is not waited on again.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(reaped, pid, "{}", std::io::Error::last_os_error());
+        assert!(
+            libc::WIFEXITED(status),
+            "{transport}: the run ended by a signal"
+        );
+        let cpu_ms = |time: libc::timeval| time.tv_sec * 1000 + time.tv_usec / 1000;
+        let cpu = cpu_ms(usage.ru_utime) + cpu_ms(usage.ru_stime);
+        assert!(
+            cpu < 1000,
+            "{transport}: {cpu} ms of CPU over a 3 s run whose only stream waits out its interval"
+        );
+    }
+}

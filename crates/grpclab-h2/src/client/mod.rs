@@ -358,9 +358,18 @@ pub async fn run_connection<S: CallSource>(
                 }
             }
             _ = socket.writable(), if want_write => {}
-            fired = async { pacer.as_mut().map(pacer::Pacer::fired) }, if paced => {
+            fired = async {
+                match pacer.as_mut() {
+                    Some(pacer) => pacer.fired().await,
+                    None => std::future::pending().await,
+                }
+            }, if paced => {
                 // The loop's next turn sends what is due (`pump_streams` reads the clock).
-                let _ = fired;
+                if let Err(err) = fired {
+                    return Err(connection.lost(ConnectionEnd::Lost(format!(
+                        "the stream pacing timer: {err}"
+                    ))));
+                }
             }
             _ = &mut timer, if wake.is_some() => {
                 let now = Instant::now();

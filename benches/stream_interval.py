@@ -11,6 +11,7 @@ Usage: benches/stream_interval.py BINARY [BINARY ...] [--intervals 200us,500us,2
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -23,11 +24,23 @@ COMMON = ["--insecure", "--proto", PROTO, "--call", CALL, "-d", '{"payload":"YQ=
           "-n", "5", "-c", "1", "-O", "json"]
 
 
+def children_cpu_s():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def kept_interval_us(argv):
+    """The interval kept (µs) and the client's CPU per message sent (µs)."""
+    before = children_cpu_s()
     out = subprocess.run(["taskset", "-c", "1"] + argv, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(argv)}\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout)["average"] / 200 / 1e3
+    cpu_per_message_us = (children_cpu_s() - before) / (5 * 201) * 1e6
+    return json.loads(out.stdout)["average"] / 200 / 1e3, cpu_per_message_us
+
+
+def cells(kept):
+    return " | ".join(f"{interval:.0f} ({cpu:.0f} CPU)" for interval, cpu in kept)
 
 
 def main():
@@ -39,16 +52,16 @@ def main():
     server, target = start_server(["--impl", "lab"])
     try:
         intervals = args.intervals.split(",")
-        print("| client | " + " | ".join(f"{i} asked: µs kept" for i in intervals) + " |")
+        print("| client | " + " | ".join(f"{i} asked: µs kept (µs CPU/message)" for i in intervals) + " |")
         print("|---|" + "---:|" * len(intervals))
         for binary in args.binaries:
             for transport in ("lab", "h2"):
                 kept = [kept_interval_us([binary, "load", "--no-history", "--transport", transport, *COMMON,
                                           "--stream-interval", i, target]) for i in intervals]
-                print(f"| {binary} --transport {transport} | " + " | ".join(f"{k:.0f}" for k in kept) + " |")
+                print(f"| {binary} --transport {transport} | " + cells(kept) + " |")
         if os.path.isfile(ghz):
             kept = [kept_interval_us([ghz, *COMMON, "--stream-interval", i, target]) for i in intervals]
-            print(f"| ghz | " + " | ".join(f"{k:.0f}" for k in kept) + " |")
+            print(f"| ghz | " + cells(kept) + " |")
     finally:
         stop_server(server)
 

@@ -1,6 +1,7 @@
 """Helpers shared by the benchmark scripts: the release binary, pinned processes, /proc readings."""
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,26 @@ def memory_kib(pid):
             if key in ("VmRSS", "VmHWM"):
                 values[key] = int(rest.split()[0])
     return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
+def socket_count(pid):
+    """Sockets `pid` holds open."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
+def tcp_counters(port, names):
+    """The kernel's per-socket TCP counters (`ss -ti`: bytes_sent, data_segs_in, ...) named in
+    `names`, each summed over the established connections on the server's `port`."""
+    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    return [sum(int(n) for n in re.findall(rf"\b{name}:(\d+)", out)) for name in names]
 
 
 def start_server(impl_args, cpu="0", threads=1):

@@ -37,18 +37,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 
-def sockets(pid):
-    """Sockets `pid` holds open."""
-    count = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
-                count += 1
-        except OSError:
-            pass
-    return count
-
-
 # The kernel's caches a TCP connection's sockets live in (slab objects: the socket, its inode,
 # its file, the epoll registration, the dentry), beside the socket buffers' pages.
 KERNEL_CACHES = ("TCP", "sock_inode_cache", "filp", "dentry", "eventpoll_epi")
@@ -83,7 +71,7 @@ def one(binary, n, hold, per_conn_rate, impl):
     try:
         server_base, _ = common.memory_kib(server.pid)
         kernel_base = kernel_bytes()
-        base_sockets = sockets(server.pid)
+        base_sockets = common.socket_count(server.pid)
         rate = max(1.0, n * per_conn_rate)
         out = tempfile.TemporaryFile()
         err = tempfile.TemporaryFile()
@@ -97,7 +85,7 @@ def one(binary, n, hold, per_conn_rate, impl):
         client_kib = server_kib = None
         mark = None
         while os.waitid(os.P_PID, client.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-            held = sockets(server.pid) - base_sockets
+            held = common.socket_count(server.pid) - base_sockets
             if first_s is None and held >= 1:
                 first_s = time.monotonic() - started
             if connect_s is None and held >= n:

@@ -39,7 +39,6 @@ Usage: benches/floor.py [--rounds 3] [--duration 8] [--warmup 2] [--rates 30000,
 """
 import argparse
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -48,7 +47,8 @@ import tempfile
 import threading
 import time
 
-from common import BIN, ROOT, build, median, run_client, server_stats, start_server, stop_server
+from common import (BIN, ROOT, build, median, run_client, server_stats, start_server, stop_server,
+                    tcp_counters)
 
 FLOOR_SOURCE = os.path.join(ROOT, "benches", "floor", "floor.c")
 URING_FLOOR_SOURCE = os.path.join(ROOT, "benches", "floor", "floor_uring.c")
@@ -142,11 +142,7 @@ def per_call(count, calls):
 def socket_bytes(target):
     """(bytes received, bytes sent) over the server's established TCP connections on `target`'s
     port, from the kernel's per-socket counters (`ss -ti`)."""
-    port = target.rsplit(":", 1)[1]
-    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
-                         capture_output=True, text=True, check=True).stdout
-    received = sum(int(n) for n in re.findall(r"bytes_received:(\d+)", out))
-    sent = sum(int(n) for n in re.findall(r"bytes_sent:(\d+)", out))
+    received, sent = tcp_counters(target.rsplit(":", 1)[1], ["bytes_received", "bytes_sent"])
     return received, sent
 
 

@@ -28,25 +28,12 @@ Usage: benches/keepalive.py [--connections 1000] [--interval 50ms] [--settle 3] 
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-
-def sockets(pid):
-    """Sockets `pid` holds open."""
-    count = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
-                count += 1
-        except OSError:
-            pass
-    return count
 
 
 def system_seconds(pid):
@@ -59,10 +46,7 @@ def system_seconds(pid):
 def data_segments(port):
     """(segments out, segments in) carrying data, summed over the established sockets on the
     server's port."""
-    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
-                         check=True, capture_output=True, text=True).stdout
-    sent = sum(int(n) for n in re.findall(r"data_segs_out:(\d+)", out))
-    received = sum(int(n) for n in re.findall(r"data_segs_in:(\d+)", out))
+    sent, received = common.tcp_counters(port, ["data_segs_out", "data_segs_in"])
     return sent, received
 
 
@@ -88,11 +72,11 @@ def one(binary, mode, args):
         client_args += ["--keepalive", args.interval]
     client = subprocess.Popen(client_args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        base = sockets(server.pid)
+        base = common.socket_count(server.pid)
         deadline = time.time() + 60
-        while sockets(server.pid) - base < args.connections:
+        while common.socket_count(server.pid) - base < args.connections:
             if time.time() > deadline or client.poll() is not None:
-                sys.exit(f"{mode}: the server holds {sockets(server.pid) - base} of "
+                sys.exit(f"{mode}: the server holds {common.socket_count(server.pid) - base} of "
                          f"{args.connections} connections")
             time.sleep(0.05)
         time.sleep(args.settle)
@@ -101,7 +85,7 @@ def one(binary, mode, args):
         time.sleep(args.window)
         after = (common.cpu_seconds(server.pid), common.cpu_seconds(client.pid),
                  data_segments(port), system_seconds(server.pid), system_seconds(client.pid))
-        held = sockets(server.pid) - base
+        held = common.socket_count(server.pid) - base
         if held < args.connections:
             sys.exit(f"{mode}: connections were lost during the window ({held} held)")
     finally:

@@ -98,7 +98,7 @@ pub fn feed_client(data: &[u8]) -> FedClient {
             }),
         }),
     };
-    let mut connection = Connection::new(&mut source, template, 4);
+    let mut connection = Connection::new(&mut source, std::rc::Rc::new(template), 4);
     let mut input = Vec::new();
     if shape & 1 != 0 {
         frame::write_settings(&mut input, &[]);

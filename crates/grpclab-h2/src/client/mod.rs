@@ -22,6 +22,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use crate::cancel_watch::CancelWatch;
 use crate::io::Socket;
@@ -149,7 +150,8 @@ struct PartialHeaders {
 
 struct Connection<'s, S: CallSource> {
     source: &'s mut S,
-    template: RequestTemplate,
+    /// Shared by every connection of a thread: it never changes while they run.
+    template: Rc<RequestTemplate>,
     slots: usize,
     decoder: Decoder,
     encoder: Encoder,
@@ -208,7 +210,7 @@ struct Connection<'s, S: CallSource> {
 /// run early: no new calls; calls in flight still finish.
 pub async fn run_connection<S: CallSource>(
     mut socket: Socket,
-    template: RequestTemplate,
+    template: Rc<RequestTemplate>,
     slots: usize,
     source: &mut S,
     stop: &CancellationToken,
@@ -405,12 +407,18 @@ impl<S: CallSource> Drop for Connection<'_, S> {
 impl<'s, S: CallSource> Connection<'s, S> {
     /// A connection with nothing sent yet but our preface, SETTINGS and window raise in its
     /// write buffer.
-    fn new(source: &'s mut S, mut template: RequestTemplate, slots: usize) -> Connection<'s, S> {
+    fn new(
+        source: &'s mut S,
+        mut template: Rc<RequestTemplate>,
+        slots: usize,
+    ) -> Connection<'s, S> {
         let first_stream = template.first_stream_id.max(1) | 1;
         if template.methods.is_empty() {
             // A template without a method (a caller's bug) still sends well-formed requests,
             // which the server answers as unknown: no index can fall outside `methods`.
-            template.methods.push(MethodHead::path("/"));
+            Rc::make_mut(&mut template)
+                .methods
+                .push(MethodHead::path("/"));
         }
         let request_blocks = vec![CachedBlock::default(); template.methods.len()];
         let mut connection = Connection {

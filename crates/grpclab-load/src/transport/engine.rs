@@ -308,6 +308,7 @@ impl CallSource for LabSource {
 }
 
 impl LabSource {
+    #[inline]
     fn send(&mut self, intended: Option<Instant>, measured: bool) -> NextCall {
         let token = CallToken {
             intended,

@@ -477,6 +477,12 @@ impl<'s, S: CallSource> Connection<'s, S> {
     /// Hands back the calls in flight and the calls started but not yet written, for the
     /// caller to count as lost.
     fn lost(&mut self, end: ConnectionEnd) -> (ConnectionEnd, Vec<LostCall>) {
+        let end = match end {
+            ConnectionEnd::Lost(reason) if !self.peer_settings_seen => {
+                ConnectionEnd::ClosedBeforeSettings(reason)
+            }
+            end => end,
+        };
         let mut calls: Vec<LostCall> = self
             .calls
             .drain()

@@ -191,10 +191,26 @@ pub enum ConnectionEnd {
     /// reused): a planned end, the caller opens a new connection. No call is lost.
     #[error("stream ids exhausted: a new connection is needed")]
     StreamIdsExhausted,
+    /// The socket failed or closed before the server's SETTINGS (its connection preface)
+    /// arrived: the server took the connection and would not serve it. A client backs off
+    /// before the next attempt, as after a failed connect.
+    #[error("the server closed the connection before its HTTP/2 SETTINGS ({0}): a connection limit (such as lab's --max-connections), or not a gRPC server")]
+    ClosedBeforeSettings(String),
     /// The server sent no SETTINGS frame (its connection preface) in time.
     #[error("the server sent no HTTP/2 SETTINGS within {0:?}: is it an HTTP/2 (gRPC) server, and not a TLS port?")]
     NoPreface(Duration),
     /// Nothing arrived within the keepalive time after our PING (`--keepalive`).
     #[error("keepalive: nothing from the server within {0:?} of a PING (--keepalive); the connection is taken as dead")]
     KeepaliveTimeout(Duration),
+}
+
+impl ConnectionEnd {
+    /// Whether the server never began to serve the connection (no SETTINGS from it): the
+    /// next attempt should wait, as after a failed connect, not follow at once.
+    pub fn before_settings(&self) -> bool {
+        matches!(
+            self,
+            ConnectionEnd::ClosedBeforeSettings(_) | ConnectionEnd::NoPreface(_)
+        )
+    }
 }

@@ -547,6 +547,8 @@ async fn connection_loop(
     let open_loop = thread.shared.config.pacing.is_open_loop();
     loop {
         if let Some(live) = tcp.take() {
+            // Closed before the server's SETTINGS: the backoff keeps growing.
+            let refused;
             match run_connection(live, Rc::clone(&template), slots, &mut source, &stop).await {
                 Ok(()) => {
                     source.drop_held();
@@ -554,6 +556,7 @@ async fn connection_loop(
                 }
                 Err((end, lost)) => {
                     planned = end == ConnectionEnd::StreamIdsExhausted;
+                    refused = end.before_settings();
                     let reason = end.to_string();
                     tracing::debug!(
                         connection,
@@ -570,9 +573,30 @@ async fn connection_loop(
                         }
                         source.lost(call.token, call.sent, &reason);
                     }
+                    if refused {
+                        // Taken and closed unserved: the next attempt waits, as after a
+                        // failed connect (its calls have failed already: none more here).
+                        backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
+                        let go_on = if open_loop {
+                            source
+                                .fail_until(Instant::now() + backoff, &reason, &stop)
+                                .await
+                        } else {
+                            tokio::select! {
+                                _ = tokio::time::sleep(backoff) => true,
+                                _ = stop.cancelled() => false,
+                            }
+                        };
+                        if !go_on {
+                            source.drop_held();
+                            return;
+                        }
+                    }
                 }
             }
-            backoff = Duration::ZERO;
+            if !refused {
+                backoff = Duration::ZERO;
+            }
         }
         if stop.is_cancelled() {
             source.drop_held();

@@ -597,3 +597,45 @@ fn a_server_that_answers_in_http1_is_named_as_such() {
         "{errors:?}"
     );
 }
+
+/// A server that accepts connections and closes them at once, before its HTTP/2 SETTINGS (a
+/// connection cap such as lab's --max-connections, a proxy with no backend): the client
+/// backs off between attempts, as it does when a connect fails, instead of reconnecting in
+/// a loop that starves its other connections. Over a 1 s run two connections backing off
+/// from 50 ms make ~10 attempts; reconnecting at once makes thousands.
+#[test]
+fn a_server_that_closes_every_connection_at_once_is_retried_with_backoff() {
+    for transport in BOTH {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = Arc::clone(&accepted);
+        std::thread::spawn(move || {
+            for tcp in listener.incoming() {
+                let Ok(tcp) = tcp else { return };
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                drop(tcp);
+            }
+        });
+        let mut config = config_for(addr, transport);
+        config.duration = Some(Duration::from_secs(1));
+        config.total = None;
+        config.concurrency = 2;
+        config.connections = 2;
+        let result = run_bounded(config);
+        let accepted = accepted.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            (2..100).contains(&accepted),
+            "{transport:?}: {accepted} connections in a 1 s run"
+        );
+        assert_eq!(result.ok(), 0, "{transport:?}");
+        assert!(
+            result
+                .error_counts()
+                .keys()
+                .all(|message| message.contains("before its HTTP/2 SETTINGS")),
+            "{transport:?}: {:?}",
+            result.error_counts()
+        );
+    }
+}

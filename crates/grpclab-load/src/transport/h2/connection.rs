@@ -20,6 +20,7 @@ use crate::transport::dial::{
     connect_tcp, connect_unix, peer_name, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
 };
 use crate::transport::resolve::redial_target;
+use grpclab_h2::client::ConnectionEnd;
 use tokio_util::either::Either;
 
 /// The socket under an h2 connection: plaintext TCP or TLS over it, or a unix socket.
@@ -74,26 +75,48 @@ pub(crate) async fn connect(
         .map_err(|err| format!("HTTP/2 handshake with {target} failed: {err}"))
 }
 
-/// `--keepalive` on the h2 crate's connection: a PING every `interval` while the connection
-/// is up, each to be answered within `interval` (h2 does not say when bytes last arrived, so
-/// unlike our engine it pings busy connections too). Returns why the connection is taken as
-/// dead; never returns without a PING handle or an interval.
-async fn keep_alive(ping_pong: Option<h2::PingPong>, interval: Option<Duration>) -> String {
-    let (Some(mut ping_pong), Some(interval)) = (ping_pong, interval) else {
+/// Watches a new connection: one PING at once, whose answer (`served` set) shows the server
+/// read our preface and serves the connection (h2 does not say when the server's SETTINGS
+/// arrived); then `--keepalive`, a PING every `interval` while the connection is up, each to
+/// be answered within `interval` (h2 does not say when bytes last arrived, so unlike our
+/// engine it pings busy connections too). Returns why the connection is taken as dead; never
+/// returns without a PING handle or an interval.
+async fn watch_connection(
+    ping_pong: Option<h2::PingPong>,
+    interval: Option<Duration>,
+    served: &std::cell::Cell<bool>,
+) -> String {
+    let Some(mut ping_pong) = ping_pong else {
         return std::future::pending().await;
     };
+    // Every PING but the first waits out the interval; each is answered within it, or the
+    // connection is taken as dead (the first too: a server that stalls from the start).
+    let mut first = true;
     loop {
-        tokio::time::sleep(interval).await;
-        match tokio::time::timeout(interval, ping_pong.ping(h2::Ping::opaque())).await {
-            Ok(Ok(_pong)) => {}
+        let answer = match interval {
+            None => Ok(ping_pong.ping(h2::Ping::opaque()).await),
+            Some(interval) => {
+                if !first {
+                    tokio::time::sleep(interval).await;
+                }
+                tokio::time::timeout(interval, ping_pong.ping(h2::Ping::opaque())).await
+            }
+        };
+        match answer {
+            Ok(Ok(_pong)) => served.set(true),
             // The connection itself failed: its own future reports why.
             Ok(Err(_)) => return std::future::pending().await,
             Err(_) => {
+                let interval = interval.unwrap_or_default();
                 return format!(
                     "keepalive: no PING answer from the server within {interval:?} (--keepalive); the connection is taken as dead"
-                )
+                );
             }
         }
+        if interval.is_none() {
+            return std::future::pending().await;
+        }
+        first = false;
     }
 }
 
@@ -116,10 +139,11 @@ pub(crate) async fn drive(
     let mut backoff = Duration::ZERO;
     loop {
         if let Some(mut live) = connection.take() {
-            let ping_pong = config.keepalive.and_then(|_| live.ping_pong());
+            let ping_pong = live.ping_pong();
+            let served = std::cell::Cell::new(false);
             let outcome = tokio::select! {
                 outcome = &mut live => outcome.map_err(|err| describe_connection_error(&err)),
-                dead = keep_alive(ping_pong, config.keepalive) => Err(dead),
+                dead = watch_connection(ping_pong, config.keepalive, &served) => Err(dead),
                 _ = stop.cancelled() => {
                     // Let the in-flight calls finish: drop our own sender handle so the
                     // connection closes once the streams drop theirs, and keep driving it.
@@ -128,16 +152,24 @@ pub(crate) async fn drive(
                     return;
                 }
             };
-            let reason = match outcome {
+            let mut reason = match outcome {
                 Ok(()) => "the server closed the connection".to_owned(),
                 Err(reason) => reason,
             };
+            if !served.get() {
+                reason = ConnectionEnd::ClosedBeforeSettings(reason).to_string();
+            }
             tracing::debug!(peer = %peer_name(config, target), %reason, "connection ended");
             // Say why first, then drop the connection (which fails the streams still on it):
             // a stream that sees a bare "connection lost" reads the reason from the state.
             publish_down(&state, reason);
             drop(live);
-            backoff = Duration::ZERO;
+            // Closed unserved: the next attempt waits, as after a failed connect.
+            backoff = if served.get() {
+                Duration::ZERO
+            } else {
+                (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF)
+            };
         }
         if !backoff.is_zero() {
             tokio::select! {

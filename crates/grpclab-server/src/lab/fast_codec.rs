@@ -212,6 +212,9 @@ const PET_DEPTH: u32 = TOP_LEVEL_DEPTH - 2;
 struct PetView<'a> {
     name: &'a [u8],
     color: i32,
+    /// Its encoded length, worked out once by `decode` (the reply's length and the pet's
+    /// own length prefix both need it).
+    len: usize,
 }
 
 impl<'a> PetView<'a> {
@@ -232,6 +235,7 @@ impl<'a> PetView<'a> {
                 _ => skip(bytes, &mut at, field, wire_type, PET_DEPTH)?,
             }
         }
+        pet.len = pet.encoded_len();
         Ok(pet)
     }
 
@@ -332,8 +336,7 @@ impl<'a> HelloView<'a> {
                 9 => {
                     expect(wire_type, LEN)?;
                     let pet = PetView::decode(len_delimited(bytes, &mut at)?)?;
-                    let len = pet.encoded_len();
-                    hello.pets_len += 1 + varint_len(len as u64) + len;
+                    hello.pets_len += 1 + varint_len(pet.len as u64) + pet.len;
                     if let Some(slot) = hello.pets.get_mut(hello.pet_count) {
                         *slot = pet;
                     }
@@ -434,7 +437,7 @@ impl<'a> HelloView<'a> {
 /// One pet as field 9 of `Hello`.
 fn put_pet(out: &mut Writer<'_>, pet: &PetView<'_>) {
     out.byte((9 << 3) | LEN);
-    out.varint(pet.encoded_len() as u64);
+    out.varint(pet.len as u64);
     pet.encode(out);
 }
 

@@ -133,6 +133,15 @@ fn a_two_entry_suite_writes_results_and_a_table_that_matches_them() {
         );
         assert!(json["usage"]["samples"].as_array().unwrap().len() >= 2);
         assert!(json["usage"]["cpu_percent"].as_f64().unwrap() > 0.0);
+        // The server's own memory: part of its RSS (the rest is its code and libraries).
+        let own = json["usage"]["memory_own_average_bytes"].as_u64().unwrap();
+        let rss = json["usage"]["memory_average_bytes"].as_u64().unwrap();
+        assert!(own > 0 && own < rss, "{name}: own {own} of {rss} bytes");
+        assert_eq!(
+            cells[11],
+            format!("{} MiB", own_mib(own)),
+            "{name}: own memory, table vs JSON"
+        );
         assert!(
             json["allocations_per_call"].as_f64().unwrap() > 0.0,
             "built-in servers report allocations"
@@ -1383,4 +1392,10 @@ fn a_table_driven_by_ghz_holds_against_the_servers_count() {
         reason.contains("ghz is not installed") && reason.contains("peers/install.sh clients"),
         "{reason}"
     );
+}
+
+/// Bytes as the table prints MiB: two decimals, trailing zeros dropped.
+fn own_mib(bytes: u64) -> String {
+    let text = format!("{:.2}", bytes as f64 / f64::from(1 << 20));
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }

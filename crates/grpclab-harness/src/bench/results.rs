@@ -110,9 +110,10 @@ fn timestamp() -> String {
 }
 
 /// The table's columns: grpc_bench's first, in the same meaning, then ours (errors,
-/// allocations per request, for streaming calls the messages per second each way: sent by
+/// allocations per request, the server's own memory (its average memory less the pages of its
+/// executable and libraries), for streaming calls the messages per second each way: sent by
 /// the client, received by it, `-` for unary calls; and what bound the row).
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 15] = [
     "name",
     "req/s",
     "avg. latency",
@@ -123,6 +124,7 @@ pub const COLUMNS: [&str; 14] = [
     "avg. memory",
     "errors",
     "allocs/req",
+    "own memory",
     "msgs/s sent",
     "msgs/s recv",
     "bound by",
@@ -173,6 +175,10 @@ pub fn row_cells(result: &ImplResult) -> Vec<String> {
         result
             .allocations_per_call
             .map_or_else(|| "-".to_owned(), |a| format!("{a:.1}")),
+        format!(
+            "{} MiB",
+            trimmed(result.usage.memory_own_average_bytes as f64 / (1 << 20) as f64)
+        ),
         message_rates(load).map_or_else(|| "-".to_owned(), |(sent, _)| format!("{sent:.0}")),
         message_rates(load)
             .map_or_else(|| "-".to_owned(), |(_, received)| format!("{received:.0}")),
@@ -241,7 +247,8 @@ fn failures(results: &[ImplResult]) -> Vec<String> {
 /// (`printf "| %-18s | %7s | %14s | ..."`: a longer name widens its own row, as there) between
 /// rules of 128 dashes, so scripts written for grpc_bench's output read ours. A row that did
 /// not measure says FAILED or SKIPPED in the req/s column. grpclab's own columns (errors,
-/// allocations per request) follow in a second table of the same style, then the notes.
+/// allocations per request, own memory) follow in a second table of the same style, then the
+/// notes.
 pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
     let rows: Vec<Vec<String>> = sorted(results).into_iter().map(row_cells).collect();
     // grpc_bench's name column is 18 wide; a longer name widens it (and the rules) so every
@@ -263,31 +270,31 @@ pub fn render_text(results: &[ImplResult], footer: &[String]) -> String {
     // The message rates only when some row streamed: unary tables keep their shape.
     let streamed = rows
         .iter()
-        .any(|cells| cells[10] != "-" && !cells[10].is_empty());
+        .any(|cells| cells[11] != "-" && !cells[11].is_empty());
     out.push_str(&format!(
-        "| {:<name_width$} | {:>6} | {:>10} |",
-        COLUMNS[0], COLUMNS[8], COLUMNS[9]
+        "| {:<name_width$} | {:>6} | {:>10} | {:>10} |",
+        COLUMNS[0], COLUMNS[8], COLUMNS[9], COLUMNS[10]
     ));
     if streamed {
-        out.push_str(&format!(" {:>11} | {:>11} |", COLUMNS[10], COLUMNS[11]));
+        out.push_str(&format!(" {:>11} | {:>11} |", COLUMNS[11], COLUMNS[12]));
     }
-    out.push_str(&format!(" {:<14} |", COLUMNS[12]));
+    out.push_str(&format!(" {:<14} |", COLUMNS[13]));
     let searched = results.iter().any(|r| r.capacity.is_some());
     if searched {
-        out.push_str(&format!(" {:>10} |", COLUMNS[13]));
+        out.push_str(&format!(" {:>10} |", COLUMNS[14]));
     }
     out.push('\n');
     for cells in &rows {
         out.push_str(&format!(
-            "| {:<name_width$} | {:>6} | {:>10} |",
-            cells[0], cells[8], cells[9]
+            "| {:<name_width$} | {:>6} | {:>10} | {:>10} |",
+            cells[0], cells[8], cells[9], cells[10]
         ));
         if streamed {
-            out.push_str(&format!(" {:>11} | {:>11} |", cells[10], cells[11]));
+            out.push_str(&format!(" {:>11} | {:>11} |", cells[11], cells[12]));
         }
-        out.push_str(&format!(" {:<14} |", cells[12]));
+        out.push_str(&format!(" {:<14} |", cells[13]));
         if searched {
-            out.push_str(&format!(" {:>10} |", cells[13]));
+            out.push_str(&format!(" {:>10} |", cells[14]));
         }
         out.push('\n');
     }

@@ -19,6 +19,10 @@ pub struct Sample {
     pub cpu_seconds: f64,
     /// Resident memory of the group, in bytes.
     pub rss_bytes: u64,
+    /// Of it, the group's own pages (resident minus file-backed and shared: heap, stacks,
+    /// buffers), bytes; the rest is the pages of its executable and libraries it touched.
+    #[serde(default)]
+    pub own_bytes: u64,
 }
 
 /// The readings and what they add up to.
@@ -31,6 +35,8 @@ pub struct Usage {
     pub memory_average_bytes: u64,
     /// Highest resident memory seen, bytes.
     pub memory_peak_bytes: u64,
+    /// Mean of the group's own memory ([`Sample::own_bytes`]), bytes.
+    pub memory_own_average_bytes: u64,
     /// Every reading.
     pub samples: Vec<Sample>,
 }
@@ -51,6 +57,8 @@ impl Usage {
             memory_average_bytes: samples.iter().map(|s| s.rss_bytes).sum::<u64>()
                 / samples.len() as u64,
             memory_peak_bytes: samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0),
+            memory_own_average_bytes: samples.iter().map(|s| s.own_bytes).sum::<u64>()
+                / samples.len() as u64,
             samples,
         }
     }
@@ -58,11 +66,30 @@ impl Usage {
 
 /// CPU seconds and RSS bytes of process group `pgid`.
 pub fn read_group(pgid: u32) -> (f64, u64) {
+    let reading = read_group_memory(pgid);
+    (reading.cpu_seconds, reading.rss_bytes)
+}
+
+/// One reading of a process group: CPU seconds, RSS and own memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupReading {
+    /// CPU seconds, the reaped children's included.
+    pub cpu_seconds: f64,
+    /// Resident memory, bytes.
+    pub rss_bytes: u64,
+    /// Of it, the processes' own pages ([`Sample::own_bytes`]), bytes.
+    pub own_bytes: u64,
+}
+
+/// CPU seconds, RSS and own memory of process group `pgid`: own memory is each process's
+/// resident pages minus its file-backed and shared ones (`/proc/PID/statm`).
+pub fn read_group_memory(pgid: u32) -> GroupReading {
     let ticks = clock_ticks();
     let page = page_size();
     let mut cpu = 0.0;
     let mut rss = 0u64;
-    super::process::each_process_stat(|_, fields| {
+    let mut own = 0u64;
+    super::process::each_process_stat(|pid, fields| {
         // fields[2] = pgrp, [11] = utime, [12] = stime, [21] = rss (pages)
         if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
             return;
@@ -76,8 +103,26 @@ pub fn read_group(pgid: u32) -> (f64, u64) {
         // [13] = cutime, [14] = cstime: children this process has waited for.
         cpu += (number(11) + number(12) + number(13) + number(14)) as f64 / ticks;
         rss += number(21) * page;
+        own += own_pages(pid) * page;
     });
-    (cpu, rss)
+    GroupReading {
+        cpu_seconds: cpu,
+        rss_bytes: rss,
+        own_bytes: own,
+    }
+}
+
+/// A process's resident pages that are neither file-backed nor shared (`statm`: resident
+/// minus shared); 0 when it is gone.
+fn own_pages(pid: u32) -> u64 {
+    let Ok(statm) = std::fs::read_to_string(format!("/proc/{pid}/statm")) else {
+        return 0;
+    };
+    let mut fields = statm
+        .split_whitespace()
+        .map(|v| v.parse::<u64>().unwrap_or(0));
+    let (_size, resident, shared) = (fields.next(), fields.next(), fields.next());
+    resident.unwrap_or(0).saturating_sub(shared.unwrap_or(0))
 }
 
 /// The numeric fields of `/proc/{who}/stat` after the command name, counted from 0 at the
@@ -164,15 +209,16 @@ impl Sampler {
             let start = Instant::now();
             let mut samples = Vec::new();
             let take = |samples: &mut Vec<Sample>| {
-                let (group_cpu, rss_bytes) = read_group(pgid);
+                let reading = read_group_memory(pgid);
                 let cpu_seconds = cgroup_cpu
                     .as_deref()
                     .and_then(super::limits::cgroup_cpu_seconds)
-                    .unwrap_or(group_cpu);
+                    .unwrap_or(reading.cpu_seconds);
                 samples.push(Sample {
                     at: start.elapsed().as_secs_f64(),
                     cpu_seconds,
-                    rss_bytes,
+                    rss_bytes: reading.rss_bytes,
+                    own_bytes: reading.own_bytes,
                 });
             };
             take(&mut samples);
@@ -208,28 +254,37 @@ mod tests {
                 at: 0.0,
                 cpu_seconds: 1.0,
                 rss_bytes: 100,
+                own_bytes: 10,
             },
             Sample {
                 at: 1.0,
                 cpu_seconds: 1.5,
                 rss_bytes: 300,
+                own_bytes: 30,
             },
             Sample {
                 at: 2.0,
                 cpu_seconds: 2.0,
                 rss_bytes: 200,
+                own_bytes: 20,
             },
         ]);
         assert_eq!(usage.cpu_percent, 50.0);
         assert_eq!(usage.memory_average_bytes, 200);
         assert_eq!(usage.memory_peak_bytes, 300);
+        assert_eq!(usage.memory_own_average_bytes, 20);
     }
 
     #[test]
     fn our_own_group_has_cpu_and_memory() {
         // SAFETY: getpgrp has no arguments and cannot fail.
         let pgid = unsafe { libc::getpgrp() } as u32;
-        let (_, rss) = read_group(pgid);
-        assert!(rss > 0);
+        let reading = read_group_memory(pgid);
+        assert!(reading.rss_bytes > 0);
+        // A test binary's heap and stacks are its own; its code and libraries are not.
+        assert!(
+            reading.own_bytes > 0 && reading.own_bytes < reading.rss_bytes,
+            "{reading:?}"
+        );
     }
 }

@@ -173,6 +173,7 @@ fn results_section(rows: &[ImplResult]) -> Section {
                             Some(row.usage.memory_average_bytes as f64),
                             Some(load.errors as f64),
                             row.allocations_per_call,
+                            Some(row.usage.memory_own_average_bytes as f64),
                             grpclab_harness::bench::results::message_rates(load)
                                 .map(|(sent, _)| sent),
                             grpclab_harness::bench::results::message_rates(load)
@@ -695,6 +696,7 @@ mod tests {
             at,
             cpu_seconds,
             rss_bytes: 0,
+            own_bytes: 0,
         };
         let samples = [
             sample(0.0, 0.0),

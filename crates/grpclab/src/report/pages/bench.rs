@@ -229,7 +229,8 @@ fn results_section(rows: &[ImplResult]) -> Section {
     }
     body.push_str(&html::paragraph(
         "req/s over the measured window; latency of successful calls; avg. cpu in percent of \
-         one core; avg. memory: the server's mean resident set; msgs/s: a streaming call's \
+         one core; avg. memory: the server's mean resident set; own memory: the part of it \
+         the server allocated (without its code and libraries); msgs/s: a streaming call's \
          messages each way over the window (- for unary calls); bound by: what limited the \
          row (the figures that decided it are under the table); capacity: the highest rate \
          that met --capacity's SLO. Click a column to sort.",

@@ -521,6 +521,27 @@ fn fail_tickets(thread: &ThreadState, count: usize, reason: &str, address: usize
     true
 }
 
+/// Waits out `backoff` before the next connection attempt. Open loop: calls keep coming due
+/// meanwhile, and each fails when due. False when the run is over.
+async fn back_off(
+    source: &mut LabSource,
+    open_loop: bool,
+    backoff: Duration,
+    reason: &str,
+    stop: &tokio_util::sync::CancellationToken,
+) -> bool {
+    if open_loop {
+        source
+            .fail_until(Instant::now() + backoff, reason, stop)
+            .await
+    } else {
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => true,
+            _ = stop.cancelled() => false,
+        }
+    }
+}
+
 /// One connection's life: run calls; when the connection is lost, count its calls in flight
 /// as Unavailable and reconnect (at once, then with backoff while attempts fail). When its
 /// stream ids run out, open a new one (a planned reconnect: nothing fails).
@@ -577,17 +598,7 @@ async fn connection_loop(
                         // Taken and closed unserved: the next attempt waits, as after a
                         // failed connect (its calls have failed already: none more here).
                         backoff = (backoff * 2).clamp(INITIAL_BACKOFF, MAX_BACKOFF);
-                        let go_on = if open_loop {
-                            source
-                                .fail_until(Instant::now() + backoff, &reason, &stop)
-                                .await
-                        } else {
-                            tokio::select! {
-                                _ = tokio::time::sleep(backoff) => true,
-                                _ = stop.cancelled() => false,
-                            }
-                        };
-                        if !go_on {
+                        if !back_off(&mut source, open_loop, backoff, &reason, &stop).await {
                             source.drop_held();
                             return;
                         }
@@ -631,20 +642,10 @@ async fn connection_loop(
                     retry_in_ms = backoff.as_millis() as u64,
                     "reconnect failed"
                 );
-                // Wait out the backoff before the next attempt. Open loop: calls keep coming
-                // due meanwhile, and each fails when due. Closed loop: each stream's next
-                // call fails, once per attempt.
-                let go_on = if open_loop {
-                    source
-                        .fail_until(Instant::now() + backoff, &reason, &stop)
-                        .await
-                } else {
-                    fail_tickets(&thread, slots, &reason, source.address)
-                        && tokio::select! {
-                            _ = tokio::time::sleep(backoff) => true,
-                            _ = stop.cancelled() => false,
-                        }
-                };
+                // Wait out the backoff before the next attempt. Closed loop: each stream's
+                // next call fails, once per attempt.
+                let go_on = (open_loop || fail_tickets(&thread, slots, &reason, source.address))
+                    && back_off(&mut source, open_loop, backoff, &reason, &stop).await;
                 if !go_on {
                     source.drop_held();
                     return;

@@ -89,18 +89,13 @@ async fn watch_connection(
     let Some(mut ping_pong) = ping_pong else {
         return std::future::pending().await;
     };
-    // Every PING but the first waits out the interval; each is answered within it, or the
-    // connection is taken as dead (the first too: a server that stalls from the start).
-    let mut first = true;
+    // Each PING is answered within the interval, or the connection is taken as dead (the
+    // first too: a server that stalls from the start).
     loop {
+        let pong = ping_pong.ping(h2::Ping::opaque());
         let answer = match interval {
-            None => Ok(ping_pong.ping(h2::Ping::opaque()).await),
-            Some(interval) => {
-                if !first {
-                    tokio::time::sleep(interval).await;
-                }
-                tokio::time::timeout(interval, ping_pong.ping(h2::Ping::opaque())).await
-            }
+            Some(interval) => tokio::time::timeout(interval, pong).await,
+            None => Ok(pong.await),
         };
         match answer {
             Ok(Ok(_pong)) => served.set(true),
@@ -113,10 +108,11 @@ async fn watch_connection(
                 );
             }
         }
-        if interval.is_none() {
+        // Without --keepalive, the first answer was all there was to learn.
+        let Some(interval) = interval else {
             return std::future::pending().await;
-        }
-        first = false;
+        };
+        tokio::time::sleep(interval).await;
     }
 }
 

@@ -150,9 +150,8 @@ impl CallLog {
 /// Everything recorded about measured calls.
 #[derive(Debug, Clone)]
 pub struct Recorder {
-    /// Latency of successful calls. In an open loop it runs from the *intended* send time
-    /// (coordinated omission corrected); in a closed loop from the actual send.
-    pub latency: Histogram<u64>,
+    /// Latency of successful calls ([`Recorder::latency`]).
+    latency: Histogram<u64>,
     /// Open loop only: the uncorrected service time, from the actual send.
     pub service_time: Option<Histogram<u64>>,
     /// Open loop only: how late each successful call was sent, from its scheduled time to
@@ -179,11 +178,12 @@ pub struct Recorder {
     pub all_latency_sum_ns: u128,
     /// `--details`: the first calls, one entry each; `None` when not asked for.
     pub details: Option<CallLog>,
-    /// The successful calls' latency in the second now being recorded (`current_second`),
-    /// at 2 significant digits: each second's percentiles without a full histogram per
-    /// second. A call that ends in an earlier second than the current one (completions of
-    /// several connections are handled in turn) counts in the current one.
-    current_second_latency: Histogram<u64>,
+    /// `latency` as it was when the second now being recorded (`current_second`) began: that
+    /// second's calls are the difference, worked out once when it ends (at 2 significant
+    /// digits: each second's percentiles without a full histogram per second) instead of
+    /// recorded twice per call. A call that ends in an earlier second than the current one
+    /// (completions of several connections are handled in turn) counts in the current one.
+    second_start: Histogram<u64>,
     current_second: usize,
     /// Each finished second's histogram, V2-encoded (a few hundred bytes): memory stays
     /// small whatever the run's length.
@@ -247,7 +247,7 @@ impl Recorder {
             warmup_call_max_ns: 0,
             all_latency_sum_ns: 0,
             details: details.map(CallLog::new),
-            current_second_latency: new_second_histogram(),
+            second_start: new_histogram(),
             current_second: 0,
             second_latencies: Vec::new(),
             messages_sent: 0,
@@ -336,16 +336,49 @@ impl Recorder {
         }
     }
 
+    /// Latency of successful calls. In an open loop it runs from the *intended* send time
+    /// (coordinated omission corrected); in a closed loop from the actual send.
+    pub fn latency(&self) -> &Histogram<u64> {
+        &self.latency
+    }
+
+    /// Replaces the successful calls' latency (a result read back): its calls belong to no
+    /// second being recorded.
+    pub fn set_latency(&mut self, latency: Histogram<u64>) {
+        self.second_start = latency.clone();
+        self.latency = latency;
+    }
+
+    /// The successful calls of the second being recorded, at 2 significant digits; `None`
+    /// when it has none.
+    fn current_second_latency(&self) -> Option<Histogram<u64>> {
+        if self.latency.len() == self.second_start.len() {
+            return None;
+        }
+        let mut calls = self.latency.clone();
+        // `second_start` is an earlier state of `latency` (same bounds, no count larger):
+        // subtracting cannot fail.
+        let _ = calls.subtract(&self.second_start);
+        let mut second = new_second_histogram();
+        let _ = second.add(&calls);
+        Some(second)
+    }
+
+    /// Sets the current second's calls aside (encoded), and starts the next second empty.
+    fn set_current_second_aside(&mut self) {
+        if let Some(second) = self.current_second_latency() {
+            self.second_latencies
+                .push((self.current_second, encode_second(&second)));
+            self.second_start.reset();
+            // Same bounds and an empty histogram: a copy of the counts.
+            let _ = self.second_start.add(&self.latency);
+        }
+    }
+
     /// Sets the current second's histogram aside when a call ends in a later second.
     fn note_second(&mut self, index: usize) {
         if index > self.current_second {
-            if !self.current_second_latency.is_empty() {
-                self.second_latencies.push((
-                    self.current_second,
-                    encode_second(&self.current_second_latency),
-                ));
-                self.current_second_latency.reset();
-            }
+            self.set_current_second_aside();
             self.current_second = index;
         }
     }
@@ -374,14 +407,8 @@ impl Recorder {
     /// merged histogram per second stays (a result that may be merged with others' saves
     /// them); without, they are dropped and nothing is encoded again.
     pub fn finish_seconds(&mut self, keep: bool) {
+        self.set_current_second_aside();
         let mut pending = std::mem::take(&mut self.second_latencies);
-        if !self.current_second_latency.is_empty() {
-            pending.push((
-                self.current_second,
-                encode_second(&self.current_second_latency),
-            ));
-            self.current_second_latency.reset();
-        }
         pending.sort_by_key(|(second, _)| *second);
         let mut deserializer = hdrhistogram::serialization::Deserializer::new();
         let mut merged = new_second_histogram();
@@ -425,6 +452,8 @@ impl Recorder {
     /// window's start.
     pub fn record_ok(&mut self, latency: Duration, service: Duration, since_start: Duration) {
         let latency_ns = saturating_ns(latency);
+        // First: a call that begins a new second sets the last one aside without it.
+        self.note_second(since_start.as_secs() as usize);
         self.latency.saturating_record(latency_ns);
         if let Some(service_time) = &mut self.service_time {
             service_time.saturating_record(saturating_ns(service));
@@ -436,9 +465,6 @@ impl Recorder {
         }
         self.status[Code::Ok as usize] += 1;
         self.all_latency_sum_ns += u128::from(latency_ns);
-        let index = since_start.as_secs() as usize;
-        self.note_second(index);
-        self.current_second_latency.saturating_record(latency_ns);
         let second = self.second(since_start);
         second.count += 1;
         second.latency_sum_ns += latency_ns;
@@ -602,12 +628,12 @@ impl Recorder {
         }
         self.messages_unstamped += other.messages_unstamped;
         self.stamps_ahead += other.stamps_ahead;
-        if !other.current_second_latency.is_empty() {
-            self.second_latencies.push((
-                other.current_second,
-                encode_second(&other.current_second_latency),
-            ));
+        if let Some(second) = other.current_second_latency() {
+            self.second_latencies
+                .push((other.current_second, encode_second(&second)));
         }
+        // Their calls are not in this recorder's current second.
+        let _ = self.second_start.add(&other.latency);
         match (&mut self.details, &other.details) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (None, Some(theirs)) => self.details = Some(theirs.clone()),
@@ -664,6 +690,42 @@ mod tests {
     }
 
     #[test]
+    fn a_second_holds_exactly_its_calls_and_the_run_all_of_them() {
+        let ok = |r: &mut Recorder, micros: u64, at_ms: u64| {
+            let latency = Duration::from_micros(micros);
+            r.record_ok(latency, latency, Duration::from_millis(at_ms));
+        };
+        let counts = |r: &Recorder| -> Vec<(usize, u64, u64)> {
+            let mut deserializer = hdrhistogram::serialization::Deserializer::new();
+            r.finished_seconds()
+                .iter()
+                .map(|(second, bytes)| {
+                    let h: Histogram<u64> = deserializer
+                        .deserialize(&mut bytes.as_slice())
+                        .expect("a second's histogram decodes");
+                    (*second, h.len(), h.max() / 1_000_000)
+                })
+                .collect()
+        };
+        let mut mine = Recorder::new(false, None);
+        ok(&mut mine, 1_000, 10);
+        ok(&mut mine, 1_000, 20);
+        // The first call of second 1 sets second 0 aside without itself.
+        ok(&mut mine, 50_000, 1_100);
+        ok(&mut mine, 2_000, 3_500);
+        let mut theirs = Recorder::new(false, None);
+        for _ in 0..10 {
+            ok(&mut theirs, 7_000, 3_900);
+        }
+        // Merged calls count once: in their own second, not again in this recorder's.
+        mine.merge(&theirs);
+        mine.finish_seconds(true);
+        assert_eq!(counts(&mine), [(0, 2, 1), (1, 1, 50), (3, 11, 7)]);
+        assert_eq!(mine.latency().len(), 14);
+        assert_eq!(mine.per_second[3].latency_p99_ns / 1_000_000, 7);
+    }
+
+    #[test]
     fn records_and_merges() {
         let mut a = Recorder::new(false, None);
         a.record_ok(
@@ -691,7 +753,7 @@ mod tests {
         );
         a.merge(&b);
         assert_eq!(a.count(), 4);
-        assert_eq!(a.latency.len(), 2);
+        assert_eq!(a.latency().len(), 2);
         assert_eq!(a.status[Code::Unavailable as usize], 2);
         assert_eq!(
             a.errors["rpc error: code = Unavailable desc = connection refused"],
@@ -730,7 +792,7 @@ mod tests {
             Duration::from_secs(600),
             Duration::ZERO,
         );
-        assert!(recorder.latency.max() >= HISTOGRAM_HIGH_NS);
+        assert!(recorder.latency().max() >= HISTOGRAM_HIGH_NS);
         assert!(recorder.service_time.as_ref().is_some_and(|h| h.len() == 1));
     }
 

@@ -158,7 +158,7 @@ impl LoadResult {
 
     /// Latency of successful calls, in nanoseconds.
     pub fn latency(&self) -> &Histogram<u64> {
-        &self.recorder.latency
+        self.recorder.latency()
     }
 
     /// Latency of every call, failed ones included (ghz's `--count-errors`), in nanoseconds.

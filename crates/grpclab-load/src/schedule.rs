@@ -170,15 +170,16 @@ impl Schedule {
         &self.stop
     }
 
-    /// The next call for a stream to send.
+    /// The next call for a stream to send; `now` reads the time (a closed loop checks the
+    /// run's end and warmup with it; an open loop's calls have their own times).
     #[inline]
-    pub(crate) fn next_ticket(&self) -> Ticket {
+    pub(crate) fn next_ticket(&self, now: impl FnOnce() -> Instant) -> Ticket {
         if self.stop.is_cancelled() {
             return Ticket::Stop;
         }
         let intended = match &self.rate {
             RateShape::Closed => {
-                let now = Instant::now();
+                let now = now();
                 if self.end.is_some_and(|end| now >= end) {
                     self.run_out(now);
                     self.stop.cancel();
@@ -332,7 +333,7 @@ mod tests {
             CancellationToken::new(),
         );
         let sends = (0..10)
-            .filter(|_| matches!(schedule.next_ticket(), Ticket::Send { .. }))
+            .filter(|_| matches!(schedule.next_ticket(Instant::now), Ticket::Send { .. }))
             .count();
         assert_eq!(sends, 3);
         assert!(schedule.issued_all().is_cancelled());
@@ -352,7 +353,7 @@ mod tests {
         let mut last = None;
         for _ in 0..4 {
             assert!(!schedule.issued_all().is_cancelled());
-            last = Some(schedule.next_ticket());
+            last = Some(schedule.next_ticket(Instant::now));
         }
         let Some(Ticket::Send {
             intended: Some(fourth),
@@ -364,14 +365,14 @@ mod tests {
         let Ticket::Send {
             intended: Some(fifth),
             ..
-        } = schedule.next_ticket()
+        } = schedule.next_ticket(Instant::now)
         else {
             panic!("the fifth ticket is within the budget");
         };
         assert_eq!(fifth - fourth, Duration::from_millis(10));
         assert!(schedule.issued_all().is_cancelled());
         assert_eq!(schedule.last_due(), Some(fifth));
-        assert_eq!(schedule.next_ticket(), Ticket::Stop);
+        assert_eq!(schedule.next_ticket(Instant::now), Ticket::Stop);
     }
 
     #[test]
@@ -385,7 +386,7 @@ mod tests {
             CancellationToken::new(),
         );
         let times: Vec<(Instant, bool)> = (0..4)
-            .map(|_| match schedule.next_ticket() {
+            .map(|_| match schedule.next_ticket(Instant::now) {
                 Ticket::Send {
                     intended: Some(at),
                     measured,
@@ -413,15 +414,18 @@ mod tests {
             None,
             stop.clone(),
         );
-        assert!(matches!(schedule.next_ticket(), Ticket::Send { .. }));
+        assert!(matches!(
+            schedule.next_ticket(Instant::now),
+            Ticket::Send { .. }
+        ));
         stop.cancel();
-        assert_eq!(schedule.next_ticket(), Ticket::Stop);
+        assert_eq!(schedule.next_ticket(Instant::now), Ticket::Stop);
     }
 
     /// The intended times of the first `calls` tickets of a schedule.
     fn intended_times(schedule: &Schedule, calls: usize) -> Vec<Instant> {
         (0..calls)
-            .map(|_| match schedule.next_ticket() {
+            .map(|_| match schedule.next_ticket(Instant::now) {
                 Ticket::Send {
                     intended: Some(at), ..
                 } => at,
@@ -521,7 +525,7 @@ mod tests {
         // The same count, ticket by ticket.
         let counted = schedule(rate, Some(shard));
         let mut measured = 0;
-        while let Ticket::Send { measured: m, .. } = counted.next_ticket() {
+        while let Ticket::Send { measured: m, .. } = counted.next_ticket(Instant::now) {
             measured += u64::from(m);
         }
         assert_eq!(measured, 33);

@@ -12,7 +12,7 @@ struct CountingSource {
 }
 
 impl CallSource for CountingSource {
-    fn next_call(&mut self, _: Instant, _: usize, _: usize) -> NextCall {
+    fn next_call(&mut self, _: Instant, _: &mut TurnClock, _: usize, _: usize) -> NextCall {
         if self.left == 0 {
             return NextCall::Stop;
         }
@@ -111,7 +111,7 @@ pub fn feed_client(data: &[u8]) -> FedClient {
         connection.start_calls(now, 0);
         connection.pump_streams(usize::MAX);
         let mut buf = BytesMut::from(piece);
-        if let Err(err) = connection.on_bytes(&mut buf) {
+        if let Err(err) = connection.on_bytes(&mut buf, now) {
             error = Some(err);
             break;
         }

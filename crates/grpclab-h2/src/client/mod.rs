@@ -50,7 +50,7 @@ pub use fuzz::{feed_client, FedClient};
 pub use pacer::Pacer;
 pub use source::{
     CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, MethodHead, NextCall,
-    RequestTemplate,
+    RequestTemplate, TurnClock,
 };
 pub use stamp::{StampEncoding, StampField};
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
@@ -178,6 +178,11 @@ struct Connection<'s, S: CallSource> {
     busy_until: Option<Instant>,
     /// Keepalive only: when bytes last arrived, and when our unanswered PING went out.
     last_read: Instant,
+    /// While the bytes of one read are handled: when that read returned. Every call those
+    /// bytes end, ends then — its reply arrived with them; handling the replies before it
+    /// in the same read is the client's time, not the server's — and one clock read serves
+    /// them all.
+    arrived: Option<Instant>,
     ping_sent: Option<Instant>,
     /// Scheduled (open-loop) calls are released only up to this instant, which advances when
     /// the timer fires: sends then go out together on timer ticks, many calls per write, as
@@ -340,15 +345,16 @@ pub async fn run_connection<S: CallSource>(
                 match socket.read_available(&mut read_buf) {
                     Ok(0) => return Err(connection.lost(ConnectionEnd::Lost("the server closed the connection".to_owned()))),
                     Ok(n) => {
+                        let arrived = Instant::now();
                         if n * 2 >= offered && read_offer < READ_CHUNK {
                             read_offer = (read_offer * 2).min(READ_CHUNK);
                         }
                         if connection.template.keepalive.is_some() {
                             // Anything from the server proves it alive (as in grpc-go).
-                            connection.last_read = Instant::now();
+                            connection.last_read = arrived;
                             connection.ping_sent = None;
                         }
-                        if let Err(error) = connection.on_bytes(&mut read_buf) {
+                        if let Err(error) = connection.on_bytes(&mut read_buf, arrived) {
                             frame::write_goaway(&mut connection.out, 0, error.code, error.reason.as_bytes());
                             let _ = socket.try_write(&connection.out[written..]);
                             let _ = socket.flush();
@@ -443,6 +449,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             wait_until: None,
             busy_until: None,
             last_read: Instant::now(),
+            arrived: None,
             ping_sent: None,
             released_until: Instant::now(),
             // Grows with the first writes (preface, requests): a held connection reserves
@@ -542,8 +549,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 self.source
                     .stream_messages(call.token, progress.sent, progress.received);
             }
-            self.source
-                .completed(call.token, call.sent, end, Instant::now());
+            let now = self.arrived.unwrap_or_else(Instant::now);
+            self.source.completed(call.token, call.sent, end, now);
         }
     }
 
@@ -575,17 +582,30 @@ impl<'s, S: CallSource> Connection<'s, S> {
         }
     }
 
-    fn on_bytes(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
-        // Every frame is read in place: nothing of a payload outlives its frame here.
-        while let Some(header) = frame::next_frame(buf)? {
-            let result = self.on_frame(header, header.payload(buf));
-            buf.advance(header.frame_len());
-            result?;
-        }
+    fn on_bytes(&mut self, buf: &mut BytesMut, arrived: Instant) -> Result<(), ConnectionError> {
+        self.arrived = Some(arrived);
+        let read = self.on_frames(buf);
+        self.arrived = None;
+        read?;
         if self.conn_recv_unacked >= CONNECTION_WINDOW / 2 {
             frame::write_window_update(&mut self.out, 0, self.conn_recv_unacked);
             self.conn_recv_unacked = 0;
         }
+        Ok(())
+    }
+
+    /// Handles the whole frames at the start of `buf` and lets go of them.
+    fn on_frames(&mut self, buf: &mut BytesMut) -> Result<(), ConnectionError> {
+        // Every frame is read in place: nothing of a payload outlives its frame here. The
+        // frames read are let go of at once, after the loop: advancing a BytesMut costs ~30
+        // instructions, once per read rather than once per frame (three per unary call).
+        // (On an error the connection ends: what is left in the buffer no longer matters.)
+        let mut read = 0;
+        while let Some(header) = frame::next_frame(&buf[read..])? {
+            self.on_frame(header, header.payload(&buf[read..]))?;
+            read += header.frame_len();
+        }
+        buf.advance(read);
         Ok(())
     }
 

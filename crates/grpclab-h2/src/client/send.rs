@@ -36,7 +36,7 @@ impl<S: CallSource> Connection<'_, S> {
         // A slot is a call in flight or waiting to be written; a connection never starts
         // more calls than it has stream ids left.
         let limit = self.slots.min(self.ids_left());
-        let mut now = None;
+        let mut clock = TurnClock::new();
         while !self.stopped && self.calls.len() + self.unsent.len() < limit {
             if self.wait_until.is_some_and(|at| at > released_until) {
                 break;
@@ -46,7 +46,7 @@ impl<S: CallSource> Connection<'_, S> {
             let in_flight = self.calls.len() + self.unsent.len();
             match self
                 .source
-                .next_call(released_until, in_flight, limit - in_flight)
+                .next_call(released_until, &mut clock, in_flight, limit - in_flight)
             {
                 NextCall::Stop => self.stopped = true,
                 NextCall::Busy(at) => {
@@ -62,7 +62,7 @@ impl<S: CallSource> Connection<'_, S> {
                     token,
                     headers,
                 } => {
-                    let sent = *now.get_or_insert_with(Instant::now);
+                    let sent = clock.now();
                     let call = UnsentCall {
                         token,
                         sent,

@@ -816,7 +816,7 @@ pub fn capacity_probe(
         calls: result.count(),
         errors: result.errors(),
         rps: result.rps(),
-        latency: result.recorder.latency.clone(),
+        latency: result.recorder.latency().clone(),
         service: result.recorder.service_time.clone(),
         client_cpu_share: client_cpu.percent().unwrap_or(0.0) / (100.0 * threads),
         server,
@@ -828,7 +828,7 @@ pub fn capacity_probe(
                 calls: method.count(),
                 errors: method.errors(),
                 rps: method.rps(result.elapsed),
-                latency: method.recorder.latency.clone(),
+                latency: method.recorder.latency().clone(),
             })
             .collect(),
     })

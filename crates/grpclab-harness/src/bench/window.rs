@@ -38,7 +38,7 @@ impl Window {
                 let result = outcome.map_err(|err| format!("the load could not run: {err}"))?;
                 let recorder = &result.recorder;
                 let send_lag_share = grpclab_results::verdict::bound::send_lag_share(recorder);
-                let mean_latency_ns = recorder.latency.mean();
+                let mean_latency_ns = recorder.latency().mean();
                 let rps = result.rps();
                 let report_input = Report {
                     history: None,

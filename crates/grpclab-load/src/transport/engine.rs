@@ -12,7 +12,7 @@ use grpclab_core::framing::unframe_maybe_gzip;
 use grpclab_core::Code;
 use grpclab_h2::client::{
     run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, MessagesFrom, MethodHead,
-    NextCall, RequestTemplate, StreamSpec,
+    NextCall, RequestTemplate, StreamSpec, TurnClock,
 };
 use grpclab_h2::frame::code as h2_code;
 use grpclab_h2::Socket;
@@ -207,7 +207,13 @@ struct LabSource {
 }
 
 impl CallSource for LabSource {
-    fn next_call(&mut self, now: Instant, in_flight: usize, free_slots: usize) -> NextCall {
+    fn next_call(
+        &mut self,
+        released_until: Instant,
+        clock: &mut TurnClock,
+        in_flight: usize,
+        free_slots: usize,
+    ) -> NextCall {
         if self.held.is_empty() {
             // A concurrency schedule limits how many tickets are taken; tickets already held
             // go out when due (at a falling step, at most the held few exceed the new limit).
@@ -219,7 +225,7 @@ impl CallSource for LabSource {
                 };
             }
             for _ in 0..free_slots.min(allowed - in_flight).max(1) {
-                match self.thread.take_ticket() {
+                match self.thread.take_ticket(|| clock.now()) {
                     Ticket::Stop => break,
                     // Closed loop: no schedule to hold; send at once.
                     Ticket::Send {
@@ -241,7 +247,7 @@ impl CallSource for LabSource {
         // Send up to EARLY_WAKE early (see its doc): latency then counts from the earlier
         // of intended and actual send, so an early send is never flattering.
         let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
-        if wake > now {
+        if wake > released_until {
             return NextCall::WaitUntil(wake);
         }
         self.held.pop_front();
@@ -508,7 +514,7 @@ impl LabSource {
 /// taking their tickets so `-n` and the duration still end the run.
 fn fail_tickets(thread: &ThreadState, count: usize, reason: &str, address: usize) -> bool {
     for _ in 0..count {
-        match thread.take_ticket() {
+        match thread.take_ticket(Instant::now) {
             Ticket::Stop => return false,
             Ticket::Send { intended, measured } => {
                 thread.ticket_due(intended, measured);

@@ -206,7 +206,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             .max()
             .unwrap_or(0);
         for method in &result.methods {
-            let stats = LatencyStats::of(&method.recorder.latency);
+            let stats = LatencyStats::of(method.recorder.latency());
             let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
             writeln!(
                 out,

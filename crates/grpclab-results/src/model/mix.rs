@@ -75,14 +75,14 @@ impl MixJson {
                     errors: method.errors(),
                     rps: method.rps(result.elapsed),
                     average: recorder.mean_latency_all_ns(),
-                    latency: LatencyStats::of(&recorder.latency),
+                    latency: LatencyStats::of(recorder.latency()),
                     status_code_distribution: recorder
                         .status_counts()
                         .into_iter()
                         .map(|(code, count)| (code.name().to_owned(), count))
                         .collect(),
                     error_distribution: recorder.errors.clone(),
-                    hdr_histogram: encode_histogram(&recorder.latency),
+                    hdr_histogram: encode_histogram(recorder.latency()),
                     latency_sum: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
                 }
             })

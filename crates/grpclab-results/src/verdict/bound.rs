@@ -130,10 +130,10 @@ const MANY_CONNECTIONS: usize = 1_000;
 /// time minus the service time from the actual send); `None` for a closed loop.
 pub fn send_lag_share(recorder: &grpclab_load::Recorder) -> Option<f64> {
     let service = recorder.service_time.as_ref()?;
-    if service.is_empty() || recorder.latency.is_empty() {
+    if service.is_empty() || recorder.latency().is_empty() {
         return None;
     }
-    let latency = recorder.latency.mean();
+    let latency = recorder.latency().mean();
     Some(((latency - service.mean()) / latency.max(1e-9)).max(0.0))
 }
 

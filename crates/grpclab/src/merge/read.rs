@@ -53,7 +53,10 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
 
     let options = run_options(&json);
     let mut recorder = Recorder::new(json.hdr_histogram.service_time.is_some(), options.details);
-    recorder.latency = histogram("hdrHistogram.latency", &json.hdr_histogram.latency)?;
+    recorder.set_latency(histogram(
+        "hdrHistogram.latency",
+        &json.hdr_histogram.latency,
+    )?);
     if let Some(text) = &json.hdr_histogram.service_time {
         recorder.service_time = Some(histogram("hdrHistogram.serviceTime", text)?);
     }
@@ -129,10 +132,10 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .iter()
             .map(|method| {
                 let mut recorder = Recorder::new(false, None);
-                recorder.latency = histogram(
+                recorder.set_latency(histogram(
                     &format!("mix.methods[{}].hdrHistogram", method.name),
                     &method.hdr_histogram,
-                )?;
+                )?);
                 for (name, count) in &method.status_code_distribution {
                     let code = Code::from_name(name).ok_or_else(|| {
                         fail(format!(

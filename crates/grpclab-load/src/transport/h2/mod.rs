@@ -329,7 +329,7 @@ async fn stream_loop(
                 if !wait_for_turn(&thread, slot, &stop).await {
                     return;
                 }
-                thread.take_ticket()
+                thread.take_ticket(Instant::now)
             }
         };
         let Ticket::Send { intended, measured } = ticket else {

@@ -377,7 +377,7 @@ pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<
             rps: result.rps(),
             send_lag_share: grpclab_results::verdict::bound::send_lag_share(recorder),
             streams,
-            mean_latency_ns: recorder.latency.mean(),
+            mean_latency_ns: recorder.latency().mean(),
             calls: result.count(),
             errors: result.errors(),
             connections,
@@ -456,7 +456,7 @@ pub(crate) fn judge(
         .iter()
         .map(|method| match report.options.count_errors {
             true => std::borrow::Cow::Owned(method.recorder.latency_of_all_calls()),
-            false => std::borrow::Cow::Borrowed(&method.recorder.latency),
+            false => std::borrow::Cow::Borrowed(method.recorder.latency()),
         })
         .collect();
     let methods: Vec<MethodFigures<'_>> = result

@@ -26,7 +26,7 @@ use std::rc::Rc;
 
 use crate::cancel_watch::CancelWatch;
 use crate::io::Socket;
-use crate::stream_map::StreamMap;
+use call_table::CallTable;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +35,7 @@ use crate::flow::WindowError;
 use crate::frame::{self, code, connection_error, flags, kind, setting, ConnectionError, Header};
 use crate::hpack::{CachedBlock, DecodedBlocks, Decoder, Encoder, Indexing};
 
+mod call_table;
 #[cfg(feature = "fuzzing")]
 mod fuzz;
 mod pacer;
@@ -155,7 +156,7 @@ struct Connection<'s, S: CallSource> {
     slots: usize,
     decoder: Decoder,
     encoder: Encoder,
-    calls: StreamMap<Call>,
+    calls: CallTable<Call>,
     /// Started calls not yet written, oldest first (see [`UnsentCall`]).
     unsent: VecDeque<UnsentCall>,
     blocked: VecDeque<u32>,
@@ -306,10 +307,13 @@ pub async fn run_connection<S: CallSource>(
         };
         // Wake for the next scheduled call, the earliest deadline, the preface's, or the
         // keepalive's.
-        let wake = connection
-            .calls
-            .values()
-            .filter_map(|c| c.deadline)
+        // Calls have deadlines only with a timeout: without, no turn walks the calls.
+        let earliest_deadline = match connection.template.timeout {
+            Some(_) => connection.calls.values().filter_map(|c| c.deadline).min(),
+            None => None,
+        };
+        let wake = earliest_deadline
+            .into_iter()
             .chain(connection.unsent.iter().filter_map(|c| c.deadline))
             .chain(connection.wait_until)
             .chain(connection.busy_until)
@@ -433,7 +437,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             slots: slots.max(1),
             decoder: Decoder::new(4096),
             encoder: Encoder::default(),
-            calls: StreamMap::with_capacity_and_hasher(slots, Default::default()),
+            calls: CallTable::new(slots),
             unsent: VecDeque::new(),
             blocked: VecDeque::new(),
             next_stream: first_stream,
@@ -493,6 +497,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
         let mut calls: Vec<LostCall> = self
             .calls
             .drain()
+            .into_iter()
             .map(|(_, call)| LostCall {
                 token: call.token,
                 sent: call.sent,
@@ -543,7 +548,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
     }
 
     fn finish(&mut self, stream: u32, end: CallEnd) {
-        if let Some(call) = self.calls.remove(&stream) {
+        if let Some(call) = self.calls.remove(stream) {
             self.blocked.retain(|s| *s != stream);
             if let Some(progress) = &call.stream {
                 self.source
@@ -559,7 +564,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             .calls
             .iter()
             .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         for stream in expired {
             frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
@@ -672,7 +677,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 // clients report it. Otherwise the reset is.
                 let status_seen = self
                     .calls
-                    .get(&header.stream)
+                    .get(header.stream)
                     .is_some_and(|c| c.grpc_status.is_some());
                 if status_seen {
                     self.end_stream(header.stream);
@@ -723,8 +728,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 // Streams above `last` were never processed: they fail now (retry-safe).
                 let unprocessed: Vec<u32> = self
                     .calls
-                    .keys()
-                    .copied()
+                    .ids()
+                    .into_iter()
                     .filter(|id| *id > away.last_stream)
                     .collect();
                 for stream in unprocessed {
@@ -739,7 +744,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                         increment,
                         "the server raised the connection window past 2^31-1",
                     )?;
-                } else if let Some(call) = self.calls.get_mut(&header.stream) {
+                } else if let Some(call) = self.calls.get_mut(header.stream) {
                     match call.send_window.grow(increment) {
                         Ok(()) => {}
                         Err(WindowError::ZeroIncrement) => self.stream_error(
@@ -773,7 +778,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
 
     /// The server ended the stream: decide the call's outcome.
     fn end_stream(&mut self, stream: u32) {
-        let Some(call) = self.calls.get_mut(&stream) else {
+        let Some(call) = self.calls.get_mut(stream) else {
             return;
         };
         let streaming = call.stream.as_ref();

@@ -44,7 +44,7 @@ impl<S: CallSource> Connection<'_, S> {
             }
         }
         let head = self.scratch_head;
-        let Some(call) = self.calls.get_mut(&stream) else {
+        let Some(call) = self.calls.get_mut(stream) else {
             return Ok(()); // a call we gave up on (deadline) or never made
         };
         // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
@@ -127,7 +127,7 @@ impl<S: CallSource> Connection<'_, S> {
                 "the server sent more DATA than the connection window",
             ));
         }
-        let Some(call) = self.calls.get_mut(&header.stream) else {
+        let Some(call) = self.calls.get_mut(header.stream) else {
             return Ok(());
         };
         if !call.headers_seen {

@@ -171,30 +171,27 @@ impl<S: CallSource> Connection<'_, S> {
                 (first, Some(Box::new(state)), last)
             }
         };
-        // SAFETY: `stream` was just taken from `next_stream`, which only grows by 2 and is
-        // never reused on a connection, so no call in the map has this id (the one condition
-        // of `insert_unique_unchecked`: the key is not present).
-        let _ = unsafe {
-            self.calls.insert_unique_unchecked(
-                stream,
-                Call {
-                    token,
-                    sent,
-                    deadline,
-                    end_with_pending,
-                    stream: streaming,
-                    pending: body,
-                    http_status: 0,
-                    grpc_status: None,
-                    grpc_message: String::new(),
-                    received: 0,
-                    reply: keep.then(BytesMut::new),
-                    headers_seen: false,
-                    recv_unacked: 0,
-                    send_window: crate::flow::Window::new(self.peer_initial_window as u32),
-                },
-            )
-        };
+        // `stream` was just taken from `next_stream`, which only grows by 2 and is never
+        // reused on a connection: no call held has this id.
+        self.calls.insert(
+            stream,
+            Call {
+                token,
+                sent,
+                deadline,
+                end_with_pending,
+                stream: streaming,
+                pending: body,
+                http_status: 0,
+                grpc_status: None,
+                grpc_message: String::new(),
+                received: 0,
+                reply: keep.then(BytesMut::new),
+                headers_seen: false,
+                recv_unacked: 0,
+                send_window: crate::flow::Window::new(self.peer_initial_window as u32),
+            },
+        );
         if self.send_pending(stream) {
             self.message_written(stream);
         }
@@ -205,7 +202,7 @@ impl<S: CallSource> Connection<'_, S> {
     /// whether it is all written.
     pub(super) fn send_pending(&mut self, stream: u32) -> bool {
         let max_frame = self.peer_max_frame;
-        let Some(call) = self.calls.get_mut(&stream) else {
+        let Some(call) = self.calls.get_mut(stream) else {
             return true;
         };
         loop {

@@ -217,7 +217,7 @@ impl<S: CallSource> Connection<'_, S> {
         let Some(spec) = &self.template.stream else {
             return;
         };
-        let Some(call) = self.calls.get_mut(&stream_id) else {
+        let Some(call) = self.calls.get_mut(stream_id) else {
             return;
         };
         let Some(stream) = call.stream.as_mut() else {
@@ -297,7 +297,7 @@ impl<S: CallSource> Connection<'_, S> {
             .is_some_and(|spec| spec.receive_for.is_some())
         {
             // Server streams bounded by time end now, with what they have.
-            let ids: Vec<u32> = self.calls.keys().copied().collect();
+            let ids: Vec<u32> = self.calls.ids();
             for id in ids {
                 self.cancel_in_time(id);
             }
@@ -325,7 +325,7 @@ impl<S: CallSource> Connection<'_, S> {
                 // The message being written ends the stream.
                 call.end_with_pending = true;
             } else if stream.awaiting_reply.is_none() {
-                frame::write_data(&mut self.out, *id, &[], true);
+                frame::write_data(&mut self.out, id, &[], true);
                 stream.half_closed = true;
             }
         }
@@ -352,7 +352,7 @@ impl<S: CallSource> Connection<'_, S> {
             };
             if let (Some(at), Some(now)) = (stream.cancel_at, now) {
                 if at <= now {
-                    over.push(*id);
+                    over.push(id);
                     continue;
                 }
                 wake = Some(wake.map_or(at, |earlier| earlier.min(at)));
@@ -366,7 +366,7 @@ impl<S: CallSource> Connection<'_, S> {
                 }
             }
             if stream.ready && call.pending.is_empty() && !stream.half_closed {
-                due.push(*id);
+                due.push(id);
             }
         }
         self.stream_wake = wake;
@@ -384,7 +384,7 @@ impl<S: CallSource> Connection<'_, S> {
                 let Some(spec) = self.template.stream.as_ref() else {
                     break;
                 };
-                let Some(call) = self.calls.get_mut(&stream_id) else {
+                let Some(call) = self.calls.get_mut(stream_id) else {
                     break;
                 };
                 let Some(stream) = call.stream.as_mut() else {

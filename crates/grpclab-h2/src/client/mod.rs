@@ -549,7 +549,10 @@ impl<'s, S: CallSource> Connection<'s, S> {
 
     fn finish(&mut self, stream: u32, end: CallEnd) {
         if let Some(call) = self.calls.remove(stream) {
-            self.blocked.retain(|s| *s != stream);
+            if !self.blocked.is_empty() {
+                // (A call waits here only while a window keeps its body back.)
+                self.blocked.retain(|s| *s != stream);
+            }
             if let Some(progress) = &call.stream {
                 self.source
                     .stream_messages(call.token, progress.sent, progress.received);

@@ -56,10 +56,10 @@ def tcp_counters(port, names):
     return [sum(int(n) for n in re.findall(rf"\b{name}:(\d+)", out)) for name in names]
 
 
-def start_server(impl_args, cpu="0", threads=1):
-    """Starts `grpclab serve` pinned to `cpu`; returns (process, "host:port") once it listens."""
+def start_server(impl_args, cpu="0", threads=1, binary=BIN):
+    """Starts `binary serve` pinned to `cpu`; returns (process, "host:port") once it listens."""
     server = subprocess.Popen(
-        ["taskset", "-c", cpu, BIN, "serve", "--port", "0", "--threads", str(threads)] + impl_args,
+        ["taskset", "-c", cpu, binary, "serve", "--port", "0", "--threads", str(threads)] + impl_args,
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -52,17 +52,9 @@ def data_segments(port):
 
 def one(binary, mode, args):
     keepalive = args.interval if mode == "server" else "0s"
-    server = subprocess.Popen(
-        ["taskset", "-c", "0", binary, "serve", "--impl", "lab", "--port", "0", "--threads", "1",
-         "--max-connections", str(args.connections + 100), "--keepalive", keepalive],
-        stderr=subprocess.PIPE, text=True)
-    target = None
-    for line in server.stderr:
-        if "listening on " in line:
-            target = line.split("listening on ")[1].strip()
-            break
-    if target is None:
-        sys.exit("the server did not start")
+    server, target = common.start_server(
+        ["--impl", "lab", "--max-connections", str(args.connections + 100), "--keepalive", keepalive],
+        binary=binary)
     port = target.rsplit(":", 1)[1]
     client_args = ["taskset", "-c", "1", binary, "load", "--insecure", "--no-tui", "--no-history",
                    "--scenario", "client_stream_1kB", "--connections", str(args.connections),

@@ -13,6 +13,8 @@
 //! - [`input`]: [`InputError`], what the user asked for and why it cannot be done (exit 2).
 //! - [`descriptors`]: the descriptor limit (RLIMIT_NOFILE) that caps a process's connections.
 //! - [`duration`]: parsing the human durations that flags take (`20s`, `500ms`, `1m`).
+//! - [`field_path`]: a reply field named by a path (`user.id`, `items[0].sku`), read from the
+//!   wire bytes by a scan (flows' extracts and expectations).
 //!
 //! ```
 //! let scenario = grpclab_core::Scenario::builtin("complex_proto").unwrap();
@@ -25,6 +27,7 @@
 pub mod clock;
 pub mod descriptors;
 pub mod duration;
+pub mod field_path;
 pub mod framing;
 pub mod input;
 pub mod payload_template;

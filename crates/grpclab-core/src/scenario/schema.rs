@@ -85,6 +85,11 @@ impl Schema {
         Ok(Schema { pool })
     }
 
+    /// The compiled descriptors (messages by name, for paths into a reply).
+    pub fn pool(&self) -> &DescriptorPool {
+        &self.pool
+    }
+
     /// Every method of every service, as `package.Service.Method`.
     pub fn method_names(&self) -> Vec<String> {
         self.pool

@@ -19,13 +19,19 @@ pub(crate) struct ThreadProgress {
 impl ThreadProgress {
     /// One call ended: `failed` with its status code, or OK (`None`).
     pub(crate) fn add(&self, failed: Option<Code>) {
-        // Single writer: a relaxed add is enough; readers only want a recent value.
-        self.completed.fetch_add(1, Ordering::Relaxed);
+        // Single writer: a load and a store, not a read-modify-write (whose locked
+        // instruction costs ~20 cycles a call); readers only want a recent value.
+        bump(&self.completed);
         if let Some(code) = failed {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-            self.by_code[code as usize].fetch_add(1, Ordering::Relaxed);
+            bump(&self.errors);
+            bump(&self.by_code[code as usize]);
         }
     }
+}
+
+/// Adds one to a counter only this thread writes.
+fn bump(counter: &AtomicU64) {
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 /// The upper bounds of [`LatencyBuckets`], nanoseconds: 100 µs to 10 s, 1-2.5-5 per decade

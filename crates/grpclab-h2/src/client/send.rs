@@ -96,47 +96,18 @@ impl<S: CallSource> Connection<'_, S> {
         } = unsent;
         let stream = self.next_stream;
         self.next_stream += 2;
-        self.block.clear();
-        let template = &self.template;
         // A token naming no method (a source's bug) sends the first rather than panic.
-        let method = (token.method as usize).min(template.methods.len().saturating_sub(1));
-        let head = &template.methods[method];
-        self.request_blocks[method].write(&mut self.encoder, &mut self.block, |encoder, block| {
-            encoder.field(b":method", b"POST", Indexing::Incremental, block);
-            encoder.field(b":scheme", b"http", Indexing::Incremental, block);
-            encoder.field(b":path", head.path.as_bytes(), Indexing::Incremental, block);
-            encoder.field(
-                b":authority",
-                template.authority.as_bytes(),
-                Indexing::Incremental,
-                block,
-            );
-            encoder.field(
-                b"content-type",
-                b"application/grpc",
-                Indexing::Incremental,
-                block,
-            );
-            encoder.field(b"te", b"trailers", Indexing::Incremental, block);
-            for (name, value) in template.headers.iter().chain(&head.headers) {
-                encoder.field(
-                    name.as_bytes(),
-                    value.as_bytes(),
-                    Indexing::Incremental,
-                    block,
-                );
-            }
-        });
-        if let Some(headers) = &headers {
-            write_call_headers(headers, &mut self.block);
+        let method = (token.method as usize).min(self.template.methods.len().saturating_sub(1));
+        let cached = match &headers {
+            None => self.request_blocks[method].cached(&self.encoder),
+            Some(_) => None,
+        };
+        if let Some(block) = cached {
+            // Every call's path: the method's cached block straight into the HEADERS frame.
+            frame::write_headers(&mut self.out, stream, block, false, self.peer_max_frame);
+        } else {
+            self.write_request_head(stream, method, headers.as_deref());
         }
-        frame::write_headers(
-            &mut self.out,
-            stream,
-            &self.block,
-            false,
-            self.peer_max_frame,
-        );
         let keep = self.source.keeps_replies();
         let (body, streaming, end_with_pending) = match &self.template.stream {
             None => (body, None, true),
@@ -195,6 +166,50 @@ impl<S: CallSource> Connection<'_, S> {
         if self.send_pending(stream) {
             self.message_written(stream);
         }
+    }
+
+    /// A request's HEADERS when its method's block is not cached (the first call, a changed
+    /// HPACK table) or the call has headers of its own: encoded into `block`, then framed.
+    fn write_request_head(&mut self, stream: u32, method: usize, headers: Option<&CallHeaders>) {
+        self.block.clear();
+        let template = &self.template;
+        let head = &template.methods[method];
+        self.request_blocks[method].write(&mut self.encoder, &mut self.block, |encoder, block| {
+            encoder.field(b":method", b"POST", Indexing::Incremental, block);
+            encoder.field(b":scheme", b"http", Indexing::Incremental, block);
+            encoder.field(b":path", head.path.as_bytes(), Indexing::Incremental, block);
+            encoder.field(
+                b":authority",
+                template.authority.as_bytes(),
+                Indexing::Incremental,
+                block,
+            );
+            encoder.field(
+                b"content-type",
+                b"application/grpc",
+                Indexing::Incremental,
+                block,
+            );
+            encoder.field(b"te", b"trailers", Indexing::Incremental, block);
+            for (name, value) in template.headers.iter().chain(&head.headers) {
+                encoder.field(
+                    name.as_bytes(),
+                    value.as_bytes(),
+                    Indexing::Incremental,
+                    block,
+                );
+            }
+        });
+        if let Some(headers) = headers {
+            write_call_headers(headers, &mut self.block);
+        }
+        frame::write_headers(
+            &mut self.out,
+            stream,
+            &self.block,
+            false,
+            self.peer_max_frame,
+        );
     }
 
     /// Sends as much of a request's body (a streaming call: its current message) as the

@@ -10,6 +10,9 @@
 
 use crate::stream_map::StreamMap;
 
+/// The most places a table has (a power of two).
+const MAX_PLACES: usize = 4096;
+
 /// Calls by stream id (see the module's doc).
 pub(crate) struct CallTable<V> {
     /// `(id, call)` at `(id / 2) & mask`; empty until the first call (a held, idle
@@ -24,7 +27,13 @@ pub(crate) struct CallTable<V> {
 impl<V> CallTable<V> {
     /// A table for at most `slots` calls at once (more still fit, in the overflow).
     pub(crate) fn new(slots: usize) -> CallTable<V> {
-        let capacity = slots.max(1).next_power_of_two().saturating_mul(2);
+        // At most MAX_PLACES places (~800 KiB of calls): a connection asked for more streams
+        // than that (servers commonly allow 100 to 1,000) keeps the rest in the overflow.
+        let capacity = slots
+            .max(1)
+            .next_power_of_two()
+            .saturating_mul(2)
+            .min(MAX_PLACES);
         CallTable {
             places: Vec::new(),
             mask: capacity - 1,
@@ -179,6 +188,23 @@ mod tests {
         assert_eq!(left, [(9, "changed")]);
         assert!(table.is_empty());
         assert_eq!(table.get(9), None);
+    }
+
+    #[test]
+    fn more_calls_than_places_live_in_the_overflow() {
+        let mut table = CallTable::new(100_000);
+        assert_eq!(table.mask + 1, MAX_PLACES);
+        let ids: Vec<u32> = (0..10_000u32).map(|k| 1 + 2 * k).collect();
+        for &id in &ids {
+            table.insert(id, id);
+        }
+        assert_eq!(table.len(), 10_000);
+        assert_eq!(table.overflow.len(), 10_000 - MAX_PLACES);
+        assert!(ids.iter().all(|id| table.get(*id) == Some(id)));
+        for &id in &ids {
+            assert_eq!(table.remove(id), Some(id));
+        }
+        assert!(table.is_empty());
     }
 
     #[test]

@@ -731,8 +731,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 // Streams above `last` were never processed: they fail now (retry-safe).
                 let unprocessed: Vec<u32> = self
                     .calls
-                    .ids()
-                    .into_iter()
+                    .iter()
+                    .map(|(id, _)| id)
                     .filter(|id| *id > away.last_stream)
                     .collect();
                 for stream in unprocessed {

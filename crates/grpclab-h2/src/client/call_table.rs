@@ -94,21 +94,23 @@ impl<V> CallTable<V> {
         }
     }
 
-    /// Takes the call of stream `id` out, if held.
+    /// Drops the call of stream `id` where it lies, if held (no move out: a finished call's
+    /// caller reads what it needs through [`CallTable::get_mut`] first). Returns whether one was.
     #[inline]
-    pub(crate) fn remove(&mut self, id: u32) -> Option<V> {
+    pub(crate) fn discard(&mut self, id: u32) -> bool {
         let place = self.place(id);
-        let call = match self.places.get_mut(place) {
+        let found = match self.places.get_mut(place) {
             Some(slot @ Some(_)) if slot.as_ref().is_some_and(|(held, _)| *held == id) => {
-                slot.take().map(|(_, call)| call)
+                *slot = None;
+                true
             }
-            _ if self.overflow.is_empty() => None,
-            _ => self.overflow.remove(&id),
+            _ if self.overflow.is_empty() => false,
+            _ => self.overflow.remove(&id).is_some(),
         };
-        if call.is_some() {
+        if found {
             self.len -= 1;
         }
-        call
+        found
     }
 
     /// Every call held, with its stream id, in no particular order.
@@ -165,7 +167,8 @@ mod tests {
         table.insert(1, "one");
         for id in [3u32, 5, 7] {
             table.insert(id, "short");
-            assert_eq!(table.remove(id), Some("short"));
+            assert_eq!(table.get(id), Some(&"short"));
+            assert!(table.discard(id));
         }
         table.insert(9, "nine");
         assert_eq!(table.len(), 2);
@@ -180,8 +183,9 @@ mod tests {
         let mut ids = table.ids();
         ids.sort_unstable();
         assert_eq!(ids, [1, 9]);
-        assert_eq!(table.remove(1), Some("one"));
-        assert_eq!(table.remove(1), None);
+        assert_eq!(table.get(1), Some(&"one"));
+        assert!(table.discard(1));
+        assert!(!table.discard(1));
         *table.get_mut(9).expect("held") = "changed";
         let mut left = table.drain();
         left.sort_unstable();
@@ -202,7 +206,8 @@ mod tests {
         assert_eq!(table.overflow.len(), 10_000 - MAX_PLACES);
         assert!(ids.iter().all(|id| table.get(*id) == Some(id)));
         for &id in &ids {
-            assert_eq!(table.remove(id), Some(id));
+            assert_eq!(table.get(id), Some(&id));
+            assert!(table.discard(id));
         }
         assert!(table.is_empty());
     }
@@ -217,7 +222,8 @@ mod tests {
             }
             assert_eq!(table.len(), 100);
             for &id in ids.iter().rev() {
-                assert_eq!(table.remove(id), Some(id));
+                assert_eq!(table.get(id), Some(&id));
+                assert!(table.discard(id));
             }
         }
         assert!(table.is_empty() && table.overflow.is_empty());

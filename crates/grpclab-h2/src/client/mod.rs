@@ -81,14 +81,11 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 struct Call {
     token: CallToken,
     sent: Instant,
-    deadline: Option<Instant>,
     /// Request data not yet sent (flow control).
     pending: Bytes,
     http_status: u16,
     grpc_status: Option<u32>,
-    grpc_message: String,
     received: usize,
-    reply: Option<BytesMut>,
     headers_seen: bool,
     recv_unacked: u32,
     send_window: crate::flow::Window,
@@ -157,6 +154,11 @@ struct Connection<'s, S: CallSource> {
     decoder: Decoder,
     encoder: Encoder,
     calls: CallTable<Call>,
+    /// The reply messages of calls whose source keeps replies, by stream id (apart from
+    /// `calls`: most runs keep none, and a call's place stays small).
+    replies: CallTable<BytesMut>,
+    /// `grpc-message` of calls whose trailers came with one, by stream id (rare: errors).
+    status_messages: Vec<(u32, String)>,
     /// Started calls not yet written, oldest first (see [`UnsentCall`]).
     unsent: VecDeque<UnsentCall>,
     blocked: VecDeque<u32>,
@@ -309,7 +311,12 @@ pub async fn run_connection<S: CallSource>(
         // keepalive's.
         // Calls have deadlines only with a timeout: without, no turn walks the calls.
         let earliest_deadline = match connection.template.timeout {
-            Some(_) => connection.calls.values().filter_map(|c| c.deadline).min(),
+            Some(timeout) => connection
+                .calls
+                .values()
+                .map(|c| c.sent)
+                .min()
+                .map(|sent| sent + timeout),
             None => None,
         };
         let wake = earliest_deadline
@@ -438,6 +445,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
             decoder: Decoder::new(4096),
             encoder: Encoder::default(),
             calls: CallTable::new(slots),
+            replies: CallTable::new(slots),
+            status_messages: Vec::new(),
             unsent: VecDeque::new(),
             blocked: VecDeque::new(),
             next_stream: first_stream,
@@ -548,25 +557,39 @@ impl<'s, S: CallSource> Connection<'s, S> {
     }
 
     fn finish(&mut self, stream: u32, end: CallEnd) {
-        if let Some(call) = self.calls.remove(stream) {
-            if !self.blocked.is_empty() {
-                // (A call waits here only while a window keeps its body back.)
-                self.blocked.retain(|s| *s != stream);
-            }
-            if let Some(progress) = &call.stream {
-                self.source
-                    .stream_messages(call.token, progress.sent, progress.received);
-            }
-            let now = self.arrived.unwrap_or_else(Instant::now);
-            self.source.completed(call.token, call.sent, end, now);
+        // Read in place and dropped in place: a call is over a hundred bytes, and moving it out of
+        // its place cost two copies per call.
+        let Some(call) = self.calls.get_mut(stream) else {
+            return;
+        };
+        let (token, sent) = (call.token, call.sent);
+        let progress = call.stream.as_ref().map(|p| (p.sent, p.received));
+        self.calls.discard(stream);
+        if !self.blocked.is_empty() {
+            // (A call waits here only while a window keeps its body back.)
+            self.blocked.retain(|s| *s != stream);
         }
+        if !self.replies.is_empty() {
+            self.replies.discard(stream);
+        }
+        if !self.status_messages.is_empty() {
+            self.status_messages.retain(|(s, _)| *s != stream);
+        }
+        if let Some((messages_sent, received)) = progress {
+            self.source.stream_messages(token, messages_sent, received);
+        }
+        let now = self.arrived.unwrap_or_else(Instant::now);
+        self.source.completed(token, sent, end, now);
     }
 
     fn expire(&mut self, now: Instant) {
+        let Some(timeout) = self.template.timeout else {
+            return;
+        };
         let expired: Vec<u32> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .filter(|(_, c)| c.sent + timeout <= now)
             .map(|(id, _)| id)
             .collect();
         for stream in expired {
@@ -794,8 +817,19 @@ impl<'s, S: CallSource> Connection<'s, S> {
             (200, Some(0)) if call.received == 0 => {
                 CallEnd::Malformed("status OK but no reply message")
             }
-            (200, Some(0)) => CallEnd::Ok(call.reply.take().map(BytesMut::freeze)),
-            (_, Some(status)) => CallEnd::Status(status, std::mem::take(&mut call.grpc_message)),
+            (200, Some(0)) => CallEnd::Ok(
+                self.replies
+                    .get_mut(stream)
+                    .map(|reply| std::mem::take(reply).freeze()),
+            ),
+            (_, Some(status)) => CallEnd::Status(
+                status,
+                self.status_messages
+                    .iter_mut()
+                    .find(|(s, _)| *s == stream)
+                    .map(|(_, message)| std::mem::take(message))
+                    .unwrap_or_default(),
+            ),
             (200, None) => CallEnd::Malformed("the server ended the stream without grpc-status"),
             (http, None) => CallEnd::Http(http),
         };

@@ -69,7 +69,13 @@ impl<S: CallSource> Connection<'_, S> {
         }
         if let Some(status) = head.status {
             call.grpc_status = Some(status);
-            call.grpc_message = std::mem::take(&mut self.scratch_message);
+            if !self.scratch_message.is_empty() {
+                let message = std::mem::take(&mut self.scratch_message);
+                match self.status_messages.iter_mut().find(|(s, _)| *s == stream) {
+                    Some((_, held)) => *held = message,
+                    None => self.status_messages.push((stream, message)),
+                }
+            }
         }
         if end_stream {
             self.end_stream(stream);
@@ -237,7 +243,7 @@ impl<S: CallSource> Connection<'_, S> {
                 return Ok(());
             }
         }
-        if let Some(reply) = &mut call.reply {
+        if let Some(reply) = self.replies.get_mut(header.stream) {
             reply.extend_from_slice(&payload[range]);
         }
         call.recv_unacked += size;

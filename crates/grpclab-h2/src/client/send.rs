@@ -90,7 +90,7 @@ impl<S: CallSource> Connection<'_, S> {
         let UnsentCall {
             token,
             sent,
-            deadline,
+            deadline: _,
             body,
             headers,
         } = unsent;
@@ -149,20 +149,20 @@ impl<S: CallSource> Connection<'_, S> {
             Call {
                 token,
                 sent,
-                deadline,
                 end_with_pending,
                 stream: streaming,
                 pending: body,
                 http_status: 0,
                 grpc_status: None,
-                grpc_message: String::new(),
                 received: 0,
-                reply: keep.then(BytesMut::new),
                 headers_seen: false,
                 recv_unacked: 0,
                 send_window: crate::flow::Window::new(self.peer_initial_window as u32),
             },
         );
+        if keep {
+            self.replies.insert(stream, BytesMut::new());
+        }
         if self.send_pending(stream) {
             self.message_written(stream);
         }

@@ -37,11 +37,13 @@ impl MixCall {
     }
 }
 
-/// A whole mix: its calls and, if given, its seed.
+/// A whole mix: its calls, its flows and, if given, its seed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mix {
-    /// At least one call.
+    /// Plain calls (at least one call or one flow).
     pub calls: Vec<MixCall>,
+    /// Flows: chained calls (a workload file's `[[flows]]`, see flow.rs).
+    pub flows: Vec<crate::flow::Flow>,
     /// The workload file's `seed` (the command line's `--mix-seed` wins over it).
     pub seed: Option<u64>,
 }
@@ -54,6 +56,8 @@ struct WorkloadFile {
     seed: Option<u64>,
     #[serde(default)]
     calls: Vec<WorkloadCall>,
+    #[serde(default)]
+    flows: Vec<crate::flow::FlowEntry>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -141,7 +145,11 @@ pub fn from_flags(entries: &[String]) -> Result<Option<Mix>, InputError> {
         )?);
     }
     check_distinct(&calls, "--mix")?;
-    Ok(Some(Mix { calls, seed: None }))
+    Ok(Some(Mix {
+        calls,
+        flows: Vec::new(),
+        seed: None,
+    }))
 }
 
 /// The mix a workload file describes.
@@ -152,7 +160,7 @@ pub fn from_file(path: &Path) -> Result<Mix, InputError> {
 }
 
 /// Parses a workload file's text (`name` says which file in errors).
-fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
+pub(crate) fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
     let file: WorkloadFile = toml::from_str(text).map_err(|err| {
         // toml's message spans lines (a snippet of the file): one line of it here.
         let message = err
@@ -168,12 +176,12 @@ fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
             })
             .unwrap_or_default();
         InputError(format!(
-            "--workload {name}: {message}{at}; a workload is [[calls]] tables with call = \"pkg.Svc.Method\" and optional weight, data, metadata"
+            "--workload {name}: {message}{at}; a workload is [[calls]] tables with call = \"pkg.Svc.Method\" and optional weight, data, metadata, and [[flows]] with [[flows.steps]]"
         ))
     })?;
-    if file.calls.is_empty() {
+    if file.calls.is_empty() && file.flows.is_empty() {
         return Err(InputError(format!(
-            "--workload {name}: no [[calls]]; give at least one: [[calls]] call = \"pkg.Svc.Method\""
+            "--workload {name}: no [[calls]] and no [[flows]]; give at least one: [[calls]] call = \"pkg.Svc.Method\""
         )));
     }
     let what = format!("--workload {name}");
@@ -196,8 +204,11 @@ fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     check_distinct(&calls, &what)?;
+    let labels: Vec<String> = calls.iter().map(MixCall::label).collect();
+    let flows = crate::flow::check_flows(file.flows, &what, text, &labels)?;
     Ok(Mix {
         calls,
+        flows,
         seed: file.seed,
     })
 }

@@ -317,6 +317,17 @@ pub(super) fn resolve_calls(
             "-b and -d @ read the payload from standard input, once; a mix reads one payload per method: give it in a file (-B FILE, -D FILE) or per method in a --workload file".to_owned(),
         ));
     }
+    if let Some(mix) = mix.as_ref().filter(|mix| !mix.flows.is_empty()) {
+        let file = args
+            .workload
+            .as_deref()
+            .unwrap_or(std::path::Path::new("-"));
+        check_flow_steps(args, reflect, &mix.flows, file)?;
+        return Err(InputError(format!(
+            "--workload {}: its [[flows]] are read and checked (methods, variables, reply paths), but running flows is not built yet; run its [[calls]] in a file without [[flows]]",
+            file.display()
+        )));
+    }
     // A mix: each method resolved as a lone --call would be, with its own data.
     let mut mixed = Vec::new();
     let seed = mix.as_ref().and_then(|mix| mix.seed);
@@ -342,4 +353,66 @@ pub(super) fn resolve_calls(
         None => load_scenario(&args.scenario, Some(reflect))?,
     };
     Ok((loaded, mixed, seed))
+}
+
+/// What a flow step names that needs the schema: its method exists and is unary, and the
+/// reply paths it extracts and checks are fields of the method's reply (one line with the
+/// file's line for each).
+fn check_flow_steps(
+    args: &LoadArgs,
+    reflect: ReflectFrom<'_>,
+    flows: &[grpclab_harness::flow::Flow],
+    file: &std::path::Path,
+) -> Result<(), InputError> {
+    use grpclab_core::field_path::FieldPath;
+    use grpclab_harness::flow::ExtractFrom;
+    for step in flows.iter().flat_map(|flow| &flow.steps) {
+        let mut scenario_args = args.scenario.clone();
+        scenario_args.call = Some(step.call.clone());
+        // The method alone: a step's data may use variables known only when it runs.
+        (scenario_args.data, scenario_args.data_file) = (None, None);
+        (scenario_args.binary, scenario_args.binary_file) = (false, None);
+        let at = |line: usize| format!("--workload {} line {line}", file.display());
+        let loaded = load_scenario(&scenario_args, Some(reflect)).map_err(|err| {
+            InputError(format!(
+                "{}: step '{}': {}",
+                at(step.line),
+                step.name,
+                err.0
+            ))
+        })?;
+        let method = loaded.scenario.method();
+        if method.is_client_streaming() || method.is_server_streaming() {
+            return Err(InputError(format!(
+                "{}: step '{}': {} streams; flow steps take unary methods",
+                at(step.line),
+                step.name,
+                method.full_name()
+            )));
+        }
+        let reply = method.output();
+        let paths = step
+            .extract
+            .iter()
+            .filter_map(|extract| match &extract.from {
+                ExtractFrom::Field(path) => Some((path, extract.line, "extract")),
+                ExtractFrom::Header(_) | ExtractFrom::Trailer(_) => None,
+            })
+            .chain(
+                step.expect
+                    .fields
+                    .iter()
+                    .map(|check| (&check.path, check.line, "expect.fields")),
+            );
+        for (path, line, field) in paths {
+            FieldPath::resolve(&reply, path).map_err(|err| {
+                InputError(format!(
+                    "{}: flows.steps.{field}: step '{}': {err}",
+                    at(line),
+                    step.name
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! Generates the tonic services for the scenarios' `helloworld.proto`, the streaming echo
-//! service (`scenarios/streaming/streaming.proto`) and grpclab's admin services.
+//! service (`scenarios/streaming/streaming.proto`), the session service for flows
+//! (`scenarios/session/session.proto`) and grpclab's admin services.
 //!
 //! protox compiles the files in-process, so building grpclab needs no protoc. The complex
 //! schema is a superset of the string scenarios' (field numbers agree), so one generated
@@ -20,6 +21,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "../../scenarios/streaming",
             "streaming.proto",
             "grpclab.streaming.v1",
+        ),
+        (
+            "../../scenarios/session",
+            "session.proto",
+            "grpclab.session.v1",
         ),
     ];
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);

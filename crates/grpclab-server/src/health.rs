@@ -18,6 +18,7 @@ pub const CHECK_PATH: &str = "/grpc.health.v1.Health/Check";
 pub const SERVICES: &[&str] = &[
     "helloworld.Greeter",
     "grpclab.streaming.v1.StreamingEcho",
+    "grpclab.session.v1.Sessions",
     "grpclab.admin.v1.Stats",
     "grpclab.admin.v1.HeapProfile",
     "grpc.health.v1.Health",

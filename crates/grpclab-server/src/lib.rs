@@ -22,6 +22,7 @@ pub mod channel;
 pub mod health;
 pub mod heap_profile;
 pub mod lab;
+pub mod session;
 pub mod stats;
 pub mod tonic_baseline;
 

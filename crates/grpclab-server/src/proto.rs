@@ -23,6 +23,16 @@ pub mod pb_streaming {
         include_bytes!(concat!(env!("OUT_DIR"), "/grpclab.streaming.v1.fds.bin"));
 }
 
+/// The session service for flows (`scenarios/session/session.proto`): login, list, get.
+#[allow(missing_docs, clippy::all)]
+pub mod pb_session {
+    tonic::include_proto!("grpclab.session.v1");
+
+    /// `session.proto` as an encoded `FileDescriptorSet`, for server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/grpclab.session.v1.fds.bin"));
+}
+
 /// grpclab's admin service (`grpclab.admin.v1.Stats`), generated from `proto/admin.proto`.
 #[allow(missing_docs, clippy::all)]
 pub mod pb_admin {

@@ -184,6 +184,44 @@ impl HeapProfile for AdminHeapProfile {
     }
 }
 
+/// The session service for flows (see [`crate::session`]) as a tonic service.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionService;
+
+fn session_status((code, message): crate::session::Refusal) -> Status {
+    Status::new(tonic::Code::from_i32(code as i32), message)
+}
+
+#[tonic::async_trait]
+impl crate::proto::pb_session::sessions_server::Sessions for SessionService {
+    async fn login(
+        &self,
+        request: Request<crate::session::LoginRequest>,
+    ) -> Result<Response<crate::session::LoginReply>, Status> {
+        crate::session::login(request.get_ref())
+            .map(Response::new)
+            .map_err(session_status)
+    }
+
+    async fn list(
+        &self,
+        request: Request<crate::session::ListRequest>,
+    ) -> Result<Response<crate::session::ListReply>, Status> {
+        crate::session::list(request.get_ref())
+            .map(Response::new)
+            .map_err(session_status)
+    }
+
+    async fn get(
+        &self,
+        request: Request<crate::session::GetRequest>,
+    ) -> Result<Response<crate::session::Item>, Status> {
+        crate::session::get(request.get_ref())
+            .map(Response::new)
+            .map_err(session_status)
+    }
+}
+
 /// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`,
 /// `HeapProfile`, and server reflection v1 and v1alpha describing them all) on `listener`
 /// until `shutdown` resolves, then lets in-flight calls finish.
@@ -202,6 +240,7 @@ pub async fn run(
             .register_encoded_file_descriptor_set(crate::proto::pb::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(crate::proto::pb_admin::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(crate::proto::pb_streaming::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(crate::proto::pb_session::FILE_DESCRIPTOR_SET)
     };
     let reflection_v1 = reflection()
         .build_v1()
@@ -226,6 +265,7 @@ pub async fn run(
                 .send_compressed(tonic::codec::CompressionEncoding::Gzip),
         )
         .add_service(StreamingEchoServer::new(StreamingEchoService))
+        .add_service(crate::proto::pb_session::sessions_server::SessionsServer::new(SessionService))
         .add_service(tonic_health::pb::health_server::HealthServer::new(
             CountingHealth,
         ))

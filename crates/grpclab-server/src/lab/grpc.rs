@@ -51,6 +51,12 @@ pub enum Route {
     Reflection,
     /// `grpc.health.v1.Health/Check` (see [`crate::health`]).
     HealthCheck,
+    /// `grpclab.session.v1.Sessions/Login` (see [`crate::session`]).
+    SessionLogin,
+    /// `grpclab.session.v1.Sessions/List`.
+    SessionList,
+    /// `grpclab.session.v1.Sessions/Get`.
+    SessionGet,
 }
 
 impl Route {
@@ -166,6 +172,9 @@ pub fn check_head(
         path if path == FEED_PATH.as_bytes() => Route::Feed,
         path if path == UPLOAD_PATH.as_bytes() => Route::Upload,
         path if path == crate::health::CHECK_PATH.as_bytes() => Route::HealthCheck,
+        path if path == crate::session::LOGIN_PATH.as_bytes() => Route::SessionLogin,
+        path if path == crate::session::LIST_PATH.as_bytes() => Route::SessionList,
+        path if path == crate::session::GET_PATH.as_bytes() => Route::SessionGet,
         path if path == super::reflection::V1_PATH.as_bytes()
             || path == super::reflection::V1ALPHA_PATH.as_bytes() =>
         {
@@ -175,7 +184,7 @@ pub fn check_head(
             return Err(HeadRejection::Status(Status {
                 code: Code::Unimplemented,
                 message: Cow::Owned(format!(
-                    "unknown method {}; this server serves {SAY_HELLO_PATH}, grpclab.streaming.v1.StreamingEcho, {} and {STATS_PATH}",
+                    "unknown method {}; this server serves {SAY_HELLO_PATH}, grpclab.streaming.v1.StreamingEcho, grpclab.session.v1.Sessions, {} and {STATS_PATH}",
                     String::from_utf8_lossy(path),
                     crate::health::CHECK_PATH
                 )),
@@ -342,6 +351,9 @@ fn route_call(head: &CallHead, message: &[u8], implementation: &str) -> Outcome 
         }
         Route::HeapProfileStop => admin_outcome(heap_profile::stop()),
         Route::HealthCheck => health_check(message),
+        Route::SessionLogin => session_call(message, crate::session::login),
+        Route::SessionList => session_call(message, crate::session::list),
+        Route::SessionGet => session_call(message, crate::session::get),
         // Streaming methods reach here only on a transport that serves unary calls alone.
         Route::PingPong | Route::Feed | Route::Upload | Route::Reflection => Outcome::Status(
             Status::new(Code::Unimplemented, STREAMING_ON_OWN_ENGINE_ONLY),
@@ -479,6 +491,26 @@ fn health_check(message: &[u8]) -> Outcome {
             count_call();
             Outcome::Reply(encode_framed(&reply))
         }
+        Err((code, message)) => Outcome::Status(Status {
+            code,
+            message: Cow::Owned(message),
+        }),
+    }
+}
+
+/// A session method: the request decoded with prost, answered by [`crate::session`].
+fn session_call<Request: Message + Default, Reply: Message>(
+    message: &[u8],
+    handle: fn(&Request) -> Result<Reply, crate::session::Refusal>,
+) -> Outcome {
+    let Ok(request) = Request::decode(message) else {
+        return Outcome::Status(Status::new(
+            Code::InvalidArgument,
+            "malformed grpclab.session.v1 request",
+        ));
+    };
+    match handle(&request) {
+        Ok(reply) => Outcome::Reply(encode_framed(&reply)),
         Err((code, message)) => Outcome::Status(Status {
             code,
             message: Cow::Owned(message),

@@ -35,6 +35,7 @@ fn catalogue() -> &'static Catalogue {
         let sets = [
             crate::proto::pb::FILE_DESCRIPTOR_SET,
             crate::proto::pb_streaming::FILE_DESCRIPTOR_SET,
+            crate::proto::pb_session::FILE_DESCRIPTOR_SET,
             crate::proto::pb_admin::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,

@@ -119,7 +119,10 @@ impl Service for LabService {
             | Route::Stats
             | Route::HeapProfileStart
             | Route::HeapProfileStop
-            | Route::HealthCheck => None,
+            | Route::HealthCheck
+            | Route::SessionLogin
+            | Route::SessionList
+            | Route::SessionGet => None,
         }
     }
 

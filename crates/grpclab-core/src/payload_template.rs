@@ -557,6 +557,7 @@ mod tests {
             worker_id: "g3",
             call_seed: number,
             now: UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
+            vars: &[],
         }
     }
 

@@ -36,6 +36,11 @@ enum Piece {
     RandomInt(i64, i64),
     /// Known once the method is: folded into text by [`Template::bind`].
     Call(CallField),
+    /// `.vars.NAME`: a flow variable, by name until [`Template::bind_vars`] makes it a place
+    /// in [`CallContext::vars`].
+    Var(String),
+    /// A flow variable's place in [`CallContext::vars`].
+    VarAt(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +86,9 @@ pub struct CallContext<'a> {
     pub call_seed: u64,
     /// Now.
     pub now: SystemTime,
+    /// A flow's variables, in the order [`Template::bind_vars`] was given their names
+    /// (empty outside flows; a variable not set renders empty).
+    pub vars: &'a [String],
 }
 
 /// A parsed template.
@@ -90,7 +98,7 @@ pub struct Template {
 }
 
 /// The actions a template may use, for error messages.
-const KNOWN: &str = ".RequestNumber, .FullyQualifiedName, .MethodName, .ServiceName, .InputName, .OutputName, .IsClientStreaming, .IsServerStreaming, .Timestamp, .TimestampUnix, .TimestampUnixMilli, .TimestampUnixNano, .UUID, .WorkerID, newUUID, randomString N, randomInt MIN MAX";
+const KNOWN: &str = ".vars.NAME (in flow steps), .RequestNumber, .FullyQualifiedName, .MethodName, .ServiceName, .InputName, .OutputName, .IsClientStreaming, .IsServerStreaming, .Timestamp, .TimestampUnix, .TimestampUnixMilli, .TimestampUnixNano, .UUID, .WorkerID, newUUID, randomString N, randomInt MIN MAX";
 
 impl Template {
     /// Parses `text`; `what` names the flag in errors (`-d`, `-m`).
@@ -139,6 +147,41 @@ impl Template {
             }
         }
         Template { pieces }
+    }
+
+    /// The flow variables (`{{.vars.NAME}}`) the template uses, by name, in order of use.
+    pub fn var_names(&self) -> Vec<&str> {
+        self.pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Var(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Turns each `{{.vars.NAME}}` into NAME's place in `names` (the flow's variables, as
+    /// [`CallContext::vars`] will hold their values). A name not in `names` is an error
+    /// naming it and the names known.
+    pub fn bind_vars(self, names: &[String], what: &str) -> Result<Template, TemplateError> {
+        let pieces = self
+            .pieces
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Var(name) => names
+                    .iter()
+                    .position(|known| *known == name)
+                    .map(Piece::VarAt)
+                    .ok_or_else(|| {
+                        TemplateError(format!(
+                            "{what}: {{{{.vars.{name}}}}} is not a variable of this flow (its variables: {})",
+                            if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                        ))
+                    }),
+                other => Ok(other),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Template { pieces })
     }
 
     /// Whether nothing varies per call (after [`Template::bind`]): then [`Template::text`]
@@ -191,8 +234,13 @@ impl Template {
                 Piece::RandomInt(min, max) => {
                     let _ = write!(out, "{}", random.int_in(*min, *max));
                 }
-                // Unbound call fields render empty (callers bind first).
-                Piece::Call(_) => {}
+                Piece::VarAt(place) => {
+                    if let Some(value) = context.vars.get(*place) {
+                        out.push_str(value);
+                    }
+                }
+                // Unbound call fields and variables render empty (callers bind first).
+                Piece::Call(_) | Piece::Var(_) => {}
             }
         }
     }
@@ -225,6 +273,15 @@ fn parse_action(action: &str, what: &str) -> Result<Piece, TemplateError> {
         (".OutputName", []) => Piece::Call(CallField::OutputName),
         (".IsClientStreaming", []) => Piece::Call(CallField::IsClientStreaming),
         (".IsServerStreaming", []) => Piece::Call(CallField::IsServerStreaming),
+        (var, []) if var.starts_with(".vars.") => {
+            let name = &var[".vars.".len()..];
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(TemplateError(format!(
+                    "{what}: '{{{{{action}}}}}': a flow variable is .vars.NAME, NAME letters, digits and '_'"
+                )));
+            }
+            Piece::Var(name.to_owned())
+        }
         ("randomString", [len]) => {
             // ghz: a length of 0 or less is drawn from 2 to 16.
             let len = number(len)?.max(0);
@@ -369,6 +426,7 @@ mod tests {
             worker_id: "w3",
             call_seed: 5,
             now: UNIX_EPOCH + std::time::Duration::from_secs(1_764_547_200),
+            vars: &[],
         };
         template.render(&context, &mut random, &mut out);
         assert_eq!(
@@ -383,6 +441,49 @@ mod tests {
     }
 
     #[test]
+    fn flow_variables_render_from_their_places_once_bound() {
+        let template = Template::parse(
+            r#"{"token": "{{ .vars.token }}", "n": {{.RequestNumber}}, "r": "{{.vars.region}}"}"#,
+            "data",
+        )
+        .unwrap();
+        assert_eq!(template.var_names(), ["token", "region"]);
+        let names = ["region".to_owned(), "token".to_owned(), "unused".to_owned()];
+        let bound = template.clone().bind_vars(&names, "data").unwrap();
+        let values = ["eu".to_owned(), "tok.a.1".to_owned(), String::new()];
+        let context = CallContext {
+            request_number: 3,
+            worker_id: "",
+            call_seed: 1,
+            now: UNIX_EPOCH,
+            vars: &values,
+        };
+        let mut out = String::new();
+        bound.render(&context, &mut Random::new(1), &mut out);
+        assert_eq!(out, r#"{"token": "tok.a.1", "n": 3, "r": "eu"}"#);
+        // Unset values (a flow that went on after a failed step) render empty.
+        bound.render(
+            &CallContext {
+                vars: &[],
+                ..context
+            },
+            &mut Random::new(1),
+            &mut out,
+        );
+        assert_eq!(out, r#"{"token": "", "n": 3, "r": ""}"#);
+        let error = template
+            .bind_vars(&names[..1], "data")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "data: {{.vars.token}} is not a variable of this flow (its variables: region)"
+        );
+        let error = Template::parse("{{.vars.}}", "-d").unwrap_err().to_string();
+        assert!(error.contains("a flow variable is .vars.NAME"), "{error}");
+    }
+
+    #[test]
     fn timestamps_randoms_and_uuids_have_their_shapes() {
         let at = UNIX_EPOCH + std::time::Duration::new(1_764_547_200, 123_456_789);
         let context = CallContext {
@@ -390,6 +491,7 @@ mod tests {
             worker_id: "",
             call_seed: 9,
             now: at,
+            vars: &[],
         };
         let mut random = Random::new(1);
         let mut out = String::new();

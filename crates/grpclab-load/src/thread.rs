@@ -496,6 +496,7 @@ impl ThreadState {
                 .map_or("", String::as_str),
             call_seed: split_mix(self.call_seed_key ^ number),
             now: std::time::SystemTime::now(),
+            vars: &[],
         }
     }
 

@@ -232,6 +232,24 @@ fn what_a_mix_cannot_run_is_one_line_and_exit_2() {
         (vec!["--mix", LAB_MIX, "--validate"], "--validate"),
         (vec!["--mix", LAB_MIX, "-d", "@"], "standard input"),
         (vec!["--mix", LAB_MIX, "-b"], "standard input"),
+        (
+            vec![
+                "--call",
+                "helloworld.Greeter.SayHello",
+                "-d",
+                r#"{"request":{"name":"{{.vars.token}}"}}"#,
+            ],
+            "-d/-D: {{.vars.token}} is a flow variable: only the steps of a workload file's [[flows]] may use one",
+        ),
+        (
+            vec![
+                "--call",
+                "helloworld.Greeter.SayHello",
+                "-m",
+                r#"{"authorization":"Bearer {{.vars.token}}"}"#,
+            ],
+            "-m/--metadata: {{.vars.token}} is a flow variable",
+        ),
     ] {
         let out = grpclab()
             .args(["load", &target, "--insecure", "-n", "10"])

@@ -188,6 +188,7 @@ pub(super) fn bind_metadata(
         let template = Template::parse(value, "-m/--metadata")
             .map_err(|err| InputError(err.to_string()))?
             .bind(&call);
+        outside_flows(&template, "-m/--metadata")?;
         if template.is_constant() {
             constant.insert(name.clone(), template.text());
             continue;
@@ -199,6 +200,16 @@ pub(super) fn bind_metadata(
         varying.push((name, template));
     }
     Ok(Some((constant, varying)))
+}
+
+/// A template outside a flow step: `{{.vars.NAME}}` has nothing to name.
+fn outside_flows(template: &Template, what: &str) -> Result<(), InputError> {
+    match template.var_names().first() {
+        None => Ok(()),
+        Some(name) => Err(InputError(format!(
+            "{what}: {{{{.vars.{name}}}}} is a flow variable: only the steps of a workload file's [[flows]] may use one"
+        ))),
+    }
 }
 
 /// What a method's call-describing template actions render to.
@@ -240,6 +251,7 @@ fn templated(
     let template = Template::parse(text, "-d/-D")
         .map_err(|err| InputError(err.to_string()))?
         .bind(&call_info(method));
+    outside_flows(&template, "-d/-D")?;
     if template.is_constant() {
         return Ok((Some(template.text()), None));
     }
@@ -256,6 +268,7 @@ fn call_zero(template: &Template) -> String {
             worker_id: "g0c0",
             call_seed: 1,
             now: std::time::SystemTime::now(),
+            vars: &[],
         },
         &mut Random::new(1),
         &mut first,

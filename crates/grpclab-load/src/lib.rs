@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod flow;
 pub mod naming;
 mod outcome;
 pub mod progress;

@@ -1,0 +1,277 @@
+//! What a flow step does with its reply, resolved for the engine: the values it extracts
+//! into the flow's variables and the expectations it checks. Pure functions of the reply
+//! (its status and its message bytes), so a transport only hands them over; reply fields are
+//! read by a wire scan ([`FieldPath::read`]), not a decode.
+//!
+//! The workload file's text form (and its checks, with file and line) is grpclab-harness's
+//! `flow.rs`; the command line resolves it into these types against the methods' schemas.
+
+use grpclab_core::field_path::{FieldPath, FieldValue};
+use grpclab_core::Code;
+
+/// A variable's source in a step's reply.
+#[derive(Debug, Clone)]
+pub enum Extractor {
+    /// A reply field.
+    Field(FieldPath),
+}
+
+/// One extract: the variable's place among the flow's variables, and its source.
+#[derive(Debug, Clone)]
+pub struct Extract {
+    /// The variable's place in the flow's variable list (as templates were bound to it).
+    pub var: usize,
+    /// Where the value comes from.
+    pub from: Extractor,
+}
+
+/// A condition on one reply field's value.
+#[derive(Debug, Clone)]
+pub enum ValueCheck {
+    /// Its text form equals this.
+    Equals(String),
+    /// Its text form matches this expression.
+    Matches(regex::Regex),
+    /// A number within these bounds (both included).
+    Range {
+        /// Lower bound.
+        min: Option<f64>,
+        /// Upper bound.
+        max: Option<f64>,
+    },
+}
+
+/// What a step's reply must be.
+#[derive(Debug, Clone)]
+pub struct Expectation {
+    /// The status the step expects (OK unless the file says otherwise).
+    pub status: Code,
+    /// Conditions on reply fields (only read when the status is OK).
+    pub fields: Vec<(FieldPath, ValueCheck)>,
+}
+
+impl Default for Expectation {
+    fn default() -> Expectation {
+        Expectation {
+            status: Code::Ok,
+            fields: Vec::new(),
+        }
+    }
+}
+
+/// How a reply failed its step's expectation: one line, as the run's examples show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unexpected(pub String);
+
+impl Expectation {
+    /// Checks a reply: its status, then (status OK, message given) each field condition.
+    /// `message` is the reply message without its gRPC prefix.
+    pub fn check(&self, status: Code, message: Option<&[u8]>) -> Result<(), Unexpected> {
+        if status != self.status {
+            return Err(Unexpected(format!(
+                "status {} where {} was expected",
+                status.name(),
+                self.status.name()
+            )));
+        }
+        if status != Code::Ok || self.fields.is_empty() {
+            return Ok(());
+        }
+        let message = message.unwrap_or_default();
+        for (path, check) in &self.fields {
+            let value = path
+                .read(message)
+                .map_err(|err| Unexpected(err.to_string()))?;
+            check_value(path, &value, check)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_value(path: &FieldPath, value: &FieldValue, check: &ValueCheck) -> Result<(), Unexpected> {
+    let shown = || {
+        let text = value.to_string();
+        // Examples stay one short line whatever the reply holds.
+        let mut cut: String = text.chars().take(60).collect();
+        if cut.len() < text.len() {
+            cut.push('…');
+        }
+        cut
+    };
+    let passed = match check {
+        ValueCheck::Equals(expected) => value.to_string() == *expected,
+        ValueCheck::Matches(pattern) => pattern.is_match(&value.to_string()),
+        ValueCheck::Range { min, max } => {
+            let number = match value {
+                FieldValue::Int(v) => Some(*v as f64),
+                FieldValue::Uint(v) => Some(*v as f64),
+                FieldValue::Float(v) => Some(*v),
+                FieldValue::Bool(_) | FieldValue::Text(_) | FieldValue::Bytes(_) => None,
+            };
+            match number {
+                None => {
+                    return Err(Unexpected(format!(
+                        "{} is '{}', not a number",
+                        path.as_str(),
+                        shown()
+                    )))
+                }
+                Some(n) => min.is_none_or(|min| n >= min) && max.is_none_or(|max| n <= max),
+            }
+        }
+    };
+    if passed {
+        return Ok(());
+    }
+    let wanted = match check {
+        ValueCheck::Equals(expected) => format!("equal to '{expected}'"),
+        ValueCheck::Matches(pattern) => format!("matching /{}/", pattern.as_str()),
+        ValueCheck::Range { min, max } => match (min, max) {
+            (Some(min), Some(max)) => format!("within [{min}, {max}]"),
+            (Some(min), None) => format!("at least {min}"),
+            (None, Some(max)) => format!("at most {max}"),
+            (None, None) => "a number".to_owned(),
+        },
+    };
+    Err(Unexpected(format!(
+        "{} is '{}', not {wanted}",
+        path.as_str(),
+        shown()
+    )))
+}
+
+impl Extract {
+    /// The variable's value from a reply message (no gRPC prefix); a path the reply does not
+    /// reach (an element past the end) is an [`Unexpected`] of its own.
+    pub fn value(&self, message: &[u8]) -> Result<String, Unexpected> {
+        match &self.from {
+            Extractor::Field(path) => path
+                .read(message)
+                .map(|value| value.to_string())
+                .map_err(|err| Unexpected(format!("extract: {err}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grpclab_core::scenario::Schema;
+    use std::path::PathBuf;
+
+    /// A message of the session service (the repo's scenarios/session/session.proto).
+    fn reply_type(name: &str) -> prost_reflect::MessageDescriptor {
+        let root = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/session"
+        ));
+        let schema = Schema::compile(&[root.join("session.proto")], &[root]).expect("compile");
+        schema
+            .pool()
+            .get_message_by_name(&format!("grpclab.session.v1.{name}"))
+            .expect("message")
+    }
+
+    fn list_reply(first_sku: &str, count: u32) -> Vec<u8> {
+        let json = format!(
+            r#"{{"items":[{{"sku":"{first_sku}","priceCents":"100"}},{{"sku":"sku-a-1"}}],"count":{count}}}"#
+        );
+        let mut deserializer = serde_json::Deserializer::from_str(&json);
+        let message =
+            prost_reflect::DynamicMessage::deserialize(reply_type("ListReply"), &mut deserializer)
+                .expect("json");
+        prost_reflect::prost::Message::encode_to_vec(&message)
+    }
+
+    fn path(text: &str) -> FieldPath {
+        FieldPath::resolve(&reply_type("ListReply"), text).expect("path")
+    }
+
+    #[test]
+    fn expectations_pass_and_fail_with_one_line_each() {
+        let expect = Expectation {
+            status: Code::Ok,
+            fields: vec![
+                (
+                    path("items[0].sku"),
+                    ValueCheck::Matches(regex::Regex::new("^sku-").unwrap()),
+                ),
+                (
+                    path("count"),
+                    ValueCheck::Range {
+                        min: Some(1.0),
+                        max: Some(5.0),
+                    },
+                ),
+                (
+                    path("items[0].price_cents"),
+                    ValueCheck::Equals("100".to_owned()),
+                ),
+            ],
+        };
+        assert_eq!(
+            expect.check(Code::Ok, Some(&list_reply("sku-a-0", 2))),
+            Ok(())
+        );
+        let cases = [
+            (
+                Code::Ok,
+                list_reply("wrong-a", 2),
+                "items[0].sku is 'wrong-a', not matching /^sku-/",
+            ),
+            (
+                Code::Ok,
+                list_reply("sku-a-0", 9),
+                "count is '9', not within [1, 5]",
+            ),
+            (
+                Code::Unauthenticated,
+                Vec::new(),
+                "status Unauthenticated where OK was expected",
+            ),
+        ];
+        for (status, reply, says) in cases {
+            let Err(Unexpected(line)) = expect.check(status, Some(&reply)) else {
+                panic!("{says}: passed")
+            };
+            assert_eq!(line, says);
+        }
+        // An expected failure status passes, and its fields are not read.
+        let refused = Expectation {
+            status: Code::NotFound,
+            ..expect.clone()
+        };
+        assert_eq!(refused.check(Code::NotFound, None), Ok(()));
+        // A path past the reply's elements fails, saying so.
+        let past = Expectation {
+            status: Code::Ok,
+            fields: vec![(path("items[5].sku"), ValueCheck::Equals("x".to_owned()))],
+        };
+        let Err(Unexpected(line)) = past.check(Code::Ok, Some(&list_reply("sku-a-0", 2))) else {
+            panic!("passed")
+        };
+        assert!(line.contains("element [5] asked for, 2 there"), "{line}");
+    }
+
+    #[test]
+    fn extracts_read_the_reply_by_path() {
+        let extract = Extract {
+            var: 0,
+            from: Extractor::Field(path("items[1].sku")),
+        };
+        assert_eq!(
+            extract.value(&list_reply("sku-a-0", 2)),
+            Ok("sku-a-1".to_owned())
+        );
+        let count = Extract {
+            var: 1,
+            from: Extractor::Field(path("count")),
+        };
+        assert_eq!(count.value(&list_reply("sku-a-0", 7)), Ok("7".to_owned()));
+        let beyond = Extract {
+            var: 0,
+            from: Extractor::Field(path("items[2].sku")),
+        };
+        assert!(beyond.value(&list_reply("sku-a-0", 2)).is_err());
+    }
+}

@@ -98,6 +98,10 @@ pub fn run(
     let mut inboxes = Vec::with_capacity(threads);
     let mut workers = Vec::with_capacity(threads);
     let open_connections = Arc::new(AtomicUsize::new(0));
+    // The workers' own stop, given only once the listener is closed: a client told GOAWAY
+    // that reconnects then is refused, never accepted into a backlog that is about to be
+    // reset or handed to a worker that no longer takes connections.
+    let draining = CancellationToken::new();
     for index in 0..threads {
         let (inbox, connections) = mpsc::unbounded_channel::<Accepted>();
         inboxes.push(inbox);
@@ -106,7 +110,7 @@ pub fn run(
             h2: pools.h2.as_ref().map(|pool| pool.sender(spare_cores)),
             own: pools.own.as_ref().map(|pool| pool.sender(spare_cores)),
         };
-        let shutdown = shutdown.clone();
+        let shutdown = draining.clone();
         let open = Arc::clone(&open_connections);
         let worker = std::thread::Builder::new()
             .name(format!("grpclab-lab-{index}"))
@@ -118,9 +122,10 @@ pub fn run(
         open: Arc::clone(&open_connections),
         max: config.max_connections,
     };
+    // Returns with the listener closed.
     let accept_result = accept_loop(listener, inboxes, cap, shutdown.clone());
     // However accepting ended, stop the workers too.
-    shutdown.cancel();
+    draining.cancel();
     let mut result = accept_result;
     for worker in workers {
         match worker.join() {
@@ -196,8 +201,10 @@ fn accept_loop(
         let mut last_cap_line: Option<std::time::Instant> = None;
         loop {
             let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
+                // Shutdown first: no connection is taken once it has begun.
+                biased;
                 _ = shutdown.cancelled() => return Ok(()),
+                accepted = listener.accept() => accepted,
             };
             let connection = match accepted {
                 Ok(connection) => connection,

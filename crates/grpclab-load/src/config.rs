@@ -365,6 +365,11 @@ pub struct LoadConfig {
     /// makes the same number of calls of each method every time, whichever thread sends
     /// them.
     pub mix_seed: u64,
+    /// A workload's flows (chained calls, see [`crate::flow`]): each a weighted entry of the
+    /// mix beside the plain methods; their steps call the methods at the end of `methods`
+    /// (one method per step, after the plain ones). One ticket of the schedule starts a
+    /// flow, which holds its stream until its last step ends.
+    pub flows: Vec<crate::flow::FlowPlan>,
     /// Streams in flight at once, spread evenly over the connections.
     pub concurrency: usize,
     /// HTTP/2 connections.
@@ -564,6 +569,7 @@ impl LoadConfig {
             methods: vec![CallMethod::new(path, requests)],
             metadata: Vec::new(),
             mix_seed: 0,
+            flows: Vec::new(),
             concurrency: 50,
             connections: 1,
             pacing: Pacing::ClosedLoop,
@@ -645,6 +651,71 @@ impl LoadConfig {
         Ok(self)
     }
 
+    /// The weights of the mix's entries: the plain methods', then the flows'.
+    pub(crate) fn entry_weights(&self) -> Vec<u32> {
+        self.methods[..self.plain_methods()]
+            .iter()
+            .map(|method| method.weight)
+            .chain(self.flows.iter().map(|flow| flow.weight))
+            .collect()
+    }
+
+    /// The methods a plain call of the mix may draw: those before the flows' steps.
+    pub fn plain_methods(&self) -> usize {
+        self.flows
+            .iter()
+            .flat_map(|flow| &flow.steps)
+            .map(|step| step.method as usize)
+            .min()
+            .unwrap_or(self.methods.len())
+    }
+
+    /// Flows: steps name methods after the plain ones, one each; the run can carry them.
+    fn validate_flows(&self) -> Result<(), ConfigError> {
+        if self.flows.is_empty() {
+            return Ok(());
+        }
+        let fail = |message: String| Err(ConfigError(message));
+        let plain = self.plain_methods();
+        let mut seen = vec![false; self.methods.len()];
+        for flow in &self.flows {
+            if flow.steps.is_empty() {
+                return fail(format!("flow '{}' has no steps", flow.name));
+            }
+            for step in &flow.steps {
+                let method = step.method as usize;
+                if method < plain || method >= self.methods.len() || seen[method] {
+                    return fail(format!(
+                        "flow '{}': step '{}' must call a method of its own after the plain ones",
+                        flow.name, step.name
+                    ));
+                }
+                seen[method] = true;
+            }
+        }
+        if self.transport != Transport::Engine {
+            return fail(
+                "flows run on grpclab's own HTTP/2 engine so far: drop --transport h2".to_owned(),
+            );
+        }
+        if self.shape != CallShape::Unary {
+            return fail("flow steps are unary calls".to_owned());
+        }
+        if self.skip_first > 0 {
+            return fail(
+                "--skipFirst counts calls, and a flow is several: drop it (use --warmup)"
+                    .to_owned(),
+            );
+        }
+        if self.validator.is_some() {
+            return fail(
+                "--validate checks one method's replies; a flow's steps check theirs with expect"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+
     /// Checks that the run can start, and clamps `threads` to the connections (a thread without
     /// a connection would only idle).
     pub fn validate(&mut self) -> Result<(), ConfigError> {
@@ -652,6 +723,7 @@ impl LoadConfig {
         if self.methods.iter().any(|method| method.requests.is_empty()) {
             return fail("no requests to send: give a payload with -d/--data or -D/--data-file");
         }
+        self.validate_flows()?;
         if let Some(steps) = self.concurrency_steps {
             self.concurrency = self.scheduled_peak(steps)?;
         }

@@ -153,6 +153,67 @@ impl Extract {
     }
 }
 
+/// A flow as the engine runs it: its steps in order, and its variables' names (the places
+/// [`Extract::var`] and the steps' templates were bound to).
+#[derive(Debug, Clone)]
+pub struct FlowPlan {
+    /// Its name in the workload file (outputs, thresholds).
+    pub name: String,
+    /// Its share of the mix's entries, against the plain methods' and other flows' weights.
+    pub weight: u32,
+    /// Its steps, run one after another on one stream slot.
+    pub steps: Vec<FlowStepPlan>,
+    /// Its variables, by place.
+    pub vars: Vec<String>,
+}
+
+/// One step of a [`FlowPlan`].
+#[derive(Debug, Clone)]
+pub struct FlowStepPlan {
+    /// Its name in the workload file.
+    pub name: String,
+    /// The method it calls: its place in [`LoadConfig::methods`](crate::LoadConfig::methods),
+    /// a method of its own (its figures are the step's).
+    pub method: u32,
+    /// Variables it takes from its reply.
+    pub extracts: Vec<Extract>,
+    /// What its reply must be.
+    pub expect: Expectation,
+    /// The pause after it, before the next step.
+    pub think: std::time::Duration,
+    /// Whether the flow goes on when this step fails (else it ends there).
+    pub continue_on_failure: bool,
+}
+
+impl FlowStepPlan {
+    /// Whether the step reads its reply's message (extracts, field conditions): only then is
+    /// the reply kept; a constant step costs what a plain call costs.
+    pub fn reads_reply(&self) -> bool {
+        !self.extracts.is_empty() || !self.expect.fields.is_empty()
+    }
+
+    /// Judges a step's reply against its expectation and, when it passes with status OK,
+    /// takes its extracts into `vars`. `message` is the reply without its gRPC prefix.
+    pub fn judge(
+        &self,
+        status: Code,
+        message: Option<&[u8]>,
+        vars: &mut [String],
+    ) -> Result<(), Unexpected> {
+        self.expect.check(status, message)?;
+        if status != Code::Ok {
+            return Ok(());
+        }
+        for extract in &self.extracts {
+            let value = extract.value(message.unwrap_or_default())?;
+            if let Some(place) = vars.get_mut(extract.var) {
+                *place = value;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,6 +165,10 @@ pub struct Recorder {
     pub status: [u64; Code::COUNT],
     /// Calls by error message (`Code: message`).
     pub errors: BTreeMap<String, u64>,
+    /// Flow steps (and flows) whose reply failed its expectation, by how: their own outcome,
+    /// apart from the statuses (a call can end OK and still not be what the step expected).
+    /// Capped as `errors` is.
+    pub unexpected: BTreeMap<String, u64>,
     /// The measured window, second by second.
     pub per_second: Vec<SecondStats>,
     /// Calls sent during the warmup that ended after the measured window began. They are not
@@ -231,6 +235,18 @@ fn encode_second(histogram: &Histogram<u64>) -> Vec<u8> {
     bytes
 }
 
+/// Counts `times` under `key` in a map of messages, or under [`OTHER_ERRORS`] once it holds
+/// [`MAX_ERROR_MESSAGES`]: a run of varied messages keeps a bounded map.
+fn count_capped(map: &mut BTreeMap<String, u64>, key: String, times: u64) {
+    if let Some(count) = map.get_mut(&key) {
+        *count += times;
+    } else if map.len() < MAX_ERROR_MESSAGES {
+        map.insert(key, times);
+    } else {
+        *map.entry(OTHER_ERRORS.to_owned()).or_insert(0) += times;
+    }
+}
+
 impl Recorder {
     /// An empty recorder; `open_loop` adds the service-time histogram, `details` keeps the
     /// first that many calls one by one.
@@ -242,6 +258,7 @@ impl Recorder {
             error_latency: new_histogram(),
             status: [0; Code::COUNT],
             errors: BTreeMap::new(),
+            unexpected: BTreeMap::new(),
             per_second: Vec::new(),
             warmup_calls_in_window: 0,
             warmup_call_max_ns: 0,
@@ -518,13 +535,21 @@ impl Recorder {
 
     /// Counts `times` calls under `key`, or under [`OTHER_ERRORS`] once the map is full.
     fn add_message(&mut self, key: String, times: u64) {
-        if let Some(count) = self.errors.get_mut(&key) {
-            *count += times;
-        } else if self.errors.len() < MAX_ERROR_MESSAGES {
-            self.errors.insert(key, times);
-        } else {
-            *self.errors.entry(OTHER_ERRORS.to_owned()).or_insert(0) += times;
+        count_capped(&mut self.errors, key, times);
+    }
+
+    /// Notes that the call (or flow) just recorded did not meet its expectation, and how
+    /// (one line, the first distinct ones kept as examples).
+    pub fn note_unexpected(&mut self, reason: &str) {
+        match self.unexpected.get_mut(reason) {
+            Some(count) => *count += 1,
+            None => count_capped(&mut self.unexpected, reason.to_owned(), 1),
         }
+    }
+
+    /// How many recorded calls (or flows) failed their expectation.
+    pub fn unexpected_count(&self) -> u64 {
+        self.unexpected.values().sum()
     }
 
     /// Notes that `in_flight` calls were outstanding when a call ended `since_start` into
@@ -592,6 +617,9 @@ impl Recorder {
         }
         for (message, count) in &other.errors {
             self.add_message(message.clone(), *count);
+        }
+        for (reason, count) in &other.unexpected {
+            count_capped(&mut self.unexpected, reason.clone(), *count);
         }
         if self.per_second.len() < other.per_second.len() {
             self.per_second

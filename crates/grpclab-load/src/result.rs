@@ -83,6 +83,36 @@ pub struct LoadResult {
     /// method: the run's figures are its). Calls abandoned at the drain limit are in the
     /// run's figures only.
     pub methods: Vec<MethodResult>,
+    /// A workload's flows: each flow's own figures (its steps are in `methods`, each a
+    /// method of its own), in `LoadConfig::flows`' order; empty without flows.
+    pub flows: Vec<FlowResult>,
+}
+
+/// One flow's figures: its runs (count, latency from each run's start to its last step's
+/// end, the status of its first step that failed by status) and the runs whose replies
+/// failed a step's expectation ([`Recorder::unexpected`]).
+#[derive(Debug, Clone)]
+pub struct FlowResult {
+    /// The flow's name in the workload file.
+    pub name: String,
+    /// Its weight among the mix's entries.
+    pub weight: u32,
+    /// Its steps' names, in order (their figures: the methods of the same names).
+    pub steps: Vec<String>,
+    /// Its runs' figures.
+    pub recorder: Recorder,
+}
+
+impl FlowResult {
+    /// Runs that ended, passed or not.
+    pub fn count(&self) -> u64 {
+        self.recorder.count()
+    }
+
+    /// Runs in which every step met its expectation.
+    pub fn passed(&self) -> u64 {
+        self.recorder.status[Code::Ok as usize].saturating_sub(self.recorder.unexpected_count())
+    }
 }
 
 /// One method of a mix: its name, weight and figures.

@@ -90,6 +90,10 @@ struct ThreadOutcome {
     calls_by_address: Vec<u64>,
     /// A mix: this thread's figures of each method.
     method_recorders: Vec<Recorder>,
+    /// Flows: this thread's figures of each flow.
+    flow_recorders: Vec<Recorder>,
+    /// Flow step calls recorded, and flows ended (see `ThreadState::flow_counts`).
+    flow_counts: (u64, u64),
     /// Measured tickets this thread took, and of those gave back unsent.
     taken: u64,
     dropped: u64,
@@ -234,6 +238,8 @@ pub fn run(
     let Merged {
         mut recorder,
         mut methods,
+        mut flows,
+        flow_counts: (step_calls, flows_ended),
         calls_by_address,
         reconnects,
         planned_reconnects,
@@ -250,11 +256,17 @@ pub fn run(
         // A method's seconds are its calls per second; its latency is whole-run.
         method.recorder.finish_seconds(false);
     }
+    for flow in &mut flows {
+        flow.recorder.finish_seconds(false);
+    }
+    // What the schedule's tickets became: a plain call each, or a flow of several calls
+    // (its ticket ends with the flow, not with each step).
+    let ticket_ends = (recorder.count() + flows_ended).saturating_sub(step_calls);
     let end_reason = if cancel.is_cancelled() {
         EndReason::Cancel
     } else if config.total.is_some_and(|total| {
         let skipped = shared.skipped.load(Relaxed).min(config.skip_first);
-        recorder.count() + skipped >= total
+        ticket_ends + skipped >= total
     }) {
         EndReason::Total
     } else {
@@ -264,7 +276,7 @@ pub fn run(
     // at the end with --duration-stop ignore) or given back unsent: each counted where it
     // happened, so a call lost by a bug shows here rather than vanishing.
     let skipped = shared.skipped.load(Relaxed).min(config.skip_first);
-    let accounted = recorder.count() + ignored + skipped + dropped;
+    let accounted = ticket_ends + ignored + skipped + dropped;
     let unaccounted = taken.abs_diff(accounted);
     // A timed open loop accounts for every call its schedule intended in the window: those
     // no stream took before the window closed (the client could not keep up), and those
@@ -302,6 +314,7 @@ pub fn run(
         calls_by_address,
         addresses,
         methods,
+        flows,
     })
 }
 
@@ -367,6 +380,9 @@ fn watch(
 struct Merged {
     recorder: Recorder,
     methods: Vec<crate::result::MethodResult>,
+    flows: Vec<crate::result::FlowResult>,
+    /// Flow step calls recorded and flows ended, over the threads.
+    flow_counts: (u64, u64),
     calls_by_address: Vec<u64>,
     reconnects: u64,
     planned_reconnects: u64,
@@ -389,23 +405,40 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
     let (mut taken, mut dropped) = (0u64, 0u64);
     let mut last_completion: Option<Instant> = None;
     let mut calls_by_address = vec![0; addresses];
-    let mut methods: Vec<crate::result::MethodResult> = if config.methods.len() > 1 {
-        config
-            .methods
-            .iter()
-            .map(|method| crate::result::MethodResult {
-                name: method.name.clone(),
-                weight: method.weight,
-                recorder: Recorder::new(open_loop, None),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let mut flows: Vec<crate::result::FlowResult> = config
+        .flows
+        .iter()
+        .map(|flow| crate::result::FlowResult {
+            name: flow.name.clone(),
+            weight: flow.weight,
+            steps: flow.steps.iter().map(|step| step.name.clone()).collect(),
+            recorder: Recorder::new(open_loop, None),
+        })
+        .collect();
+    let mut flow_counts = (0u64, 0u64);
+    let mut methods: Vec<crate::result::MethodResult> =
+        if config.methods.len() > 1 || !config.flows.is_empty() {
+            config
+                .methods
+                .iter()
+                .map(|method| crate::result::MethodResult {
+                    name: method.name.clone(),
+                    weight: method.weight,
+                    recorder: Recorder::new(open_loop, None),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
     for outcome in outcomes.into_iter().flatten() {
         for (total, theirs) in methods.iter_mut().zip(&outcome.method_recorders) {
             total.recorder.merge(theirs);
         }
+        for (total, theirs) in flows.iter_mut().zip(&outcome.flow_recorders) {
+            total.recorder.merge(theirs);
+        }
+        flow_counts.0 += outcome.flow_counts.0;
+        flow_counts.1 += outcome.flow_counts.1;
         for (total, calls) in calls_by_address.iter_mut().zip(&outcome.calls_by_address) {
             *total += calls;
         }
@@ -421,6 +454,8 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
     Merged {
         recorder,
         methods,
+        flows,
+        flow_counts,
         calls_by_address,
         reconnects,
         planned_reconnects,
@@ -578,6 +613,8 @@ fn client_thread(
             last_completion: thread.last_completion(),
             calls_by_address: thread.calls_by_address(),
             method_recorders: thread.take_method_recorders(),
+            flow_recorders: thread.take_flow_recorders(),
+            flow_counts: thread.flow_counts(),
             taken: thread.tickets().0,
             dropped: thread.tickets().1,
         })

@@ -101,8 +101,22 @@ pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
     /// What this thread sends for each of `config.methods`, in that order.
     methods: Vec<ThreadMethod>,
-    /// A mix (several methods): how a call's number picks its method. `None` with one.
+    /// A mix (several methods, or flows): how a call's number picks its entry (a plain
+    /// method, then the flows). `None` with one method alone.
     mix: Option<MixDraw>,
+    /// Whether each method has figures of its own (a mix, or flows: each step its own).
+    per_method: bool,
+    /// By method: whether it is a flow step that reads its reply (kept only then).
+    step_reads_reply: Vec<bool>,
+    /// How many of the run's methods a plain call may draw (the flows' steps follow them):
+    /// a drawn entry past them is a flow.
+    plain_methods: u32,
+    /// Each flow's own figures (a flow's latency runs from its start to its last step's end).
+    pub(crate) flow_recorders: RefCell<Vec<Recorder>>,
+    /// Flow step calls recorded without ending a ticket, and flows ended (each a ticket
+    /// ended without a call of its own): the run's accounting of tickets against calls.
+    step_calls: Cell<u64>,
+    flows_ended: Cell<u64>,
     /// Templates only: this thread's generator and text buffer.
     render_state: RefCell<(grpclab_core::template::Random, String)>,
     /// Templates only: ghz's `.WorkerID` of each worker this thread runs ([`worker_ids`]).
@@ -169,22 +183,22 @@ pub(crate) struct MixDraw {
 }
 
 impl MixDraw {
-    /// The draw for `methods`' weights, `None` with one method.
-    pub(crate) fn new(methods: &[crate::config::CallMethod], seed: u64) -> Option<MixDraw> {
-        if methods.len() < 2 {
+    /// The draw for the entries' `weights` (each at least 1), `None` with one entry.
+    pub(crate) fn new(weights: &[u32], seed: u64) -> Option<MixDraw> {
+        if weights.len() < 2 {
             return None;
         }
-        let cumulative = methods
+        let cumulative = weights
             .iter()
-            .scan(0u64, |sum, method| {
-                *sum += u64::from(method.weight.max(1));
+            .scan(0u64, |sum, weight| {
+                *sum += u64::from((*weight).max(1));
                 Some(*sum)
             })
             .collect();
         Some(MixDraw { seed, cumulative })
     }
 
-    /// The method of call `number` (`measured` or warmup: two sequences).
+    /// The entry of call `number` (`measured` or warmup: two sequences).
     pub(crate) fn method(&self, number: u64, measured: bool) -> u32 {
         let total = self.cumulative.last().copied().unwrap_or(1);
         let stream = if measured { 0 } else { 0x5bd1_e995 };
@@ -228,7 +242,24 @@ impl ThreadState {
                         .collect(),
                 })
                 .collect(),
-            mix: MixDraw::new(&config.methods, config.mix_seed),
+            mix: MixDraw::new(&config.entry_weights(), config.mix_seed),
+            per_method: config.methods.len() > 1 || !config.flows.is_empty(),
+            plain_methods: config.plain_methods() as u32,
+            step_reads_reply: {
+                let mut reads = vec![false; config.methods.len()];
+                for step in config.flows.iter().flat_map(|flow| &flow.steps) {
+                    if let Some(place) = reads.get_mut(step.method as usize) {
+                        *place = step.reads_reply();
+                    }
+                }
+                reads
+            },
+            flow_recorders: RefCell::new(vec![
+                Recorder::new(config.pacing.is_open_loop(), None);
+                config.flows.len()
+            ]),
+            step_calls: Cell::new(0),
+            flows_ended: Cell::new(0),
             render_state: RefCell::new((
                 grpclab_core::template::Random::new(
                     (index as u64 + 1)
@@ -249,13 +280,15 @@ impl ThreadState {
                 ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             templated,
             recorder: RefCell::new(Recorder::new(config.pacing.is_open_loop(), config.details)),
-            method_recorders: RefCell::new(if config.methods.len() > 1 {
-                // Each method's figures without a call list: the run's list names the method
-                // of each call.
-                vec![Recorder::new(config.pacing.is_open_loop(), None); config.methods.len()]
-            } else {
-                Vec::new()
-            }),
+            method_recorders: RefCell::new(
+                if config.methods.len() > 1 || !config.flows.is_empty() {
+                    // Each method's figures without a call list: the run's list names the method
+                    // of each call.
+                    vec![Recorder::new(config.pacing.is_open_loop(), None); config.methods.len()]
+                } else {
+                    Vec::new()
+                },
+            ),
             outstanding: Cell::new(0),
             waiting: Cell::new(0),
             taken: Cell::new(0),
@@ -393,14 +426,102 @@ impl ThreadState {
         now: Instant,
         address: usize,
     ) {
-        // A call never sent still belongs to a method: the one it would have called.
-        let method = self.choose_method(true);
+        // A call never sent still belongs to a method: the one it would have called (a
+        // flow's first step: the flow failed there).
+        let entry = self.choose_method(true);
         let failure = Err(CallFailure {
             code: Code::Unavailable,
             message: reason.to_owned(),
             connection_lost: true,
         });
-        self.record(&failure, latency, Duration::ZERO, now, address, method);
+        match self.flow_of_entry(entry) {
+            None => self.record(&failure, latency, Duration::ZERO, now, address, entry),
+            Some(flow) => {
+                let first = self.shared.config.flows[flow as usize].steps[0].method;
+                self.record(&failure, latency, Duration::ZERO, now, address, first);
+                self.record_flow(flow, &failure, None, latency, now);
+            }
+        }
+    }
+
+    /// The flow a drawn entry of the mix starts (`None`: a plain method's call).
+    #[inline]
+    pub(crate) fn flow_of_entry(&self, entry: u32) -> Option<u32> {
+        entry.checked_sub(self.plain_methods)
+    }
+
+    /// A flow step's call has ended: recorded as any call (the run's figures and its
+    /// step's), without ending its flow's ticket; `unexpected` says how its reply failed its
+    /// expectation (its own outcome, beside the status).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_step(
+        &self,
+        outcome: &Result<(), CallFailure>,
+        unexpected: Option<&str>,
+        latency: Duration,
+        service: Duration,
+        done: Instant,
+        address: usize,
+        method: u32,
+    ) {
+        // `record` ends a ticket; a step does not: the flow's end does.
+        self.outstanding.set(self.outstanding.get() + 1);
+        self.step_calls.set(self.step_calls.get() + 1);
+        self.record(outcome, latency, service, done, address, method);
+        if let Some(reason) = unexpected {
+            self.recorder.borrow_mut().note_unexpected(reason);
+            if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
+                own.note_unexpected(reason);
+            }
+        }
+    }
+
+    /// A measured flow has ended, its ticket with it: `outcome` is its first failed step's
+    /// (OK when none failed by status), `unexpected` how a step's reply failed its
+    /// expectation, `latency` from the flow's start (scheduled, in an open loop) to its last
+    /// step's end.
+    pub(crate) fn end_flow(
+        &self,
+        flow: u32,
+        outcome: &Result<(), CallFailure>,
+        unexpected: Option<&str>,
+        latency: Duration,
+        done: Instant,
+    ) {
+        self.outstanding
+            .set(self.outstanding.get().saturating_sub(1));
+        self.flows_ended.set(self.flows_ended.get() + 1);
+        self.record_flow(flow, outcome, unexpected, latency, done);
+    }
+
+    /// A flow's end in its own figures.
+    fn record_flow(
+        &self,
+        flow: u32,
+        outcome: &Result<(), CallFailure>,
+        unexpected: Option<&str>,
+        latency: Duration,
+        done: Instant,
+    ) {
+        let since = done.saturating_duration_since(self.schedule.measure_from());
+        let mut recorders = self.flow_recorders.borrow_mut();
+        let Some(own) = recorders.get_mut(flow as usize) else {
+            return;
+        };
+        record_end(own, outcome, false, latency, latency, since);
+        if let Some(reason) = unexpected {
+            own.note_unexpected(reason);
+        }
+    }
+
+    /// Flow step calls recorded and flows ended, for the run's accounting.
+    pub(crate) fn flow_counts(&self) -> (u64, u64) {
+        (self.step_calls.get(), self.flows_ended.get())
+    }
+
+    /// This thread's figures of each flow.
+    pub(crate) fn take_flow_recorders(&self) -> Vec<Recorder> {
+        std::mem::take(&mut *self.flow_recorders.borrow_mut())
     }
 
     /// The next call's request number (ghz's `.RequestNumber`: one count for the run), when
@@ -444,12 +565,18 @@ impl ThreadState {
     /// A unary call's request for `method`: call `number`'s rendering under a payload
     /// template, else the next of the method's constant requests.
     pub(crate) fn next_body(&self, method: u32, number: Option<u64>) -> Bytes {
+        self.body_with(method, number, &[])
+    }
+
+    /// A unary call's request, as [`ThreadState::next_body`], with a flow run's variables
+    /// for its templates.
+    pub(crate) fn body_with(&self, method: u32, number: Option<u64>, vars: &[String]) -> Bytes {
         let Some(own) = self.methods.get(method as usize) else {
             return Bytes::new();
         };
         // `number` is `None` on the constant path: no template is looked at.
         if let (Some(number), Some(renderer)) = (number, &own.renderer) {
-            return self.render_body(method as usize, renderer, number);
+            return self.render_body(method as usize, renderer, number, vars);
         }
         let next = own.next_request.get();
         own.next_request.set(next.wrapping_add(1));
@@ -470,10 +597,11 @@ impl ThreadState {
         &self,
         method: u32,
         number: Option<u64>,
+        vars: &[String],
     ) -> Option<Box<grpclab_h2::client::CallHeaders>> {
         let templates = &self.methods.get(method as usize)?.metadata_templates;
         let number = number.filter(|_| !templates.is_empty())?;
-        let context = self.call_context(number);
+        let context = self.call_context(number, vars);
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
         let headers = templates
@@ -486,8 +614,13 @@ impl ThreadState {
         Some(Box::new(headers))
     }
 
-    /// What call `number`'s template actions render from (its number, this thread, now).
-    fn call_context(&self, number: u64) -> grpclab_core::template::CallContext<'_> {
+    /// What call `number`'s template actions render from (its number, this thread, now, and
+    /// a flow run's variables).
+    fn call_context<'a>(
+        &'a self,
+        number: u64,
+        vars: &'a [String],
+    ) -> grpclab_core::template::CallContext<'a> {
         grpclab_core::template::CallContext {
             request_number: number,
             worker_id: self
@@ -496,8 +629,24 @@ impl ThreadState {
                 .map_or("", String::as_str),
             call_seed: split_mix(self.call_seed_key ^ number),
             now: std::time::SystemTime::now(),
-            vars: &[],
+            vars,
         }
+    }
+
+    /// Whether `method`'s calls render anything (a payload or metadata template).
+    pub(crate) fn method_templated(&self, method: u32) -> bool {
+        self.methods
+            .get(method as usize)
+            .is_some_and(|own| own.renderer.is_some() || !own.metadata_templates.is_empty())
+    }
+
+    /// Whether a flow step calling `method` reads its reply (see
+    /// [`FlowStepPlan::reads_reply`](crate::flow::FlowStepPlan::reads_reply)).
+    pub(crate) fn step_reads_reply(&self, method: u32) -> bool {
+        self.step_reads_reply
+            .get(method as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Whether calls take a request number ([`ThreadState::call_number`]).
@@ -507,17 +656,29 @@ impl ThreadState {
 
     /// A templated call's request: rendered, encoded, framed (and compressed under `-e`).
     #[cold]
-    fn render_body(&self, method: usize, renderer: &RequestRenderer, number: u64) -> Bytes {
-        let messages = self.render(method, renderer, number);
+    fn render_body(
+        &self,
+        method: usize,
+        renderer: &RequestRenderer,
+        number: u64,
+        vars: &[String],
+    ) -> Bytes {
+        let messages = self.render(method, renderer, number, vars);
         messages[(number % messages.len() as u64) as usize].clone()
     }
 
     /// Renders `method`'s payload template for call `number`: the framed messages (never
     /// empty: a failed rendering is counted and sends call 0's request).
-    fn render(&self, method: usize, renderer: &RequestRenderer, number: u64) -> Vec<Bytes> {
+    fn render(
+        &self,
+        method: usize,
+        renderer: &RequestRenderer,
+        number: u64,
+        vars: &[String],
+    ) -> Vec<Bytes> {
         let mut state = self.render_state.borrow_mut();
         let (random, text) = &mut *state;
-        let context = self.call_context(number);
+        let context = self.call_context(number, vars);
         let messages = match renderer(&context, random, text) {
             Ok(messages) if !messages.is_empty() => messages,
             _ => {
@@ -545,7 +706,7 @@ impl ThreadState {
         if self.shared.config.stream.dynamic_messages {
             return None;
         }
-        Some(self.render(0, renderer, number?))
+        Some(self.render(0, renderer, number?, &[]))
     }
 
     /// Message `index` of a streaming call under `--stream-dynamic-messages`: the template
@@ -561,7 +722,7 @@ impl ThreadState {
         {
             Some(renderer) => {
                 let number = self.call_number().unwrap_or_default();
-                let messages = self.render(0, renderer, number);
+                let messages = self.render(0, renderer, number, &[]);
                 messages[(index % messages.len() as u64) as usize].clone()
             }
             None if requests.is_empty() => Bytes::new(),
@@ -616,7 +777,7 @@ impl ThreadState {
                 .timeout
                 .is_some_and(|limit| service > limit);
         let mut recorder = self.recorder.borrow_mut();
-        if self.mix.is_some() {
+        if self.per_method {
             recorder.record_method(method);
             self.record_in_method(method, outcome, late, latency, service, since);
         }

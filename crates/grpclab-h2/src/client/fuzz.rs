@@ -26,6 +26,7 @@ impl CallSource for CountingSource {
                 measured: true,
                 // Two methods in turn: each has its own cached header block.
                 method: (self.started % 2) as u32,
+                flow: 0,
             },
             headers: None,
         }
@@ -35,7 +36,7 @@ impl CallSource for CountingSource {
         self.completed += 1;
     }
 
-    fn keeps_replies(&self) -> bool {
+    fn keeps_reply(&self, _token: &CallToken) -> bool {
         true
     }
 }

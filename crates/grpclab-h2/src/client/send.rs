@@ -108,7 +108,7 @@ impl<S: CallSource> Connection<'_, S> {
         } else {
             self.write_request_head(stream, method, headers.as_deref());
         }
-        let keep = self.source.keeps_replies();
+        let keep = self.source.keeps_reply(&token);
         let (body, streaming, end_with_pending) = match &self.template.stream {
             None => (body, None, true),
             Some(spec) => {

@@ -43,6 +43,9 @@ pub struct CallToken {
     pub measured: bool,
     /// Which of [`RequestTemplate::methods`] the call invokes (0 with one method).
     pub method: u32,
+    /// The caller's own number for a call that belongs to something larger (a flow run's
+    /// place among the caller's, plus one); 0 for a lone call. The connection only carries it.
+    pub flow: u32,
 }
 
 /// How a call ended.
@@ -101,8 +104,9 @@ pub trait CallSource {
     ) -> NextCall;
     /// A call ended; `sent` is when its first frame was queued.
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant);
-    /// Whether replies must be kept (validation); otherwise only their length is counted.
-    fn keeps_replies(&self) -> bool;
+    /// Whether this call's reply must be kept (validation, a flow step that reads it);
+    /// otherwise only its length is counted. Asked once per call, as it starts.
+    fn keeps_reply(&self, token: &CallToken) -> bool;
     /// A ping-pong round trip of a streaming call: a reply, against its request's write.
     fn round_trip(&mut self, token: CallToken, latency: Duration) {
         let _ = (token, latency);

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use super::dial::{
     connect_tcp, connect_unix, peer_name, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
 };
+use super::flow_runs::{FlowRun, FlowRuns};
 use super::resolve::redial_target;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
@@ -204,6 +205,8 @@ struct LabSource {
     /// The request number of the call just handed to the connection (templates only): a
     /// streaming call's messages are asked for right after, and render with the same number.
     number: Option<u64>,
+    /// Flows in progress on this connection (kept across its reconnects).
+    flows: FlowRuns,
 }
 
 impl CallSource for LabSource {
@@ -214,6 +217,20 @@ impl CallSource for LabSource {
         in_flight: usize,
         free_slots: usize,
     ) -> NextCall {
+        let (mut in_flight, mut free_slots) = (in_flight, free_slots);
+        if self.flows.is_active() {
+            // A flow's next step first: its run holds a slot already.
+            if let Some(id) = self.flows.due(|| clock.now()) {
+                return self.send_step(id);
+            }
+            // Runs between steps hold their slots too.
+            let waiting = self.flows.waiting();
+            in_flight += waiting;
+            free_slots = free_slots.saturating_sub(waiting);
+            if free_slots == 0 {
+                return self.pause(None);
+            }
+        }
         if self.held.is_empty() {
             // A concurrency schedule limits how many tickets are taken; tickets already held
             // go out when due (at a falling step, at most the held few exceed the new limit).
@@ -221,6 +238,7 @@ impl CallSource for LabSource {
             if in_flight >= allowed {
                 return match next_change {
                     None if in_flight == 0 => NextCall::Stop,
+                    at if self.flows.is_active() => self.pause(at),
                     at => NextCall::Busy(at),
                 };
             }
@@ -242,12 +260,18 @@ impl CallSource for LabSource {
             }
         }
         let Some(&(at, measured)) = self.held.front() else {
+            if self.flows.is_active() {
+                return self.pause(None);
+            }
             return NextCall::Stop;
         };
         // Send up to EARLY_WAKE early (see its doc): latency then counts from the earlier
         // of intended and actual send, so an early send is never flattering.
         let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
         if wake > released_until {
+            if self.flows.is_active() {
+                return self.pause(Some(wake));
+            }
             return NextCall::WaitUntil(wake);
         }
         self.held.pop_front();
@@ -256,11 +280,15 @@ impl CallSource for LabSource {
     }
 
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
+        if token.flow != 0 {
+            return self.step_completed(token, sent, end, now);
+        }
         self.finish(token, sent, now, |source| source.outcome(end));
     }
 
-    fn keeps_replies(&self) -> bool {
+    fn keeps_reply(&self, token: &CallToken) -> bool {
         self.thread.shared.config.validator.is_some()
+            || (token.flow != 0 && self.thread.step_reads_reply(token.method))
     }
 
     fn call_messages(&mut self) -> Vec<Bytes> {
@@ -320,7 +348,11 @@ impl LabSource {
             intended,
             measured,
             method: self.thread.choose_method(measured),
+            flow: 0,
         };
+        if let Some(flow) = self.thread.flow_of_entry(token.method) {
+            return self.start_flow(flow, intended, measured);
+        }
         if self.thread.templated() {
             return self.send_templated(token);
         }
@@ -346,19 +378,218 @@ impl LabSource {
         NextCall::Send {
             body,
             token,
-            headers: self.thread.call_headers(token.method, number),
+            headers: self.thread.call_headers(token.method, number, &[]),
         }
     }
 
     /// A call in flight on a connection that was lost: Unavailable.
     fn lost(&mut self, token: CallToken, sent: Instant, reason: &str) {
-        self.finish(token, sent, Instant::now(), |_| {
-            Err(CallFailure {
-                code: Code::Unavailable,
-                message: reason.to_owned(),
-                connection_lost: true,
-            })
+        let failure = CallFailure {
+            code: Code::Unavailable,
+            message: reason.to_owned(),
+            connection_lost: true,
+        };
+        if token.flow != 0 {
+            return self.step_ended(token, sent, Instant::now(), Err(failure), None);
+        }
+        self.finish(token, sent, Instant::now(), |_| Err(failure));
+    }
+
+    /// Nothing to send now: while flows are in progress, ask again when a call ends, when the
+    /// earliest run between steps may go on, or at `until` (a schedule's next call).
+    fn pause(&self, until: Option<Instant>) -> NextCall {
+        let at = match (until, self.flows.earliest()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        NextCall::Busy(at)
+    }
+
+    /// A ticket drew a flow: its run starts with its first step.
+    #[cold]
+    fn start_flow(&mut self, flow: u32, intended: Option<Instant>, measured: bool) -> NextCall {
+        let vars = self
+            .thread
+            .shared
+            .config
+            .flows
+            .get(flow as usize)
+            .map_or(0, |plan| plan.vars.len());
+        let id = self.flows.start(FlowRun {
+            flow,
+            step: 0,
+            vars: vec![String::new(); vars],
+            intended,
+            started: None,
+            measured,
+            failure: None,
+            unexpected: None,
         });
+        self.send_step(id)
+    }
+
+    /// The next step of run `id`: its method's request, rendered with the run's variables
+    /// when its data or metadata is a template.
+    fn send_step(&mut self, id: u32) -> NextCall {
+        let thread = Rc::clone(&self.thread);
+        let Some(run) = self.flows.get_mut(id) else {
+            return NextCall::Busy(None);
+        };
+        let method = thread.shared.config.flows[run.flow as usize].steps[run.step as usize].method;
+        let number = match thread.method_templated(method) {
+            true => thread.call_number(),
+            false => None,
+        };
+        NextCall::Send {
+            body: thread.body_with(method, number, &run.vars),
+            headers: thread.call_headers(method, number, &run.vars),
+            token: CallToken {
+                // Only the first step was scheduled: the next ones go when the one before
+                // ends (and its think time passes).
+                intended: if run.step == 0 { run.intended } else { None },
+                measured: run.measured,
+                method,
+                flow: id,
+            },
+        }
+    }
+
+    /// A flow step's call ended: its reply (framed, when kept) judged and its variables
+    /// taken.
+    fn step_completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
+        match end {
+            CallEnd::Ok(reply) => {
+                let message = reply.as_ref().map(|reply| {
+                    unframe_maybe_gzip(reply, self.thread.shared.config.gzip, REPLY_INFLATE_LIMIT)
+                });
+                match message {
+                    Some(Err(err)) => {
+                        let failure =
+                            CallFailure::new(Code::Internal, format!("invalid reply: {err}"));
+                        self.step_ended(token, sent, now, Err(failure), None)
+                    }
+                    Some(Ok(message)) => self.step_ended(token, sent, now, Ok(()), Some(&message)),
+                    None => self.step_ended(token, sent, now, Ok(()), None),
+                }
+            }
+            end => {
+                let outcome = self.outcome(end);
+                self.step_ended(token, sent, now, outcome, None)
+            }
+        }
+    }
+
+    /// A flow step's end: judged against its expectation, recorded as a call and in its
+    /// step's figures, and its run goes on (after its think time) or ends.
+    fn step_ended(
+        &mut self,
+        token: CallToken,
+        sent: Instant,
+        now: Instant,
+        outcome: Result<(), CallFailure>,
+        message: Option<&[u8]>,
+    ) {
+        let thread = Rc::clone(&self.thread);
+        let Some(run) = self.flows.get_mut(token.flow) else {
+            return;
+        };
+        let plan = &thread.shared.config.flows[run.flow as usize];
+        let step = &plan.steps[run.step as usize];
+        let status = outcome
+            .as_ref()
+            .map_or_else(|failure| failure.code, |()| Code::Ok);
+        let judged = step.judge(status, message, &mut run.vars);
+        // A call that failed where OK was expected is an error (its status says it all);
+        // any other miss is the step's own outcome, apart from the statuses.
+        let transport_failure = outcome.is_err() && step.expect.status == Code::Ok;
+        let unexpected = match &judged {
+            Err(miss) if !transport_failure => Some(miss.0.as_str()),
+            _ => None,
+        };
+        let service = now.saturating_duration_since(sent);
+        let latency = match token.intended {
+            Some(intended) if intended < sent => now.saturating_duration_since(intended),
+            _ => service,
+        };
+        if token.measured {
+            thread.record_step(
+                &outcome,
+                unexpected,
+                latency,
+                service,
+                now,
+                self.address,
+                token.method,
+            );
+        } else {
+            thread.record_warmup_call(latency, now);
+        }
+        let started = *run
+            .started
+            .get_or_insert_with(|| token.intended.map_or(sent, |at| at.min(sent)));
+        if judged.is_err() {
+            if transport_failure && run.failure.is_none() && run.unexpected.is_none() {
+                if let Err(failure) = outcome {
+                    run.failure = Some(CallFailure::new(
+                        failure.code,
+                        format!("step {}: {}", step.name, failure.message),
+                    ));
+                }
+            } else if let Some(miss) =
+                unexpected.filter(|_| run.failure.is_none() && run.unexpected.is_none())
+            {
+                run.unexpected = Some(format!("step {}: {miss}", step.name));
+            }
+        }
+        let last = run.step as usize + 1 >= plan.steps.len();
+        if last || (judged.is_err() && !step.continue_on_failure) {
+            if let Some(run) = self.flows.finish(token.flow) {
+                self.end_flow(run, started, now);
+            }
+            return;
+        }
+        run.step += 1;
+        let at = (!step.think.is_zero()).then(|| now + step.think);
+        self.flows.wait(token.flow, at);
+    }
+
+    /// A flow's end in its figures (a warmup flow's steps were warmup calls: nothing more).
+    fn end_flow(&mut self, run: FlowRun, started: Instant, now: Instant) {
+        if !run.measured {
+            return;
+        }
+        let outcome = match run.failure {
+            Some(failure) => Err(failure),
+            None => Ok(()),
+        };
+        self.thread.end_flow(
+            run.flow,
+            &outcome,
+            run.unexpected.as_deref(),
+            now.saturating_duration_since(started),
+            now,
+        );
+    }
+
+    /// The run ended with flows still between steps: each ends Canceled at the step it
+    /// would have sent next.
+    fn drop_flows(&mut self) {
+        let now = Instant::now();
+        for run in self.flows.take_all() {
+            let step = self.thread.shared.config.flows[run.flow as usize]
+                .steps
+                .get(run.step as usize)
+                .map_or("?", |step| step.name.as_str());
+            let started = run.started.or(run.intended).unwrap_or(now);
+            let mut run = run;
+            if run.failure.is_none() {
+                run.failure = Some(CallFailure::new(
+                    Code::Canceled,
+                    format!("step {step}: the run ended before it was sent"),
+                ));
+            }
+            self.end_flow(run, started, now);
+        }
     }
 
     /// Records a call's end: a measured call in the figures (its outcome is only worked out
@@ -420,10 +651,14 @@ impl LabSource {
         }
     }
 
-    /// The run stopped before the held tickets were due: they were never calls.
+    /// The run stopped before the held tickets were due: they were never calls. Flows still
+    /// between steps end there.
     fn drop_held(&mut self) {
         while let Some((_, measured)) = self.held.pop_front() {
             self.thread.drop_ticket(measured);
+        }
+        if self.flows.is_active() {
+            self.drop_flows();
         }
     }
 
@@ -567,6 +802,7 @@ async fn connection_loop(
         connection,
         address: thread.shared.config.address_index(connection),
         number: None,
+        flows: FlowRuns::default(),
     };
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;

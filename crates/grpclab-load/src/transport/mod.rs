@@ -17,6 +17,7 @@
 
 mod dial;
 mod engine;
+mod flow_runs;
 mod h2;
 pub(crate) mod resolve;
 

@@ -89,6 +89,7 @@ mod tests {
                 calls_by_address: Vec::new(),
                 addresses: Vec::new(),
                 methods: Vec::new(),
+                flows: Vec::new(),
                 ignored: 0,
             },
             thresholds: Vec::new(),

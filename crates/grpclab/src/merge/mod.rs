@@ -130,6 +130,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         calls_by_address: totals.calls_by_address,
         addresses: first.report.result.addresses.clone(),
         methods,
+        flows: Vec::new(),
     };
     Ok(Report {
         history: None,

@@ -218,6 +218,8 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .filter_map(|share| share.address.parse().ok())
             .collect(),
         methods,
+        // Flows are not written to the JSON yet: a merged run has none.
+        flows: Vec::new(),
     };
     Ok(Part {
         source,

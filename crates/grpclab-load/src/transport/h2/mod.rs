@@ -354,7 +354,7 @@ async fn stream_loop(
         let method = thread.choose_method(measured);
         let number = thread.call_number();
         let headers = thread
-            .call_headers(method, number)
+            .call_headers(method, number, &[])
             .map_or_else(Vec::new, |headers| *headers);
         let sent = Instant::now();
         let outcome = match connection.sender() {

@@ -47,7 +47,9 @@ pub use progress::{
     LatencyBuckets, ProgressSnapshot, ProgressTarget, SecondLatency, LATENCY_BUCKET_BOUNDS_NS,
 };
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
-pub use result::{decode_histogram, encode_histogram, EndReason, LoadResult, MethodResult, Unsent};
+pub use result::{
+    decode_histogram, encode_histogram, EndReason, FlowResult, LoadResult, MethodResult, Unsent,
+};
 pub use run::{drain_limit, run, LoadError};
 pub use target::{Target, TargetError};
 pub use tokio_util::sync::CancellationToken;

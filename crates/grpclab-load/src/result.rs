@@ -109,6 +109,16 @@ impl FlowResult {
         self.recorder.count()
     }
 
+    /// Runs per second over the run's measured window `elapsed`.
+    pub fn rps(&self, elapsed: Duration) -> f64 {
+        per_second(self.count(), elapsed)
+    }
+
+    /// Runs that ended with a step failed by its status.
+    pub fn errors(&self) -> u64 {
+        self.count() - self.recorder.status[Code::Ok as usize]
+    }
+
     /// Runs in which every step met its expectation.
     pub fn passed(&self) -> u64 {
         self.recorder.status[Code::Ok as usize].saturating_sub(self.recorder.unexpected_count())

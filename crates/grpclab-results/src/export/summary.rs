@@ -192,20 +192,22 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             nano_unit(latency.average)
         )?;
     }
-    if !result.methods.is_empty() {
+    // A flow's steps are methods of their own, after the plain ones.
+    let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
+    let plain = &result.methods[..result.methods.len().saturating_sub(step_methods)];
+    let weights: u64 = plain
+        .iter()
+        .map(|m| u64::from(m.weight))
+        .chain(result.flows.iter().map(|f| u64::from(f.weight)))
+        .sum();
+    if !plain.is_empty() {
         writeln!(
             out,
             "  Methods (mix seed {}; calls abandoned at the end are in no method's count):",
             report.options.mix_seed.unwrap_or_default()
         )?;
-        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
-        let width = result
-            .methods
-            .iter()
-            .map(|m| m.name.len())
-            .max()
-            .unwrap_or(0);
-        for method in &result.methods {
+        let width = plain.iter().map(|m| m.name.len()).max().unwrap_or(0);
+        for method in plain {
             let stats = LatencyStats::of(method.recorder.latency());
             let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
             writeln!(
@@ -223,6 +225,9 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
                 method.errors()
             )?;
         }
+    }
+    if !result.flows.is_empty() {
+        flow_lines(&mut out, result, weights, report.options.mix_seed)?;
     }
     let shares = crate::model::AddressShare::of(&report.options, result);
     if !shares.is_empty() {
@@ -515,6 +520,65 @@ fn nano_unit(nanos: u64) -> String {
     } else {
         format!("{:4.2} s", nanos as f64 / 1e9)
     }
+}
+
+/// Each flow's figures (its runs: count, rate, latency from start to last step, passed,
+/// errors, unexpected replies) and under it each step's, with the first unexpected replies.
+fn flow_lines(
+    out: &mut String,
+    result: &grpclab_load::LoadResult,
+    weights: u64,
+    seed: Option<u64>,
+) -> std::fmt::Result {
+    writeln!(
+        out,
+        "  Flows (mix seed {}; latency from a flow's start to its last step's end):",
+        seed.unwrap_or_default()
+    )?;
+    let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
+    let mut steps = result.methods[result.methods.len().saturating_sub(step_methods)..].iter();
+    for flow in &result.flows {
+        let stats = LatencyStats::of(flow.recorder.latency());
+        let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
+        writeln!(
+            out,
+            "    {}  weight {} ({:.1} %), {} flows, {:.1} flows/s, p50 {}, p90 {}, p99 {}, {} passed, {} errors, {} unexpected",
+            flow.name,
+            flow.weight,
+            100.0 * f64::from(flow.weight) / weights.max(1) as f64,
+            flow.count(),
+            flow.rps(result.elapsed),
+            at(50.0),
+            at(90.0),
+            at(99.0),
+            flow.passed(),
+            flow.errors(),
+            flow.recorder.unexpected_count()
+        )?;
+        let width = flow.steps.iter().map(String::len).max().unwrap_or(0);
+        for _ in &flow.steps {
+            let Some(step) = steps.next() else { break };
+            let stats = LatencyStats::of(step.recorder.latency());
+            let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);
+            writeln!(
+                out,
+                "      step {:width$}  {} calls, p50 {}, p90 {}, p99 {}, {} errors, {} unexpected",
+                step.name,
+                step.count(),
+                at(50.0),
+                at(90.0),
+                at(99.0),
+                step.errors(),
+                step.recorder.unexpected_count()
+            )?;
+            let mut examples: Vec<(&String, &u64)> = step.recorder.unexpected.iter().collect();
+            examples.sort_by(|a, b| b.1.cmp(a.1));
+            for (reason, count) in examples.into_iter().take(3) {
+                writeln!(out, "        [{count}] {reason}")?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::exit::thresholds_exit;
 use super::session::Session;
 use std::process::ExitCode;
 
+mod flows;
 mod options;
 mod progress;
 mod scenario;
@@ -124,7 +125,12 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         metadata: &reflect_metadata,
         tls: tls.as_ref(),
     };
-    let (loaded, mixed, mix_seed) = resolve_calls(args, reflect)?;
+    let scenario::ResolvedCalls {
+        loaded,
+        mixed,
+        seed: mix_seed,
+        flows,
+    } = resolve_calls(args, reflect)?;
     let scenario = &loaded.scenario;
     let mut config = LoadConfig::new(first, &scenario.path(), scenario.requests().to_vec());
     config.addresses = target.addresses.clone();
@@ -148,7 +154,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
     };
     // ghz's templates in metadata values: the call's names are filled in once; values that
     // vary per call are rendered per call (sent apart, so the rest stays cached).
-    if mixed.is_empty() {
+    if mixed.is_empty() && flows.is_empty() {
         match bind_metadata(metadata_map.as_ref(), scenario.method())? {
             Some((constant, varying)) => {
                 config.metadata = metadata_headers("-m/--metadata", Some(&constant))?;
@@ -171,6 +177,11 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .iter()
             .map(|(loaded, call)| mix_method(loaded, call, metadata_map.as_ref()))
             .collect::<Result<_, _>>()?;
+        let file = args
+            .workload
+            .as_deref()
+            .unwrap_or(std::path::Path::new("-"));
+        config.flows = flows::flow_plans(&flows, metadata_map.as_ref(), &mut config.methods, file)?;
     }
     config.tls = tls;
     config.gzip = args.enable_compression;
@@ -195,7 +206,7 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             }
         }
     }
-    if mixed.is_empty() {
+    if mixed.is_empty() && flows.is_empty() {
         config.methods[0].renderer = loaded.template.clone().map(|template| {
             template_renderer(template, loaded.payload.as_deref(), scenario.method())
         });

@@ -213,7 +213,7 @@ fn outside_flows(template: &Template, what: &str) -> Result<(), InputError> {
 }
 
 /// What a method's call-describing template actions render to.
-fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
+pub(super) fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
     CallInfo {
         fully_qualified_name: method.full_name().to_owned(),
         method_name: method.name().to_owned(),
@@ -310,14 +310,25 @@ pub(super) fn template_renderer(
     )
 }
 
-/// The calls a run makes: its first (or only) method's scenario, a mix's methods each
-/// resolved as a lone `--call` would be with its own data (empty for one method), and the
-/// workload file's seed. A mix takes unary methods, and payloads from files.
-#[allow(clippy::type_complexity)]
+/// The calls a run makes (see [`resolve_calls`]).
+pub(super) struct ResolvedCalls {
+    /// Its first (or only) method's scenario (with flows only: the first step's).
+    pub loaded: LoadedScenario,
+    /// A mix's plain methods, each resolved as a lone `--call` would be with its own data
+    /// (empty for one method).
+    pub mixed: Vec<(LoadedScenario, MixCall)>,
+    /// The workload file's seed.
+    pub seed: Option<u64>,
+    /// The workload file's flows, each step's method resolved.
+    pub flows: Vec<(grpclab_harness::flow::Flow, Vec<LoadedScenario>)>,
+}
+
+/// The calls a run makes: see [`ResolvedCalls`]. A mix takes unary methods, and payloads
+/// from files.
 pub(super) fn resolve_calls(
     args: &LoadArgs,
     reflect: ReflectFrom<'_>,
-) -> Result<(LoadedScenario, Vec<(LoadedScenario, MixCall)>, Option<u64>), InputError> {
+) -> Result<ResolvedCalls, InputError> {
     let mix = match &args.workload {
         Some(path) => Some(grpclab_harness::workload::from_file(path)?),
         None => grpclab_harness::workload::from_flags(&args.mix)?,
@@ -330,16 +341,13 @@ pub(super) fn resolve_calls(
             "-b and -d @ read the payload from standard input, once; a mix reads one payload per method: give it in a file (-B FILE, -D FILE) or per method in a --workload file".to_owned(),
         ));
     }
+    let mut flows = Vec::new();
     if let Some(mix) = mix.as_ref().filter(|mix| !mix.flows.is_empty()) {
         let file = args
             .workload
             .as_deref()
             .unwrap_or(std::path::Path::new("-"));
-        check_flow_steps(args, reflect, &mix.flows, file)?;
-        return Err(InputError(format!(
-            "--workload {}: its [[flows]] are read and checked (methods, variables, reply paths), but running flows is not built yet; run its [[calls]] in a file without [[flows]]",
-            file.display()
-        )));
+        flows = check_flow_steps(args, reflect, &mix.flows, file)?;
     }
     // A mix: each method resolved as a lone --call would be, with its own data.
     let mut mixed = Vec::new();
@@ -361,71 +369,99 @@ pub(super) fn resolve_calls(
         }
         mixed.push((loaded, call));
     }
-    let loaded = match mixed.first() {
-        Some((first, _)) => first.clone(),
-        None => load_scenario(&args.scenario, Some(reflect))?,
+    let first_step = flows
+        .first()
+        .and_then(|(_, steps): &(_, Vec<LoadedScenario>)| steps.first());
+    let loaded = match (mixed.first(), first_step) {
+        (Some((first, _)), _) => first.clone(),
+        (None, Some(step)) => step.clone(),
+        (None, None) => load_scenario(&args.scenario, Some(reflect))?,
     };
-    Ok((loaded, mixed, seed))
+    Ok(ResolvedCalls {
+        loaded,
+        mixed,
+        seed,
+        flows,
+    })
 }
 
 /// What a flow step names that needs the schema: its method exists and is unary, and the
 /// reply paths it extracts and checks are fields of the method's reply (one line with the
 /// file's line for each).
+#[allow(clippy::type_complexity)]
 fn check_flow_steps(
     args: &LoadArgs,
     reflect: ReflectFrom<'_>,
     flows: &[grpclab_harness::flow::Flow],
     file: &std::path::Path,
-) -> Result<(), InputError> {
+) -> Result<Vec<(grpclab_harness::flow::Flow, Vec<LoadedScenario>)>, InputError> {
     use grpclab_core::field_path::FieldPath;
     use grpclab_harness::flow::ExtractFrom;
-    for step in flows.iter().flat_map(|flow| &flow.steps) {
-        let mut scenario_args = args.scenario.clone();
-        scenario_args.call = Some(step.call.clone());
-        // The method alone: a step's data may use variables known only when it runs.
-        (scenario_args.data, scenario_args.data_file) = (None, None);
-        (scenario_args.binary, scenario_args.binary_file) = (false, None);
-        let at = |line: usize| format!("--workload {} line {line}", file.display());
-        let loaded = load_scenario(&scenario_args, Some(reflect)).map_err(|err| {
-            InputError(format!(
-                "{}: step '{}': {}",
-                at(step.line),
-                step.name,
-                err.0
-            ))
-        })?;
-        let method = loaded.scenario.method();
-        if method.is_client_streaming() || method.is_server_streaming() {
-            return Err(InputError(format!(
-                "{}: step '{}': {} streams; flow steps take unary methods",
-                at(step.line),
-                step.name,
-                method.full_name()
-            )));
-        }
-        let reply = method.output();
-        let paths = step
-            .extract
-            .iter()
-            .filter_map(|extract| match &extract.from {
-                ExtractFrom::Field(path) => Some((path, extract.line, "extract")),
-                ExtractFrom::Header(_) | ExtractFrom::Trailer(_) => None,
-            })
-            .chain(
-                step.expect
-                    .fields
-                    .iter()
-                    .map(|check| (&check.path, check.line, "expect.fields")),
-            );
-        for (path, line, field) in paths {
-            FieldPath::resolve(&reply, path).map_err(|err| {
+    let mut resolved = Vec::with_capacity(flows.len());
+    for flow in flows {
+        let mut steps = Vec::with_capacity(flow.steps.len());
+        for step in &flow.steps {
+            let mut scenario_args = args.scenario.clone();
+            scenario_args.call = Some(step.call.clone());
+            // The method alone: a step's data may use variables known only when it runs.
+            (scenario_args.data, scenario_args.data_file) = (None, None);
+            (scenario_args.binary, scenario_args.binary_file) = (false, None);
+            let at = |line: usize| format!("--workload {} line {line}", file.display());
+            let loaded = load_scenario(&scenario_args, Some(reflect)).map_err(|err| {
                 InputError(format!(
-                    "{}: flows.steps.{field}: step '{}': {err}",
-                    at(line),
-                    step.name
+                    "{}: step '{}': {}",
+                    at(step.line),
+                    step.name,
+                    err.0
                 ))
             })?;
+            let method = loaded.scenario.method();
+            if method.is_client_streaming() || method.is_server_streaming() {
+                return Err(InputError(format!(
+                    "{}: step '{}': {} streams; flow steps take unary methods",
+                    at(step.line),
+                    step.name,
+                    method.full_name()
+                )));
+            }
+            let reply = method.output();
+            if let Some(extract) = step
+                .extract
+                .iter()
+                .find(|extract| !matches!(extract.from, ExtractFrom::Field(_)))
+            {
+                return Err(InputError(format!(
+                "{}: flows.steps.extract: step '{}': '{}' comes from a header or trailer, which flows cannot read yet; take it from a reply field",
+                at(extract.line),
+                step.name,
+                extract.var
+            )));
+            }
+            let paths = step
+                .extract
+                .iter()
+                .filter_map(|extract| match &extract.from {
+                    ExtractFrom::Field(path) => Some((path, extract.line, "extract")),
+                    ExtractFrom::Header(_) | ExtractFrom::Trailer(_) => None,
+                })
+                .chain(
+                    step.expect
+                        .fields
+                        .iter()
+                        .map(|check| (&check.path, check.line, "expect.fields")),
+                );
+            for (path, line, field) in paths {
+                FieldPath::resolve(&reply, path).map_err(|err| {
+                    InputError(format!(
+                        "{}: flows.steps.{field}: step '{}': {err}",
+                        at(line),
+                        step.name
+                    ))
+                })?;
+            }
+            steps.push(loaded);
         }
+        resolved.push((flow.clone(), steps));
     }
-    Ok(())
+    Ok(resolved)
 }

@@ -1,0 +1,133 @@
+//! A workload file's `[[flows]]` resolved for the engine: each step a method of its own
+//! (its payload and metadata bound to the flow's variables), its extracts and expectations
+//! resolved against its method's reply type (see `grpclab_load::flow`).
+
+use grpclab_core::field_path::FieldPath;
+use grpclab_core::template::Template;
+use grpclab_core::Code;
+use grpclab_harness::flow::{Check, ExtractFrom, Flow, OnFailure};
+use grpclab_harness::workload::metadata_headers;
+use grpclab_load::flow::{Expectation, Extract, Extractor, FlowPlan, FlowStepPlan, ValueCheck};
+use grpclab_load::CallMethod;
+use std::collections::BTreeMap;
+
+use super::scenario::{call_info, template_renderer, LoadedScenario};
+use crate::InputError;
+
+/// The flows as the engine runs them, their steps calling the methods `methods` gets (one
+/// per step, appended in order: after the plain methods already in it).
+pub(super) fn flow_plans(
+    flows: &[(Flow, Vec<LoadedScenario>)],
+    run_metadata: Option<&BTreeMap<String, String>>,
+    methods: &mut Vec<CallMethod>,
+    file: &std::path::Path,
+) -> Result<Vec<FlowPlan>, InputError> {
+    let mut plans = Vec::with_capacity(flows.len());
+    for (flow, loaded) in flows {
+        // Variables in the order steps set them: the places templates are bound to.
+        let mut vars: Vec<String> = Vec::new();
+        for extract in flow.steps.iter().flat_map(|step| &step.extract) {
+            if !vars.contains(&extract.var) {
+                vars.push(extract.var.clone());
+            }
+        }
+        let mut steps = Vec::with_capacity(flow.steps.len());
+        for (step, loaded) in flow.steps.iter().zip(loaded) {
+            let at = format!(
+                "--workload {} line {}: step '{}'",
+                file.display(),
+                step.line,
+                step.name
+            );
+            let in_step = |err: String| InputError(format!("{at}: {err}"));
+            let method = loaded.scenario.method();
+            let mut own =
+                CallMethod::new(&loaded.scenario.path(), loaded.scenario.requests().to_vec());
+            own.name = step.name.clone();
+            if let Some(text) = &step.data {
+                let template = Template::parse(text, "data")
+                    .map_err(|err| in_step(err.to_string()))?
+                    .bind(&call_info(method))
+                    .bind_vars(&vars, "data")
+                    .map_err(|err| in_step(err.to_string()))?;
+                if template.is_constant() {
+                    own.requests =
+                        grpclab_core::scenario::encode_payload(&method.input(), &template.text())
+                            .map_err(|err| in_step(format!("data: {err}")))?;
+                } else {
+                    // Rendered whole per call: the part-by-part plan knows no variables.
+                    own.renderer = Some(template_renderer(template, None, method));
+                }
+            }
+            let mut metadata = run_metadata.cloned().unwrap_or_default();
+            metadata.extend(step.metadata.clone());
+            let what = format!("{at}: metadata");
+            let mut constant = BTreeMap::new();
+            for (name, value) in metadata {
+                let template = Template::parse(&value, "metadata")
+                    .map_err(|err| in_step(err.to_string()))?
+                    .bind(&call_info(method))
+                    .bind_vars(&vars, "metadata")
+                    .map_err(|err| in_step(err.to_string()))?;
+                if template.is_constant() {
+                    constant.insert(name, template.text());
+                    continue;
+                }
+                let header = http::HeaderName::try_from(name.as_str()).map_err(|err| {
+                    in_step(format!("metadata: '{name}' is not a header name ({err})"))
+                })?;
+                own.metadata_templates.push((header, template));
+            }
+            own.metadata = metadata_headers(&what, Some(&constant))?;
+            let reply = method.output();
+            let path = |text: &str| {
+                FieldPath::resolve(&reply, text).map_err(|err| in_step(err.to_string()))
+            };
+            let mut extracts = Vec::with_capacity(step.extract.len());
+            for extract in &step.extract {
+                let from = match &extract.from {
+                    ExtractFrom::Field(text) => Extractor::Field(path(text)?),
+                    // Checked before: refused with its line.
+                    ExtractFrom::Header(_) | ExtractFrom::Trailer(_) => continue,
+                };
+                extracts.push(Extract {
+                    var: vars.iter().position(|v| *v == extract.var).unwrap_or(0),
+                    from,
+                });
+            }
+            let mut fields = Vec::with_capacity(step.expect.fields.len());
+            for check in &step.expect.fields {
+                let value = match &check.check {
+                    Check::Equals(text) => ValueCheck::Equals(text.clone()),
+                    Check::Matches(pattern) => ValueCheck::Matches(
+                        regex::Regex::new(pattern).map_err(|err| in_step(err.to_string()))?,
+                    ),
+                    Check::Range { min, max } => ValueCheck::Range {
+                        min: *min,
+                        max: *max,
+                    },
+                };
+                fields.push((path(&check.path)?, value));
+            }
+            steps.push(FlowStepPlan {
+                name: step.name.clone(),
+                method: methods.len() as u32,
+                extracts,
+                expect: Expectation {
+                    status: step.expect.status.unwrap_or(Code::Ok),
+                    fields,
+                },
+                think: step.think.unwrap_or_default(),
+                continue_on_failure: step.on_failure == OnFailure::Continue,
+            });
+            methods.push(own);
+        }
+        plans.push(FlowPlan {
+            name: flow.name.clone(),
+            weight: flow.weight,
+            steps,
+            vars,
+        });
+    }
+    Ok(plans)
+}

@@ -468,7 +468,14 @@ fn check_expect(entry: ExpectEntry, step: &str, place: &Place<'_>) -> Result<Exp
         Some(value) => {
             let span = value.span();
             let code = match value.get_ref() {
-                toml::Value::String(name) => Code::from_name(name),
+                // The spec's names (NOT_FOUND) and ghz's (NotFound) alike.
+                toml::Value::String(name) => {
+                    let wanted = name.replace('_', "").to_ascii_lowercase();
+                    Code::ALL
+                        .iter()
+                        .copied()
+                        .find(|code| code.name().to_ascii_lowercase() == wanted)
+                }
                 toml::Value::Integer(number) => u32::try_from(*number)
                     .ok()
                     .filter(|n| *n <= 16)
@@ -733,6 +740,19 @@ expect = { status = 5, fields = [{ path = "found", equals = false }] }
             get.expect.fields[0].check,
             Check::Equals("false".to_owned())
         );
+    }
+
+    #[test]
+    fn a_status_is_named_as_the_grpc_spec_or_ghz_names_it() {
+        for name in ["NOT_FOUND", "NotFound", "not_found"] {
+            let text = GOOD.replacen("status = 5", &format!("status = \"{name}\""), 1);
+            let flows = parse(&text, "w.toml").unwrap().flows;
+            assert_eq!(
+                flows[0].steps[2].expect.status,
+                Some(Code::NotFound),
+                "{name}"
+            );
+        }
     }
 
     /// `GOOD` with `from` replaced by `to` (once): the error names the file, the line, the field.

@@ -14,8 +14,48 @@ pub struct MixJson {
     /// `--mix-seed` (or the workload's `seed`, or the one drawn): the same seed makes the same
     /// calls of each method in an `-n` run.
     pub seed: u64,
-    /// Each method, in the order given.
+    /// Each method, in the order given: the plain ones, then each flow's steps (each a
+    /// method of its own, named after its step, with `flow` set).
     pub methods: Vec<MethodJson>,
+    /// A workload's flows, in the order given; omitted without flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowJson>,
+}
+
+/// One flow of a workload: its runs' figures (latency from a run's start to its last step's
+/// end; a run's status is its first step failed by status; `unexpected` counts runs in which
+/// a step's reply failed its expectation otherwise).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowJson {
+    /// Its name in the workload file.
+    pub name: String,
+    /// Its weight as given.
+    pub weight: u32,
+    /// Its share of the weights (plain methods' and flows').
+    pub share: f64,
+    /// Its steps' names, in order (their figures: `methods` of the same names).
+    pub steps: Vec<String>,
+    /// Runs that ended.
+    pub count: u64,
+    /// Of those, runs in which every step met its expectation.
+    pub passed: u64,
+    /// Of those, runs ended by a step's failed status.
+    pub errors: u64,
+    /// Of those, runs in which a step's reply failed its expectation otherwise.
+    pub unexpected: u64,
+    /// `count` over the run's measured window.
+    pub rps: f64,
+    /// Latency of its runs that ended without a failed status.
+    pub latency: LatencyStats,
+    /// Runs per status name (a run's status: its first step failed by status, else OK).
+    pub status_code_distribution: BTreeMap<String, u64>,
+    /// Runs ended by a failed status, per error text (`step NAME: ...`).
+    pub error_distribution: BTreeMap<String, u64>,
+    /// Runs with an unexpected reply, per reason (`step NAME: ...`).
+    pub unexpected_distribution: BTreeMap<String, u64>,
+    /// Its latency histogram: HdrHistogram V2 compressed (deflate), base64.
+    pub hdr_histogram: String,
 }
 
 /// One method of a mix.
@@ -51,6 +91,17 @@ pub struct MethodJson {
     /// kept so results of several generators add up exactly (`grpclab merge`).
     #[serde(default)]
     pub latency_sum: u64,
+    /// A flow step: the flow it belongs to (its weight and share are then 0: steps are not
+    /// drawn, their flow is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    /// A flow step: its calls whose reply failed the step's expectation (beside the
+    /// statuses: such a call may have ended OK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unexpected: Option<u64>,
+    /// A flow step: those calls per reason (the first distinct reasons).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unexpected_distribution: BTreeMap<String, u64>,
 }
 
 impl MixJson {
@@ -59,17 +110,35 @@ impl MixJson {
         if result.methods.is_empty() {
             return None;
         }
-        let weights: u64 = result.methods.iter().map(|m| u64::from(m.weight)).sum();
+        // A flow's steps are methods of their own, after the plain ones.
+        let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
+        let plain = result.methods.len().saturating_sub(step_methods);
+        let step_flows: Vec<&str> = result
+            .flows
+            .iter()
+            .flat_map(|flow| flow.steps.iter().map(|_| flow.name.as_str()))
+            .collect();
+        let weights: u64 = result.methods[..plain]
+            .iter()
+            .map(|m| u64::from(m.weight))
+            .chain(result.flows.iter().map(|f| u64::from(f.weight)))
+            .sum();
         let methods = result
             .methods
             .iter()
-            .map(|method| {
+            .enumerate()
+            .map(|(index, method)| {
                 let recorder = &method.recorder;
                 let count = method.count();
+                let flow = index
+                    .checked_sub(plain)
+                    .and_then(|step| step_flows.get(step))
+                    .map(|name| (*name).to_owned());
+                let weight = if flow.is_some() { 0 } else { method.weight };
                 MethodJson {
                     name: method.name.clone(),
-                    weight: method.weight,
-                    share: f64::from(method.weight) / weights.max(1) as f64,
+                    weight,
+                    share: f64::from(weight) / weights.max(1) as f64,
                     count,
                     ok: count - method.errors(),
                     errors: method.errors(),
@@ -84,12 +153,43 @@ impl MixJson {
                     error_distribution: recorder.errors.clone(),
                     hdr_histogram: encode_histogram(recorder.latency()),
                     latency_sum: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
+                    unexpected: flow.as_ref().map(|_| recorder.unexpected_count()),
+                    unexpected_distribution: recorder.unexpected.clone(),
+                    flow,
+                }
+            })
+            .collect();
+        let flows = result
+            .flows
+            .iter()
+            .map(|flow| {
+                let recorder = &flow.recorder;
+                FlowJson {
+                    name: flow.name.clone(),
+                    weight: flow.weight,
+                    share: f64::from(flow.weight) / weights.max(1) as f64,
+                    steps: flow.steps.clone(),
+                    count: flow.count(),
+                    passed: flow.passed(),
+                    errors: flow.errors(),
+                    unexpected: recorder.unexpected_count(),
+                    rps: flow.rps(result.elapsed),
+                    latency: LatencyStats::of(recorder.latency()),
+                    status_code_distribution: recorder
+                        .status_counts()
+                        .into_iter()
+                        .map(|(code, count)| (code.name().to_owned(), count))
+                        .collect(),
+                    error_distribution: recorder.errors.clone(),
+                    unexpected_distribution: recorder.unexpected.clone(),
+                    hdr_histogram: encode_histogram(recorder.latency()),
                 }
             })
             .collect();
         Some(MixJson {
             seed: seed.unwrap_or_default(),
             methods,
+            flows,
         })
     }
 }

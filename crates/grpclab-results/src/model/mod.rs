@@ -13,7 +13,7 @@ pub use self::figures::{
     CallDetailJson, DetailsKept, GhzLatencyPoint, HdrHistograms, HistogramBucket, LatencyPoint,
     LatencyStats, SecondPoint,
 };
-pub use self::mix::{Mergeable, MergeableSecond, MethodJson, MixJson};
+pub use self::mix::{FlowJson, Mergeable, MergeableSecond, MethodJson, MixJson};
 pub use self::settings::JsonOptions;
 
 use grpclab_load::LoadResult;

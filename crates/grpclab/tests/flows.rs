@@ -1,0 +1,196 @@
+//! Flows (`[[flows]]` in a workload file) over real sockets against the session service
+//! every built-in server serves: each step carries the earlier steps' reply fields, the
+//! server checks them (a wrong token or another user's item is refused), expectations count
+//! the replies that miss them, and every flow and step is accounted for.
+
+mod common;
+
+use common::{grpclab, Server};
+use serde_json::Value;
+
+/// Login as a user of its own per flow, list that user's items with the token, get the
+/// first listed item: the server answers Get OK only when the token and the item are the
+/// same user's, so every Get that succeeds proves both values came from this flow's replies.
+const CARRY: &str = r#"
+[[flows]]
+name = "browse"
+
+[[flows.steps]]
+name = "login"
+call = "grpclab.session.v1.Sessions.Login"
+data = { user = "u{{.RequestNumber}}" }
+extract = { token = "token" }
+
+[[flows.steps]]
+name = "list"
+call = "grpclab.session.v1.Sessions.List"
+data = { token = "{{.vars.token}}" }
+extract = { sku = "items[0].sku" }
+
+[[flows.steps]]
+name = "get"
+call = "grpclab.session.v1.Sessions.Get"
+metadata = { x-flow-token = "{{.vars.token}}" }
+data = { token = "{{.vars.token}}", sku = "{{.vars.sku}}" }
+expect = { fields = [{ path = "sku", matches = "^sku-u[0-9]+-0$" }] }
+"#;
+
+/// `grpclab load TARGET --workload FILE ARGS -O json`: the report (and the exit code).
+fn run_flows(target: &str, workload: &str, args: &[&str]) -> (Value, Option<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flows.toml");
+    std::fs::write(&file, workload).unwrap();
+    let out = grpclab()
+        .args(["load", target, "--insecure", "-O", "json", "--no-history"])
+        .arg("--workload")
+        .arg(&file)
+        .args(args)
+        .output()
+        .expect("run grpclab load");
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "no JSON report ({err}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (report, out.status.code())
+}
+
+/// The step of `report` named `name` (a method of the mix with `flow` set).
+fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["mix"]["methods"]
+        .as_array()
+        .and_then(|methods| methods.iter().find(|m| m["name"] == name))
+        .unwrap_or_else(|| panic!("no step {name}: {report}"))
+}
+
+#[test]
+fn every_step_carries_the_values_of_its_own_flow_on_lab_and_tonic_closed_and_open_loop() {
+    for implementation in ["lab", "tonic-mt"] {
+        let server = Server::start(implementation);
+        let target = server.target();
+        for pacing in [&["-c", "8"][..], &["-c", "8", "--rps", "3000"][..]] {
+            let before = server.stats()["calls"].as_u64().unwrap_or(0);
+            let args = [pacing, &["-n", "300", "--connections", "2"][..]].concat();
+            let (report, code) = run_flows(&target, CARRY, &args);
+            let what = format!("{implementation} {pacing:?}");
+            assert_eq!(code, Some(0), "{what}: {report}");
+            let flow = &report["mix"]["flows"][0];
+            assert_eq!(flow["name"], "browse", "{what}");
+            assert_eq!(flow["count"], 300, "{what}: {flow}");
+            assert_eq!(flow["passed"], 300, "{what}: {flow}");
+            assert_eq!(flow["errors"], 0, "{what}: {flow}");
+            assert_eq!(flow["unexpected"], 0, "{what}: {flow}");
+            for name in ["login", "list", "get"] {
+                let step = step(&report, name);
+                assert_eq!(step["count"], 300, "{what} {name}: {step}");
+                assert_eq!(step["ok"], 300, "{what} {name}: {step}");
+                assert_eq!(step["flow"], "browse", "{what} {name}");
+            }
+            // Every call of the run is a step's, and the server answered each.
+            assert_eq!(report["count"], 900, "{what}");
+            assert_eq!(report["unaccounted"].as_u64().unwrap_or(0), 0, "{what}");
+            let served = server.stats()["calls"].as_u64().unwrap_or(0) - before;
+            assert_eq!(served, 900, "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_server_answering_wrongly_every_tenth_list_is_exactly_that_share_of_unexpected_replies() {
+    // Every 10th List of the (fresh) server names another user's item first: the step's
+    // expectation fails on exactly those, the call itself ends OK, and the flow stops there.
+    let workload = r#"
+[[flows]]
+name = "check"
+
+[[flows.steps]]
+name = "login"
+call = "grpclab.session.v1.Sessions.Login"
+data = { user = "ann" }
+extract = { token = "token" }
+
+[[flows.steps]]
+name = "list"
+call = "grpclab.session.v1.Sessions.List"
+data = { token = "{{.vars.token}}", fault_every = 10 }
+expect = { fields = [{ path = "items[0].sku", matches = "^sku-ann-" }] }
+
+[[flows.steps]]
+name = "get"
+call = "grpclab.session.v1.Sessions.Get"
+data = { token = "{{.vars.token}}", sku = "sku-ann-1" }
+"#;
+    let server = Server::start("lab");
+    let (report, code) = run_flows(&server.target(), workload, &["-n", "500", "-c", "6"]);
+    assert_eq!(code, Some(0), "{report}");
+    let list = step(&report, "list");
+    assert_eq!(list["count"], 500, "{list}");
+    assert_eq!(list["ok"], 500, "an unexpected reply is no error: {list}");
+    assert_eq!(list["unexpected"], 50, "{list}");
+    let reasons = list["unexpectedDistribution"].as_object().unwrap();
+    assert_eq!(reasons.len(), 1, "{list}");
+    let (reason, count) = reasons.iter().next().unwrap();
+    assert!(reason.contains("items[0].sku is 'wrong-ann'"), "{reason}");
+    assert_eq!(count, 50);
+    // The flows that met the wrong list stopped before Get.
+    assert_eq!(step(&report, "get")["count"], 450, "{report}");
+    let flow = &report["mix"]["flows"][0];
+    assert_eq!(flow["count"], 500, "{flow}");
+    assert_eq!(flow["unexpected"], 50, "{flow}");
+    assert_eq!(flow["passed"], 450, "{flow}");
+    assert_eq!(flow["errors"], 0, "{flow}");
+    assert!(
+        flow["unexpectedDistribution"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|reason| reason.starts_with("step list: ")),
+        "{flow}"
+    );
+}
+
+#[test]
+fn a_step_that_fails_by_status_ends_its_flow_as_an_error_unless_told_to_continue() {
+    // A forged token: List is refused (UNAUTHENTICATED) where OK was expected — an error,
+    // not an unexpected reply. With on_failure = "continue" the flow goes on to Get.
+    for (on_failure, gets) in [("stop", 0), ("continue", 40)] {
+        let workload = format!(
+            r#"
+[[flows]]
+name = "forged"
+
+[[flows.steps]]
+name = "list"
+call = "grpclab.session.v1.Sessions.List"
+data = {{ token = "tok.ann.1" }}
+on_failure = "{on_failure}"
+
+[[flows.steps]]
+name = "get"
+call = "grpclab.session.v1.Sessions.Get"
+data = {{ token = "tok.ann.1", sku = "sku-ann-1" }}
+expect = {{ status = "UNAUTHENTICATED" }}
+"#
+        );
+        let server = Server::start("lab");
+        let (report, code) = run_flows(&server.target(), &workload, &["-n", "40", "-c", "4"]);
+        assert_ne!(code, Some(2), "{report}");
+        let flow = &report["mix"]["flows"][0];
+        assert_eq!(flow["count"], 40, "{on_failure}: {flow}");
+        assert_eq!(flow["errors"], 40, "{on_failure}: {flow}");
+        assert_eq!(flow["unexpected"], 0, "{on_failure}: {flow}");
+        assert_eq!(
+            flow["statusCodeDistribution"]["Unauthenticated"], 40,
+            "{flow}"
+        );
+        let list = step(&report, "list");
+        assert_eq!(list["errors"], 40, "{list}");
+        assert_eq!(list["unexpected"], 0, "{list}");
+        let get = step(&report, "get");
+        assert_eq!(get["count"], gets, "{on_failure}: {get}");
+        // Get expects UNAUTHENTICATED and gets it: no unexpected reply, though a failed status.
+        assert_eq!(get["unexpected"], 0, "{get}");
+        assert_eq!(report["count"], 40 + gets, "{on_failure}");
+    }
+}

@@ -194,3 +194,28 @@ expect = {{ status = "UNAUTHENTICATED" }}
         assert_eq!(report["count"], 40 + gets, "{on_failure}");
     }
 }
+
+/// The guide's flow example runs as written: its command is in docs/guide.md, its file is
+/// docs/examples/session-flow.toml, and every 10th List of a fresh server answered wrongly
+/// is an unexpected reply that stops its flow.
+#[test]
+fn the_guides_flow_example_runs_as_written() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let guide = std::fs::read_to_string(root.join("docs/guide.md")).unwrap();
+    let command = "--workload docs/examples/session-flow.toml -n 3000 -c 8";
+    assert!(
+        guide.contains(command),
+        "the guide no longer runs: {command}"
+    );
+    let workload = std::fs::read_to_string(root.join("docs/examples/session-flow.toml")).unwrap();
+    let server = Server::start("lab");
+    let args: Vec<&str> = command.split(' ').skip(2).collect();
+    let (report, code) = run_flows(&server.target(), &workload, &args);
+    assert_eq!(code, Some(0), "{report}");
+    let flow = &report["mix"]["flows"][0];
+    assert_eq!(flow["count"], 3000, "{flow}");
+    assert_eq!(flow["passed"], 2700, "{flow}");
+    assert_eq!(flow["unexpected"], 300, "{flow}");
+    assert_eq!(flow["errors"], 0, "{flow}");
+    assert_eq!(step(&report, "get")["ok"], 2700, "{report}");
+}

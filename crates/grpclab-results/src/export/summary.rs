@@ -571,10 +571,22 @@ fn flow_lines(
                 step.errors(),
                 step.recorder.unexpected_count()
             )?;
-            let mut examples: Vec<(&String, &u64)> = step.recorder.unexpected.iter().collect();
+            // The commonest reasons, then how many more (the map keeps the first distinct
+            // ones; a reason that names a value is distinct per call).
+            let mut examples: Vec<(&String, &u64)> = step
+                .recorder
+                .unexpected
+                .iter()
+                .filter(|(reason, _)| reason.as_str() != grpclab_load::recorder::OTHER_ERRORS)
+                .collect();
             examples.sort_by(|a, b| b.1.cmp(a.1));
+            let shown: u64 = examples.iter().take(3).map(|(_, count)| **count).sum();
             for (reason, count) in examples.into_iter().take(3) {
                 writeln!(out, "        [{count}] {reason}")?;
+            }
+            let more = step.recorder.unexpected_count() - shown;
+            if more > 0 {
+                writeln!(out, "        [{more}] more, for other reasons")?;
             }
         }
     }

@@ -219,3 +219,47 @@ fn the_guides_flow_example_runs_as_written() {
     assert_eq!(flow["errors"], 0, "{flow}");
     assert_eq!(step(&report, "get")["ok"], 2700, "{report}");
 }
+
+/// Thresholds read a flow's runs (`flow:NAME:`) and a step's calls (`step:NAME:`), a miss
+/// (status or unexpected reply) counting as a failure: a flow failing 10 % of its runs fails
+/// `errors<1%` (exit 3) while its login step passes it; a name that is no flow is one line.
+#[test]
+fn thresholds_on_flows_and_steps_judge_their_own_runs() {
+    let workload = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/examples/session-flow.toml"),
+    )
+    .unwrap();
+    let server = Server::start("lab");
+    let target = server.target();
+    for (threshold, exit) in [
+        ("flow:browse:errors<1%", Some(3)),
+        ("step:list:errors<1%", Some(3)),
+        ("step:login:errors<1%", Some(0)),
+        ("flow:browse:errors<=10%", Some(0)),
+    ] {
+        let (report, code) = run_flows(
+            &target,
+            &workload,
+            &["-n", "500", "-c", "4", "--threshold", threshold],
+        );
+        assert_eq!(code, exit, "{threshold}: {}", report["thresholds"]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flows.toml");
+    std::fs::write(&file, &workload).unwrap();
+    let out = grpclab()
+        .args(["load", &target, "--insecure", "-n", "10", "--no-history"])
+        .args(["--threshold", "flow:nope:p99<1s", "--workload"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'flow:nope' is no method of the mix"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("flow:browse"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}

@@ -136,7 +136,8 @@ pub fn prepare(args: &CapacityArgs) -> Result<PreparedCapacity, InputError> {
         .collect::<Result<Vec<_>, _>>()?;
     let prepared = super::load::prepare(load)?;
     let mut slo = slo;
-    let names = super::load::mix_names(&prepared.config);
+    let owned_names = super::load::mix_names(&prepared.config);
+    let names: Vec<&str> = owned_names.iter().map(String::as_str).collect();
     for threshold in &mut slo {
         threshold.resolve_method(&names, "--slo")?;
     }

@@ -250,7 +250,8 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         .map_or_else(String::new, |name| format!("{name}:"));
     let options = run_options(args, &config, &loaded, metadata_map)?;
     let mut thresholds = thresholds;
-    let names = mix_names(&config);
+    let owned_names = mix_names(&config);
+    let names: Vec<&str> = owned_names.iter().map(String::as_str).collect();
     for threshold in &mut thresholds {
         threshold.resolve_method(&names, "--threshold")?;
     }
@@ -447,12 +448,17 @@ pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<
 
 /// The full names of a mix's methods (none when the run calls one method), for thresholds on
 /// one of them.
-pub(crate) fn mix_names(config: &LoadConfig) -> Vec<&str> {
-    if config.methods.len() > 1 {
-        config.methods.iter().map(|m| m.name.as_str()).collect()
-    } else {
-        Vec::new()
+/// With flows, `step:NAME` and `flow:NAME` name a step's and a flow's figures too.
+pub(crate) fn mix_names(config: &LoadConfig) -> Vec<String> {
+    if config.methods.len() < 2 && config.flows.is_empty() {
+        return Vec::new();
     }
+    let mut names: Vec<String> = config.methods.iter().map(|m| m.name.clone()).collect();
+    for flow in &config.flows {
+        names.extend(flow.steps.iter().map(|step| format!("step:{}", step.name)));
+        names.push(format!("flow:{}", flow.name));
+    }
+    names
 }
 
 /// `--threshold` verdicts on a finished (or merged) run, in the order given.
@@ -484,6 +490,42 @@ pub(crate) fn judge(
             )
         })
         .collect();
+    // A step's and a flow's figures under `step:NAME` and `flow:NAME`: their failures are
+    // the calls (runs) that did not pass, by status or by an unexpected reply.
+    let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
+    let first_step = result.methods.len().saturating_sub(step_methods);
+    let step_names: Vec<String> = result.methods[first_step..]
+        .iter()
+        .map(|method| format!("step:{}", method.name))
+        .collect();
+    let flow_names: Vec<String> = result
+        .flows
+        .iter()
+        .map(|flow| format!("flow:{}", flow.name))
+        .collect();
+    let mut methods = methods;
+    for ((method, latency), name) in result.methods[first_step..]
+        .iter()
+        .zip(&latencies[first_step..])
+        .zip(&step_names)
+    {
+        methods.push(MethodFigures::new(
+            name,
+            latency,
+            method.count(),
+            method.errors() + method.recorder.unexpected_count(),
+            method.rps(result.elapsed),
+        ));
+    }
+    for (flow, name) in result.flows.iter().zip(&flow_names) {
+        methods.push(MethodFigures::new(
+            name,
+            flow.recorder.latency(),
+            flow.count(),
+            flow.count() - flow.passed(),
+            flow.rps(result.elapsed),
+        ));
+    }
     let figures = RunFigures {
         latency: &report.ghz_latency(),
         count: result.count(),

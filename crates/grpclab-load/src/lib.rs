@@ -48,7 +48,8 @@ pub use progress::{
 };
 pub use recorder::{error_key, CallDetail, CallLog, Recorder, SecondStats};
 pub use result::{
-    decode_histogram, encode_histogram, EndReason, FlowResult, LoadResult, MethodResult, Unsent,
+    decode_histogram, encode_histogram, EndReason, FlowResult, LoadResult, MethodResult, Scope,
+    Unsent,
 };
 pub use run::{drain_limit, run, LoadError};
 pub use target::{Target, TargetError};

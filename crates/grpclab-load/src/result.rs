@@ -154,7 +154,62 @@ impl MethodResult {
     }
 }
 
+/// A part of a run that thresholds and service levels may read by name: a method of a mix
+/// (a flow's step among them, by its name), and with flows `step:NAME` (the step's calls,
+/// a miss by status or by an unexpected reply counting as a failure) and `flow:NAME` (the
+/// flow's runs, those that did not pass failing).
+#[derive(Debug, Clone)]
+pub struct Scope<'a> {
+    /// The name a threshold gives it.
+    pub name: String,
+    /// Calls (or runs) measured.
+    pub count: u64,
+    /// Of them, failed.
+    pub failures: u64,
+    /// `count` per second of the measured window.
+    pub rps: f64,
+    /// Its figures (latency: its successful calls', or runs').
+    pub recorder: &'a Recorder,
+}
+
 impl LoadResult {
+    /// Every part of the run a threshold may name (see [`Scope`]); empty for a run of one
+    /// method without flows.
+    pub fn scopes(&self) -> Vec<Scope<'_>> {
+        let mut scopes: Vec<Scope<'_>> = self
+            .methods
+            .iter()
+            .map(|method| Scope {
+                name: method.name.clone(),
+                count: method.count(),
+                failures: method.errors(),
+                rps: method.rps(self.elapsed),
+                recorder: &method.recorder,
+            })
+            .collect();
+        let step_methods: usize = self.flows.iter().map(|flow| flow.steps.len()).sum();
+        let first_step = self.methods.len().saturating_sub(step_methods);
+        for method in &self.methods[first_step..] {
+            scopes.push(Scope {
+                name: format!("step:{}", method.name),
+                count: method.count(),
+                failures: method.errors() + method.recorder.unexpected_count(),
+                rps: method.rps(self.elapsed),
+                recorder: &method.recorder,
+            });
+        }
+        for flow in &self.flows {
+            scopes.push(Scope {
+                name: format!("flow:{}", flow.name),
+                count: flow.count(),
+                failures: flow.count() - flow.passed(),
+                rps: flow.rps(self.elapsed),
+                recorder: &flow.recorder,
+            });
+        }
+        scopes
+    }
+
     /// Calls in the measured window, successful or not (ghz's `count`).
     pub fn count(&self) -> u64 {
         self.recorder.count()

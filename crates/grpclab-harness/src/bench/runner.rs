@@ -821,14 +821,14 @@ pub fn capacity_probe(
         client_cpu_share: client_cpu.percent().unwrap_or(0.0) / (100.0 * threads),
         server,
         methods: result
-            .methods
-            .iter()
-            .map(|method| crate::capacity::MethodMeasure {
-                name: method.name.clone(),
-                calls: method.count(),
-                errors: method.errors(),
-                rps: method.rps(result.elapsed),
-                latency: method.recorder.latency().clone(),
+            .scopes()
+            .into_iter()
+            .map(|scope| crate::capacity::MethodMeasure {
+                name: scope.name,
+                calls: scope.count,
+                errors: scope.failures,
+                rps: scope.rps,
+                latency: scope.recorder.latency().clone(),
             })
             .collect(),
     })

@@ -467,65 +467,22 @@ pub(crate) fn judge(
     thresholds: &[Threshold],
 ) -> Vec<grpclab_results::verdict::ThresholdVerdict> {
     let result = &report.result;
-    // Each method's latency as the run's reads: successful calls, or all with --count-errors.
-    let latencies: Vec<std::borrow::Cow<'_, hdrhistogram::Histogram<u64>>> = result
-        .methods
+    let scopes = result.scopes();
+    // Each part's latency as the run's reads: successful calls, or all with --count-errors.
+    let latencies: Vec<std::borrow::Cow<'_, hdrhistogram::Histogram<u64>>> = scopes
         .iter()
-        .map(|method| match report.options.count_errors {
-            true => std::borrow::Cow::Owned(method.recorder.latency_of_all_calls()),
-            false => std::borrow::Cow::Borrowed(method.recorder.latency()),
+        .map(|scope| match report.options.count_errors {
+            true => std::borrow::Cow::Owned(scope.recorder.latency_of_all_calls()),
+            false => std::borrow::Cow::Borrowed(scope.recorder.latency()),
         })
         .collect();
-    let methods: Vec<MethodFigures<'_>> = result
-        .methods
+    let methods: Vec<MethodFigures<'_>> = scopes
         .iter()
         .zip(&latencies)
-        .map(|(method, latency)| {
-            MethodFigures::new(
-                &method.name,
-                latency,
-                method.count(),
-                method.errors(),
-                method.rps(result.elapsed),
-            )
+        .map(|(scope, latency)| {
+            MethodFigures::new(&scope.name, latency, scope.count, scope.failures, scope.rps)
         })
         .collect();
-    // A step's and a flow's figures under `step:NAME` and `flow:NAME`: their failures are
-    // the calls (runs) that did not pass, by status or by an unexpected reply.
-    let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
-    let first_step = result.methods.len().saturating_sub(step_methods);
-    let step_names: Vec<String> = result.methods[first_step..]
-        .iter()
-        .map(|method| format!("step:{}", method.name))
-        .collect();
-    let flow_names: Vec<String> = result
-        .flows
-        .iter()
-        .map(|flow| format!("flow:{}", flow.name))
-        .collect();
-    let mut methods = methods;
-    for ((method, latency), name) in result.methods[first_step..]
-        .iter()
-        .zip(&latencies[first_step..])
-        .zip(&step_names)
-    {
-        methods.push(MethodFigures::new(
-            name,
-            latency,
-            method.count(),
-            method.errors() + method.recorder.unexpected_count(),
-            method.rps(result.elapsed),
-        ));
-    }
-    for (flow, name) in result.flows.iter().zip(&flow_names) {
-        methods.push(MethodFigures::new(
-            name,
-            flow.recorder.latency(),
-            flow.count(),
-            flow.count() - flow.passed(),
-            flow.rps(result.elapsed),
-        ));
-    }
     let figures = RunFigures {
         latency: &report.ghz_latency(),
         count: result.count(),

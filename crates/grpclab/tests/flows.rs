@@ -35,6 +35,10 @@ data = { token = "{{.vars.token}}", sku = "{{.vars.sku}}" }
 expect = { fields = [{ path = "sku", matches = "^sku-u[0-9]+-0$" }] }
 "#;
 
+/// A plain call beside the flows: the same Login, with a name of its own.
+const LOGIN_CALL: &str =
+    "name = \"plain-login\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = { user = \"ann\" }\n";
+
 /// `grpclab load TARGET --workload FILE ARGS -O json`: the report (and the exit code).
 fn run_flows(target: &str, workload: &str, args: &[&str]) -> (Value, Option<i32>) {
     let dir = tempfile::tempdir().unwrap();
@@ -262,4 +266,73 @@ fn thresholds_on_flows_and_steps_judge_their_own_runs() {
     );
     assert!(stderr.contains("flow:browse"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+/// Shards of a run with flows merge to what one whole run with the same seed draws: the same
+/// plain calls and flows, each flow's runs and each step's calls, histograms summed.
+#[test]
+fn shards_of_a_run_with_flows_merge_to_one_whole_run() {
+    let workload = format!("seed = 5\n\n[[calls]]\n{}weight = 1\n{CARRY}\n", LOGIN_CALL).replacen(
+        "name = \"browse\"",
+        "name = \"browse\"\nweight = 3",
+        1,
+    );
+    let server = Server::start("lab");
+    let target = server.target();
+    let dir = tempfile::tempdir().unwrap();
+    let common = ["-n", "900", "-c", "6", "--connections", "3"];
+    let (whole, code) = run_flows(&target, &workload, &common);
+    assert_eq!(code, Some(0), "{whole}");
+    let file = dir.path().join("flows.toml");
+    std::fs::write(&file, &workload).unwrap();
+    let mut parts = Vec::new();
+    for index in 0..3 {
+        let part = dir.path().join(format!("part-{index}.json"));
+        let out = grpclab()
+            .args(["load", &target, "--insecure", "--workload"])
+            .arg(&file)
+            .args(common)
+            .args(["--shard", &format!("{index}/3"), "-O", "json", "-o"])
+            .arg(&part)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parts.push(part);
+    }
+    let out = grpclab()
+        .arg("merge")
+        .args(&parts)
+        .args(["-O", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts = |report: &Value| -> Vec<(String, u64)> {
+        let mix = &report["mix"];
+        mix["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(mix["flows"].as_array().unwrap())
+            .map(|m| {
+                (
+                    m["name"].as_str().unwrap().to_owned(),
+                    m["count"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(counts(&merged), counts(&whole), "{}", merged["mix"]);
+    let flow = &merged["mix"]["flows"][0];
+    assert!(flow["count"].as_u64().unwrap() > 500, "{flow}");
+    assert_eq!(flow["passed"], flow["count"], "{flow}");
+    assert_eq!(flow["latency"]["count"], flow["count"], "{flow}");
 }

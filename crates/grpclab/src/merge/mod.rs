@@ -79,6 +79,10 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
     for method in &mut methods {
         method.recorder = grpclab_load::Recorder::new(false, None);
     }
+    let mut flows = first.report.result.flows.clone();
+    for flow in &mut flows {
+        flow.recorder = grpclab_load::Recorder::new(false, None);
+    }
     for (part, start) in parts.iter().zip(&starts) {
         let theirs = &part.report.result.methods;
         if theirs.len() != methods.len()
@@ -91,6 +95,21 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         }
         for (total, method) in methods.iter_mut().zip(theirs) {
             total.recorder.merge(&method.recorder);
+        }
+        let their_flows = &part.report.result.flows;
+        if their_flows.len() != flows.len()
+            || their_flows
+                .iter()
+                .zip(&flows)
+                .any(|(a, b)| a.name != b.name)
+        {
+            return Err(InputError(format!(
+                "{} ran other flows than {}: merge the parts of one run",
+                part.source, first.source
+            )));
+        }
+        for (total, flow) in flows.iter_mut().zip(their_flows) {
+            total.recorder.merge(&flow.recorder);
         }
         let offset = seconds_between(base, *start);
         recorder.merge(&shifted(
@@ -130,7 +149,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         calls_by_address: totals.calls_by_address,
         addresses: first.report.result.addresses.clone(),
         methods,
-        flows: Vec::new(),
+        flows,
     };
     Ok(Report {
         history: None,

@@ -146,6 +146,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
                     recorder.status[code as usize] += count;
                 }
                 recorder.errors = method.error_distribution.clone();
+                recorder.unexpected = method.unexpected_distribution.clone();
                 recorder.all_latency_sum_ns = u128::from(method.latency_sum);
                 Ok(grpclab_load::MethodResult {
                     name: method.name.clone(),
@@ -156,6 +157,35 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .collect::<Result<Vec<_>, InputError>>()?,
         None => Vec::new(),
     };
+    let flows = json
+        .mix
+        .iter()
+        .flat_map(|mix| &mix.flows)
+        .map(|flow| {
+            let mut recorder = Recorder::new(false, None);
+            recorder.set_latency(histogram(
+                &format!("mix.flows[{}].hdrHistogram", flow.name),
+                &flow.hdr_histogram,
+            )?);
+            for (name, count) in &flow.status_code_distribution {
+                let code = Code::from_name(name).ok_or_else(|| {
+                    fail(format!(
+                        "unknown status '{name}' in flow {}'s statuses",
+                        flow.name
+                    ))
+                })?;
+                recorder.status[code as usize] += count;
+            }
+            recorder.errors = flow.error_distribution.clone();
+            recorder.unexpected = flow.unexpected_distribution.clone();
+            Ok(grpclab_load::FlowResult {
+                name: flow.name.clone(),
+                weight: flow.weight,
+                steps: flow.steps.clone(),
+                recorder,
+            })
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
     let method_names: Vec<&str> = methods.iter().map(|m| m.name.as_str()).collect();
     if let Some(limit) = options.details {
         let mut calls = Vec::with_capacity(json.details.len());
@@ -218,8 +248,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             .filter_map(|share| share.address.parse().ok())
             .collect(),
         methods,
-        // Flows are not written to the JSON yet: a merged run has none.
-        flows: Vec::new(),
+        flows,
     };
     Ok(Part {
         source,

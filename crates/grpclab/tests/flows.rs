@@ -285,36 +285,13 @@ fn shards_of_a_run_with_flows_merge_to_one_whole_run() {
     assert_eq!(code, Some(0), "{whole}");
     let file = dir.path().join("flows.toml");
     std::fs::write(&file, &workload).unwrap();
-    let mut parts = Vec::new();
-    for index in 0..3 {
-        let part = dir.path().join(format!("part-{index}.json"));
-        let out = grpclab()
-            .args(["load", &target, "--insecure", "--workload"])
-            .arg(&file)
-            .args(common)
-            .args(["--shard", &format!("{index}/3"), "-O", "json", "-o"])
-            .arg(&part)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        parts.push(part);
-    }
-    let out = grpclab()
-        .arg("merge")
-        .args(&parts)
-        .args(["-O", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file_arg = file.to_str().unwrap();
+    let args = [
+        &[target.as_str(), "--insecure", "--workload", file_arg][..],
+        &common,
+    ]
+    .concat();
+    let (_, merged) = common::run_shards_and_merge(&args, 3, dir.path());
     let counts = |report: &Value| -> Vec<(String, u64)> {
         let mix = &report["mix"];
         mix["methods"]

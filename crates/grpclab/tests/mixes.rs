@@ -348,37 +348,8 @@ fn shards_of_a_mix_merge_to_the_draws_of_one_whole_run() {
         "2",
     ];
     let whole = load_json(&[&[target.as_str()][..], &common].concat());
-    let mut files = Vec::new();
-    for index in 0..2 {
-        let file = dir.path().join(format!("shard-{index}.json"));
-        let shard = format!("{index}/2");
-        let out = grpclab()
-            .arg("load")
-            .arg(&target)
-            .args(common)
-            .args(["--shard", &shard, "-O", "json", "-o"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        files.push(file);
-    }
-    let out = grpclab()
-        .arg("merge")
-        .args(&files)
-        .args(["-O", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = [&[target.as_str()][..], &common].concat();
+    let (files, merged) = common::run_shards_and_merge(&args, 2, dir.path());
     // Each shard draws from its calls' numbers in the run's one sequence: together they made
     // the calls of each method the whole run made with that seed.
     assert_eq!(merged["count"], 2000);

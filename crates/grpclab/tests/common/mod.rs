@@ -132,3 +132,43 @@ impl Drop for Server {
 pub use grpclab_testkit::process::signal;
 #[allow(unused_imports)]
 pub use grpclab_testkit::tools::{chromium, go_tool, CHROMIUM_FLAGS};
+
+/// `grpclab load ARGS --shard I/N` for each of `shards` generators (each writing its JSON part
+/// into `dir`), then `grpclab merge` of the parts: the parts' paths and the merged report.
+#[allow(dead_code)]
+pub fn run_shards_and_merge(
+    args: &[&str],
+    shards: usize,
+    dir: &std::path::Path,
+) -> (Vec<std::path::PathBuf>, serde_json::Value) {
+    let mut parts = Vec::new();
+    for index in 0..shards {
+        let part = dir.join(format!("shard-{index}.json"));
+        let out = grpclab()
+            .arg("load")
+            .args(args)
+            .args(["--shard", &format!("{index}/{shards}"), "-O", "json", "-o"])
+            .arg(&part)
+            .output()
+            .expect("run grpclab load");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parts.push(part);
+    }
+    let out = grpclab()
+        .arg("merge")
+        .args(&parts)
+        .args(["-O", "json"])
+        .output()
+        .expect("run grpclab merge");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged = serde_json::from_slice(&out.stdout).expect("merged JSON");
+    (parts, merged)
+}

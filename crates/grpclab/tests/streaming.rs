@@ -735,8 +735,12 @@ fn stamped_replies_each_have_their_latency() {
                 "{implementation} {transport:?}: {latency}"
             );
             assert!(feed.get("messagesUnstamped").is_none(), "{feed}");
+            // Both are histogram buckets' upper ends at 3 significant digits: a reply's
+            // latency may land one bucket (0.1 %) above its call's (seen: 2,764,799 against
+            // 2,762,751 ns, one 2,048 ns bucket apart).
+            let call_slowest = feed["slowest"].as_u64().unwrap();
             assert!(
-                latency["slowest"].as_u64().unwrap() <= feed["slowest"].as_u64().unwrap(),
+                latency["slowest"].as_u64().unwrap() <= call_slowest + call_slowest / 1000 + 1,
                 "a reply's latency fits inside its call: {latency} vs {}",
                 feed["slowest"]
             );

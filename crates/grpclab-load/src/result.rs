@@ -173,6 +173,12 @@ pub struct Scope<'a> {
 }
 
 impl LoadResult {
+    /// Where the flows' steps start in `methods`: the plain methods come before them.
+    pub fn first_step(&self) -> usize {
+        let steps: usize = self.flows.iter().map(|flow| flow.steps.len()).sum();
+        self.methods.len().saturating_sub(steps)
+    }
+
     /// Every part of the run a threshold may name (see [`Scope`]); empty for a run of one
     /// method without flows.
     pub fn scopes(&self) -> Vec<Scope<'_>> {
@@ -187,9 +193,7 @@ impl LoadResult {
                 recorder: &method.recorder,
             })
             .collect();
-        let step_methods: usize = self.flows.iter().map(|flow| flow.steps.len()).sum();
-        let first_step = self.methods.len().saturating_sub(step_methods);
-        for method in &self.methods[first_step..] {
+        for method in &self.methods[self.first_step()..] {
             scopes.push(Scope {
                 name: format!("step:{}", method.name),
                 count: method.count(),

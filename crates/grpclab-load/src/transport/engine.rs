@@ -527,19 +527,19 @@ impl LabSource {
         let started = *run
             .started
             .get_or_insert_with(|| token.intended.map_or(sent, |at| at.min(sent)));
-        if judged.is_err() {
-            if transport_failure && run.failure.is_none() && run.unexpected.is_none() {
-                if let Err(failure) = outcome {
-                    run.failure = Some(CallFailure::new(
-                        failure.code,
-                        format!("step {}: {}", step.name, failure.message),
-                    ));
-                }
-            } else if let Some(miss) =
-                unexpected.filter(|_| run.failure.is_none() && run.unexpected.is_none())
-            {
+        // The flow keeps its first failed step's reason, whichever kind it was.
+        let first_miss = run.failure.is_none() && run.unexpected.is_none();
+        match (&outcome, unexpected) {
+            (Err(failure), _) if first_miss && transport_failure => {
+                run.failure = Some(CallFailure::new(
+                    failure.code,
+                    format!("step {}: {}", step.name, failure.message),
+                ));
+            }
+            (_, Some(miss)) if first_miss => {
                 run.unexpected = Some(format!("step {}: {miss}", step.name));
             }
+            _ => {}
         }
         let last = run.step as usize + 1 >= plan.steps.len();
         if last || (judged.is_err() && !step.continue_on_failure) {
@@ -575,13 +575,12 @@ impl LabSource {
     /// would have sent next.
     fn drop_flows(&mut self) {
         let now = Instant::now();
-        for run in self.flows.take_all() {
+        for mut run in self.flows.take_all() {
             let step = self.thread.shared.config.flows[run.flow as usize]
                 .steps
                 .get(run.step as usize)
                 .map_or("?", |step| step.name.as_str());
             let started = run.started.or(run.intended).unwrap_or(now);
-            let mut run = run;
             if run.failure.is_none() {
                 run.failure = Some(CallFailure::new(
                     Code::Canceled,

@@ -193,8 +193,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
         )?;
     }
     // A flow's steps are methods of their own, after the plain ones.
-    let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
-    let plain = &result.methods[..result.methods.len().saturating_sub(step_methods)];
+    let plain = &result.methods[..result.first_step()];
     let weights: u64 = plain
         .iter()
         .map(|m| u64::from(m.weight))
@@ -535,8 +534,7 @@ fn flow_lines(
         "  Flows (mix seed {}; latency from a flow's start to its last step's end):",
         seed.unwrap_or_default()
     )?;
-    let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
-    let mut steps = result.methods[result.methods.len().saturating_sub(step_methods)..].iter();
+    let mut steps = result.methods[result.first_step()..].iter();
     for flow in &result.flows {
         let stats = LatencyStats::of(flow.recorder.latency());
         let at = |p: f64| stats.at(p).map_or_else(|| "-".to_owned(), precise);

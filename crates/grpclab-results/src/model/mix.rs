@@ -111,8 +111,7 @@ impl MixJson {
             return None;
         }
         // A flow's steps are methods of their own, after the plain ones.
-        let step_methods: usize = result.flows.iter().map(|flow| flow.steps.len()).sum();
-        let plain = result.methods.len().saturating_sub(step_methods);
+        let plain = result.first_step();
         let step_flows: Vec<&str> = result
             .flows
             .iter()

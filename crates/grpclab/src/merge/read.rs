@@ -4,6 +4,7 @@
 
 use grpclab_core::Code;
 use grpclab_load::{decode_histogram, CallDetail, CallLog, EndReason, LoadResult, Recorder};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -126,63 +127,59 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             recorder.add_second_histogram(index, bytes);
         }
     }
-    let methods = match &json.mix {
-        Some(mix) => mix
-            .methods
-            .iter()
-            .map(|method| {
-                let mut recorder = Recorder::new(false, None);
-                recorder.set_latency(histogram(
-                    &format!("mix.methods[{}].hdrHistogram", method.name),
-                    &method.hdr_histogram,
-                )?);
-                for (name, count) in &method.status_code_distribution {
-                    let code = Code::from_name(name).ok_or_else(|| {
-                        fail(format!(
-                            "unknown status '{name}' in {}'s statuses",
-                            method.name
-                        ))
-                    })?;
-                    recorder.status[code as usize] += count;
-                }
-                recorder.errors = method.error_distribution.clone();
-                recorder.unexpected = method.unexpected_distribution.clone();
-                recorder.all_latency_sum_ns = u128::from(method.latency_sum);
-                Ok(grpclab_load::MethodResult {
-                    name: method.name.clone(),
-                    weight: method.weight,
-                    recorder,
-                })
-            })
-            .collect::<Result<Vec<_>, InputError>>()?,
-        None => Vec::new(),
+    // A method's or a flow's figures as its JSON entry gives them.
+    let part_recorder = |what: String,
+                         hdr: &str,
+                         statuses: &BTreeMap<String, u64>,
+                         errors: &BTreeMap<String, u64>,
+                         unexpected: &BTreeMap<String, u64>|
+     -> Result<Recorder, InputError> {
+        let mut recorder = Recorder::new(false, None);
+        recorder.set_latency(histogram(&format!("{what}.hdrHistogram"), hdr)?);
+        for (name, count) in statuses {
+            let code = Code::from_name(name)
+                .ok_or_else(|| fail(format!("unknown status '{name}' in {what}'s statuses")))?;
+            recorder.status[code as usize] += count;
+        }
+        recorder.errors = errors.clone();
+        recorder.unexpected = unexpected.clone();
+        Ok(recorder)
     };
-    let flows = json
-        .mix
+    let mix = json.mix.as_ref();
+    let methods = mix
+        .iter()
+        .flat_map(|mix| &mix.methods)
+        .map(|method| {
+            let mut recorder = part_recorder(
+                format!("mix.methods[{}]", method.name),
+                &method.hdr_histogram,
+                &method.status_code_distribution,
+                &method.error_distribution,
+                &method.unexpected_distribution,
+            )?;
+            recorder.all_latency_sum_ns = u128::from(method.latency_sum);
+            Ok(grpclab_load::MethodResult {
+                name: method.name.clone(),
+                weight: method.weight,
+                recorder,
+            })
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let flows = mix
         .iter()
         .flat_map(|mix| &mix.flows)
         .map(|flow| {
-            let mut recorder = Recorder::new(false, None);
-            recorder.set_latency(histogram(
-                &format!("mix.flows[{}].hdrHistogram", flow.name),
-                &flow.hdr_histogram,
-            )?);
-            for (name, count) in &flow.status_code_distribution {
-                let code = Code::from_name(name).ok_or_else(|| {
-                    fail(format!(
-                        "unknown status '{name}' in flow {}'s statuses",
-                        flow.name
-                    ))
-                })?;
-                recorder.status[code as usize] += count;
-            }
-            recorder.errors = flow.error_distribution.clone();
-            recorder.unexpected = flow.unexpected_distribution.clone();
             Ok(grpclab_load::FlowResult {
                 name: flow.name.clone(),
                 weight: flow.weight,
                 steps: flow.steps.clone(),
-                recorder,
+                recorder: part_recorder(
+                    format!("mix.flows[{}]", flow.name),
+                    &flow.hdr_histogram,
+                    &flow.status_code_distribution,
+                    &flow.error_distribution,
+                    &flow.unexpected_distribution,
+                )?,
             })
         })
         .collect::<Result<Vec<_>, InputError>>()?;

@@ -693,11 +693,6 @@ impl LoadConfig {
                 seen[method] = true;
             }
         }
-        if self.transport != Transport::Engine {
-            return fail(
-                "flows run on grpclab's own HTTP/2 engine so far: drop --transport h2".to_owned(),
-            );
-        }
         if self.shape != CallShape::Unary {
             return fail("flow steps are unary calls".to_owned());
         }

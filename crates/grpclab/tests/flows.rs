@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{grpclab, Server};
+use common::{grpclab, signal, Server};
 use serde_json::Value;
 
 /// Login as a user of its own per flow, list that user's items with the token, get the
@@ -69,13 +69,18 @@ fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 #[test]
-fn every_step_carries_the_values_of_its_own_flow_on_lab_and_tonic_closed_and_open_loop() {
+fn every_step_carries_the_values_of_its_own_flow_on_both_transports_closed_and_open_loop() {
+    let runs = ["lab", "h2"].into_iter().flat_map(|transport| {
+        [&["-c", "8"][..], &["-c", "8", "--rps", "3000"][..]]
+            .map(|pacing| [pacing, &["--transport", transport][..]].concat())
+    });
+    let runs: Vec<Vec<&str>> = runs.collect();
     for implementation in ["lab", "tonic-mt"] {
         let server = Server::start(implementation);
         let target = server.target();
-        for pacing in [&["-c", "8"][..], &["-c", "8", "--rps", "3000"][..]] {
+        for pacing in &runs {
             let before = server.stats()["calls"].as_u64().unwrap_or(0);
-            let args = [pacing, &["-n", "300", "--connections", "2"][..]].concat();
+            let args = [&pacing[..], &["-n", "300", "--connections", "2"][..]].concat();
             let (report, code) = run_flows(&target, CARRY, &args);
             let what = format!("{implementation} {pacing:?}");
             assert_eq!(code, Some(0), "{what}: {report}");
@@ -125,10 +130,19 @@ name = "get"
 call = "grpclab.session.v1.Sessions.Get"
 data = { token = "{{.vars.token}}", sku = "sku-ann-1" }
 "#;
-    let server = Server::start("lab");
-    let (report, code) = run_flows(&server.target(), workload, &["-n", "500", "-c", "6"]);
-    assert_eq!(code, Some(0), "{report}");
-    let list = step(&report, "list");
+    for transport in ["lab", "h2"] {
+        // A fresh server per run: its fault counter starts at the first List.
+        let server = Server::start("lab");
+        let args = ["-n", "500", "-c", "6", "--transport", transport];
+        let (report, code) = run_flows(&server.target(), workload, &args);
+        assert_eq!(code, Some(0), "{transport}: {report}");
+        every_tenth_list_unexpected(&report);
+    }
+}
+
+/// The figures of [`a_server_answering_wrongly_every_tenth_list_is_exactly_that_share_of_unexpected_replies`].
+fn every_tenth_list_unexpected(report: &Value) {
+    let list = step(report, "list");
     assert_eq!(list["count"], 500, "{list}");
     assert_eq!(list["ok"], 500, "an unexpected reply is no error: {list}");
     assert_eq!(list["unexpected"], 50, "{list}");
@@ -138,7 +152,7 @@ data = { token = "{{.vars.token}}", sku = "sku-ann-1" }
     assert!(reason.contains("items[0].sku is 'wrong-ann'"), "{reason}");
     assert_eq!(count, 50);
     // The flows that met the wrong list stopped before Get.
-    assert_eq!(step(&report, "get")["count"], 450, "{report}");
+    assert_eq!(step(report, "get")["count"], 450, "{report}");
     let flow = &report["mix"]["flows"][0];
     assert_eq!(flow["count"], 500, "{flow}");
     assert_eq!(flow["unexpected"], 50, "{flow}");
@@ -158,7 +172,12 @@ data = { token = "{{.vars.token}}", sku = "sku-ann-1" }
 fn a_step_that_fails_by_status_ends_its_flow_as_an_error_unless_told_to_continue() {
     // A forged token: List is refused (UNAUTHENTICATED) where OK was expected — an error,
     // not an unexpected reply. With on_failure = "continue" the flow goes on to Get.
-    for (on_failure, gets) in [("stop", 0), ("continue", 40)] {
+    let runs = [
+        ("stop", 0, "lab"),
+        ("continue", 40, "lab"),
+        ("continue", 40, "h2"),
+    ];
+    for (on_failure, gets, transport) in runs {
         let workload = format!(
             r#"
 [[flows]]
@@ -178,7 +197,8 @@ expect = {{ status = "UNAUTHENTICATED" }}
 "#
         );
         let server = Server::start("lab");
-        let (report, code) = run_flows(&server.target(), &workload, &["-n", "40", "-c", "4"]);
+        let args = ["-n", "40", "-c", "4", "--transport", transport];
+        let (report, code) = run_flows(&server.target(), &workload, &args);
         assert_ne!(code, Some(2), "{report}");
         let flow = &report["mix"]["flows"][0];
         assert_eq!(flow["count"], 40, "{on_failure}: {flow}");
@@ -312,4 +332,130 @@ fn shards_of_a_run_with_flows_merge_to_one_whole_run() {
     assert!(flow["count"].as_u64().unwrap() > 500, "{flow}");
     assert_eq!(flow["passed"], flow["count"], "{flow}");
     assert_eq!(flow["latency"]["count"], flow["count"], "{flow}");
+}
+
+/// The server dies while flows run (think times keep some between steps): every flow still
+/// ends once, as passed or as an error at the step the loss met (or Canceled between steps
+/// at the run's end), every step call is a call of the run, and nothing is left unaccounted
+/// — on both transports.
+#[test]
+fn a_server_that_dies_mid_run_leaves_every_flow_accounted_for_on_both_transports() {
+    let workload = CARRY.replacen(
+        "extract = { token = \"token\" }\n",
+        "extract = { token = \"token\" }\nthink = \"1ms\"\n",
+        1,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flows.toml");
+    std::fs::write(&file, &workload).unwrap();
+    for transport in ["lab", "h2"] {
+        let server = Server::start("lab");
+        let load = grpclab()
+            .args([
+                "load",
+                &server.target(),
+                "--insecure",
+                "-O",
+                "json",
+                "--no-history",
+            ])
+            .args(["-z", "3s", "-c", "8", "--connections", "2", "-t", "2s"])
+            .args(["--transport", transport, "--workload"])
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run grpclab load");
+        // Kill the server once it has served a share of the run, not after some time.
+        while server.stats()["calls"].as_u64().unwrap_or(0) < 1500 {
+            std::thread::yield_now();
+        }
+        signal(server.child.id(), "KILL");
+        let out = load.wait_with_output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+            panic!(
+                "{transport}: no report ({err}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let flow = &report["mix"]["flows"][0];
+        let flows = flow["count"].as_u64().unwrap();
+        let (passed, errors) = (
+            flow["passed"].as_u64().unwrap(),
+            flow["errors"].as_u64().unwrap(),
+        );
+        assert_eq!(passed + errors, flows, "{transport}: {flow}");
+        assert!(passed > 0 && errors > 0, "{transport}: {flow}");
+        assert_eq!(flow["unexpected"], 0, "{transport}: {flow}");
+        let steps: u64 = ["login", "list", "get"]
+            .iter()
+            .map(|name| step(&report, name)["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            report["count"].as_u64(),
+            Some(steps),
+            "{transport}: {report}"
+        );
+        assert_eq!(
+            report["unaccounted"].as_u64().unwrap_or(0),
+            0,
+            "{transport}"
+        );
+        // A flow that met the loss stopped there: no later step was sent for it.
+        let logins = step(&report, "login")["count"].as_u64().unwrap();
+        assert_eq!(logins, flows, "{transport}: every flow sent its first step");
+        let gets = step(&report, "get")["count"].as_u64().unwrap();
+        assert!(gets >= passed, "{transport}: {report}");
+    }
+}
+
+/// A timed run ends while most flows wait out a think time: each of those ends Canceled at
+/// the step it would have sent next, counted once, and the run adds up — on both transports.
+#[test]
+fn flows_waiting_between_steps_when_the_run_ends_are_canceled_and_counted() {
+    let workload = CARRY.replacen(
+        "extract = { token = \"token\" }\n",
+        "extract = { token = \"token\" }\nthink = \"200ms\"\n",
+        1,
+    );
+    let server = Server::start("lab");
+    for transport in ["lab", "h2"] {
+        let args = ["-z", "1s", "-c", "8", "--transport", transport];
+        let (report, code) = run_flows(&server.target(), &workload, &args);
+        assert_eq!(code, Some(0), "{transport}: {report}");
+        let flow = &report["mix"]["flows"][0];
+        let flows = flow["count"].as_u64().unwrap();
+        let canceled = flow["statusCodeDistribution"]["Canceled"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(canceled > 0, "{transport}: {flow}");
+        let reasons = flow["errorDistribution"].as_object().unwrap();
+        assert!(
+            reasons
+                .keys()
+                .all(|reason| reason.contains("step list: the run ended before it was sent")),
+            "{transport}: {flow}"
+        );
+        let (passed, errors) = (
+            flow["passed"].as_u64().unwrap(),
+            flow["errors"].as_u64().unwrap(),
+        );
+        assert_eq!(passed + errors, flows, "{transport}: {flow}");
+        assert_eq!(errors, canceled, "{transport}: {flow}");
+        assert_eq!(
+            step(&report, "login")["count"].as_u64(),
+            Some(flows),
+            "{transport}"
+        );
+        assert_eq!(
+            step(&report, "list")["count"].as_u64(),
+            Some(passed),
+            "{transport}"
+        );
+        assert_eq!(
+            report["unaccounted"].as_u64().unwrap_or(0),
+            0,
+            "{transport}"
+        );
+    }
 }

@@ -280,7 +280,7 @@ fn what_a_mix_cannot_run_is_one_line_and_exit_2() {
 
 /// A workload's [[flows]] are checked against the server's schema (methods, reply paths)
 /// and the file (variables), each error one line with the file's line; a file that passes
-/// every check runs, on grpclab's engine only (the h2 transport refuses it in one line).
+/// every check runs, on both transports.
 #[test]
 fn a_flow_file_is_checked_line_by_line_against_the_schema() {
     let server = Server::start("lab");
@@ -315,18 +315,17 @@ fn a_flow_file_is_checked_line_by_line_against_the_schema() {
     // The file that passes every check runs: ten flows of two steps.
     let file = dir.path().join("flow.toml");
     std::fs::write(&file, good).unwrap();
-    let out = load_file(&file, &["-O", "json"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["count"], 20, "{report}");
-    assert_eq!(report["mix"]["flows"][0]["count"], 10, "{report}");
-    let out = load_file(&file, &["--transport", "h2"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    let says = "flows run on grpclab's own HTTP/2 engine so far: drop --transport h2";
-    assert!(stderr.contains(says), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    for transport in ["lab", "h2"] {
+        let out = load_file(&file, &["-O", "json", "--transport", transport]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{transport}: {stderr}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["count"], 20, "{transport}: {report}");
+        assert_eq!(
+            report["mix"]["flows"][0]["count"], 10,
+            "{transport}: {report}"
+        );
+    }
 }
 
 #[test]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::dial::{
     connect_tcp, connect_unix, peer_name, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
 };
-use super::flow_runs::{FlowRun, FlowRuns};
+use super::flow_runs::{AfterStep, FlowRun, FlowRuns, StepEnd};
 use super::resolve::redial_target;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
@@ -408,23 +408,9 @@ impl LabSource {
     /// A ticket drew a flow: its run starts with its first step.
     #[cold]
     fn start_flow(&mut self, flow: u32, intended: Option<Instant>, measured: bool) -> NextCall {
-        let vars = self
-            .thread
-            .shared
-            .config
+        let id = self
             .flows
-            .get(flow as usize)
-            .map_or(0, |plan| plan.vars.len());
-        let id = self.flows.start(FlowRun {
-            flow,
-            step: 0,
-            vars: vec![String::new(); vars],
-            intended,
-            started: None,
-            measured,
-            failure: None,
-            unexpected: None,
-        });
+            .start(FlowRun::new(&self.thread, flow, intended, measured));
         self.send_step(id)
     }
 
@@ -435,7 +421,7 @@ impl LabSource {
         let Some(run) = self.flows.get_mut(id) else {
             return NextCall::Busy(None);
         };
-        let method = thread.shared.config.flows[run.flow as usize].steps[run.step as usize].method;
+        let method = run.method(&thread);
         let number = match thread.method_templated(method) {
             true => thread.call_number(),
             false => None,
@@ -444,9 +430,7 @@ impl LabSource {
             body: thread.body_with(method, number, &run.vars),
             headers: thread.call_headers(method, number, &run.vars),
             token: CallToken {
-                // Only the first step was scheduled: the next ones go when the one before
-                // ends (and its think time passes).
-                intended: if run.step == 0 { run.intended } else { None },
+                intended: run.step_intended(),
                 measured: run.measured,
                 method,
                 flow: id,
@@ -479,8 +463,8 @@ impl LabSource {
         }
     }
 
-    /// A flow step's end: judged against its expectation, recorded as a call and in its
-    /// step's figures, and its run goes on (after its think time) or ends.
+    /// A flow step's end: judged and recorded (see [`FlowRun::step_ended`]); its run goes
+    /// on (after its think time) or ends.
     fn step_ended(
         &mut self,
         token: CallToken,
@@ -489,105 +473,33 @@ impl LabSource {
         outcome: Result<(), CallFailure>,
         message: Option<&[u8]>,
     ) {
-        let thread = Rc::clone(&self.thread);
         let Some(run) = self.flows.get_mut(token.flow) else {
             return;
         };
-        let plan = &thread.shared.config.flows[run.flow as usize];
-        let step = &plan.steps[run.step as usize];
-        let status = outcome
-            .as_ref()
-            .map_or_else(|failure| failure.code, |()| Code::Ok);
-        let judged = step.judge(status, message, &mut run.vars);
-        // A call that failed where OK was expected is an error (its status says it all);
-        // any other miss is the step's own outcome, apart from the statuses.
-        let transport_failure = outcome.is_err() && step.expect.status == Code::Ok;
-        let unexpected = match &judged {
-            Err(miss) if !transport_failure => Some(miss.0.as_str()),
-            _ => None,
-        };
-        let service = now.saturating_duration_since(sent);
-        let latency = match token.intended {
-            Some(intended) if intended < sent => now.saturating_duration_since(intended),
-            _ => service,
-        };
-        if token.measured {
-            thread.record_step(
-                &outcome,
-                unexpected,
-                latency,
-                service,
-                now,
-                self.address,
-                token.method,
-            );
-        } else {
-            thread.record_warmup_call(latency, now);
-        }
-        let started = *run
-            .started
-            .get_or_insert_with(|| token.intended.map_or(sent, |at| at.min(sent)));
-        // The flow keeps its first failed step's reason, whichever kind it was.
-        let first_miss = run.failure.is_none() && run.unexpected.is_none();
-        match (&outcome, unexpected) {
-            (Err(failure), _) if first_miss && transport_failure => {
-                run.failure = Some(CallFailure::new(
-                    failure.code,
-                    format!("step {}: {}", step.name, failure.message),
-                ));
-            }
-            (_, Some(miss)) if first_miss => {
-                run.unexpected = Some(format!("step {}: {miss}", step.name));
-            }
-            _ => {}
-        }
-        let last = run.step as usize + 1 >= plan.steps.len();
-        if last || (judged.is_err() && !step.continue_on_failure) {
-            if let Some(run) = self.flows.finish(token.flow) {
-                self.end_flow(run, started, now);
-            }
-            return;
-        }
-        run.step += 1;
-        let at = (!step.think.is_zero()).then(|| now + step.think);
-        self.flows.wait(token.flow, at);
-    }
-
-    /// A flow's end in its figures (a warmup flow's steps were warmup calls: nothing more).
-    fn end_flow(&mut self, run: FlowRun, started: Instant, now: Instant) {
-        if !run.measured {
-            return;
-        }
-        let outcome = match run.failure {
-            Some(failure) => Err(failure),
-            None => Ok(()),
-        };
-        self.thread.end_flow(
-            run.flow,
-            &outcome,
-            run.unexpected.as_deref(),
-            now.saturating_duration_since(started),
+        let end = StepEnd {
+            intended: token.intended,
+            sent,
             now,
-        );
+            outcome,
+            message,
+            address: self.address,
+        };
+        match run.step_ended(&self.thread, end) {
+            AfterStep::Next(at) => self.flows.wait(token.flow, at),
+            AfterStep::Ended => {
+                if let Some(run) = self.flows.finish(token.flow) {
+                    run.end(&self.thread, now);
+                }
+            }
+        }
     }
 
     /// The run ended with flows still between steps: each ends Canceled at the step it
     /// would have sent next.
     fn drop_flows(&mut self) {
         let now = Instant::now();
-        for mut run in self.flows.take_all() {
-            let step = self.thread.shared.config.flows[run.flow as usize]
-                .steps
-                .get(run.step as usize)
-                .map_or("?", |step| step.name.as_str());
-            let started = run.started.or(run.intended).unwrap_or(now);
-            if run.failure.is_none() {
-                run.failure = Some(CallFailure::new(
-                    Code::Canceled,
-                    format!("step {step}: the run ended before it was sent"),
-                ));
-            }
-            self.end_flow(run, started, now);
+        for run in self.flows.take_all() {
+            run.cancel(&self.thread, now);
         }
     }
 

@@ -7,7 +7,10 @@
 
 use std::time::Instant;
 
+use grpclab_core::Code;
+
 use crate::outcome::CallFailure;
+use crate::thread::ThreadState;
 
 /// One flow in progress.
 #[derive(Debug)]
@@ -28,6 +31,162 @@ pub(super) struct FlowRun {
     pub failure: Option<CallFailure>,
     /// The first step whose reply failed its expectation otherwise, if any.
     pub unexpected: Option<String>,
+}
+
+/// What a run does once a step has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AfterStep {
+    /// It is over: [`FlowRun::end`] records it.
+    Ended,
+    /// It sends its next step at this instant (`None`: at once).
+    Next(Option<Instant>),
+}
+
+/// How one step call ended, as both transports see it.
+pub(super) struct StepEnd<'a> {
+    /// When the step was scheduled (the first step of an open-loop flow only).
+    pub intended: Option<Instant>,
+    pub sent: Instant,
+    pub now: Instant,
+    pub outcome: Result<(), CallFailure>,
+    /// The reply message (unframed), when the step reads it.
+    pub message: Option<&'a [u8]>,
+    /// Which of the target's addresses the call went to.
+    pub address: usize,
+}
+
+impl FlowRun {
+    /// A run of flow `flow` about to send its first step.
+    pub fn new(thread: &ThreadState, flow: u32, intended: Option<Instant>, measured: bool) -> Self {
+        let vars = thread
+            .shared
+            .config
+            .flows
+            .get(flow as usize)
+            .map_or(0, |plan| plan.vars.len());
+        FlowRun {
+            flow,
+            step: 0,
+            vars: vec![String::new(); vars],
+            intended,
+            started: None,
+            measured,
+            failure: None,
+            unexpected: None,
+        }
+    }
+
+    /// The method its next step (or the step in flight) calls.
+    pub fn method(&self, thread: &ThreadState) -> u32 {
+        thread.shared.config.flows[self.flow as usize].steps[self.step as usize].method
+    }
+
+    /// The instant its current step was scheduled for: only the first step is scheduled,
+    /// the next ones go when the one before ends (and its think time passes).
+    pub fn step_intended(&self) -> Option<Instant> {
+        if self.step == 0 {
+            self.intended
+        } else {
+            None
+        }
+    }
+
+    /// Its current step has ended: judged against the step's expectation (its variables
+    /// taken from the reply), recorded as a call and in its step's figures; says whether
+    /// the run goes on.
+    pub fn step_ended(&mut self, thread: &ThreadState, end: StepEnd<'_>) -> AfterStep {
+        let plan = &thread.shared.config.flows[self.flow as usize];
+        let step = &plan.steps[self.step as usize];
+        let status = end
+            .outcome
+            .as_ref()
+            .map_or_else(|failure| failure.code, |()| Code::Ok);
+        let judged = step.judge(status, end.message, &mut self.vars);
+        // A call that failed where OK was expected is an error (its status says it all);
+        // any other miss is the step's own outcome, apart from the statuses.
+        let transport_failure = end.outcome.is_err() && step.expect.status == Code::Ok;
+        let unexpected = match &judged {
+            Err(miss) if !transport_failure => Some(miss.0.as_str()),
+            _ => None,
+        };
+        let service = end.now.saturating_duration_since(end.sent);
+        let latency = match end.intended {
+            Some(intended) if intended < end.sent => end.now.saturating_duration_since(intended),
+            _ => service,
+        };
+        if self.measured {
+            thread.record_step(
+                &end.outcome,
+                unexpected,
+                latency,
+                service,
+                end.now,
+                end.address,
+                step.method,
+            );
+        } else {
+            thread.record_warmup_call(latency, end.now);
+        }
+        self.started
+            .get_or_insert_with(|| end.intended.map_or(end.sent, |at| at.min(end.sent)));
+        // The flow keeps its first failed step's reason, whichever kind it was.
+        let first_miss = self.failure.is_none() && self.unexpected.is_none();
+        match (&end.outcome, unexpected) {
+            (Err(failure), _) if first_miss && transport_failure => {
+                self.failure = Some(CallFailure::new(
+                    failure.code,
+                    format!("step {}: {}", step.name, failure.message),
+                ));
+            }
+            (_, Some(miss)) if first_miss => {
+                self.unexpected = Some(format!("step {}: {miss}", step.name));
+            }
+            _ => {}
+        }
+        let last = self.step as usize + 1 >= plan.steps.len();
+        if last || (judged.is_err() && !step.continue_on_failure) {
+            return AfterStep::Ended;
+        }
+        let think = step.think;
+        self.step += 1;
+        AfterStep::Next((!think.is_zero()).then(|| end.now + think))
+    }
+
+    /// The run is over: its end in the flow's figures, its ticket with it (a warmup
+    /// flow's steps were warmup calls: nothing more).
+    pub fn end(self, thread: &ThreadState, now: Instant) {
+        if !self.measured {
+            return;
+        }
+        let started = self.started.or(self.intended).unwrap_or(now);
+        let outcome = match self.failure {
+            Some(failure) => Err(failure),
+            None => Ok(()),
+        };
+        thread.end_flow(
+            self.flow,
+            &outcome,
+            self.unexpected.as_deref(),
+            now.saturating_duration_since(started),
+            now,
+        );
+    }
+
+    /// The run stopped before it sent its next step: it ends Canceled at that step (unless
+    /// a step failed by its status before).
+    pub fn cancel(mut self, thread: &ThreadState, now: Instant) {
+        if self.failure.is_none() {
+            let step = thread.shared.config.flows[self.flow as usize]
+                .steps
+                .get(self.step as usize)
+                .map_or("?", |step| step.name.as_str());
+            self.failure = Some(CallFailure::new(
+                Code::Canceled,
+                format!("step {step}: the run ended before it was sent"),
+            ));
+        }
+        self.end(thread, now);
+    }
 }
 
 /// The runs of one connection.

@@ -3,9 +3,11 @@
 //!
 //! A task per stream slot takes tickets and runs one call at a time over its connection's
 //! shared h2 sender; a driver task per connection runs h2's connection future and reconnects
-//! ([`connection`]). Unary calls are in [`unary`], streaming calls in [`streaming`].
+//! ([`connection`]). Unary calls are in [`unary`], streaming calls in [`streaming`], and a
+//! flow's steps, one after the other in the task that drew the flow, in [`flow`].
 
 mod connection;
+mod flow;
 mod streaming;
 mod unary;
 
@@ -26,6 +28,7 @@ use crate::outcome::{CallFailure, CONNECTION_LOST, DEADLINE_MESSAGE};
 use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
 use connection::{ConnectionState, Io};
+use flow::{FlowStream, FlowTicket};
 use unary::{unary_call, CallTemplate};
 
 /// One thread's connections on the h2 crate, opened before the run starts.
@@ -352,6 +355,23 @@ async fn stream_loop(
         }
         thread.ticket_due(intended, measured);
         let method = thread.choose_method(measured);
+        if let Some(flow) = thread.flow_of_entry(method) {
+            let ticket = FlowTicket {
+                flow,
+                intended,
+                measured,
+            };
+            let mut stream = FlowStream {
+                thread: &thread,
+                template: &template,
+                connection: &mut connection,
+                held: &mut held,
+                stop: &stop,
+                scratch: &mut scratch,
+            };
+            stream.run(ticket).await;
+            continue;
+        }
         let number = thread.call_number();
         let headers = thread
             .call_headers(method, number, &[])
@@ -421,7 +441,15 @@ async fn stream_loop(
             }
             Ok(sender) => {
                 let body = thread.next_body(method, number);
-                let call = unary_call(sender, &template, method, body, &headers, &mut scratch);
+                let call = unary_call(
+                    sender,
+                    &template,
+                    method,
+                    body,
+                    &headers,
+                    &mut scratch,
+                    false,
+                );
                 let outcome = within_deadline(timeout, call).await;
                 outcome.map_err(|failure| connection.explain(failure))
             }

@@ -54,7 +54,8 @@ impl CallTemplate {
 }
 
 /// Sends one call with `body` (a framed request) and reads its reply and trailers. `scratch`
-/// collects the reply for validation; it is reused across calls.
+/// collects the reply for validation, and keeps it (framed) when `keep_reply` (a flow step
+/// that reads it); it is reused across calls.
 pub(crate) async fn unary_call(
     sender: &mut SendRequest<Bytes>,
     template: &CallTemplate,
@@ -62,6 +63,7 @@ pub(crate) async fn unary_call(
     body: Bytes,
     call_headers: &CallHeaders,
     scratch: &mut Vec<u8>,
+    keep_reply: bool,
 ) -> Result<(), CallFailure> {
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
@@ -110,7 +112,7 @@ pub(crate) async fn unary_call(
         }
         // Give the window back at once, so the server can keep sending.
         let _ = reply.flow_control().release_capacity(chunk.len());
-        if template.validator.is_some() {
+        if keep_reply || template.validator.is_some() {
             scratch.extend_from_slice(&chunk);
         }
     }

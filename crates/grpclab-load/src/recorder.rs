@@ -110,6 +110,9 @@ pub struct CallDetail {
     pub messages_received: u64,
     /// A mix: which of the run's methods it called (its index; 0 with one method).
     pub method: u32,
+    /// A flow step: the number of the flow's run it belongs to (from 1, one sequence for
+    /// the whole run); 0 for a plain call.
+    pub flow_run: u64,
 }
 
 /// The first `limit` measured calls, one [`CallDetail`] each (`--details`). Bounded: a long run
@@ -216,6 +219,7 @@ pub struct Recorder {
     /// The method of the call about to be recorded ([`Recorder::record_method`]), for its
     /// entry in `details`.
     pending_method: u32,
+    pending_flow_run: u64,
 }
 
 /// Significant digits of the per-second latency histograms: enough for a p99 to 1 %.
@@ -276,6 +280,7 @@ impl Recorder {
             stamps_ahead: 0,
             pending_messages: (0, 0),
             pending_method: 0,
+            pending_flow_run: 0,
         }
     }
 
@@ -465,6 +470,12 @@ impl Recorder {
         self.pending_method = method;
     }
 
+    /// A flow step: the next call recorded belongs to the flow's run numbered `run` (its
+    /// entry in `details` says so).
+    pub fn record_flow_run(&mut self, run: u64) {
+        self.pending_flow_run = run;
+    }
+
     /// Records a successful call. `since_start` is when it completed, from the measured
     /// window's start.
     pub fn record_ok(&mut self, latency: Duration, service: Duration, since_start: Duration) {
@@ -489,6 +500,7 @@ impl Recorder {
         let (messages_sent, messages_received) = self.take_messages(since_start);
         let method = self.pending_method;
         if let Some(details) = &mut self.details {
+            let flow_run = std::mem::take(&mut self.pending_flow_run);
             details.push(|| CallDetail {
                 ended_ns: saturating_ns(since_start),
                 latency_ns,
@@ -497,6 +509,7 @@ impl Recorder {
                 messages_sent,
                 messages_received,
                 method,
+                flow_run,
             });
         }
     }
@@ -520,6 +533,7 @@ impl Recorder {
         let (messages_sent, messages_received) = self.take_messages(since_start);
         let method = self.pending_method;
         if let Some(details) = &mut self.details {
+            let flow_run = std::mem::take(&mut self.pending_flow_run);
             details.push(|| CallDetail {
                 ended_ns: saturating_ns(since_start),
                 latency_ns: saturating_ns(latency),
@@ -528,6 +542,7 @@ impl Recorder {
                 messages_sent,
                 messages_received,
                 method,
+                flow_run,
             });
         }
         self.add_message(key, 1);

@@ -179,6 +179,19 @@ impl LoadResult {
         self.methods.len().saturating_sub(steps)
     }
 
+    /// The flow whose step method `method` (an index of `methods`) is; `None` for a plain
+    /// method.
+    pub fn flow_of_method(&self, method: usize) -> Option<&FlowResult> {
+        let mut first = self.first_step();
+        for flow in &self.flows {
+            if (first..first + flow.steps.len()).contains(&method) {
+                return Some(flow);
+            }
+            first += flow.steps.len();
+        }
+        None
+    }
+
     /// Every part of the run a threshold may name (see [`Scope`]); empty for a run of one
     /// method without flows.
     pub fn scopes(&self) -> Vec<Scope<'_>> {

@@ -131,6 +131,7 @@ pub fn run(
         progress: (0..threads).map(|_| ThreadProgress::default()).collect(),
         skipped: AtomicU64::new(0),
         request_number: AtomicU64::new(0),
+        flow_run_number: AtomicU64::new(0),
         mix_numbers: [AtomicU64::new(0), AtomicU64::new(0)],
         render_failures: AtomicU64::new(0),
         live: config.live_latency.then(LiveSeconds::default),

@@ -37,6 +37,9 @@ pub(crate) struct Shared {
     /// The next request number for templates (ghz's `.RequestNumber`: one count for the run).
     /// Touched only when a method is templated.
     pub(crate) request_number: AtomicU64,
+    /// The last flow run numbered (`--details` lists each step call's run). Touched only
+    /// with details and flows.
+    pub(crate) flow_run_number: AtomicU64,
     /// A mix: the next measured call's and the next warmup call's number, from which its
     /// method is drawn ([`ThreadState::choose_method`]). Untouched with one method.
     pub(crate) mix_numbers: [AtomicU64; 2],
@@ -438,6 +441,10 @@ impl ThreadState {
             None => self.record(&failure, latency, Duration::ZERO, now, address, entry),
             Some(flow) => {
                 let first = self.shared.config.flows[flow as usize].steps[0].method;
+                let run = self.flow_run_number();
+                if run != 0 {
+                    self.recorder.borrow_mut().record_flow_run(run);
+                }
                 self.record(&failure, latency, Duration::ZERO, now, address, first);
                 self.record_flow(flow, &failure, None, latency, now);
             }
@@ -450,12 +457,29 @@ impl ThreadState {
         entry.checked_sub(self.plain_methods)
     }
 
+    /// The number of a flow run about to start (from 1, one sequence for the run, so each
+    /// step call in `--details` names its run); 0 without details, where nothing lists it.
+    pub(crate) fn flow_run_number(&self) -> u64 {
+        if self.shared.config.details.is_none() {
+            return 0;
+        }
+        let local = self.shared.flow_run_number.fetch_add(1, Relaxed);
+        // Sharded: numbers from the run's one global sequence, so no two generators' runs
+        // share a number.
+        1 + match self.shared.config.shard {
+            Some(shard) => shard.global(local),
+            None => local,
+        }
+    }
+
     /// A flow step's call has ended: recorded as any call (the run's figures and its
     /// step's), without ending its flow's ticket; `unexpected` says how its reply failed its
-    /// expectation (its own outcome, beside the status).
+    /// expectation (its own outcome, beside the status); `run` is the flow run's number
+    /// ([`ThreadState::flow_run_number`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_step(
         &self,
+        run: u64,
         outcome: &Result<(), CallFailure>,
         unexpected: Option<&str>,
         latency: Duration,
@@ -467,6 +491,9 @@ impl ThreadState {
         // `record` ends a ticket; a step does not: the flow's end does.
         self.outstanding.set(self.outstanding.get() + 1);
         self.step_calls.set(self.step_calls.get() + 1);
+        if run != 0 {
+            self.recorder.borrow_mut().record_flow_run(run);
+        }
         self.record(outcome, latency, service, done, address, method);
         if let Some(reason) = unexpected {
             self.recorder.borrow_mut().note_unexpected(reason);

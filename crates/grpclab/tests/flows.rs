@@ -459,3 +459,115 @@ fn flows_waiting_between_steps_when_the_run_ends_are_canceled_and_counted() {
         );
     }
 }
+
+/// Every output carries the flows: the CSV lists each step call with its flow and run
+/// (each run's three steps in order), the JSON details name each call's run, and the page
+/// has a row per flow and per step with the JSON's counts.
+#[test]
+fn the_csv_json_details_and_page_name_each_flow_and_step() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flows.toml");
+    std::fs::write(&file, format!("[[calls]]\n{LOGIN_CALL}\n{CARRY}")).unwrap();
+    let run = |format: &str, out: &std::path::Path, extra: &[&str]| {
+        let done = grpclab()
+            .args([
+                "load",
+                &target,
+                "--insecure",
+                "--no-history",
+                "-n",
+                "120",
+                "-c",
+                "4",
+            ])
+            .args(["--mix-seed", "3", "-O", format, "-o"])
+            .arg(out)
+            .args(extra)
+            .arg("--workload")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        std::fs::read_to_string(out).unwrap()
+    };
+    // CSV: header, then one row per call; a step's row names its flow and run.
+    let csv = run("csv", &dir.path().join("calls.csv"), &[]);
+    let mut lines = csv.lines().skip(1);
+    assert_eq!(
+        lines.next(),
+        Some("duration (ms),status,error,method,flow,flow run")
+    );
+    let mut runs: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    let mut plain = 0;
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), 6, "{line}");
+        match fields[4] {
+            "" => {
+                assert_eq!(fields[3], "plain-login", "{line}");
+                assert_eq!(fields[5], "", "{line}");
+                plain += 1;
+            }
+            flow => {
+                assert_eq!(flow, "browse", "{line}");
+                let number: u64 = fields[5].parse().expect(line);
+                runs.entry(number).or_default().push(fields[3].to_owned());
+            }
+        }
+    }
+    assert!(plain > 0, "{csv}");
+    assert!(!runs.is_empty(), "{csv}");
+    for (number, steps) in &runs {
+        assert_eq!(steps, &["login", "list", "get"], "run {number}");
+    }
+    assert_eq!(
+        plain + runs.len(),
+        120,
+        "every ticket: a plain call or a flow run"
+    );
+    // JSON details: the same runs, each named by its step calls.
+    let json = run("json", &dir.path().join("run.json"), &["--details"]);
+    let report: Value = serde_json::from_str(&json).unwrap();
+    let mut from_json: std::collections::BTreeMap<u64, usize> = Default::default();
+    for call in report["details"].as_array().unwrap() {
+        if let Some(number) = call["flowRun"].as_u64() {
+            *from_json.entry(number).or_default() += 1;
+        } else {
+            assert_eq!(call["method"], "plain-login", "{call}");
+        }
+    }
+    assert_eq!(
+        from_json.len(),
+        runs.len(),
+        "the same seed draws the same flows"
+    );
+    assert!(from_json.values().all(|&steps| steps == 3), "{from_json:?}");
+    // The page: a row per flow and per step, with the JSON run's counts (same seed).
+    let html = run("html", &dir.path().join("page.html"), &[]);
+    assert!(html.contains("1 methods and 1 flows"), "subtitle");
+    let flows = &html[html.find("id=\"flows\"").expect("a Flows section")..];
+    let flow = &report["mix"]["flows"][0];
+    let row = &flows[flows.find(">browse<").expect("the flow's row")..];
+    assert!(row.contains(&format!(">{}<", flow["count"])), "{flow}");
+    for name in ["login", "list", "get"] {
+        let calls = step(&report, name)["count"].as_u64().unwrap();
+        let row = &flows[flows.find(&format!(">{name}<")).expect(name)..];
+        assert!(row.contains(&format!(">{calls}<")), "{name}: {calls}");
+    }
+    let methods = &html[html.find("id=\"methods\"").expect("a Methods section")..];
+    let methods = &methods[..methods.find("id=\"flows\"").unwrap_or(methods.len())];
+    assert!(
+        methods.contains(">plain-login<"),
+        "plain methods stay in Methods"
+    );
+    assert!(
+        !methods.contains(">login<"),
+        "steps are in Flows, not Methods"
+    );
+}

@@ -17,6 +17,8 @@ use crate::thread::ThreadState;
 pub(super) struct FlowRun {
     /// Which of the run's flows (`LoadConfig::flows`).
     pub flow: u32,
+    /// Its number in the run, for `--details` (0 without details).
+    pub number: u64,
     /// The step in flight, or the next one to send.
     pub step: u32,
     /// Its variables' values, by place (empty until a step extracts them).
@@ -66,6 +68,7 @@ impl FlowRun {
             .map_or(0, |plan| plan.vars.len());
         FlowRun {
             flow,
+            number: thread.flow_run_number(),
             step: 0,
             vars: vec![String::new(); vars],
             intended,
@@ -116,6 +119,7 @@ impl FlowRun {
         };
         if self.measured {
             thread.record_step(
+                self.number,
                 &end.outcome,
                 unexpected,
                 latency,
@@ -285,6 +289,7 @@ mod tests {
     fn run(flow: u32) -> FlowRun {
         FlowRun {
             flow,
+            number: 0,
             step: 0,
             vars: Vec::new(),
             intended: None,

@@ -5,7 +5,9 @@
 //! The calls are the ones `--details` kept (the first N; `-O csv` turns details on). Two
 //! differences from ghz: a field holding a comma, a quote or a line break is quoted as RFC 4180
 //! says, where ghz writes it bare and breaks the row; and a run of streaming calls adds two
-//! columns, each call's `messages sent` and `messages received` (unary runs keep ghz's three).
+//! columns, each call's `messages sent` and `messages received` (unary runs keep ghz's three);
+//! a mix adds the call's `method`, and a run with flows each step call's `flow` and `flow run`
+//! (the number of the flow's run it belongs to; empty for a plain call).
 
 use std::fmt::Write as _;
 
@@ -22,6 +24,15 @@ impl Exporter for CsvExporter {
         if streamed {
             out.push_str(",messages sent,messages received");
         }
+        let result = &report.result;
+        let mixed = !result.methods.is_empty();
+        let flows = !result.flows.is_empty();
+        if mixed {
+            out.push_str(",method");
+        }
+        if flows {
+            out.push_str(",flow,flow run");
+        }
         if let Some(log) = report.result.details() {
             for call in &log.calls {
                 write!(
@@ -33,6 +44,17 @@ impl Exporter for CsvExporter {
                 )?;
                 if streamed {
                     write!(out, ",{},{}", call.messages_sent, call.messages_received)?;
+                }
+                let method = call.method as usize;
+                if mixed {
+                    let name = result.methods.get(method).map_or("", |m| m.name.as_str());
+                    write!(out, ",{}", quoted(name))?;
+                }
+                if flows {
+                    match result.flow_of_method(method) {
+                        Some(flow) => write!(out, ",{},{}", quoted(&flow.name), call.flow_run)?,
+                        None => out.push_str(",,"),
+                    }
                 }
             }
         }

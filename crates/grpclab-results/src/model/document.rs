@@ -300,7 +300,7 @@ impl JsonReport {
 }
 
 /// Whether a count is zero: counts that are zero in every run but a few are left out.
-fn is_zero(count: &u64) -> bool {
+pub(super) fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 
@@ -320,6 +320,7 @@ fn details(result: &LoadResult) -> Vec<CallDetailJson> {
                 .get(call.method as usize)
                 .map(|method| method.name.clone())
                 .unwrap_or_default(),
+            flow_run: call.flow_run,
         })
         .collect()
 }

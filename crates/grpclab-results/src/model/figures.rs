@@ -52,6 +52,14 @@ pub struct CallDetailJson {
     /// grpclab, a mix: the method the call called; omitted for a run of one method.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub method: String,
+    /// grpclab, a flow step (`method` is the step): the number of its flow's run (from 1,
+    /// one sequence for the run); omitted for a plain call.
+    #[serde(
+        default,
+        rename = "flowRun",
+        skip_serializing_if = "super::document::is_zero"
+    )]
+    pub flow_run: u64,
 }
 
 /// Summary statistics of one histogram at grpclab's percentiles.

@@ -205,6 +205,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
                     .iter()
                     .position(|name| *name == call.method)
                     .unwrap_or(0) as u32,
+                flow_run: call.flow_run,
             });
         }
         recorder.details = Some(CallLog { limit, calls });

@@ -92,6 +92,10 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
     let runs = [(name, load)];
     let options = &load.options;
     let called = match &load.mix {
+        Some(mix) if !mix.flows.is_empty() => {
+            let plain = mix.methods.iter().filter(|m| m.flow.is_none()).count();
+            format!("{plain} methods and {} flows", mix.flows.len())
+        }
         Some(mix) => format!("a mix of {} methods", mix.methods.len()),
         None => options.call.clone(),
     };
@@ -190,6 +194,7 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
             threshold_section(load),
             generators_section(load),
             methods_section(load),
+            flows_section(load),
             percentile_section(&runs),
             Section {
                 id: "histogram".to_owned(),
@@ -320,7 +325,14 @@ fn generators_section(load: &JsonReport) -> Section {
 /// A mix of methods: each method's calls and latency beside the others' (a section only
 /// for a mix; the rest of the page is the whole mix's).
 fn methods_section(load: &JsonReport) -> Section {
-    let Some(mix) = &load.mix else {
+    // A flow's steps are in the Flows section.
+    let plain: Vec<_> = load
+        .mix
+        .iter()
+        .flat_map(|mix| &mix.methods)
+        .filter(|method| method.flow.is_none())
+        .collect();
+    let Some(mix) = load.mix.as_ref().filter(|_| !plain.is_empty()) else {
         return Section {
             id: "methods".to_owned(),
             heading: "Methods".to_owned(),
@@ -328,8 +340,7 @@ fn methods_section(load: &JsonReport) -> Section {
         };
     };
     let at = method_ms_at;
-    let bars: Vec<(String, f64)> = mix
-        .methods
+    let bars: Vec<(String, f64)> = plain
         .iter()
         .map(|method| (method.name.clone(), at(method, 99.0).unwrap_or(0.0)))
         .collect();
@@ -337,8 +348,7 @@ fn methods_section(load: &JsonReport) -> Section {
         .iter()
         .map(|(name, p99)| vec![Cell::text(name.clone()), Cell::number(ms(*p99), *p99)])
         .collect();
-    let rows: Vec<Vec<Cell>> = mix
-        .methods
+    let rows: Vec<Vec<Cell>> = plain
         .iter()
         .map(|method| {
             let share_of_calls = 100.0 * method.count as f64 / load.count.max(1) as f64;
@@ -365,7 +375,7 @@ fn methods_section(load: &JsonReport) -> Section {
         heading: "Methods".to_owned(),
         body: html::paragraph(&format!(
             "A mix of {} methods, each call's method drawn by weight from seed {} (the same seed makes the same calls of each method). Calls abandoned at the end of the run are in no method's count.",
-            mix.methods.len(),
+            plain.len(),
             mix.seed
         )) + &html::table(
             &[
@@ -385,6 +395,139 @@ fn methods_section(load: &JsonReport) -> Section {
             &html::table(&["method", "p99"], &p99_rows, false),
         ),
     }
+}
+
+/// A workload's flows: each flow's runs, then each step's calls, and each step's p99 (a
+/// section only with flows).
+fn flows_section(load: &JsonReport) -> Section {
+    let mut section = Section {
+        id: "flows".to_owned(),
+        heading: "Flows".to_owned(),
+        body: String::new(),
+    };
+    let Some(mix) = load.mix.as_ref().filter(|mix| !mix.flows.is_empty()) else {
+        return section;
+    };
+    let at =
+        |latency: &LatencyStats, percentage: f64| latency.at(percentage).map(|ns| ns as f64 / 1e6);
+    let number = |value: u64| Cell::number(value.to_string(), value as f64);
+    let flow_rows: Vec<Vec<Cell>> = mix
+        .flows
+        .iter()
+        .map(|flow| {
+            vec![
+                Cell::text(flow.name.clone()),
+                Cell::number(
+                    format!("{} ({})", flow.weight, percent(flow.share * 100.0)),
+                    flow.share,
+                ),
+                number(flow.count),
+                Cell::number(count(flow.rps), flow.rps),
+                latency_cell(at(&flow.latency, 50.0)),
+                latency_cell(at(&flow.latency, 90.0)),
+                latency_cell(at(&flow.latency, 99.0)),
+                number(flow.passed),
+                number(flow.errors),
+                number(flow.unexpected),
+            ]
+        })
+        .collect();
+    let steps: Vec<_> = mix
+        .methods
+        .iter()
+        .filter_map(|method| Some((method.flow.as_deref()?, method)))
+        .collect();
+    let step_rows: Vec<Vec<Cell>> = steps
+        .iter()
+        .map(|(flow, step)| {
+            vec![
+                Cell::text(*flow),
+                Cell::text(step.name.clone()),
+                number(step.count),
+                latency_cell(at(&step.latency, 50.0)),
+                latency_cell(at(&step.latency, 90.0)),
+                latency_cell(at(&step.latency, 99.0)),
+                number(step.errors),
+                number(step.unexpected.unwrap_or(0)),
+            ]
+        })
+        .collect();
+    let bars: Vec<(String, f64)> = steps
+        .iter()
+        .map(|(flow, step)| {
+            let p99 = at(&step.latency, 99.0).unwrap_or(0.0);
+            (format!("{flow} / {}", step.name), p99)
+        })
+        .collect();
+    let bar_rows: Vec<Vec<Cell>> = bars
+        .iter()
+        .map(|(name, p99)| vec![Cell::text(name.clone()), Cell::number(ms(*p99), *p99)])
+        .collect();
+    // The first reasons a step's reply missed its expectation, per flow.
+    let reason_rows: Vec<Vec<Cell>> = mix
+        .flows
+        .iter()
+        .flat_map(|flow| {
+            let mut reasons: Vec<_> = flow.unexpected_distribution.iter().collect();
+            reasons.sort_by(|a, b| b.1.cmp(a.1));
+            reasons.into_iter().take(5).map(|(reason, runs)| {
+                vec![
+                    Cell::text(flow.name.clone()),
+                    Cell::text(reason.clone()),
+                    number(*runs),
+                ]
+            })
+        })
+        .collect();
+    let mut body = html::paragraph(
+        "A flow's run passes when every step met its expectation; its latency runs from its \
+         start (its scheduled start, in an open loop) to its last step's end, think times \
+         included. A run's error is its first step that failed by status; an unexpected \
+         reply (a call that may have ended OK) is counted apart.",
+    ) + &html::table(
+        &[
+            "flow",
+            "weight",
+            "runs",
+            "runs/s",
+            "p50",
+            "p90",
+            "p99",
+            "passed",
+            "errors",
+            "unexpected",
+        ],
+        &flow_rows,
+        true,
+    ) + &html::table(
+        &[
+            "flow",
+            "step",
+            "calls",
+            "p50",
+            "p90",
+            "p99",
+            "errors",
+            "unexpected",
+        ],
+        &step_rows,
+        true,
+    ) + &html::figure(
+        charts::bar_chart(
+            "Each step's p99 latency (successful calls)",
+            "p99 (ms)",
+            &bars,
+            ms,
+            BarColours::Single,
+        ),
+        "One bar per step, in each flow's order: which step is slow at the tail.",
+        &html::table(&["step", "p99"], &bar_rows, false),
+    );
+    if !reason_rows.is_empty() {
+        body += &html::table(&["flow", "unexpected reply", "runs"], &reason_rows, false);
+    }
+    section.body = body;
+    section
 }
 
 /// The run's `--threshold` verdicts (a section only when it had some).

@@ -550,7 +550,7 @@ fn the_csv_json_details_and_page_name_each_flow_and_step() {
     assert!(from_json.values().all(|&steps| steps == 3), "{from_json:?}");
     // The page: a row per flow and per step, with the JSON run's counts (same seed).
     let html = run("html", &dir.path().join("page.html"), &[]);
-    assert!(html.contains("1 methods and 1 flows"), "subtitle");
+    assert!(html.contains("1 method and 1 flow ·"), "subtitle");
     let flows = &html[html.find("id=\"flows\"").expect("a Flows section")..];
     let flow = &report["mix"]["flows"][0];
     let row = &flows[flows.find(">browse<").expect("the flow's row")..];

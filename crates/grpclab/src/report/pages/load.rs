@@ -7,6 +7,7 @@ use super::{
 };
 use crate::report::charts::{self, BarColours};
 use crate::report::html::{self, Cell, Page, Section};
+use grpclab_load::recorder::OTHER_ERRORS;
 use grpclab_results::model::{JsonReport, LatencyStats};
 
 /// A streaming run's summary rows: messages each way, their rates over the window, and the
@@ -94,7 +95,11 @@ pub fn load_page(name: &str, load: &JsonReport) -> Page {
     let called = match &load.mix {
         Some(mix) if !mix.flows.is_empty() => {
             let plain = mix.methods.iter().filter(|m| m.flow.is_none()).count();
-            format!("{plain} methods and {} flows", mix.flows.len())
+            format!(
+                "{} and {}",
+                counted(plain, "method"),
+                counted(mix.flows.len(), "flow")
+            )
         }
         Some(mix) => format!("a mix of {} methods", mix.methods.len()),
         None => options.call.clone(),
@@ -374,8 +379,8 @@ fn methods_section(load: &JsonReport) -> Section {
         id: "methods".to_owned(),
         heading: "Methods".to_owned(),
         body: html::paragraph(&format!(
-            "A mix of {} methods, each call's method drawn by weight from seed {} (the same seed makes the same calls of each method). Calls abandoned at the end of the run are in no method's count.",
-            plain.len(),
+            "A mix of {}, each call's method drawn by weight from seed {} (the same seed makes the same calls of each method). Calls abandoned at the end of the run are in no method's count.",
+            counted(plain.len(), "method"),
             mix.seed
         )) + &html::table(
             &[
@@ -394,6 +399,14 @@ fn methods_section(load: &JsonReport) -> Section {
             "One bar per method: which of the mix is slow at the tail.",
             &html::table(&["method", "p99"], &p99_rows, false),
         ),
+    }
+}
+
+/// `n` things, singular or plural: "1 flow", "2 flows".
+fn counted(n: usize, thing: &str) -> String {
+    match n {
+        1 => format!("1 {thing}"),
+        n => format!("{n} {thing}s"),
     }
 }
 
@@ -469,7 +482,10 @@ fn flows_section(load: &JsonReport) -> Section {
         .iter()
         .flat_map(|flow| {
             let mut reasons: Vec<_> = flow.unexpected_distribution.iter().collect();
-            reasons.sort_by(|a, b| b.1.cmp(a.1));
+            // Most runs first; the reasons past the kept ones, counted together, last.
+            reasons.sort_by_key(|(reason, runs)| {
+                (reason.as_str() == OTHER_ERRORS, std::cmp::Reverse(**runs))
+            });
             reasons.into_iter().take(5).map(|(reason, runs)| {
                 vec![
                     Cell::text(flow.name.clone()),

@@ -462,7 +462,7 @@ fn flows_waiting_between_steps_when_the_run_ends_are_canceled_and_counted() {
 
 /// Every output carries the flows: the CSV lists each step call with its flow and run
 /// (each run's three steps in order), the JSON details name each call's run, and the page
-/// has a row per flow and per step with the JSON's counts.
+/// has a row per flow and per step with the JSON's counts, and history shows them again.
 #[test]
 fn the_csv_json_details_and_page_name_each_flow_and_step() {
     let server = Server::start("lab");
@@ -470,18 +470,13 @@ fn the_csv_json_details_and_page_name_each_flow_and_step() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("flows.toml");
     std::fs::write(&file, format!("[[calls]]\n{LOGIN_CALL}\n{CARRY}")).unwrap();
+    // Every run is kept in a history of its own.
+    let store = dir.path().join("history.sqlite");
+    let store = store.to_str().unwrap();
     let run = |format: &str, out: &std::path::Path, extra: &[&str]| {
         let done = grpclab()
-            .args([
-                "load",
-                &target,
-                "--insecure",
-                "--no-history",
-                "-n",
-                "120",
-                "-c",
-                "4",
-            ])
+            .args(["load", &target, "--insecure", "--history", store])
+            .args(["-n", "120", "-c", "4"])
             .args(["--mix-seed", "3", "-O", format, "-o"])
             .arg(out)
             .args(extra)
@@ -570,4 +565,21 @@ fn the_csv_json_details_and_page_name_each_flow_and_step() {
         !methods.contains(">login<"),
         "steps are in Flows, not Methods"
     );
+    // History: a stored run shows again with its flows.
+    let page = dir.path().join("shown.html");
+    let shown = grpclab()
+        .args(["history", "show", "1", "--history", store, "-o"])
+        .arg(&page)
+        .env_remove("GRPCLAB_HISTORY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&shown.stderr);
+    assert!(shown.status.success(), "{stderr}");
+    let shown = std::fs::read_to_string(&page).unwrap();
+    let flows = &shown[shown
+        .find("id=\"flows\"")
+        .expect("a Flows section in history")..];
+    for name in [">browse<", ">login<", ">list<", ">get<"] {
+        assert!(flows.contains(name), "{name}");
+    }
 }

@@ -10,6 +10,8 @@ Shapes, each run by `BIN load --cpus 1` under callgrind for N1 and N2 calls agai
   step         a flow of one constant step (the same call and payload): the ticket, the run,
                the step's own figures and the flow's
   step+read    that step extracting the reply's token and checking it (reply kept, scanned)
+  three steps  a flow of three constant steps (the same call): per call, a step's own cost
+               with the flow's (its ticket, run and figures) shared by three calls
   three vars   login -> list -> get, each later step's data and metadata rendered with the
                flow's variables (per call: two extracts and two renderings)
 
@@ -35,6 +37,8 @@ WORKLOADS = {
     "step": '[[flows]]\nname = "one"\n[[flows.steps]]\nname = "login"\n' + LOGIN,
     "step+read": '[[flows]]\nname = "one"\n[[flows.steps]]\nname = "login"\n' + LOGIN
     + 'extract = { token = "token" }\nexpect = { fields = [{ path = "token", matches = "^tok\\\\." }] }\n',
+    "three steps": '[[flows]]\nname = "three"\n'
+    + ''.join(f'[[flows.steps]]\nname = "login{i}"\n' + LOGIN for i in range(3)),
     "three vars": '[[flows]]\nname = "three"\n[[flows.steps]]\nname = "login"\n' + LOGIN
     + 'extract = { token = "token" }\n'
     + '[[flows.steps]]\nname = "list"\ncall = "grpclab.session.v1.Sessions.List"\n'

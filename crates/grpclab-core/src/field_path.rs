@@ -82,6 +82,17 @@ pub enum FieldValue {
     Bytes(Vec<u8>),
 }
 
+impl FieldValue {
+    /// The value as a template inserts it (see its `Display`); a text value is moved, not
+    /// copied.
+    pub fn into_text(self) -> String {
+        match self {
+            FieldValue::Text(text) => text,
+            other => other.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for FieldValue {
     /// As a template inserts it: numbers in decimal, text as is, bytes as lossy UTF-8.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,12 +220,22 @@ impl FieldPath {
     pub fn read(&self, message: &[u8]) -> Result<FieldValue, ReadError> {
         // Elements of each repeated step seen so far, over every occurrence of the messages
         // above it (a merged message's repeated fields are the concatenation of its parts').
-        let mut counts = vec![0usize; self.through.len() + 1];
+        // On the stack for paths of up to 8 steps (every path one writes by hand): a read
+        // allocates nothing but a text or bytes value.
+        let mut on_stack = [0usize; 8];
+        let mut on_heap = Vec::new();
+        let counts: &mut [usize] = match on_stack.get_mut(..self.through.len() + 1) {
+            Some(counts) => counts,
+            None => {
+                on_heap.resize(self.through.len() + 1, 0);
+                &mut on_heap
+            }
+        };
         let mut found = None;
-        self.scan(message, 0, &mut counts, &mut found)?;
+        self.scan(message, 0, counts, &mut found)?;
         // An element asked for and not there: a scan that did not find it saw every element.
         let steps = self.through.iter().chain(std::iter::once(&self.leaf));
-        for (step, seen) in steps.zip(&counts) {
+        for (step, seen) in steps.zip(counts.iter()) {
             if let Some(wanted) = step.index {
                 if *seen <= wanted {
                     return Err(

@@ -98,9 +98,14 @@ fn check_value(path: &FieldPath, value: &FieldValue, check: &ValueCheck) -> Resu
         }
         cut
     };
+    // A text value is compared as it is; others as a template would insert them.
+    let text = || match value {
+        FieldValue::Text(text) => std::borrow::Cow::Borrowed(text.as_str()),
+        other => std::borrow::Cow::Owned(other.to_string()),
+    };
     let passed = match check {
-        ValueCheck::Equals(expected) => value.to_string() == *expected,
-        ValueCheck::Matches(pattern) => pattern.is_match(&value.to_string()),
+        ValueCheck::Equals(expected) => text() == expected.as_str(),
+        ValueCheck::Matches(pattern) => pattern.is_match(&text()),
         ValueCheck::Range { min, max } => {
             let number = match value {
                 FieldValue::Int(v) => Some(*v as f64),
@@ -147,7 +152,7 @@ impl Extract {
         match &self.from {
             Extractor::Field(path) => path
                 .read(message)
-                .map(|value| value.to_string())
+                .map(FieldValue::into_text)
                 .map_err(|err| Unexpected(format!("extract: {err}"))),
         }
     }

@@ -579,7 +579,7 @@ fn client_thread(
             thread.outstanding()
         };
         drivers_stop.cancel();
-        let mut recorder = thread.recorder.borrow().clone();
+        let mut recorder = thread.run_recorder();
         // --duration-stop ignore: the calls in flight at the end are left out entirely.
         let ignored = if config.end_of_run() == DurationStop::Ignore {
             abandoned

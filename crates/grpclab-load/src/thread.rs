@@ -109,6 +109,11 @@ pub(crate) struct ThreadState {
     mix: Option<MixDraw>,
     /// Whether each method has figures of its own (a mix, or flows: each step its own).
     per_method: bool,
+    /// A mix whose calls are recorded in their method's figures only, the run's being their
+    /// sum ([`ThreadState::run_recorder`]): one recording per call, as a run of one method
+    /// makes. Off when the run's own recorder must see each call as it ends (`--details`
+    /// lists calls in order, a live view publishes each second).
+    methods_apart: bool,
     /// By method: whether it is a flow step that reads its reply (kept only then).
     step_reads_reply: Vec<bool>,
     /// How many of the run's methods a plain call may draw (the flows' steps follow them):
@@ -247,6 +252,9 @@ impl ThreadState {
                 .collect(),
             mix: MixDraw::new(&config.entry_weights(), config.mix_seed),
             per_method: config.methods.len() > 1 || !config.flows.is_empty(),
+            methods_apart: (config.methods.len() > 1 || !config.flows.is_empty())
+                && config.details.is_none()
+                && !config.live_latency,
             plain_methods: config.plain_methods() as u32,
             step_reads_reply: {
                 let mut reads = vec![false; config.methods.len()];
@@ -496,7 +504,9 @@ impl ThreadState {
         }
         self.record(outcome, latency, service, done, address, method);
         if let Some(reason) = unexpected {
-            self.recorder.borrow_mut().note_unexpected(reason);
+            if !self.methods_apart {
+                self.recorder.borrow_mut().note_unexpected(reason);
+            }
             if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
                 own.note_unexpected(reason);
             }
@@ -521,6 +531,19 @@ impl ThreadState {
         self.record_flow(flow, outcome, unexpected, latency, done);
     }
 
+    /// How far into the measured window `done` is; worked out once per instant (a step and
+    /// its flow end at the same one, as do calls read from one buffer).
+    #[inline]
+    fn since_start(&self, done: Instant) -> Duration {
+        if self.last_completion.get() == Some(done) {
+            return self.last_completion_since.get();
+        }
+        let since = done.saturating_duration_since(self.schedule.measure_from());
+        self.last_completion.set(Some(done));
+        self.last_completion_since.set(since);
+        since
+    }
+
     /// A flow's end in its own figures.
     fn record_flow(
         &self,
@@ -530,7 +553,7 @@ impl ThreadState {
         latency: Duration,
         done: Instant,
     ) {
-        let since = done.saturating_duration_since(self.schedule.measure_from());
+        let since = self.since_start(done);
         let mut recorders = self.flow_recorders.borrow_mut();
         let Some(own) = recorders.get_mut(flow as usize) else {
             return;
@@ -787,13 +810,7 @@ impl ThreadState {
             }
             calls[address] += 1;
         }
-        let since = if self.last_completion.get() == Some(done) {
-            self.last_completion_since.get()
-        } else {
-            let since = done.saturating_duration_since(self.schedule.measure_from());
-            self.last_completion_since.set(since);
-            since
-        };
+        let since = self.since_start(done);
         // A reply that came after the deadline is late, whichever won the race between it and
         // the timer (whose granularity is a millisecond): a gRPC client gives up at its
         // deadline, so the call counts as DeadlineExceeded, as grpc-go would report it.
@@ -804,11 +821,15 @@ impl ThreadState {
                 .timeout
                 .is_some_and(|limit| service > limit);
         let mut recorder = self.recorder.borrow_mut();
-        if self.per_method {
-            recorder.record_method(method);
+        if !self.per_method {
+            record_end(&mut recorder, outcome, late, latency, service, since);
+        } else {
             self.record_in_method(method, outcome, late, latency, service, since);
+            if !self.methods_apart {
+                recorder.record_method(method);
+                record_end(&mut recorder, outcome, late, latency, service, since);
+            }
         }
-        record_end(&mut recorder, outcome, late, latency, service, since);
         recorder.note_in_flight(in_flight, since);
         if let Some(live) = &self.shared.live {
             // A live view: hand over each second's histogram once it is set aside.
@@ -819,7 +840,6 @@ impl ThreadState {
                 self.live_published.set(self.live_published.get() + 1);
             }
         }
-        self.last_completion.set(Some(done));
         let failed = match outcome {
             Ok(()) if late => Some(Code::DeadlineExceeded),
             Ok(()) => None,
@@ -844,6 +864,19 @@ impl ThreadState {
         if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
             record_end(own, outcome, late, latency, service, since);
         }
+    }
+
+    /// This thread's figures of the whole run, once its calls have ended: its recorder,
+    /// with each method's figures added when calls were recorded there only (see
+    /// `methods_apart`).
+    pub(crate) fn run_recorder(&self) -> Recorder {
+        let mut recorder = self.recorder.borrow().clone();
+        if self.methods_apart {
+            for own in self.method_recorders.borrow().iter() {
+                recorder.merge(own);
+            }
+        }
+        recorder
     }
 
     /// This thread's figures of each method of a mix (empty with one method).

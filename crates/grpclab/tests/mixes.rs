@@ -659,3 +659,67 @@ fn grpcio_mix_server() -> Option<Shop> {
         dir,
     })
 }
+
+/// A mix's figures for the whole run are its methods' summed, second by second: whether
+/// each call is recorded in its method's figures only (the default) or in the run's too
+/// (`--details`, which lists calls as they end), every second's count adds up to the run's,
+/// each second with successful calls has its percentiles, and the run's latency histogram
+/// holds every method's successful calls.
+#[test]
+fn a_mix_run_is_its_methods_summed_second_by_second() {
+    let server = Server::start("lab");
+    let target = server.target();
+    for extra in [&[][..], &["--details"][..]] {
+        let args = [
+            &[
+                target.as_str(),
+                "--insecure",
+                "--mix",
+                LAB_MIX,
+                "-z",
+                "2500ms",
+                "-c",
+                "4",
+            ][..],
+            &["--no-history", "--rps", "2000"][..],
+            extra,
+        ]
+        .concat();
+        let report = load_json(&args);
+        let count = report["count"].as_u64().unwrap();
+        let methods: u64 = counts(&report).values().sum();
+        assert_eq!(methods, count, "{extra:?}");
+        let seconds = report["perSecond"].as_array().expect("perSecond");
+        assert!(seconds.len() >= 2, "{extra:?}: {seconds:?}");
+        assert_eq!(sum_of(&report["perSecond"], "count"), count, "{extra:?}");
+        for second in seconds {
+            if second["count"].as_u64() > second["errors"].as_u64() {
+                assert!(second["p50"].as_u64().unwrap() > 0, "{extra:?}: {second}");
+                assert!(
+                    second["inFlightMax"].as_u64().unwrap() > 0,
+                    "{extra:?}: {second}"
+                );
+            }
+        }
+        let ok = sum_of(&report["mix"]["methods"], "ok");
+        assert_eq!(report["ok"].as_u64(), Some(ok), "{extra:?}");
+        let in_buckets = sum_of(&report["histogram"], "count");
+        assert_eq!(in_buckets, ok, "{extra:?}: the run's histogram");
+        let latency_sum = sum_of(&report["mix"]["methods"], "latencySum");
+        assert_eq!(
+            report["average"].as_u64(),
+            Some(latency_sum / count),
+            "{extra:?}"
+        );
+    }
+}
+
+/// The sum of `field` over the objects of the JSON array `items`.
+fn sum_of(items: &Value, field: &str) -> u64 {
+    items
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|item| item[field].as_u64().expect(field))
+        .sum()
+}

@@ -417,11 +417,11 @@ impl LabSource {
     /// The next step of run `id`: its method's request, rendered with the run's variables
     /// when its data or metadata is a template.
     fn send_step(&mut self, id: u32) -> NextCall {
-        let thread = Rc::clone(&self.thread);
+        let thread = &*self.thread;
         let Some(run) = self.flows.get_mut(id) else {
             return NextCall::Busy(None);
         };
-        let method = run.method(&thread);
+        let method = run.method(thread);
         let number = match thread.method_templated(method) {
             true => thread.call_number(),
             false => None,

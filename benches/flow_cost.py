@@ -7,6 +7,8 @@ Shapes, each run by `BIN load --cpus 1` under callgrind for N1 and N2 calls agai
 (total(N2) - total(N1)) / calls(N2 - N1), so start-up cancels out:
 
   plain        --call grpclab.session.v1.Sessions.Login -d '{"user":"ann"}'
+  two methods  a mix of two plain methods (the same call under two names): no flow, the
+               cost of a mix's own figures per method
   step         a flow of one constant step (the same call and payload): the ticket, the run,
                the step's own figures and the flow's
   step+read    that step extracting the reply's token and checking it (reply kept, scanned)
@@ -34,6 +36,7 @@ LOAD = ["--insecure", "-c", "100", "--connections", "4", "--cpus", "1", "--no-hi
 
 LOGIN = 'call = "grpclab.session.v1.Sessions.Login"\ndata = { user = "ann" }\n'
 WORKLOADS = {
+    "two methods": '[[calls]]\nname = "a"\n' + LOGIN + '[[calls]]\nname = "b"\n' + LOGIN,
     "step": '[[flows]]\nname = "one"\n[[flows.steps]]\nname = "login"\n' + LOGIN,
     "step+read": '[[flows]]\nname = "one"\n[[flows.steps]]\nname = "login"\n' + LOGIN
     + 'extract = { token = "token" }\nexpect = { fields = [{ path = "token", matches = "^tok\\\\." }] }\n',

@@ -407,6 +407,7 @@ impl LabSource {
 
     /// A ticket drew a flow: its run starts with its first step.
     #[cold]
+    #[inline(never)]
     fn start_flow(&mut self, flow: u32, intended: Option<Instant>, measured: bool) -> NextCall {
         let id = self
             .flows

@@ -30,6 +30,7 @@ const ITEMS: u32 = 3;
 const TOKEN_KEY: u64 = 0x9e37_79b9_7f4a_7c15;
 
 static LISTS: AtomicU64 = AtomicU64::new(0);
+static LOGINS: AtomicU64 = AtomicU64::new(0);
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 
 /// A refusal: the status code and its message.
@@ -50,13 +51,24 @@ fn token_hash(user: &str) -> u64 {
     hash
 }
 
-/// `Login`: a token for a non-empty user name without '.'.
+/// `Login`: a token for a non-empty user name without '.'; with `unavailable_every` N > 0,
+/// every Nth Login this process answers is refused with UNAVAILABLE (counted as a served
+/// call: the server saw it), a fault a client may retry.
 pub fn login(request: &LoginRequest) -> Result<LoginReply, Refusal> {
     let user = request.user.as_str();
     if user.is_empty() || user.contains('.') {
         return Err((
             Code::InvalidArgument,
             "user must be a non-empty name without '.'".to_owned(),
+        ));
+    }
+    let number = LOGINS.fetch_add(1, Ordering::Relaxed) + 1;
+    let every = u64::from(request.unavailable_every);
+    if every > 0 && number.is_multiple_of(every) {
+        crate::stats::count_call();
+        return Err((
+            Code::Unavailable,
+            format!("login {number} refused: every {every}th login is (unavailable_every)"),
         ));
     }
     let hash = token_hash(user);
@@ -136,6 +148,7 @@ mod tests {
     fn a_login_token_opens_list_and_get_and_nothing_else_does() {
         let reply = login(&LoginRequest {
             user: "ann".to_owned(),
+            unavailable_every: 0,
         })
         .unwrap();
         assert!(reply.token.starts_with("tok.ann."), "{}", reply.token);
@@ -173,7 +186,8 @@ mod tests {
         assert!(refused_tokens() >= refused_before + 3);
         assert_eq!(
             login(&LoginRequest {
-                user: "a.b".to_owned()
+                user: "a.b".to_owned(),
+                unavailable_every: 0,
             })
             .unwrap_err()
             .0,

@@ -18,6 +18,7 @@ pub mod bench;
 pub mod capacity;
 pub mod compare;
 pub mod flow;
+pub mod retry;
 pub mod workload;
 
 /// Why a bench, a compare or a baseline stopped before its work was done.

@@ -26,6 +26,8 @@ pub struct MixCall {
     pub data: Option<String>,
     /// Its own metadata, added to the run's -m (templates allowed).
     pub metadata: BTreeMap<String, String>,
+    /// Its retry policy (a workload entry's `retry`, see retry.rs).
+    pub retry: Option<grpclab_load::retry::RetryPolicy>,
 }
 
 impl MixCall {
@@ -72,6 +74,8 @@ struct WorkloadCall {
     data: Option<toml::Value>,
     #[serde(default)]
     metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    retry: Option<crate::retry::RetryEntry>,
 }
 
 /// A seed for a mix that was given none: from the clock and the process, reported with
@@ -193,14 +197,20 @@ pub(crate) fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
                 .data
                 .map(|value| data_text(value, &call.call, &what))
                 .transpose()?;
-            checked_call(
+            let retry = call
+                .retry
+                .map(|entry| crate::retry::retry_policy(entry, &format!("{what}: {}", call.call)))
+                .transpose()?;
+            let mut checked = checked_call(
                 &call.call,
                 call.name,
                 call.weight,
                 data,
                 call.metadata,
                 &what,
-            )
+            )?;
+            checked.retry = retry;
+            Ok::<_, InputError>(checked)
         })
         .collect::<Result<Vec<_>, _>>()?;
     check_distinct(&calls, &what)?;
@@ -260,6 +270,7 @@ fn checked_call(
         weight,
         data,
         metadata,
+        retry: None,
     })
 }
 

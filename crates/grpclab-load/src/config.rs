@@ -50,6 +50,8 @@ pub struct CallMethod {
     pub renderer: Option<RequestRenderer>,
     /// Its share of a mix's calls, against the other methods' weights (at least 1).
     pub weight: u32,
+    /// Its retry policy (a workload entry's `retry`), if it has one.
+    pub retry: Option<crate::retry::RetryPolicy>,
 }
 
 impl CallMethod {
@@ -63,6 +65,7 @@ impl CallMethod {
             metadata_templates: Vec::new(),
             renderer: None,
             weight: 1,
+            retry: None,
         }
     }
 
@@ -711,6 +714,41 @@ impl LoadConfig {
         Ok(())
     }
 
+    /// Retry policies: sound, and where they run (our engine, unary calls).
+    fn validate_retries(&self) -> Result<(), ConfigError> {
+        let Some(method) = self.methods.iter().find(|method| method.retry.is_some()) else {
+            return Ok(());
+        };
+        let fail = |reason: String| Err(ConfigError(format!("{}: retry: {reason}", method.name)));
+        if self.transport != Transport::Engine {
+            return fail(
+                "retries run on grpclab's own HTTP/2 engine so far: drop --transport h2".to_owned(),
+            );
+        }
+        if self.shape != CallShape::Unary {
+            return fail("only unary calls are retried".to_owned());
+        }
+        for method in &self.methods {
+            let Some(policy) = &method.retry else {
+                continue;
+            };
+            let fail = |reason: &str| Err(ConfigError(format!("{}: retry: {reason}", method.name)));
+            if !(2..=5).contains(&policy.max_attempts) {
+                return fail("maxAttempts must be 2 to 5 (gRPC caps it at 5)");
+            }
+            if policy.initial_backoff.is_zero() || policy.max_backoff.is_zero() {
+                return fail("initialBackoff and maxBackoff must be above 0");
+            }
+            if policy.backoff_multiplier.is_nan() || policy.backoff_multiplier <= 0.0 {
+                return fail("backoffMultiplier must be above 0");
+            }
+            if policy.retryable.is_empty() || policy.retryable.contains(&grpclab_core::Code::Ok) {
+                return fail("retryableStatusCodes must name at least one status, and not OK");
+            }
+        }
+        Ok(())
+    }
+
     /// Checks that the run can start, and clamps `threads` to the connections (a thread without
     /// a connection would only idle).
     pub fn validate(&mut self) -> Result<(), ConfigError> {
@@ -719,6 +757,7 @@ impl LoadConfig {
             return fail("no requests to send: give a payload with -d/--data or -D/--data-file");
         }
         self.validate_flows()?;
+        self.validate_retries()?;
         if let Some(steps) = self.concurrency_steps {
             self.concurrency = self.scheduled_peak(steps)?;
         }

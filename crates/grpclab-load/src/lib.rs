@@ -30,6 +30,7 @@ mod outcome;
 pub mod progress;
 pub mod recorder;
 pub mod result;
+pub mod retry;
 mod run;
 mod schedule;
 mod staircase;

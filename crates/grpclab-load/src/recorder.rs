@@ -220,6 +220,9 @@ pub struct Recorder {
     /// entry in `details`.
     pending_method: u32,
     pending_flow_run: u64,
+    /// Attempts beyond the first of calls with a retry policy: the extra calls the server
+    /// saw (attempts per call = 1 + retries / count).
+    pub retries: u64,
 }
 
 /// Significant digits of the per-second latency histograms: enough for a p99 to 1 %.
@@ -281,6 +284,7 @@ impl Recorder {
             pending_messages: (0, 0),
             pending_method: 0,
             pending_flow_run: 0,
+            retries: 0,
         }
     }
 
@@ -468,6 +472,11 @@ impl Recorder {
     /// A mix: the next call recorded called method `method` (its entry in `details` says so).
     pub fn record_method(&mut self, method: u32) {
         self.pending_method = method;
+    }
+
+    /// A call with a retry policy made `retries` attempts beyond its first.
+    pub fn note_retries(&mut self, retries: u32) {
+        self.retries += u64::from(retries);
     }
 
     /// A flow step: the next call recorded belongs to the flow's run numbered `run` (its
@@ -670,6 +679,7 @@ impl Recorder {
                 .add(theirs);
         }
         self.messages_unstamped += other.messages_unstamped;
+        self.retries += other.retries;
         self.stamps_ahead += other.stamps_ahead;
         if let Some(second) = other.current_second_latency() {
             self.second_latencies

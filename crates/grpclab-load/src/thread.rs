@@ -114,6 +114,8 @@ pub(crate) struct ThreadState {
     /// makes. Off when the run's own recorder must see each call as it ends (`--details`
     /// lists calls in order, a live view publishes each second).
     methods_apart: bool,
+    /// Whether any method has a retry policy.
+    has_retries: bool,
     /// By method: whether it is a flow step that reads its reply (kept only then).
     step_reads_reply: Vec<bool>,
     /// How many of the run's methods a plain call may draw (the flows' steps follow them):
@@ -252,6 +254,7 @@ impl ThreadState {
                 .collect(),
             mix: MixDraw::new(&config.entry_weights(), config.mix_seed),
             per_method: config.methods.len() > 1 || !config.flows.is_empty(),
+            has_retries: config.methods.iter().any(|method| method.retry.is_some()),
             methods_apart: (config.methods.len() > 1 || !config.flows.is_empty())
                 && config.details.is_none()
                 && !config.live_latency,
@@ -863,6 +866,35 @@ impl ThreadState {
     ) {
         if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
             record_end(own, outcome, late, latency, service, since);
+        }
+    }
+
+    /// Whether any method of the run has a retry policy.
+    #[inline]
+    pub(crate) fn has_retries(&self) -> bool {
+        self.has_retries
+    }
+
+    /// Whether `method` has a retry policy.
+    pub(crate) fn retried(&self, method: u32) -> bool {
+        self.shared
+            .config
+            .methods
+            .get(method as usize)
+            .is_some_and(|own| own.retry.is_some())
+    }
+
+    /// A measured call of `method` with a retry policy has ended after `retries` attempts
+    /// beyond its first: counted in its method's figures and the run's.
+    pub(crate) fn note_retries(&self, method: u32, retries: u32) {
+        if retries == 0 {
+            return;
+        }
+        if !self.methods_apart {
+            self.recorder.borrow_mut().note_retries(retries);
+        }
+        if let Some(own) = self.method_recorders.borrow_mut().get_mut(method as usize) {
+            own.note_retries(retries);
         }
     }
 

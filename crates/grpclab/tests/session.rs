@@ -38,6 +38,7 @@ fn login_list_and_get_answer_by_the_token_on_lab_and_tonic() {
     // A token as Login gives it (the logic is shared by every server), and an altered one.
     let token = grpclab_server::session::login(&grpclab_server::session::LoginRequest {
         user: "ann".to_owned(),
+        unavailable_every: 0,
     })
     .expect("login")
     .token;

@@ -125,6 +125,7 @@ fn mix_methods(
                 .clone()
                 .unwrap_or_else(|| method.full_name().to_owned());
             own.weight = call.weight;
+            own.retry.clone_from(&call.retry);
             own.metadata = crate::workload::metadata_headers(
                 &format!("--workload: {}'s metadata", call.call),
                 Some(&call.metadata),

@@ -22,13 +22,17 @@ use std::time::{Duration, Instant};
 use super::dial::{
     connect_tcp, connect_unix, peer_name, tls_handshake, INITIAL_BACKOFF, MAX_BACKOFF,
 };
-use super::flow_runs::{AfterStep, FlowRun, FlowRuns, StepEnd};
+use super::flow_runs::{AfterStep, FlowRun, FlowRuns, Runs, StepEnd};
 use super::resolve::redial_target;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
 use crate::outcome::{CallFailure, DEADLINE_MESSAGE, REPLY_INFLATE_LIMIT};
+use crate::retry::Jitter;
 use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
+use retry::{RetryRun, RETRY_RUN};
+
+mod retry;
 
 /// Opens this thread's connections (`indexes`) before the run starts.
 pub(crate) async fn open(
@@ -207,6 +211,10 @@ struct LabSource {
     number: Option<u64>,
     /// Flows in progress on this connection (kept across its reconnects).
     flows: FlowRuns,
+    /// Calls with a retry policy in progress on this connection (see [`retry`]).
+    retries: Runs<RetryRun>,
+    /// The retries' backoff draws.
+    jitter: Jitter,
 }
 
 impl CallSource for LabSource {
@@ -218,13 +226,19 @@ impl CallSource for LabSource {
         free_slots: usize,
     ) -> NextCall {
         let (mut in_flight, mut free_slots) = (in_flight, free_slots);
-        if self.flows.is_active() {
-            // A flow's next step first: its run holds a slot already.
+        if self.runs_active() {
+            // A retried call's next attempt first, then a flow's next step: each holds a
+            // slot already. An attempt whose deadline came first ends instead.
+            while let Some(id) = self.retries.due(|| clock.now()) {
+                if let Some(attempt) = self.next_attempt(id, clock.now()) {
+                    return attempt;
+                }
+            }
             if let Some(id) = self.flows.due(|| clock.now()) {
                 return self.send_step(id);
             }
-            // Runs between steps hold their slots too.
-            let waiting = self.flows.waiting();
+            // Runs between steps (or attempts) hold their slots too.
+            let waiting = self.flows.waiting() + self.retries.waiting();
             in_flight += waiting;
             free_slots = free_slots.saturating_sub(waiting);
             if free_slots == 0 {
@@ -238,7 +252,7 @@ impl CallSource for LabSource {
             if in_flight >= allowed {
                 return match next_change {
                     None if in_flight == 0 => NextCall::Stop,
-                    at if self.flows.is_active() => self.pause(at),
+                    at if self.runs_active() => self.pause(at),
                     at => NextCall::Busy(at),
                 };
             }
@@ -260,7 +274,7 @@ impl CallSource for LabSource {
             }
         }
         let Some(&(at, measured)) = self.held.front() else {
-            if self.flows.is_active() {
+            if self.runs_active() {
                 return self.pause(None);
             }
             return NextCall::Stop;
@@ -269,7 +283,7 @@ impl CallSource for LabSource {
         // of intended and actual send, so an early send is never flattering.
         let wake = at.checked_sub(EARLY_WAKE).unwrap_or(at);
         if wake > released_until {
-            if self.flows.is_active() {
+            if self.runs_active() {
                 return self.pause(Some(wake));
             }
             return NextCall::WaitUntil(wake);
@@ -281,6 +295,9 @@ impl CallSource for LabSource {
 
     fn completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
         if token.flow != 0 {
+            if token.flow & RETRY_RUN != 0 {
+                return self.attempt_completed(token, sent, end, now);
+            }
             return self.step_completed(token, sent, end, now);
         }
         self.finish(token, sent, now, |source| source.outcome(end));
@@ -353,6 +370,12 @@ impl LabSource {
         if let Some(flow) = self.thread.flow_of_entry(token.method) {
             return self.start_flow(flow, intended, measured);
         }
+        if self.thread.has_retries() && self.thread.retried(token.method) {
+            let number = self.thread.call_number();
+            let body = self.thread.next_body(token.method, number);
+            let headers = self.thread.call_headers(token.method, number, &[]);
+            return self.send_retried(token, body, headers);
+        }
         if self.thread.templated() {
             return self.send_templated(token);
         }
@@ -389,6 +412,9 @@ impl LabSource {
             message: reason.to_owned(),
             connection_lost: true,
         };
+        if token.flow & RETRY_RUN != 0 {
+            return self.attempt_ended(token, sent, Instant::now(), Err(failure));
+        }
         if token.flow != 0 {
             return self.step_ended(token, sent, Instant::now(), Err(failure), None);
         }
@@ -398,11 +424,22 @@ impl LabSource {
     /// Nothing to send now: while flows are in progress, ask again when a call ends, when the
     /// earliest run between steps may go on, or at `until` (a schedule's next call).
     fn pause(&self, until: Option<Instant>) -> NextCall {
-        let at = match (until, self.flows.earliest()) {
+        let earliest = match (self.flows.earliest(), self.retries.earliest()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let at = match (until, earliest) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         NextCall::Busy(at)
+    }
+
+    /// Whether flows or retried calls are in progress: the connection then never stops
+    /// before they end.
+    #[inline]
+    fn runs_active(&self) -> bool {
+        self.flows.is_active() || self.retries.is_active()
     }
 
     /// A ticket drew a flow: its run starts with its first step.
@@ -572,6 +609,9 @@ impl LabSource {
         if self.flows.is_active() {
             self.drop_flows();
         }
+        if self.retries.is_active() {
+            self.drop_retries();
+        }
     }
 
     fn outcome(&self, end: CallEnd) -> Result<(), CallFailure> {
@@ -715,6 +755,8 @@ async fn connection_loop(
         address: thread.shared.config.address_index(connection),
         number: None,
         flows: FlowRuns::default(),
+        retries: Runs::default(),
+        jitter: Jitter::new((connection as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
     };
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;

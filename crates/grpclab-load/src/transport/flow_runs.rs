@@ -195,11 +195,16 @@ impl FlowRun {
     }
 }
 
-/// The runs of one connection.
-#[derive(Debug, Default)]
-pub(super) struct FlowRuns {
+/// The flow runs of one connection.
+pub(super) type FlowRuns = Runs<FlowRun>;
+
+/// Runs of one connection (flows in progress, calls between retry attempts): each in a
+/// place whose number (plus one) its calls carry, and which of them wait to send their
+/// next call (at once, or at an instant).
+#[derive(Debug)]
+pub(super) struct Runs<T> {
     /// Runs by place; `None` is a free place.
-    runs: Vec<Option<FlowRun>>,
+    runs: Vec<Option<T>>,
     free: Vec<u32>,
     /// Runs waiting to send their next step, with the instant it may go (`None`: at once).
     ready: Vec<(Option<Instant>, u32)>,
@@ -207,7 +212,18 @@ pub(super) struct FlowRuns {
     active: usize,
 }
 
-impl FlowRuns {
+impl<T> Default for Runs<T> {
+    fn default() -> Self {
+        Runs {
+            runs: Vec::new(),
+            free: Vec::new(),
+            ready: Vec::new(),
+            active: 0,
+        }
+    }
+}
+
+impl<T> Runs<T> {
     /// Whether any run is in progress.
     #[inline]
     pub fn is_active(&self) -> bool {
@@ -220,7 +236,7 @@ impl FlowRuns {
     }
 
     /// Takes a place for `run`; returns its id (place + 1, never 0).
-    pub fn start(&mut self, run: FlowRun) -> u32 {
+    pub fn start(&mut self, run: T) -> u32 {
         self.active += 1;
         match self.free.pop() {
             Some(place) => {
@@ -235,12 +251,12 @@ impl FlowRuns {
     }
 
     /// The run with this id.
-    pub fn get_mut(&mut self, id: u32) -> Option<&mut FlowRun> {
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut T> {
         self.runs.get_mut(id.checked_sub(1)? as usize)?.as_mut()
     }
 
     /// The run is over: its place is freed.
-    pub fn finish(&mut self, id: u32) -> Option<FlowRun> {
+    pub fn finish(&mut self, id: u32) -> Option<T> {
         let place = id.checked_sub(1)?;
         let run = self.runs.get_mut(place as usize)?.take()?;
         self.free.push(place);
@@ -275,7 +291,7 @@ impl FlowRuns {
     }
 
     /// Every run still in progress, taken out (the run ended before they did).
-    pub fn take_all(&mut self) -> Vec<FlowRun> {
+    pub fn take_all(&mut self) -> Vec<T> {
         self.ready.clear();
         self.free.clear();
         self.active = 0;

@@ -223,7 +223,26 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
                 at(99.0),
                 method.errors()
             )?;
+            if method.recorder.retries > 0 {
+                writeln!(
+                    out,
+                    "    {:width$}  {} retries: {:.3} attempts per call",
+                    "",
+                    method.recorder.retries,
+                    attempts_per_call(method.recorder.retries, method.count())
+                )?;
+            }
         }
+    }
+    if result.recorder.retries > 0 {
+        writeln!(
+            out,
+            "  Retries:\t{} attempts beyond calls' first: {:.3} attempts per call (the server saw {} calls for {})",
+            result.recorder.retries,
+            attempts_per_call(result.recorder.retries, result.count()),
+            result.count() + result.recorder.retries,
+            result.count()
+        )?;
     }
     if !result.flows.is_empty() {
         flow_lines(&mut out, result, weights, report.options.mix_seed)?;
@@ -523,6 +542,11 @@ fn nano_unit(nanos: u64) -> String {
 
 /// Each flow's figures (its runs: count, rate, latency from start to last step, passed,
 /// errors, unexpected replies) and under it each step's, with the first unexpected replies.
+/// Attempts per call, the retry policy's amplification: `(calls + retries) / calls`.
+fn attempts_per_call(retries: u64, calls: u64) -> f64 {
+    (calls + retries) as f64 / calls.max(1) as f64
+}
+
 fn flow_lines(
     out: &mut String,
     result: &grpclab_load::LoadResult,

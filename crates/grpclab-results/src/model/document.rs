@@ -132,6 +132,10 @@ pub struct JsonReport {
     /// grpclab: templated calls whose rendering failed (sent with call 0's request).
     #[serde(default)]
     pub render_failures: u64,
+    /// grpclab, calls with a retry policy: attempts beyond their first (the server saw
+    /// `count + retries` calls); omitted when none was retried.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u64,
     /// grpclab: `--duration-stop ignore`: calls in flight at the end, left out.
     #[serde(default)]
     pub ignored_in_flight: u64,
@@ -239,6 +243,7 @@ impl JsonReport {
             planned_reconnects: result.planned_reconnects,
             abandoned: result.abandoned,
             render_failures: result.render_failures,
+            retries: result.recorder.retries,
             ignored_in_flight: result.ignored,
             unsent: result.unsent,
             unsent_never_taken: result.unsent_by_cause.never_taken,

@@ -102,6 +102,10 @@ pub struct MethodJson {
     /// A flow step: those calls per reason (the first distinct reasons).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unexpected_distribution: BTreeMap<String, u64>,
+    /// A method with a retry policy: its calls' attempts beyond their first (attempts per
+    /// call: 1 + retries / count); omitted when none was retried.
+    #[serde(default, skip_serializing_if = "super::document::is_zero")]
+    pub retries: u64,
 }
 
 impl MixJson {
@@ -154,6 +158,7 @@ impl MixJson {
                     latency_sum: u64::try_from(recorder.all_latency_sum_ns).unwrap_or(u64::MAX),
                     unexpected: flow.as_ref().map(|_| recorder.unexpected_count()),
                     unexpected_distribution: recorder.unexpected.clone(),
+                    retries: recorder.retries,
                     flow,
                 }
             })

@@ -62,6 +62,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
         recorder.service_time = Some(histogram("hdrHistogram.serviceTime", text)?);
     }
     recorder.error_latency = histogram("mergeable.errorLatency", &exact.error_latency)?;
+    recorder.retries = json.retries;
     if let Some(text) = &exact.send_lag {
         recorder.send_lag = Some(histogram("mergeable.sendLag", text)?);
     } else {
@@ -158,6 +159,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
                 &method.unexpected_distribution,
             )?;
             recorder.all_latency_sum_ns = u128::from(method.latency_sum);
+            recorder.retries = method.retries;
             Ok(grpclab_load::MethodResult {
                 name: method.name.clone(),
                 weight: method.weight,

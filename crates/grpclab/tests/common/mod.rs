@@ -22,6 +22,23 @@ pub fn finished(output: &std::process::Output) -> bool {
     matches!(output.status.code(), Some(0 | 5))
 }
 
+/// `grpclab load ARGS -O json --no-history`: its JSON report (`None` when it wrote none),
+/// its exit code and its stderr.
+pub fn load_report(args: &[&str]) -> (Option<serde_json::Value>, Option<i32>, String) {
+    let out = grpclab()
+        .arg("load")
+        .args(args)
+        .args(["-O", "json", "--no-history"])
+        .output()
+        .expect("run grpclab load");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (
+        serde_json::from_slice(&out.stdout).ok(),
+        out.status.code(),
+        stderr,
+    )
+}
+
 /// A user's own service, which no built-in server serves: `my.pkg.Svc.Method`, written as
 /// `my.proto` into `dir` (every call against a built-in server ends Unimplemented).
 pub fn unserved_service_proto(dir: &std::path::Path) -> std::path::PathBuf {

@@ -1,0 +1,145 @@
+//! Retries as gRPC's service config states them (a workload entry's `retry`), over real
+//! sockets against the session service, whose Login refuses every Nth login of its process
+//! with UNAVAILABLE (`unavailable_every`): each call is counted once, its attempts apart, and
+//! the server's own count of attempts is the client's.
+
+mod common;
+
+use common::{load_report, Server};
+use serde_json::Value;
+
+/// A workload of one Login call (every `every`th refused) with `retry`.
+fn workload(every: u32, retry: &str) -> String {
+    format!(
+        "[[calls]]\nname = \"login\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = {{ user = \"ann\", unavailable_every = {every} }}\nretry = {{ {retry} }}\n"
+    )
+}
+
+const RETRY_3: &str = "maxAttempts = 3, initialBackoff = \"0.001s\", maxBackoff = \"0.002s\", backoffMultiplier = 2, retryableStatusCodes = [\"UNAVAILABLE\"]";
+
+/// `grpclab load TARGET --workload (text) ARGS -O json`: the report, the exit code, stderr.
+fn run(target: &str, text: &str, args: &[&str]) -> (Option<Value>, Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("retry.toml");
+    std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap();
+    load_report(&[&[target, "--insecure", "--workload", file][..], args].concat())
+}
+
+#[test]
+fn every_fifth_attempt_refused_one_call_at_a_time_is_retried_exactly_once() {
+    // One call at a time: attempt 5k is refused and its retry, attempt 5k+1, passes. For
+    // 400 calls the server sees 499 attempts: 99 of them (5, 10, ..., 495) refused and
+    // retried, the 400th call passing at attempt 499.
+    let server = Server::start("lab");
+    let (report, code, stderr) = run(
+        &server.target(),
+        &workload(5, RETRY_3),
+        &["-n", "400", "-c", "1"],
+    );
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["count"], 400, "{report}");
+    assert_eq!(
+        report["ok"], 400,
+        "every refused attempt was retried: {report}"
+    );
+    assert_eq!(report["retries"], 99, "{report}");
+    assert_eq!(server.stats()["calls"], 499, "the server saw every attempt");
+    assert_eq!(report["unaccounted"].as_u64().unwrap_or(0), 0);
+}
+
+#[test]
+fn with_many_calls_at_once_every_attempt_is_accounted_for_in_a_mix_and_alone() {
+    // Many calls at once: which attempts are refused depends on their interleaving, but
+    // the server's count is always the calls plus their retries, and a call fails only
+    // when its three attempts all were refused.
+    for extra in ["", "[[calls]]\nname = \"other\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = { user = \"bob\" }\n"] {
+        let server = Server::start("lab");
+        let text = workload(3, RETRY_3) + extra;
+        let (report, code, stderr) = run(&server.target(), &text, &["-n", "2000", "-c", "16"]);
+        let report = report.unwrap_or_else(|| panic!("{stderr}"));
+        assert_eq!(code, Some(0), "{stderr}");
+        let retries = report["retries"].as_u64().unwrap_or(0);
+        assert!(retries > 0, "{report}");
+        let served = server.stats()["calls"].as_u64().unwrap();
+        assert_eq!(served, 2000 + retries, "{report}");
+        for status in report["statusCodeDistribution"].as_object().unwrap().keys() {
+            assert!(["OK", "Unavailable"].contains(&status.as_str()), "{report}");
+        }
+        if !extra.is_empty() {
+            let methods = report["mix"]["methods"].as_array().unwrap();
+            assert_eq!(methods[0]["retries"].as_u64(), Some(retries), "{report}");
+            assert!(methods[1].get("retries").is_none(), "no policy, no retries");
+        }
+    }
+}
+
+#[test]
+fn no_attempt_is_sent_past_the_calls_deadline() {
+    // Every attempt is refused; backoffs are drawn up to 1 s and the deadline is 100 ms:
+    // a call whose next backoff ends past its deadline ends DeadlineExceeded there, never
+    // sending that attempt. Each call ends Unavailable (five refusals within its deadline)
+    // or DeadlineExceeded, and the server saw exactly the attempts the client counted.
+    let server = Server::start("lab");
+    let retry = "maxAttempts = 5, initialBackoff = \"1s\", maxBackoff = \"1s\", backoffMultiplier = 1, retryableStatusCodes = [\"UNAVAILABLE\"]";
+    let (report, _, stderr) = run(
+        &server.target(),
+        &workload(1, retry),
+        &["-n", "40", "-c", "40", "-t", "100ms"],
+    );
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    let statuses = report["statusCodeDistribution"].as_object().unwrap();
+    let deadline = statuses
+        .get("DeadlineExceeded")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let unavailable = statuses
+        .get("Unavailable")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    assert_eq!(deadline + unavailable, 40, "{report}");
+    assert!(deadline > 0, "{report}");
+    let retries = report["retries"].as_u64().unwrap_or(0);
+    assert!(retries <= 40 * 4, "{report}");
+    assert_eq!(
+        server.stats()["calls"].as_u64(),
+        Some(40 + retries),
+        "{report}"
+    );
+    let reasons: Vec<&String> = report["errorDistribution"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("before attempt")),
+        "a call ended at its deadline before its next attempt: {reasons:?}"
+    );
+}
+
+#[test]
+fn a_policy_the_run_cannot_apply_is_one_line_and_exit_2() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let (_, code, stderr) = run(
+        &target,
+        &workload(5, RETRY_3),
+        &["-n", "5", "--transport", "h2"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("login: retry: retries run on grpclab's own HTTP/2 engine so far"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let bad = RETRY_3.replace("maxAttempts = 3", "maxAttempts = 1");
+    let (_, code, stderr) = run(&target, &workload(5, &bad), &["-n", "5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("retry: maxAttempts is 1"), "{stderr}");
+    assert!(
+        stderr.contains("grpclab.session.v1.Sessions.Login"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}

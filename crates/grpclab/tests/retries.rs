@@ -143,3 +143,46 @@ fn a_policy_the_run_cannot_apply_is_one_line_and_exit_2() {
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// Shards of a run with retries merge to their sum: calls, and retries of the run and of
+/// the method, and the server saw every attempt.
+#[test]
+fn shards_with_retries_merge_to_their_sum() {
+    let server = Server::start("lab");
+    let target = server.target();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("retry.toml");
+    let other = "[[calls]]\nname = \"other\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = { user = \"bob\" }\n";
+    std::fs::write(&file, workload(5, RETRY_3) + other).unwrap();
+    let file = file.to_str().unwrap();
+    let args = [
+        &target,
+        "--insecure",
+        "--no-history",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--connections",
+        "2",
+        "--mix-seed",
+        "4",
+    ];
+    let (parts, merged) =
+        common::run_shards_and_merge(&[&args[..], &["--workload", file]].concat(), 2, dir.path());
+    let part = |path: &std::path::PathBuf| -> Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let parts: Vec<Value> = parts.iter().map(part).collect();
+    let sum = |key: &dyn Fn(&Value) -> u64| parts.iter().map(key).sum::<u64>();
+    let retries = sum(&|p| p["retries"].as_u64().unwrap_or(0));
+    assert!(retries > 0, "{parts:?}");
+    assert_eq!(merged["retries"].as_u64(), Some(retries), "{merged}");
+    assert_eq!(
+        merged["count"].as_u64(),
+        Some(sum(&|p| p["count"].as_u64().unwrap()))
+    );
+    let method = |p: &Value| p["mix"]["methods"][0]["retries"].as_u64().unwrap_or(0);
+    assert_eq!(method(&merged), sum(&method), "{merged}");
+    assert_eq!(server.stats()["calls"].as_u64(), Some(300 + retries));
+}

@@ -720,11 +720,6 @@ impl LoadConfig {
             return Ok(());
         };
         let fail = |reason: String| Err(ConfigError(format!("{}: retry: {reason}", method.name)));
-        if self.transport != Transport::Engine {
-            return fail(
-                "retries run on grpclab's own HTTP/2 engine so far: drop --transport h2".to_owned(),
-            );
-        }
         if self.shape != CallShape::Unary {
             return fail("only unary calls are retried".to_owned());
         }

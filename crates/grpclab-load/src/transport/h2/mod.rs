@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
 use crate::outcome::{CallFailure, CONNECTION_LOST, DEADLINE_MESSAGE};
+use crate::retry::{Jitter, RetryPolicy};
 use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
 use connection::{ConnectionState, Io};
@@ -258,6 +259,69 @@ async fn within_deadline(
     }
 }
 
+/// A call of a method with a retry policy on this transport: its attempts one after the
+/// other, each on the stream's connection as it then is, with the policy's backoff between
+/// them. The caller runs it under the call's deadline, so no attempt starts past it.
+struct RetriedCall<'a> {
+    thread: &'a ThreadState,
+    template: &'a CallTemplate,
+    policy: &'a RetryPolicy,
+    method: u32,
+    /// The request, sent again as it was.
+    body: Bytes,
+    headers: &'a grpclab_h2::client::CallHeaders,
+}
+
+impl RetriedCall<'_> {
+    /// Attempts until one ends OK, its status is not retryable, the attempts are spent or
+    /// the run stops; `attempts` counts them as they are sent.
+    async fn run(
+        &self,
+        connection: &mut StreamConnection,
+        scratch: &mut Vec<u8>,
+        attempts: &std::cell::Cell<u32>,
+        jitter: &mut Jitter,
+    ) -> Result<(), CallFailure> {
+        loop {
+            attempts.set(attempts.get() + 1);
+            let outcome = match connection.sender() {
+                Err(reason) => Err(CallFailure {
+                    code: Code::Unavailable,
+                    message: reason,
+                    connection_lost: true,
+                }),
+                Ok(sender) => {
+                    let body = self.body.clone();
+                    let call = unary_call(
+                        sender,
+                        self.template,
+                        self.method,
+                        body,
+                        self.headers,
+                        scratch,
+                        false,
+                    );
+                    call.await
+                }
+            };
+            let failure = match outcome {
+                Ok(()) => return Ok(()),
+                Err(failure) => failure,
+            };
+            let stopped = self.thread.schedule.stop_token().is_cancelled();
+            if stopped || !self.policy.retries(failure.code, attempts.get()) {
+                return Err(failure);
+            }
+            if failure.connection_lost {
+                // The next attempt takes the connection as its driver then has it.
+                connection.sender = None;
+            }
+            let backoff = self.policy.backoff(attempts.get(), jitter.share());
+            tokio::time::sleep(backoff).await;
+        }
+    }
+}
+
 /// A streaming call's tally while it runs: dropped before the call ended (its task stopped at
 /// the drain limit), it hands the messages so far to the thread, to count with the call.
 struct AbandonGuard<'a> {
@@ -315,6 +379,10 @@ async fn stream_loop(
     let timeout = thread.shared.config.timeout;
     // Open loop: a call taken while the connection was down and not yet due (at most one).
     let mut held = VecDeque::new();
+    // Retries' backoff draws, each stream its own.
+    let mut jitter = Jitter::new(
+        ((slot.connection as u64) << 32 | slot.index as u64).wrapping_add(0x9e37_79b9_7f4a_7c15),
+    );
     loop {
         if stop.is_cancelled() {
             // Not yet due when the run stopped: never a call.
@@ -377,81 +445,101 @@ async fn stream_loop(
             .call_headers(method, number, &[])
             .map_or_else(Vec::new, |headers| *headers);
         let sent = Instant::now();
-        let outcome = match connection.sender() {
-            Err(reason) => Err(CallFailure {
-                code: Code::Unavailable,
-                message: reason,
-                connection_lost: true,
-            }),
-            Ok(sender) if thread.shared.config.shape != CallShape::Unary => {
-                let config = &thread.shared.config;
-                // Until the call ends, its tally is in the guard: a task stopped mid-call (the
-                // drain limit passed) hands its messages to the thread as it is dropped.
-                let mut tally = AbandonGuard {
-                    thread: &thread,
-                    measured,
-                    tally: streaming::StreamTally {
-                        keep_gaps: config.shape != CallShape::Bidi || config.stream.independent,
-                        ..streaming::StreamTally::default()
-                    },
-                    ended: false,
-                };
-                let mut round_trip = |latency: Duration| {
-                    if measured {
-                        thread.recorder.borrow_mut().record_round_trip(latency);
-                    }
-                };
-                let call_messages = thread.call_messages(number);
-                let dynamic = |index: u64| thread.dynamic_message(index);
-                let plan = streaming::StreamPlan {
-                    shape: config.shape,
-                    settings: &config.stream,
-                    messages: call_messages.as_deref().unwrap_or(thread.requests()),
-                    // Streaming calls are never in a mix: the run's one method.
-                    dynamic: (config.methods.first().is_some_and(|m| m.renderer.is_some())
-                        && config.stream.dynamic_messages)
-                        .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
-                    intended,
-                    stop: &stop,
-                    headers: &headers,
-                };
-                let call = streaming::streaming_call(
-                    sender,
-                    &template,
-                    &plan,
-                    &mut tally.tally,
-                    &mut round_trip,
-                );
-                let outcome = within_deadline(timeout, call).await;
-                tally.ended = true;
-                if measured {
-                    let mut recorder = thread.recorder.borrow_mut();
-                    for gap in tally.tally.gaps.drain(..) {
-                        recorder.record_message_gaps(Some(gap), 0);
-                    }
-                    if tally.tally.together > 0 {
-                        recorder.record_message_gaps(None, tally.tally.together);
-                    }
-                    for (arrived, stamp) in tally.tally.stamps.drain(..) {
-                        recorder.record_message_stamps(arrived, &[stamp]);
-                    }
-                    recorder.record_messages(tally.tally.sent, tally.tally.received);
-                }
-                outcome.map_err(|failure| connection.explain(failure))
+        let policy = thread.shared.config.methods[method as usize].retry.as_ref();
+        let outcome = if let Some(policy) = policy {
+            // A method with a retry policy: its attempts, all under the call's deadline.
+            let attempts = std::cell::Cell::new(0);
+            let call = RetriedCall {
+                thread: &thread,
+                template: &template,
+                policy,
+                method,
+                body: thread.next_body(method, number),
+                headers: &headers,
+            };
+            let attempted = call.run(&mut connection, &mut scratch, &attempts, &mut jitter);
+            let outcome = within_deadline(timeout, attempted).await;
+            if measured {
+                thread.note_retries(method, attempts.get().saturating_sub(1));
             }
-            Ok(sender) => {
-                let body = thread.next_body(method, number);
-                let call = unary_call(
-                    sender,
-                    &template,
-                    method,
-                    body,
-                    &headers,
-                    &mut scratch,
-                    false,
-                );
-                let outcome = within_deadline(timeout, call).await;
-                outcome.map_err(|failure| connection.explain(failure))
+            outcome.map_err(|failure| connection.explain(failure))
+        } else {
+            match connection.sender() {
+                Err(reason) => Err(CallFailure {
+                    code: Code::Unavailable,
+                    message: reason,
+                    connection_lost: true,
+                }),
+                Ok(sender) if thread.shared.config.shape != CallShape::Unary => {
+                    let config = &thread.shared.config;
+                    // Until the call ends, its tally is in the guard: a task stopped mid-call (the
+                    // drain limit passed) hands its messages to the thread as it is dropped.
+                    let mut tally = AbandonGuard {
+                        thread: &thread,
+                        measured,
+                        tally: streaming::StreamTally {
+                            keep_gaps: config.shape != CallShape::Bidi || config.stream.independent,
+                            ..streaming::StreamTally::default()
+                        },
+                        ended: false,
+                    };
+                    let mut round_trip = |latency: Duration| {
+                        if measured {
+                            thread.recorder.borrow_mut().record_round_trip(latency);
+                        }
+                    };
+                    let call_messages = thread.call_messages(number);
+                    let dynamic = |index: u64| thread.dynamic_message(index);
+                    let plan = streaming::StreamPlan {
+                        shape: config.shape,
+                        settings: &config.stream,
+                        messages: call_messages.as_deref().unwrap_or(thread.requests()),
+                        // Streaming calls are never in a mix: the run's one method.
+                        dynamic: (config.methods.first().is_some_and(|m| m.renderer.is_some())
+                            && config.stream.dynamic_messages)
+                            .then_some(&dynamic as &dyn Fn(u64) -> Bytes),
+                        intended,
+                        stop: &stop,
+                        headers: &headers,
+                    };
+                    let call = streaming::streaming_call(
+                        sender,
+                        &template,
+                        &plan,
+                        &mut tally.tally,
+                        &mut round_trip,
+                    );
+                    let outcome = within_deadline(timeout, call).await;
+                    tally.ended = true;
+                    if measured {
+                        let mut recorder = thread.recorder.borrow_mut();
+                        for gap in tally.tally.gaps.drain(..) {
+                            recorder.record_message_gaps(Some(gap), 0);
+                        }
+                        if tally.tally.together > 0 {
+                            recorder.record_message_gaps(None, tally.tally.together);
+                        }
+                        for (arrived, stamp) in tally.tally.stamps.drain(..) {
+                            recorder.record_message_stamps(arrived, &[stamp]);
+                        }
+                        recorder.record_messages(tally.tally.sent, tally.tally.received);
+                    }
+                    outcome.map_err(|failure| connection.explain(failure))
+                }
+                Ok(sender) => {
+                    let body = thread.next_body(method, number);
+                    let call = unary_call(
+                        sender,
+                        &template,
+                        method,
+                        body,
+                        &headers,
+                        &mut scratch,
+                        false,
+                    );
+                    let outcome = within_deadline(timeout, call).await;
+                    outcome.map_err(|failure| connection.explain(failure))
+                }
             }
         };
         let done = Instant::now();

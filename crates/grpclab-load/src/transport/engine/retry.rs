@@ -112,9 +112,12 @@ impl LabSource {
         let started = *run
             .started
             .get_or_insert_with(|| token.intended.map_or(sent, |at| at.min(sent)));
-        let policy = thread.shared.config.methods[token.method as usize]
-            .retry
-            .as_ref();
+        let policy = thread
+            .shared
+            .config
+            .methods
+            .get(token.method as usize)
+            .and_then(|own| own.retry.as_ref());
         let retry = match (&outcome, policy) {
             (Err(failure), Some(policy)) if policy.retries(failure.code, run.attempts) => {
                 Some(policy.backoff(run.attempts, self.jitter.share()))

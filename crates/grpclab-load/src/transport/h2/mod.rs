@@ -445,7 +445,12 @@ async fn stream_loop(
             .call_headers(method, number, &[])
             .map_or_else(Vec::new, |headers| *headers);
         let sent = Instant::now();
-        let policy = thread.shared.config.methods[method as usize].retry.as_ref();
+        let policy = thread
+            .shared
+            .config
+            .methods
+            .get(method as usize)
+            .and_then(|own| own.retry.as_ref());
         let outcome = if let Some(policy) = policy {
             // A method with a retry policy: its attempts, all under the call's deadline.
             let attempts = std::cell::Cell::new(0);

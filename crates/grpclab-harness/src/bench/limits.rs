@@ -167,6 +167,113 @@ fn quota_us(cpus: f64) -> u64 {
     ((cpus * CPU_PERIOD_US as f64).round() as u64).max(1000)
 }
 
+/// Removes the cgroups a harness that has ended left behind (`grpclab-PID-…` beside our own
+/// cgroup, PID no longer running: a run killed with SIGKILL cannot remove its own), killing
+/// what still runs in them. Returns the folders removed and, apart, those that stayed (why).
+pub(crate) fn sweep_stale_cgroups() -> (Vec<PathBuf>, Vec<String>) {
+    sweep_stale_under(Path::new("/sys/fs/cgroup"))
+}
+
+/// [`sweep_stale_cgroups`] under another cgroup root.
+fn sweep_stale_under(root: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let own = |controller: &str| own_cgroup(controller).unwrap_or_default();
+    let parents: Vec<PathBuf> = if root.join("cgroup.controllers").exists() {
+        vec![root.join(own("").trim_start_matches('/'))]
+    } else {
+        ["cpu", "memory", "cpuacct"]
+            .iter()
+            .map(|controller| {
+                root.join(controller)
+                    .join(own(controller).trim_start_matches('/'))
+            })
+            .collect()
+    };
+    let (mut removed, mut stayed) = (Vec::new(), Vec::new());
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("grpclab-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            let mut dirs = vec![entry.path()];
+            match kill_and_remove_dirs(&mut dirs) {
+                Ok(()) => removed.push(entry.path()),
+                Err(why) => stayed.push(why),
+            }
+        }
+    }
+    (removed, stayed)
+}
+
+/// The PIDs listed in `cgroup.procs` files, each once.
+fn pids_in(procs_files: &[PathBuf]) -> Vec<u32> {
+    let mut pids: Vec<u32> = procs_files
+        .iter()
+        .filter_map(|file| read(file))
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|line| line.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// Kills every process in `dirs`' groups and removes the folders (last first), retrying
+/// briefly: the kernel frees a cgroup a moment after its last process exits. What is
+/// removed leaves `dirs`; `Err` says which folder stayed and why.
+fn kill_and_remove_dirs(dirs: &mut Vec<PathBuf>) -> Result<(), String> {
+    let mut result = Ok(());
+    for _ in 0..100 {
+        let procs: Vec<PathBuf> = dirs.iter().map(|dir| dir.join("cgroup.procs")).collect();
+        let pids = pids_in(&procs);
+        for pid in &pids {
+            if let Ok(pid) = libc::pid_t::try_from(*pid) {
+                // SAFETY: kill(2) on a PID read from one of the group's own cgroup.procs
+                // files: a server's processes (or an ended harness's server's), never ours,
+                // since this process never joins such a group.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+        let mut left = Vec::new();
+        for dir in dirs.iter().rev() {
+            match std::fs::remove_dir(dir) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    left.push(dir.clone());
+                    result = Err(format!(
+                        "cannot remove the cgroup {} ({err}; {} process(es) still in it)",
+                        dir.display(),
+                        pids.len()
+                    ));
+                }
+            }
+        }
+        left.reverse();
+        *dirs = left;
+        if dirs.is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    result
+}
+
 impl ServerCgroup {
     /// Makes a cgroup named `name` limited to `cpus` cores and `memory` bytes. On failure
     /// nothing is left behind: the folders made so far are removed.
@@ -335,19 +442,7 @@ impl ServerCgroup {
 
     /// The processes in the group now.
     pub fn pids(&self) -> Vec<u32> {
-        let mut pids: Vec<u32> = self
-            .procs_files()
-            .iter()
-            .filter_map(|file| read(file))
-            .flat_map(|text| {
-                text.lines()
-                    .filter_map(|line| line.trim().parse().ok())
-                    .collect::<Vec<u32>>()
-            })
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        pids
+        pids_in(&self.procs_files())
     }
 
     /// Kills every process still in the group (a child that left the server's process group
@@ -358,42 +453,7 @@ impl ServerCgroup {
     }
 
     fn kill_and_remove(&mut self) -> Result<(), String> {
-        let mut result = Ok(());
-        // The kernel frees a cgroup a moment after its last process exits; retry briefly.
-        for _ in 0..100 {
-            let pids = self.pids();
-            for pid in &pids {
-                if let Ok(pid) = libc::pid_t::try_from(*pid) {
-                    // SAFETY: kill(2) on a PID read from the group's own cgroup.procs: only
-                    // processes of the server's group, never ours.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
-                }
-            }
-            let mut left = Vec::new();
-            for dir in self.dirs.iter().rev() {
-                match std::fs::remove_dir(dir) {
-                    Ok(()) => {}
-                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(err) => {
-                        left.push(dir.clone());
-                        result = Err(format!(
-                            "cannot remove the cgroup {} ({err}; {} process(es) still in it)",
-                            dir.display(),
-                            pids.len()
-                        ));
-                    }
-                }
-            }
-            left.reverse();
-            self.dirs = left;
-            if self.dirs.is_empty() {
-                return Ok(());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        result
+        kill_and_remove_dirs(&mut self.dirs)
     }
 }
 
@@ -600,5 +660,62 @@ mod tests {
     #[test]
     fn core_lists_are_comma_separated() {
         assert_eq!(core_list(&[0, 2]), "0,2");
+    }
+
+    /// A harness killed with SIGKILL leaves its cgroup, maybe with a server still in it: the
+    /// next harness removes the folder and kills the process; a live harness's is kept.
+    #[test]
+    fn a_dead_harnesss_cgroup_is_swept_and_a_live_ones_kept() {
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = ended.id();
+        ended.wait().unwrap();
+        let stale =
+            match ServerCgroup::create(&format!("grpclab-{dead_pid}-sweep-test"), 0.5, 64 << 20) {
+                Ok(group) => group,
+                Err(reason) => {
+                    assert!(
+                        std::env::var_os("CI").is_none(),
+                        "no writable cgroups on CI: {reason}"
+                    );
+                    eprintln!("SKIPPED (no writable cgroups here: {reason}): nothing to sweep");
+                    return;
+                }
+            };
+        let live = ServerCgroup::create(
+            &format!("grpclab-{}-sweep-live-test", std::process::id()),
+            0.5,
+            64 << 20,
+        )
+        .unwrap();
+        // A server the dead harness left running in its group.
+        let mut server = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        for file in stale.procs_files() {
+            std::fs::write(file, server.id().to_string()).unwrap();
+        }
+        let stale_dirs = stale.dirs.clone();
+        // As if the harness had been killed: nothing of ours removes it.
+        std::mem::forget(stale);
+        let (removed, stayed) = sweep_stale_cgroups();
+        let swept = stale_dirs.iter().all(|d| !d.exists());
+        // Whatever the sweep did, nothing outlives the test.
+        let _ = server.kill();
+        let status = server.wait().unwrap();
+        let live_kept = live.dirs.iter().all(|d| d.exists());
+        live.remove().unwrap();
+        assert!(stayed.is_empty(), "{stayed:?}");
+        assert!(swept, "{stale_dirs:?} still there; removed {removed:?}");
+        assert!(
+            stale_dirs.iter().all(|d| removed.contains(d)),
+            "{removed:?}"
+        );
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL),
+            "the server left in the group was killed"
+        );
+        assert!(live_kept, "a live harness's group is kept");
     }
 }

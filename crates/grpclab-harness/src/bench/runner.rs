@@ -242,6 +242,17 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
         command = format!("{command} {}", placeholders.fill(tls_args));
     }
 
+    // A harness killed with SIGKILL could not remove its cgroups: the next one does.
+    let (swept, stayed) = limits::sweep_stale_cgroups();
+    for folder in &swept {
+        (context.progress)(&format!(
+            "removed {}, left by a grpclab that has ended",
+            folder.display()
+        ));
+    }
+    for why in &stayed {
+        (context.progress)(&format!("WARNING: {why}, left by a grpclab that has ended"));
+    }
     let cgroup_name = format!("grpclab-{}-{}", std::process::id(), sanitize(name));
     let (cgroup, cgroup_note) =
         match ServerCgroup::create(&cgroup_name, config.server_cpus, config.server_ram) {

@@ -9,15 +9,17 @@ use std::time::{Duration, Instant};
 /// The variable every process of one test inherits.
 const MARK_VARIABLE: &str = "GRPCLAB_TEST_MARK";
 
-/// One test's mark.
-pub struct Marker(String);
+/// One test's mark, and the orphan cgroups already there when it was made (a run killed
+/// before this test began; the harness sweeps them at its next row), which are not this
+/// test's.
+pub struct Marker(String, Vec<PathBuf>);
 
 impl Marker {
     /// A mark no other test of any run shares.
     pub fn new() -> Marker {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Marker(format!("{}-{n}", std::process::id()))
+        Marker(format!("{}-{n}", std::process::id()), orphan_cgroups())
     }
 
     /// Marks `command` (and so every process it starts).
@@ -43,7 +45,10 @@ impl Marker {
                 .status();
         }
         assert!(left.is_empty(), "processes left running: {left:?}");
-        let folders = orphan_cgroups();
+        let folders: Vec<PathBuf> = orphan_cgroups()
+            .into_iter()
+            .filter(|folder| !self.1.contains(folder))
+            .collect();
         for folder in &folders {
             let _ = std::fs::remove_dir(folder);
         }

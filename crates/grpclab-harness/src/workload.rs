@@ -28,6 +28,8 @@ pub struct MixCall {
     pub metadata: BTreeMap<String, String>,
     /// Its retry policy (a workload entry's `retry`, see retry.rs).
     pub retry: Option<grpclab_load::retry::RetryPolicy>,
+    /// Its hedging policy (a workload entry's `hedging`, see retry.rs).
+    pub hedging: Option<grpclab_load::retry::HedgingPolicy>,
 }
 
 impl MixCall {
@@ -76,6 +78,8 @@ struct WorkloadCall {
     metadata: BTreeMap<String, String>,
     #[serde(default)]
     retry: Option<crate::retry::RetryEntry>,
+    #[serde(default)]
+    hedging: Option<crate::retry::HedgingEntry>,
 }
 
 /// A seed for a mix that was given none: from the clock and the process, reported with
@@ -197,9 +201,19 @@ pub(crate) fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
                 .data
                 .map(|value| data_text(value, &call.call, &what))
                 .transpose()?;
+            let named = format!("{what}: {}", call.call);
+            if call.retry.is_some() && call.hedging.is_some() {
+                return Err(InputError(format!(
+                    "{named}: give retry or hedging, not both (a method has one policy, as in gRPC's service config)"
+                )));
+            }
             let retry = call
                 .retry
-                .map(|entry| crate::retry::retry_policy(entry, &format!("{what}: {}", call.call)))
+                .map(|entry| crate::retry::retry_policy(entry, &named))
+                .transpose()?;
+            let hedging = call
+                .hedging
+                .map(|entry| crate::retry::hedging_policy(entry, &named))
                 .transpose()?;
             let mut checked = checked_call(
                 &call.call,
@@ -210,6 +224,7 @@ pub(crate) fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
                 &what,
             )?;
             checked.retry = retry;
+            checked.hedging = hedging;
             Ok::<_, InputError>(checked)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -271,6 +286,7 @@ fn checked_call(
         data,
         metadata,
         retry: None,
+        hedging: None,
     })
 }
 

@@ -52,6 +52,8 @@ pub struct CallMethod {
     pub weight: u32,
     /// Its retry policy (a workload entry's `retry`), if it has one.
     pub retry: Option<crate::retry::RetryPolicy>,
+    /// Its hedging policy (a workload entry's `hedging`), if it has one; never with `retry`.
+    pub hedging: Option<crate::retry::HedgingPolicy>,
 }
 
 impl CallMethod {
@@ -66,6 +68,7 @@ impl CallMethod {
             renderer: None,
             weight: 1,
             retry: None,
+            hedging: None,
         }
     }
 
@@ -714,31 +717,27 @@ impl LoadConfig {
         Ok(())
     }
 
-    /// Retry policies: sound, and where they run (our engine, unary calls).
+    /// Retry and hedging policies: sound, one per method, and where they run (unary calls;
+    /// hedging on the h2 transport, which cancels a losing attempt's stream).
     fn validate_retries(&self) -> Result<(), ConfigError> {
-        let Some(method) = self.methods.iter().find(|method| method.retry.is_some()) else {
-            return Ok(());
-        };
-        let fail = |reason: String| Err(ConfigError(format!("{}: retry: {reason}", method.name)));
-        if self.shape != CallShape::Unary {
-            return fail("only unary calls are retried".to_owned());
-        }
         for method in &self.methods {
-            let Some(policy) = &method.retry else {
-                continue;
+            let fail = |reason: &str| Err(ConfigError(format!("{}: {reason}", method.name)));
+            if method.retry.is_some() && method.hedging.is_some() {
+                return fail("a method has a retry policy or a hedging policy, not both (as in gRPC's service config)");
+            }
+            let (kind, checked) = match (&method.retry, &method.hedging) {
+                (Some(policy), _) => ("retry", policy.check()),
+                (_, Some(policy)) => ("hedging", policy.check()),
+                _ => continue,
             };
-            let fail = |reason: &str| Err(ConfigError(format!("{}: retry: {reason}", method.name)));
-            if !(2..=5).contains(&policy.max_attempts) {
-                return fail("maxAttempts must be 2 to 5 (gRPC caps it at 5)");
+            if let Err(reason) = checked {
+                return fail(&format!("{kind}: {reason}"));
             }
-            if policy.initial_backoff.is_zero() || policy.max_backoff.is_zero() {
-                return fail("initialBackoff and maxBackoff must be above 0");
+            if self.shape != CallShape::Unary {
+                return fail(&format!("{kind}: only unary calls are retried or hedged"));
             }
-            if policy.backoff_multiplier.is_nan() || policy.backoff_multiplier <= 0.0 {
-                return fail("backoffMultiplier must be above 0");
-            }
-            if policy.retryable.is_empty() || policy.retryable.contains(&grpclab_core::Code::Ok) {
-                return fail("retryableStatusCodes must name at least one status, and not OK");
+            if kind == "hedging" && self.transport == Transport::Engine {
+                return fail("hedging: runs on --transport h2 (the lab engine cannot cancel a losing attempt's stream yet); add --transport h2");
             }
         }
         Ok(())

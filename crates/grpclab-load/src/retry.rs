@@ -1,9 +1,11 @@
-//! gRPC's retry policy, as a service config's `retryPolicy` states it (gRFC A6), applied per
-//! method by the engine: a call that ends with a retryable status is sent again after a
-//! random backoff, up to `max_attempts` attempts in all, never past the call's deadline.
-//! The call is what the run counts (one ticket, one result: its last attempt's, its latency
-//! from its first send); its attempts are counted apart, so the extra load a retry policy
-//! puts on a server (the amplification, attempts per call) is reported beside it.
+//! gRPC's retry and hedging policies, as a service config's `retryPolicy` and
+//! `hedgingPolicy` state them (gRFC A6), applied per method: a retried call that ends with a
+//! retryable status is sent again after a random backoff; a hedged call sends another
+//! attempt each `hedging_delay` until one answers. Either way up to `max_attempts` attempts
+//! in all, never past the call's deadline. The call is what the run counts (one ticket, one
+//! result: the attempt it committed to, its latency from its first send); its attempts are
+//! counted apart, so the extra load a policy puts on a server (the amplification, attempts
+//! per call) is reported beside it.
 
 use grpclab_core::Code;
 use std::time::Duration;
@@ -24,6 +26,31 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Whether the policy is one gRPC accepts: 2 to 5 attempts, backoffs above 0, a
+    /// multiplier above 0, at least one retryable status and never OK. `Err` names the field.
+    pub fn check(&self) -> Result<(), String> {
+        check_attempts(self.max_attempts)?;
+        if self.initial_backoff.is_zero() || self.max_backoff.is_zero() {
+            return Err("initialBackoff and maxBackoff must be above 0, e.g. \"0.01s\"".to_owned());
+        }
+        if !(self.backoff_multiplier > 0.0 && self.backoff_multiplier.is_finite()) {
+            return Err(format!(
+                "backoffMultiplier is {}; give a number above 0, e.g. 2",
+                self.backoff_multiplier
+            ));
+        }
+        if self.retryable.contains(&Code::Ok) {
+            return Err("retryableStatusCodes cannot hold OK".to_owned());
+        }
+        if self.retryable.is_empty() {
+            return Err(
+                "retryableStatusCodes is empty; name at least one status, e.g. [\"UNAVAILABLE\"]"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+
     /// Whether a call that ended with `code` after `attempts` attempts is sent again.
     pub fn retries(&self, code: Code, attempts: u32) -> bool {
         attempts < self.max_attempts && self.retryable.contains(&code)
@@ -36,6 +63,58 @@ impl RetryPolicy {
         let bound = self.initial_backoff.as_secs_f64() * self.backoff_multiplier.powi(exponent);
         let bound = bound.min(self.max_backoff.as_secs_f64());
         Duration::from_secs_f64((bound * random.clamp(0.0, 1.0)).max(0.0))
+    }
+}
+
+/// One method's hedging policy: the call's first attempt at once, another each
+/// `hedging_delay` while none has answered, the next at once when one ends with a non-fatal
+/// status. The first attempt that ends OK or with a fatal status is the call's; the others
+/// still running are cancelled (RST_STREAM CANCEL).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HedgingPolicy {
+    /// Attempts in all, the first included (2 to 5: gRPC caps larger values at 5).
+    pub max_attempts: u32,
+    /// The wait before each next attempt while none has answered (0: all at once).
+    pub hedging_delay: Duration,
+    /// Statuses after which the call goes on with its next attempt (never OK); any other
+    /// status ends the call.
+    pub non_fatal: Vec<Code>,
+}
+
+impl HedgingPolicy {
+    /// Whether the policy is one gRPC accepts: 2 to 5 attempts, no non-fatal OK. `Err`
+    /// names the field.
+    pub fn check(&self) -> Result<(), String> {
+        check_attempts(self.max_attempts)?;
+        if self.non_fatal.contains(&Code::Ok) {
+            return Err("nonFatalStatusCodes cannot hold OK".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Whether an attempt that ended with `code` lets the call go on to its next attempt.
+    pub fn non_fatal(&self, code: Code) -> bool {
+        self.non_fatal.contains(&code)
+    }
+}
+
+/// Attempts in all as a service config gives them: at least 2; more than 5 is 5 (gRPC caps
+/// it). `Err` says what to give.
+pub fn max_attempts(given: i64) -> Result<u32, String> {
+    if given >= 2 {
+        return Ok(given.min(5) as u32);
+    }
+    Err(format!(
+        "maxAttempts is {given}; give 2 to 5 (attempts in all, the first included; gRPC caps more at 5)"
+    ))
+}
+
+/// Attempts in all, as the engine takes them: 2 to 5.
+fn check_attempts(attempts: u32) -> Result<(), String> {
+    match max_attempts(i64::from(attempts)) {
+        Ok(capped) if capped == attempts => Ok(()),
+        Ok(_) => Err(format!("maxAttempts is {attempts}; give 2 to 5")),
+        Err(reason) => Err(reason),
     }
 }
 

@@ -1,12 +1,16 @@
-//! Retries as gRPC's service config states them (a workload entry's `retry`), over real
-//! sockets against the session service, whose Login refuses every Nth login of its process
-//! with UNAVAILABLE (`unavailable_every`): each call is counted once, its attempts apart, and
-//! the server's own count of attempts is the client's.
+//! Retries and hedging as gRPC's service config states them (a workload entry's `retry` and
+//! `hedging`), over real sockets. Retries against the session service, whose Login refuses
+//! every Nth login of its process with UNAVAILABLE (`unavailable_every`); hedging against
+//! the recording server (tests/common/recording.rs), which stalls calls that ask it to and
+//! counts the ones the client resets meanwhile. Each call is counted once, its attempts
+//! apart, and the server's own count of attempts is the client's.
 
 mod common;
 
+use common::recording::{Behaviour, RecordingServer};
 use common::{load_report, Server};
 use serde_json::Value;
+use std::time::Duration;
 
 /// A workload of one Login call (every `every`th refused) with `retry`.
 fn workload(every: u32, retry: &str) -> String {
@@ -183,4 +187,173 @@ fn shards_with_retries_merge_to_their_sum() {
     let method = |p: &Value| p["mix"]["methods"][0]["retries"].as_u64().unwrap_or(0);
     assert_eq!(method(&merged), sum(&method), "{merged}");
     assert_eq!(server.stats()["calls"].as_u64(), Some(300 + retries));
+}
+
+/// A workload of one Greeter call with `name` (the recording server stalls a request
+/// holding "slow") and `hedging`.
+fn hedged_workload(name: &str, hedging: &str) -> String {
+    format!(
+        "[[calls]]\ncall = \"helloworld.Greeter.SayHello\"\ndata = {{ request = {{ name = \"{name}\" }} }}\nhedging = {{ {hedging} }}\n"
+    )
+}
+
+/// `run` against the recording server, with the Greeter's .proto, on the h2 transport.
+fn run_hedged(
+    server: &RecordingServer,
+    text: &str,
+    args: &[&str],
+) -> (Option<Value>, Option<i32>, String) {
+    let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/complex_proto/helloworld.proto");
+    let proto = proto.to_str().unwrap();
+    let transport = if args.contains(&"--transport") {
+        &[][..]
+    } else {
+        &["--transport", "h2"][..]
+    };
+    let fixed = [&["--proto", proto][..], transport].concat();
+    run(&server.target(), text, &[&fixed[..], args].concat())
+}
+
+/// A server that answers at once never sees a hedged attempt before the delay; one that
+/// stalls each call 1 s sees the call's later attempts at 300 and 600 ms, and once the
+/// first answers the client resets the two still stalling.
+#[test]
+fn hedged_attempts_go_only_after_the_delay_and_the_first_answer_cancels_the_rest() {
+    let server = RecordingServer::start(Behaviour {
+        stall_on: Some((b"slow".to_vec(), Duration::from_secs(1))),
+        ..Behaviour::default()
+    });
+    let hedging = "maxAttempts = 3, hedgingDelay = \"0.3s\"";
+    let (report, code, stderr) = run_hedged(
+        &server,
+        &hedged_workload("fast", hedging),
+        &["-n", "200", "-c", "4"],
+    );
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["ok"], 200, "{report}");
+    assert_eq!(
+        report["retries"].as_u64().unwrap_or(0),
+        0,
+        "no answer came later than the delay: {report}"
+    );
+    assert_eq!(server.take().len(), 200);
+
+    let (report, code, stderr) = run_hedged(
+        &server,
+        &hedged_workload("slow", hedging),
+        &["-n", "8", "-c", "8"],
+    );
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        report["ok"], 8,
+        "the first attempt's answer is the call's: {report}"
+    );
+    assert_eq!(report["retries"], 16, "two hedges per call: {report}");
+    assert_eq!(server.take().len(), 24, "the server saw every attempt");
+    assert_eq!(
+        server.resets(),
+        16,
+        "the two hedges still stalling were reset"
+    );
+}
+
+/// Every second call the server ends fails UNAVAILABLE. Non-fatal, the call's next attempt
+/// goes at once (not after the 10 s delay, past the 2 s deadline) and passes; fatal (no
+/// non-fatal codes), the failure is the call's.
+#[test]
+fn a_non_fatal_status_sends_the_next_attempt_at_once_and_a_fatal_one_ends_the_call() {
+    let server = RecordingServer::start(Behaviour {
+        fail_every: Some((2, 14)),
+        ..Behaviour::default()
+    });
+    let args = ["-n", "20", "-c", "1", "-t", "2s"];
+    let non_fatal =
+        "maxAttempts = 3, hedgingDelay = \"10s\", nonFatalStatusCodes = [\"UNAVAILABLE\"]";
+    let (report, _, stderr) = run_hedged(&server, &hedged_workload("x", non_fatal), &args);
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    // Attempt 1 passes; each later call's first attempt is refused and its second passes.
+    assert_eq!(report["ok"], 20, "{report}");
+    assert_eq!(report["retries"], 19, "{report}");
+    assert_eq!(server.take().len(), 39);
+
+    let fatal = "maxAttempts = 3, hedgingDelay = \"10s\"";
+    let (report, _, stderr) = run_hedged(&server, &hedged_workload("x", fatal), &args);
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(report["count"], 20, "{report}");
+    assert_eq!(
+        report["statusCodeDistribution"]["Unavailable"], 10,
+        "{report}"
+    );
+    assert_eq!(report["retries"].as_u64().unwrap_or(0), 0, "{report}");
+    assert_eq!(server.take().len(), 20);
+}
+
+/// A deadline of 500 ms with a hedge each 200 ms against a server stalling 1 s: attempts at
+/// 0, 200 and 400 ms, none at 600; each call ends DeadlineExceeded and every attempt sent is
+/// reset at the deadline.
+#[test]
+fn no_hedged_attempt_is_sent_past_the_calls_deadline() {
+    let server = RecordingServer::start(Behaviour {
+        stall_on: Some((b"slow".to_vec(), Duration::from_secs(1))),
+        ..Behaviour::default()
+    });
+    let hedging = "maxAttempts = 5, hedgingDelay = \"0.2s\"";
+    let args = ["-n", "8", "-c", "8", "-t", "500ms"];
+    let (report, _, stderr) = run_hedged(&server, &hedged_workload("slow", hedging), &args);
+    let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(
+        report["statusCodeDistribution"]["DeadlineExceeded"], 8,
+        "{report}"
+    );
+    let retries = report["retries"].as_u64().unwrap_or(0);
+    assert!(
+        (8..=16).contains(&retries),
+        "at most two hedges within 500 ms: {report}"
+    );
+    let sent = 8 + retries;
+    assert_eq!(server.take().len() as u64, sent);
+    // The resets reach the server a moment after the client ends.
+    for _ in 0..100 {
+        if server.resets() == sent {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        server.resets(),
+        sent,
+        "every attempt was reset at the deadline"
+    );
+}
+
+#[test]
+fn hedging_is_refused_in_one_line_where_it_cannot_run() {
+    let server = RecordingServer::start(Behaviour::default());
+    let hedging = "maxAttempts = 2, hedgingDelay = \"0.1s\"";
+    // Our engine cannot cancel a losing attempt yet.
+    let (_, code, stderr) = run_hedged(
+        &server,
+        &hedged_workload("x", hedging),
+        &["-n", "5", "--transport", "lab"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hedging: runs on --transport h2"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // A method has one policy.
+    let both = hedged_workload("x", hedging)
+        .replace("hedging =", &format!("retry = {{ {RETRY_3} }}\nhedging ="));
+    let (_, code, stderr) = run_hedged(&server, &both, &["-n", "5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("give retry or hedging, not both"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(server.take().is_empty(), "nothing was sent");
 }

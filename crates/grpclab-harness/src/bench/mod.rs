@@ -126,6 +126,7 @@ fn mix_methods(
                 .unwrap_or_else(|| method.full_name().to_owned());
             own.weight = call.weight;
             own.retry.clone_from(&call.retry);
+            own.hedging.clone_from(&call.hedging);
             own.metadata = crate::workload::metadata_headers(
                 &format!("--workload: {}'s metadata", call.call),
                 Some(&call.metadata),

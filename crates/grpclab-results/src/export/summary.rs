@@ -226,7 +226,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
             if method.recorder.retries > 0 {
                 writeln!(
                     out,
-                    "    {:width$}  {} retries: {:.3} attempts per call",
+                    "    {:width$}  {} extra attempts (retried or hedged): {:.3} attempts per call",
                     "",
                     method.recorder.retries,
                     attempts_per_call(method.recorder.retries, method.count())
@@ -237,7 +237,7 @@ fn extras(report: &Report) -> Result<String, std::fmt::Error> {
     if result.recorder.retries > 0 {
         writeln!(
             out,
-            "  Retries:\t{} attempts beyond calls' first: {:.3} attempts per call (the server saw {} calls for {})",
+            "  Retries:\t{} attempts beyond calls' first (retried or hedged): {:.3} attempts per call (the server was sent {} calls for {})",
             result.recorder.retries,
             attempts_per_call(result.recorder.retries, result.count()),
             result.count() + result.recorder.retries,

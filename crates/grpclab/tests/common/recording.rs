@@ -56,6 +56,8 @@ pub struct Behaviour {
 pub struct RecordingServer {
     pub addr: SocketAddr,
     calls: Arc<Mutex<Vec<RecordedCall>>>,
+    /// Calls the client reset (RST_STREAM CANCEL) while they stalled, before their answer.
+    resets: Arc<AtomicU64>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -82,10 +84,12 @@ impl RecordingServer {
             .expect("bind");
         let addr = listener.local_addr().expect("local address");
         let calls = Arc::new(Mutex::new(Vec::new()));
+        let resets = Arc::new(AtomicU64::new(0));
         let state = Arc::new(State {
             behaviour,
             calls: Arc::clone(&calls),
             ended: AtomicU64::new(0),
+            resets: Arc::clone(&resets),
         });
         let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         runtime.spawn(async move {
@@ -116,12 +120,19 @@ impl RecordingServer {
         RecordingServer {
             addr,
             calls,
+            resets,
             _runtime: runtime,
         }
     }
 
     pub fn target(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// Calls the client reset while they stalled (`Behaviour::stall_on`), so far.
+    #[allow(dead_code)]
+    pub fn resets(&self) -> u64 {
+        self.resets.load(Ordering::SeqCst)
     }
 
     /// The calls received since the last `take`, in the order their requests ended.
@@ -134,6 +145,7 @@ struct State {
     behaviour: Behaviour,
     calls: Arc<Mutex<Vec<RecordedCall>>>,
     ended: AtomicU64,
+    resets: Arc<AtomicU64>,
 }
 
 async fn connection<S>(socket: S, state: Arc<State>, client_certificate: Option<Vec<u8>>)
@@ -212,7 +224,19 @@ async fn call(
         state.ended.fetch_add(1, Ordering::SeqCst) + 1
     };
     if let Some(delay) = stall {
-        tokio::time::sleep(delay).await;
+        // A client that gives the call up (RST_STREAM) while it stalls is counted.
+        let reset = std::future::poll_fn(|cx| respond.poll_reset(cx));
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            reset = reset => {
+                // A connection that closes ends its streams too; only a CANCEL is the
+                // client giving the call up.
+                if matches!(reset, Ok(h2::Reason::CANCEL)) {
+                    state.resets.fetch_add(1, Ordering::SeqCst);
+                }
+                return;
+            }
+        }
     }
     let code = match state.behaviour.fail_every {
         Some((every, code)) if number % every == 0 => code,

@@ -6,6 +6,7 @@
 //! ([`connection`]). Unary calls are in [`unary`], streaming calls in [`streaming`], and a
 //! flow's steps, one after the other in the task that drew the flow, in [`flow`].
 
+mod attempts;
 mod connection;
 mod flow;
 mod streaming;
@@ -25,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::Reconnects;
 use crate::config::{CallShape, LoadConfig};
 use crate::outcome::{CallFailure, CONNECTION_LOST, DEADLINE_MESSAGE};
-use crate::retry::{Jitter, RetryPolicy};
+use crate::retry::Jitter;
 use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
 use connection::{ConnectionState, Io};
@@ -259,69 +260,6 @@ async fn within_deadline(
     }
 }
 
-/// A call of a method with a retry policy on this transport: its attempts one after the
-/// other, each on the stream's connection as it then is, with the policy's backoff between
-/// them. The caller runs it under the call's deadline, so no attempt starts past it.
-struct RetriedCall<'a> {
-    thread: &'a ThreadState,
-    template: &'a CallTemplate,
-    policy: &'a RetryPolicy,
-    method: u32,
-    /// The request, sent again as it was.
-    body: Bytes,
-    headers: &'a grpclab_h2::client::CallHeaders,
-}
-
-impl RetriedCall<'_> {
-    /// Attempts until one ends OK, its status is not retryable, the attempts are spent or
-    /// the run stops; `attempts` counts them as they are sent.
-    async fn run(
-        &self,
-        connection: &mut StreamConnection,
-        scratch: &mut Vec<u8>,
-        attempts: &std::cell::Cell<u32>,
-        jitter: &mut Jitter,
-    ) -> Result<(), CallFailure> {
-        loop {
-            attempts.set(attempts.get() + 1);
-            let outcome = match connection.sender() {
-                Err(reason) => Err(CallFailure {
-                    code: Code::Unavailable,
-                    message: reason,
-                    connection_lost: true,
-                }),
-                Ok(sender) => {
-                    let body = self.body.clone();
-                    let call = unary_call(
-                        sender,
-                        self.template,
-                        self.method,
-                        body,
-                        self.headers,
-                        scratch,
-                        false,
-                    );
-                    call.await
-                }
-            };
-            let failure = match outcome {
-                Ok(()) => return Ok(()),
-                Err(failure) => failure,
-            };
-            let stopped = self.thread.schedule.stop_token().is_cancelled();
-            if stopped || !self.policy.retries(failure.code, attempts.get()) {
-                return Err(failure);
-            }
-            if failure.connection_lost {
-                // The next attempt takes the connection as its driver then has it.
-                connection.sender = None;
-            }
-            let backoff = self.policy.backoff(attempts.get(), jitter.share());
-            tokio::time::sleep(backoff).await;
-        }
-    }
-}
-
 /// A streaming call's tally while it runs: dropped before the call ended (its task stopped at
 /// the drain limit), it hands the messages so far to the thread, to count with the call.
 struct AbandonGuard<'a> {
@@ -450,20 +388,33 @@ async fn stream_loop(
             .config
             .methods
             .get(method as usize)
-            .and_then(|own| own.retry.as_ref());
+            .and_then(attempts::Policy::of);
         let outcome = if let Some(policy) = policy {
-            // A method with a retry policy: its attempts, all under the call's deadline.
+            // A method with a retry or hedging policy: its attempts, all under the call's
+            // deadline.
             let attempts = std::cell::Cell::new(0);
-            let call = RetriedCall {
+            let call = attempts::AttemptedCall {
                 thread: &thread,
                 template: &template,
-                policy,
                 method,
                 body: thread.next_body(method, number),
                 headers: &headers,
             };
-            let attempted = call.run(&mut connection, &mut scratch, &attempts, &mut jitter);
-            let outcome = within_deadline(timeout, attempted).await;
+            let outcome = match policy {
+                attempts::Policy::Retry(policy) => {
+                    let attempted = call.retried(
+                        policy,
+                        &mut connection,
+                        &mut scratch,
+                        &attempts,
+                        &mut jitter,
+                    );
+                    within_deadline(timeout, attempted).await
+                }
+                attempts::Policy::Hedging(policy) => {
+                    within_deadline(timeout, call.hedged(policy, &mut connection, &attempts)).await
+                }
+            };
             if measured {
                 thread.note_retries(method, attempts.get().saturating_sub(1));
             }

@@ -147,6 +147,7 @@ pub(super) fn mix_method(
         .unwrap_or_else(|| method.full_name().to_owned());
     own.weight = call.weight;
     own.retry.clone_from(&call.retry);
+    own.hedging.clone_from(&call.hedging);
     let mut metadata = run_metadata.cloned().unwrap_or_default();
     metadata.extend(call.metadata.clone());
     let what = format!("{}'s metadata", call.call);

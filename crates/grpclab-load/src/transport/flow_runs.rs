@@ -29,10 +29,21 @@ pub(super) struct FlowRun {
     pub started: Option<Instant>,
     /// Whether it counts (false during warmup).
     pub measured: bool,
-    /// The first step that failed by its status, if any.
-    pub failure: Option<CallFailure>,
-    /// The first step whose reply failed its expectation otherwise, if any.
-    pub unexpected: Option<String>,
+    /// Its latency, once known at a step's end: a run that ends at its first step took
+    /// what that step took (both count from the earlier of its schedule and its send), so
+    /// its end need not read the clock's difference again.
+    pub latency: Option<std::time::Duration>,
+    /// Its first failed step, if any: boxed, so that a run that passes moves a word.
+    pub miss: Option<Box<FlowMiss>>,
+}
+
+/// How a flow's first failed step failed.
+#[derive(Debug)]
+pub(super) enum FlowMiss {
+    /// By its status.
+    Failure(CallFailure),
+    /// Its reply failed its expectation otherwise.
+    Unexpected(String),
 }
 
 /// What a run does once a step has ended.
@@ -76,8 +87,8 @@ impl FlowRun {
             intended,
             started: None,
             measured,
-            failure: None,
-            unexpected: None,
+            latency: None,
+            miss: None,
         }
     }
 
@@ -106,7 +117,12 @@ impl FlowRun {
             .outcome
             .as_ref()
             .map_or_else(|failure| failure.code, |()| Code::Ok);
-        let judged = step.judge(status, end.message, &mut self.vars);
+        // A step that reads nothing of its reply is judged by its status alone.
+        let judged = if !step.reads_reply() && status == step.expect.status {
+            Ok(())
+        } else {
+            step.judge(status, end.message, &mut self.vars)
+        };
         // A call that failed where OK was expected is an error (its status says it all);
         // any other miss is the step's own outcome, apart from the statuses.
         let transport_failure = end.outcome.is_err() && step.expect.status == Code::Ok;
@@ -133,24 +149,32 @@ impl FlowRun {
         } else {
             thread.record_warmup_call(latency, end.now);
         }
+        let first = self.started.is_none();
         self.started
             .get_or_insert_with(|| end.intended.map_or(end.sent, |at| at.min(end.sent)));
         // The flow keeps its first failed step's reason, whichever kind it was.
-        let first_miss = self.failure.is_none() && self.unexpected.is_none();
-        match (&end.outcome, unexpected) {
-            (Err(failure), _) if first_miss && transport_failure => {
-                self.failure = Some(CallFailure::new(
-                    failure.code,
-                    format!("step {}: {}", step.name, failure.message),
-                ));
+        if self.miss.is_none() {
+            match (&end.outcome, unexpected) {
+                (Err(failure), _) if transport_failure => {
+                    self.miss = Some(Box::new(FlowMiss::Failure(CallFailure::new(
+                        failure.code,
+                        format!("step {}: {}", step.name, failure.message),
+                    ))));
+                }
+                (_, Some(miss)) => {
+                    self.miss = Some(Box::new(FlowMiss::Unexpected(format!(
+                        "step {}: {miss}",
+                        step.name
+                    ))));
+                }
+                _ => {}
             }
-            (_, Some(miss)) if first_miss => {
-                self.unexpected = Some(format!("step {}: {miss}", step.name));
-            }
-            _ => {}
         }
         let last = self.step as usize + 1 >= plan.steps.len();
         if last || (judged.is_err() && !step.continue_on_failure) {
+            if first {
+                self.latency = Some(latency);
+            }
             return AfterStep::Ended;
         }
         let think = step.think;
@@ -164,34 +188,44 @@ impl FlowRun {
         if !self.measured {
             return;
         }
-        let started = self.started.or(self.intended).unwrap_or(now);
-        let outcome = match self.failure {
-            Some(failure) => Err(failure),
-            None => Ok(()),
+        let latency = self.latency(now);
+        let (outcome, unexpected) = match self.miss.map(|miss| *miss) {
+            None => (Ok(()), None),
+            Some(FlowMiss::Failure(failure)) => (Err(failure), None),
+            Some(FlowMiss::Unexpected(reason)) => (Ok(()), Some(reason)),
         };
-        thread.end_flow(
-            self.flow,
-            &outcome,
-            self.unexpected.as_deref(),
-            now.saturating_duration_since(started),
-            now,
-        );
+        thread.end_flow(self.flow, &outcome, unexpected.as_deref(), latency, now);
+    }
+
+    /// From its start to `now`.
+    fn latency(&self, now: Instant) -> std::time::Duration {
+        self.latency.unwrap_or_else(|| {
+            let started = self.started.or(self.intended).unwrap_or(now);
+            now.saturating_duration_since(started)
+        })
     }
 
     /// The run stopped before it sent its next step: it ends Canceled at that step (unless
-    /// a step failed by its status before).
-    pub fn cancel(mut self, thread: &ThreadState, now: Instant) {
-        if self.failure.is_none() {
-            let step = thread.shared.config.flows[self.flow as usize]
-                .steps
-                .get(self.step as usize)
-                .map_or("?", |step| step.name.as_str());
-            self.failure = Some(CallFailure::new(
-                Code::Canceled,
-                format!("step {step}: the run ended before it was sent"),
-            ));
+    /// a step failed by its status before; a reply that failed its expectation is kept
+    /// beside).
+    pub fn cancel(self, thread: &ThreadState, now: Instant) {
+        if matches!(self.miss.as_deref(), Some(FlowMiss::Failure(_))) || !self.measured {
+            return self.end(thread, now);
         }
-        self.end(thread, now);
+        let step = thread.shared.config.flows[self.flow as usize]
+            .steps
+            .get(self.step as usize)
+            .map_or("?", |step| step.name.as_str());
+        let failure = CallFailure::new(
+            Code::Canceled,
+            format!("step {step}: the run ended before it was sent"),
+        );
+        let latency = self.latency(now);
+        let unexpected = match self.miss.map(|miss| *miss) {
+            Some(FlowMiss::Unexpected(reason)) => Some(reason),
+            _ => None,
+        };
+        thread.end_flow(self.flow, &Err(failure), unexpected.as_deref(), latency, now);
     }
 }
 
@@ -313,8 +347,8 @@ mod tests {
             intended: None,
             started: None,
             measured: true,
-            failure: None,
-            unexpected: None,
+            latency: None,
+            miss: None,
         }
     }
 

@@ -717,8 +717,7 @@ impl LoadConfig {
         Ok(())
     }
 
-    /// Retry and hedging policies: sound, one per method, and where they run (unary calls;
-    /// hedging on the h2 transport, which cancels a losing attempt's stream).
+    /// Retry and hedging policies: sound, one per method, and where they run (unary calls).
     fn validate_retries(&self) -> Result<(), ConfigError> {
         for method in &self.methods {
             let fail = |reason: &str| Err(ConfigError(format!("{}: {reason}", method.name)));
@@ -735,9 +734,6 @@ impl LoadConfig {
             }
             if self.shape != CallShape::Unary {
                 return fail(&format!("{kind}: only unary calls are retried or hedged"));
-            }
-            if kind == "hedging" && self.transport == Transport::Engine {
-                return fail("hedging: runs on --transport h2 (the lab engine cannot cancel a losing attempt's stream yet); add --transport h2");
             }
         }
         Ok(())

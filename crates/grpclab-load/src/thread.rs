@@ -254,7 +254,10 @@ impl ThreadState {
                 .collect(),
             mix: MixDraw::new(&config.entry_weights(), config.mix_seed),
             per_method: config.methods.len() > 1 || !config.flows.is_empty(),
-            has_retries: config.methods.iter().any(|method| method.retry.is_some()),
+            has_retries: config
+                .methods
+                .iter()
+                .any(|method| method.retry.is_some() || method.hedging.is_some()),
             methods_apart: (config.methods.len() > 1 || !config.flows.is_empty())
                 && config.details.is_none()
                 && !config.live_latency,
@@ -869,19 +872,19 @@ impl ThreadState {
         }
     }
 
-    /// Whether any method of the run has a retry policy.
+    /// Whether any method of the run has a retry or hedging policy.
     #[inline]
     pub(crate) fn has_retries(&self) -> bool {
         self.has_retries
     }
 
-    /// Whether `method` has a retry policy.
+    /// Whether `method` has a retry or hedging policy (its calls are runs of attempts).
     pub(crate) fn retried(&self, method: u32) -> bool {
         self.shared
             .config
             .methods
             .get(method as usize)
-            .is_some_and(|own| own.retry.is_some())
+            .is_some_and(|own| own.retry.is_some() || own.hedging.is_some())
     }
 
     /// A measured call of `method` with a retry policy has ended after `retries` attempts

@@ -197,21 +197,17 @@ fn hedged_workload(name: &str, hedging: &str) -> String {
     )
 }
 
-/// `run` against the recording server, with the Greeter's .proto, on the h2 transport.
+/// `run` against the recording server, with the Greeter's .proto, on `transport`.
 fn run_hedged(
     server: &RecordingServer,
+    transport: &str,
     text: &str,
     args: &[&str],
 ) -> (Option<Value>, Option<i32>, String) {
     let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios/complex_proto/helloworld.proto");
     let proto = proto.to_str().unwrap();
-    let transport = if args.contains(&"--transport") {
-        &[][..]
-    } else {
-        &["--transport", "h2"][..]
-    };
-    let fixed = [&["--proto", proto][..], transport].concat();
+    let fixed = ["--proto", proto, "--transport", transport];
     run(&server.target(), text, &[&fixed[..], args].concat())
 }
 
@@ -220,44 +216,48 @@ fn run_hedged(
 /// first answers the client resets the two still stalling.
 #[test]
 fn hedged_attempts_go_only_after_the_delay_and_the_first_answer_cancels_the_rest() {
-    let server = RecordingServer::start(Behaviour {
-        stall_on: Some((b"slow".to_vec(), Duration::from_secs(1))),
-        ..Behaviour::default()
-    });
-    let hedging = "maxAttempts = 3, hedgingDelay = \"0.3s\"";
-    let (report, code, stderr) = run_hedged(
-        &server,
-        &hedged_workload("fast", hedging),
-        &["-n", "200", "-c", "4"],
-    );
-    let report = report.unwrap_or_else(|| panic!("{stderr}"));
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(report["ok"], 200, "{report}");
-    assert_eq!(
-        report["retries"].as_u64().unwrap_or(0),
-        0,
-        "no answer came later than the delay: {report}"
-    );
-    assert_eq!(server.take().len(), 200);
+    for transport in ["lab", "h2"] {
+        let server = RecordingServer::start(Behaviour {
+            stall_on: Some((b"slow".to_vec(), Duration::from_secs(1))),
+            ..Behaviour::default()
+        });
+        let hedging = "maxAttempts = 3, hedgingDelay = \"0.3s\"";
+        let fast = hedged_workload("fast", hedging);
+        let (report, code, stderr) =
+            run_hedged(&server, transport, &fast, &["-n", "200", "-c", "4"]);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        assert_eq!(code, Some(0), "{transport}: {stderr}");
+        assert_eq!(report["ok"], 200, "{transport}: {report}");
+        assert_eq!(
+            report["retries"].as_u64().unwrap_or(0),
+            0,
+            "{transport}: no answer came later than the delay: {report}"
+        );
+        assert_eq!(server.take().len(), 200, "{transport}");
 
-    let (report, code, stderr) = run_hedged(
-        &server,
-        &hedged_workload("slow", hedging),
-        &["-n", "8", "-c", "8"],
-    );
-    let report = report.unwrap_or_else(|| panic!("{stderr}"));
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(
-        report["ok"], 8,
-        "the first attempt's answer is the call's: {report}"
-    );
-    assert_eq!(report["retries"], 16, "two hedges per call: {report}");
-    assert_eq!(server.take().len(), 24, "the server saw every attempt");
-    assert_eq!(
-        server.resets(),
-        16,
-        "the two hedges still stalling were reset"
-    );
+        let slow = hedged_workload("slow", hedging);
+        let (report, code, stderr) = run_hedged(&server, transport, &slow, &["-n", "8", "-c", "8"]);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        assert_eq!(code, Some(0), "{transport}: {stderr}");
+        assert_eq!(
+            report["ok"], 8,
+            "{transport}: the first attempt's answer is the call's: {report}"
+        );
+        assert_eq!(
+            report["retries"], 16,
+            "{transport}: two hedges per call: {report}"
+        );
+        assert_eq!(
+            server.take().len(),
+            24,
+            "{transport}: the server saw every attempt"
+        );
+        assert_eq!(
+            server.resets(),
+            16,
+            "{transport}: the two hedges still stalling were reset"
+        );
+    }
 }
 
 /// Every second call the server ends fails UNAVAILABLE. Non-fatal, the call's next attempt
@@ -265,30 +265,38 @@ fn hedged_attempts_go_only_after_the_delay_and_the_first_answer_cancels_the_rest
 /// non-fatal codes), the failure is the call's.
 #[test]
 fn a_non_fatal_status_sends_the_next_attempt_at_once_and_a_fatal_one_ends_the_call() {
-    let server = RecordingServer::start(Behaviour {
-        fail_every: Some((2, 14)),
-        ..Behaviour::default()
-    });
-    let args = ["-n", "20", "-c", "1", "-t", "2s"];
-    let non_fatal =
-        "maxAttempts = 3, hedgingDelay = \"10s\", nonFatalStatusCodes = [\"UNAVAILABLE\"]";
-    let (report, _, stderr) = run_hedged(&server, &hedged_workload("x", non_fatal), &args);
-    let report = report.unwrap_or_else(|| panic!("{stderr}"));
-    // Attempt 1 passes; each later call's first attempt is refused and its second passes.
-    assert_eq!(report["ok"], 20, "{report}");
-    assert_eq!(report["retries"], 19, "{report}");
-    assert_eq!(server.take().len(), 39);
+    for transport in ["lab", "h2"] {
+        let server = RecordingServer::start(Behaviour {
+            fail_every: Some((2, 14)),
+            ..Behaviour::default()
+        });
+        let args = ["-n", "20", "-c", "1", "-t", "2s"];
+        let non_fatal =
+            "maxAttempts = 3, hedgingDelay = \"10s\", nonFatalStatusCodes = [\"UNAVAILABLE\"]";
+        let (report, _, stderr) =
+            run_hedged(&server, transport, &hedged_workload("x", non_fatal), &args);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        // Attempt 1 passes; each later call's first attempt is refused and its second passes.
+        assert_eq!(report["ok"], 20, "{transport}: {report}");
+        assert_eq!(report["retries"], 19, "{transport}: {report}");
+        assert_eq!(server.take().len(), 39, "{transport}");
 
-    let fatal = "maxAttempts = 3, hedgingDelay = \"10s\"";
-    let (report, _, stderr) = run_hedged(&server, &hedged_workload("x", fatal), &args);
-    let report = report.unwrap_or_else(|| panic!("{stderr}"));
-    assert_eq!(report["count"], 20, "{report}");
-    assert_eq!(
-        report["statusCodeDistribution"]["Unavailable"], 10,
-        "{report}"
-    );
-    assert_eq!(report["retries"].as_u64().unwrap_or(0), 0, "{report}");
-    assert_eq!(server.take().len(), 20);
+        let fatal = "maxAttempts = 3, hedgingDelay = \"10s\"";
+        let (report, _, stderr) =
+            run_hedged(&server, transport, &hedged_workload("x", fatal), &args);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        assert_eq!(report["count"], 20, "{transport}: {report}");
+        assert_eq!(
+            report["statusCodeDistribution"]["Unavailable"], 10,
+            "{transport}: {report}"
+        );
+        assert_eq!(
+            report["retries"].as_u64().unwrap_or(0),
+            0,
+            "{transport}: {report}"
+        );
+        assert_eq!(server.take().len(), 20, "{transport}");
+    }
 }
 
 /// A deadline of 500 ms with a hedge each 200 ms against a server stalling 1 s: attempts at
@@ -296,59 +304,49 @@ fn a_non_fatal_status_sends_the_next_attempt_at_once_and_a_fatal_one_ends_the_ca
 /// reset at the deadline.
 #[test]
 fn no_hedged_attempt_is_sent_past_the_calls_deadline() {
-    let server = RecordingServer::start(Behaviour {
-        stall_on: Some((b"slow".to_vec(), Duration::from_secs(1))),
-        ..Behaviour::default()
-    });
-    let hedging = "maxAttempts = 5, hedgingDelay = \"0.2s\"";
-    let args = ["-n", "8", "-c", "8", "-t", "500ms"];
-    let (report, _, stderr) = run_hedged(&server, &hedged_workload("slow", hedging), &args);
-    let report = report.unwrap_or_else(|| panic!("{stderr}"));
-    assert_eq!(
-        report["statusCodeDistribution"]["DeadlineExceeded"], 8,
-        "{report}"
-    );
-    let retries = report["retries"].as_u64().unwrap_or(0);
-    assert!(
-        (8..=16).contains(&retries),
-        "at most two hedges within 500 ms: {report}"
-    );
-    let sent = 8 + retries;
-    assert_eq!(server.take().len() as u64, sent);
-    // The resets reach the server a moment after the client ends.
-    for _ in 0..100 {
-        if server.resets() == sent {
-            break;
+    for transport in ["lab", "h2"] {
+        let server = RecordingServer::start(Behaviour {
+            stall_on: Some((b"slow".to_vec(), Duration::from_secs(1))),
+            ..Behaviour::default()
+        });
+        let hedging = "maxAttempts = 5, hedgingDelay = \"0.2s\"";
+        let args = ["-n", "8", "-c", "8", "-t", "500ms"];
+        let (report, _, stderr) =
+            run_hedged(&server, transport, &hedged_workload("slow", hedging), &args);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        assert_eq!(
+            report["statusCodeDistribution"]["DeadlineExceeded"], 8,
+            "{transport}: {report}"
+        );
+        let retries = report["retries"].as_u64().unwrap_or(0);
+        assert!(
+            (8..=16).contains(&retries),
+            "{transport}: at most two hedges within 500 ms: {report}"
+        );
+        let sent = 8 + retries;
+        assert_eq!(server.take().len() as u64, sent, "{transport}");
+        // The resets reach the server a moment after the client ends.
+        for _ in 0..100 {
+            if server.resets() == sent {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            server.resets(),
+            sent,
+            "{transport}: every attempt was reset at the deadline"
+        );
     }
-    assert_eq!(
-        server.resets(),
-        sent,
-        "every attempt was reset at the deadline"
-    );
 }
 
 #[test]
-fn hedging_is_refused_in_one_line_where_it_cannot_run() {
+fn a_method_has_one_policy_said_in_one_line() {
     let server = RecordingServer::start(Behaviour::default());
     let hedging = "maxAttempts = 2, hedgingDelay = \"0.1s\"";
-    // Our engine cannot cancel a losing attempt yet.
-    let (_, code, stderr) = run_hedged(
-        &server,
-        &hedged_workload("x", hedging),
-        &["-n", "5", "--transport", "lab"],
-    );
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("hedging: runs on --transport h2"),
-        "{stderr}"
-    );
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    // A method has one policy.
     let both = hedged_workload("x", hedging)
         .replace("hedging =", &format!("retry = {{ {RETRY_3} }}\nhedging ="));
-    let (_, code, stderr) = run_hedged(&server, &both, &["-n", "5"]);
+    let (_, code, stderr) = run_hedged(&server, "lab", &both, &["-n", "5"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("give retry or hedging, not both"),

@@ -580,6 +580,33 @@ impl<'s, S: CallSource> Connection<'s, S> {
         }
         let now = self.arrived.unwrap_or_else(Instant::now);
         self.source.completed(token, sent, end, now);
+        if token.flow != 0 {
+            while let Some(group) = self.source.given_up() {
+                self.cancel_group(group);
+            }
+        }
+    }
+
+    /// The source gave up on the calls of `group` (see [`CallSource::given_up`]): those in
+    /// flight are reset, those not yet written dropped, none reported.
+    #[cold]
+    fn cancel_group(&mut self, group: u32) {
+        let streams: Vec<u32> = self
+            .calls
+            .iter()
+            .filter(|(_, call)| call.token.flow == group)
+            .map(|(id, _)| id)
+            .collect();
+        for stream in streams {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+            self.calls.discard(stream);
+            self.blocked.retain(|s| *s != stream);
+            if !self.replies.is_empty() {
+                self.replies.discard(stream);
+            }
+            self.status_messages.retain(|(s, _)| *s != stream);
+        }
+        self.unsent.retain(|call| call.token.flow != group);
     }
 
     fn expire(&mut self, now: Instant) {

@@ -139,6 +139,14 @@ pub trait CallSource {
         let _ = (token, sent, received);
     }
 
+    /// A group of calls the source has given up on (their [`CallToken::flow`]; a hedged
+    /// call's attempts, once one has won): asked after each call of a group (`flow` not 0)
+    /// completes, until `None`. The connection resets the group's calls still in flight
+    /// (RST_STREAM CANCEL) and drops those not yet written, and reports none of them.
+    fn given_up(&mut self) -> Option<u32> {
+        None
+    }
+
     /// A streaming call was still in flight when the connection was dropped (the caller gave
     /// up on it, e.g. at its drain limit): the messages it wrote and received whole so far.
     /// Its end is the caller's to record.

@@ -32,6 +32,7 @@ use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
 use retry::{RetryRun, RETRY_RUN};
 
+mod hedge;
 mod retry;
 
 /// Opens this thread's connections (`indexes`) before the run starts.
@@ -215,6 +216,15 @@ struct LabSource {
     retries: Runs<RetryRun>,
     /// The retries' backoff draws.
     jitter: Jitter,
+    /// Hedged calls' next attempts, when each is due, by run id (see [`hedge`]).
+    hedge_timers: Vec<(Instant, u32)>,
+    /// Hedged attempts in flight beyond each call's first: extra streams, not slots.
+    hedge_extra: usize,
+    /// The connection's slots beyond this connection's share of the streams, room for
+    /// hedged attempts (0 without hedging): never handed to new calls.
+    headroom: usize,
+    /// Hedged runs that ended with attempts still in flight, for the connection to reset.
+    given_up: Vec<u32>,
 }
 
 impl CallSource for LabSource {
@@ -226,6 +236,17 @@ impl CallSource for LabSource {
         free_slots: usize,
     ) -> NextCall {
         let (mut in_flight, mut free_slots) = (in_flight, free_slots);
+        if self.headroom > 0 {
+            // Hedging: the connection's extra room is for hedged attempts only.
+            if let Some(attempt) = self.due_hedge(clock.now()) {
+                return attempt;
+            }
+            in_flight = in_flight.saturating_sub(self.hedge_extra);
+            free_slots = (free_slots + self.hedge_extra).saturating_sub(self.headroom);
+            if free_slots == 0 {
+                return self.pause(None);
+            }
+        }
         if self.runs_active() {
             // A retried call's next attempt first, then a flow's next step: each holds a
             // slot already. An attempt whose deadline came first ends instead.
@@ -301,6 +322,10 @@ impl CallSource for LabSource {
             return self.step_completed(token, sent, end, now);
         }
         self.finish(token, sent, now, |source| source.outcome(end));
+    }
+
+    fn given_up(&mut self) -> Option<u32> {
+        self.given_up.pop()
     }
 
     fn keeps_reply(&self, token: &CallToken) -> bool {
@@ -424,10 +449,14 @@ impl LabSource {
     /// Nothing to send now: while flows are in progress, ask again when a call ends, when the
     /// earliest run between steps may go on, or at `until` (a schedule's next call).
     fn pause(&self, until: Option<Instant>) -> NextCall {
-        let earliest = match (self.flows.earliest(), self.retries.earliest()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let earliest = [
+            self.flows.earliest(),
+            self.retries.earliest(),
+            self.earliest_hedge(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let at = match (until, earliest) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -757,7 +786,24 @@ async fn connection_loop(
         flows: FlowRuns::default(),
         retries: Runs::default(),
         jitter: Jitter::new((connection as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        hedge_timers: Vec::new(),
+        hedge_extra: 0,
+        headroom: 0,
+        given_up: Vec::new(),
     };
+    // Hedged attempts beyond a call's first ride on room of their own: up to the policy's
+    // attempts per slot.
+    let hedge_attempts = thread
+        .shared
+        .config
+        .methods
+        .iter()
+        .filter_map(|method| method.hedging.as_ref())
+        .map(|policy| policy.max_attempts as usize)
+        .max()
+        .unwrap_or(1);
+    source.headroom = slots * (hedge_attempts - 1);
+    let connection_slots = slots * hedge_attempts;
     let mut tcp = Some(first);
     let mut backoff = Duration::ZERO;
     let mut planned = false;
@@ -766,7 +812,15 @@ async fn connection_loop(
         if let Some(live) = tcp.take() {
             // Closed before the server's SETTINGS: the backoff keeps growing.
             let refused;
-            match run_connection(live, Rc::clone(&template), slots, &mut source, &stop).await {
+            match run_connection(
+                live,
+                Rc::clone(&template),
+                connection_slots,
+                &mut source,
+                &stop,
+            )
+            .await
+            {
                 Ok(()) => {
                     source.drop_held();
                     return;
@@ -790,6 +844,8 @@ async fn connection_loop(
                         }
                         source.lost(call.token, call.sent, &reason);
                     }
+                    // Attempts given up with the connection are gone with it.
+                    source.given_up.clear();
                     if refused {
                         // Taken and closed unserved: the next attempt waits, as after a
                         // failed connect (its calls have failed already: none more here).

@@ -225,7 +225,13 @@ impl FlowRun {
             Some(FlowMiss::Unexpected(reason)) => Some(reason),
             _ => None,
         };
-        thread.end_flow(self.flow, &Err(failure), unexpected.as_deref(), latency, now);
+        thread.end_flow(
+            self.flow,
+            &Err(failure),
+            unexpected.as_deref(),
+            latency,
+            now,
+        );
     }
 }
 

@@ -1,4 +1,4 @@
-//! Retries on the engine transport: a call of a method with a retry policy
+//! Retries on the engine transport (hedging, which shares the runs, is in `hedge.rs`): a call of a method with a retry policy
 //! ([`RetryPolicy`](crate::retry::RetryPolicy)) is a run of attempts on its connection. Its
 //! request (and metadata) is kept; an attempt that ends with a retryable status is sent
 //! again after the policy's backoff, holding its stream slot meanwhile (as a flow between
@@ -23,19 +23,37 @@ pub(super) const RETRY_RUN: u32 = 1 << 31;
 #[derive(Debug)]
 pub(super) struct RetryRun {
     /// Its token as first sent (`flow` 0).
-    token: CallToken,
+    pub(super) token: CallToken,
     /// Its framed request, sent again as it was.
-    body: Bytes,
+    pub(super) body: Bytes,
     /// Its rendered metadata, if any.
-    headers: Option<Box<CallHeaders>>,
+    pub(super) headers: Option<Box<CallHeaders>>,
     /// When it started: the earlier of its schedule and its first send.
-    started: Option<Instant>,
+    pub(super) started: Option<Instant>,
     /// Attempts sent so far.
-    attempts: u32,
+    pub(super) attempts: u32,
     /// Its last attempt's failure, while it waits for the next.
-    last: Option<CallFailure>,
+    pub(super) last: Option<CallFailure>,
+    /// Its attempts in flight (a hedged call may have several).
+    pub(super) in_flight: u32,
     /// Its backoff would end past its deadline: when due, it ends DeadlineExceeded.
     expires: bool,
+}
+
+impl RetryRun {
+    /// Its request again, as attempt of run `id`.
+    pub(super) fn attempt(&self, id: u32) -> NextCall {
+        NextCall::Send {
+            body: self.body.clone(),
+            headers: self.headers.clone(),
+            token: CallToken {
+                flow: id | RETRY_RUN,
+                // Only the first attempt was scheduled.
+                intended: None,
+                ..self.token
+            },
+        }
+    }
 }
 
 impl LabSource {
@@ -56,8 +74,12 @@ impl LabSource {
             started: None,
             attempts: 1,
             last: None,
+            in_flight: 1,
             expires: false,
         });
+        if self.hedging(token.method).is_some() {
+            self.hedge_started(id, token.method);
+        }
         NextCall::Send {
             body,
             headers,
@@ -82,17 +104,13 @@ impl LabSource {
             return None;
         }
         run.attempts += 1;
+        run.in_flight += 1;
         run.last = None;
-        Some(NextCall::Send {
-            body: run.body.clone(),
-            headers: run.headers.clone(),
-            token: CallToken {
-                flow: id | RETRY_RUN,
-                // Only the first attempt was scheduled.
-                intended: None,
-                ..run.token
-            },
-        })
+        let method = run.token.method;
+        if self.hedging(method).is_some() {
+            self.hedge_started(id, method);
+        }
+        Some(self.retries.get_mut(id)?.attempt(id))
     }
 
     /// An attempt ended: sent again after its backoff when its status is retryable and
@@ -104,11 +122,15 @@ impl LabSource {
         now: Instant,
         outcome: Result<(), CallFailure>,
     ) {
+        if self.hedging(token.method).is_some() {
+            return self.hedge_ended(token, sent, now, outcome);
+        }
         let id = token.flow & !RETRY_RUN;
         let thread = &*self.thread;
         let Some(run) = self.retries.get_mut(id) else {
             return;
         };
+        run.in_flight = run.in_flight.saturating_sub(1);
         let started = *run
             .started
             .get_or_insert_with(|| token.intended.map_or(sent, |at| at.min(sent)));
@@ -144,7 +166,7 @@ impl LabSource {
 
     /// A call with a retry policy ends: recorded once (latency from its start), its
     /// retries counted.
-    fn end_retried(
+    pub(super) fn end_retried(
         &mut self,
         run: RetryRun,
         sent: Instant,
@@ -182,6 +204,8 @@ impl LabSource {
     /// failure.
     pub(super) fn drop_retries(&mut self) {
         let now = Instant::now();
+        self.hedge_timers.clear();
+        self.hedge_extra = 0;
         for mut run in self.retries.take_all() {
             let failure = run.last.take().unwrap_or_else(|| {
                 CallFailure::new(Code::Canceled, "the run ended before its next attempt")

@@ -581,15 +581,21 @@ impl<'s, S: CallSource> Connection<'s, S> {
         let now = self.arrived.unwrap_or_else(Instant::now);
         self.source.completed(token, sent, end, now);
         if token.flow != 0 {
-            while let Some(group) = self.source.given_up() {
-                self.cancel_group(group);
-            }
+            self.cancel_given_up();
         }
     }
 
-    /// The source gave up on the calls of `group` (see [`CallSource::given_up`]): those in
-    /// flight are reset, those not yet written dropped, none reported.
+    /// The groups the source gave up on (see [`CallSource::given_up`]), each cancelled.
     #[cold]
+    #[inline(never)]
+    fn cancel_given_up(&mut self) {
+        while let Some(group) = self.source.given_up() {
+            self.cancel_group(group);
+        }
+    }
+
+    /// The source gave up on the calls of `group`: those in flight are reset, those not yet
+    /// written dropped, none reported.
     fn cancel_group(&mut self, group: u32) {
         let streams: Vec<u32> = self
             .calls

@@ -237,14 +237,8 @@ impl CallSource for LabSource {
     ) -> NextCall {
         let (mut in_flight, mut free_slots) = (in_flight, free_slots);
         if self.headroom > 0 {
-            // Hedging: the connection's extra room is for hedged attempts only.
-            if let Some(attempt) = self.due_hedge(clock.now()) {
-                return attempt;
-            }
-            in_flight = in_flight.saturating_sub(self.hedge_extra);
-            free_slots = (free_slots + self.hedge_extra).saturating_sub(self.headroom);
-            if free_slots == 0 {
-                return self.pause(None);
+            if let Some(next) = self.hedge_room(clock, &mut in_flight, &mut free_slots) {
+                return next;
             }
         }
         if self.runs_active() {

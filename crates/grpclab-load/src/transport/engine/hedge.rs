@@ -9,7 +9,7 @@
 //! (`CallSource::given_up`). Nothing is sent past the call's deadline: a timer due after it
 //! is dropped, and an attempt that ends after it ends the call.
 
-use grpclab_h2::client::{CallToken, NextCall};
+use grpclab_h2::client::{CallToken, NextCall, TurnClock};
 use std::time::Instant;
 
 use super::retry::RETRY_RUN;
@@ -82,6 +82,25 @@ impl LabSource {
             return Some(attempt);
         }
         None
+    }
+
+    /// With hedging, before any new call: a hedged attempt that is due goes first; then
+    /// the connection's figures are made the real slots' (its extra room is for hedged
+    /// attempts only), and a source with none free pauses.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn hedge_room(
+        &mut self,
+        clock: &mut TurnClock,
+        in_flight: &mut usize,
+        free_slots: &mut usize,
+    ) -> Option<NextCall> {
+        if let Some(attempt) = self.due_hedge(clock.now()) {
+            return Some(attempt);
+        }
+        *in_flight = in_flight.saturating_sub(self.hedge_extra);
+        *free_slots = (*free_slots + self.hedge_extra).saturating_sub(self.headroom);
+        (*free_slots == 0).then(|| self.pause(None))
     }
 
     /// When the earliest hedge timer is due.

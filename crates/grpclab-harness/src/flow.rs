@@ -65,6 +65,8 @@ pub struct FlowStep {
     pub think: Option<Duration>,
     /// What a failed step (a status other than the expected, or a failed expectation) does.
     pub on_failure: OnFailure,
+    /// Its retry policy (`retry`, as a `[[calls]]` entry takes it), if any.
+    pub retry: Option<grpclab_load::retry::RetryPolicy>,
     /// Where the step's `name` is in the file.
     pub line: usize,
 }
@@ -168,6 +170,8 @@ struct StepEntry {
     think: Option<Spanned<String>>,
     #[serde(default)]
     on_failure: Option<Spanned<String>>,
+    #[serde(default)]
+    retry: Option<Spanned<crate::retry::RetryEntry>>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -432,6 +436,17 @@ fn check_step(
         extracted.insert(var.clone(), name.clone());
         extract.push(Extract { var, from, line });
     }
+    let retry = match step.retry {
+        None => None,
+        Some(entry) => {
+            let span = entry.span();
+            let what = format!("flows.steps: step '{name}'");
+            Some(
+                crate::retry::retry_policy(entry.into_inner(), &what)
+                    .map_err(|err| place.error(span, err.0))?,
+            )
+        }
+    };
     Ok(FlowStep {
         name,
         call,
@@ -441,6 +456,7 @@ fn check_step(
         expect,
         think,
         on_failure,
+        retry,
         line,
     })
 }

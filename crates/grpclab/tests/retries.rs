@@ -355,3 +355,53 @@ fn a_method_has_one_policy_said_in_one_line() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(server.take().is_empty(), "nothing was sent");
 }
+
+/// A flow whose login step has a retry policy (every 5th login refused), then lists with the
+/// token: one flow at a time, 400 flows need 99 retries of the login, every flow passes, the
+/// login step is counted once per flow, and the server saw 499 logins and 400 lists.
+#[test]
+fn a_flow_step_with_a_retry_policy_is_retried_and_counted_once() {
+    let flow = format!(
+        "[[flows]]\nname = \"browse\"\n[[flows.steps]]\nname = \"login\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = {{ user = \"ann\", unavailable_every = 5 }}\nextract = {{ token = \"token\" }}\nretry = {{ {RETRY_3} }}\n[[flows.steps]]\nname = \"list\"\ncall = \"grpclab.session.v1.Sessions.List\"\ndata = {{ token = \"{{{{.vars.token}}}}\" }}\n"
+    );
+    for transport in ["lab", "h2"] {
+        let server = Server::start("lab");
+        let args = ["-n", "400", "-c", "1", "--transport", transport];
+        let (report, code, stderr) = run(&server.target(), &flow, &args);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        assert_eq!(code, Some(0), "{transport}: {stderr}");
+        let flows = &report["mix"]["flows"][0];
+        assert_eq!(flows["passed"], 400, "{transport}: {flows}");
+        let methods = report["mix"]["methods"].as_array().unwrap();
+        let login = methods.iter().find(|m| m["name"] == "login").unwrap();
+        assert_eq!(
+            login["count"], 400,
+            "{transport}: counted once per flow: {login}"
+        );
+        assert_eq!(login["ok"], 400, "{transport}: {login}");
+        assert_eq!(login["retries"], 99, "{transport}: {login}");
+        assert_eq!(report["retries"], 99, "{transport}: {report}");
+        assert_eq!(
+            server.stats()["calls"],
+            499 + 400,
+            "{transport}: the server saw every attempt"
+        );
+    }
+}
+
+#[test]
+fn a_bad_retry_policy_on_a_step_names_its_line() {
+    let server = Server::start("lab");
+    let bad = RETRY_3.replace("maxAttempts = 3", "maxAttempts = 0");
+    let flow = format!(
+        "[[flows]]\nname = \"f\"\n[[flows.steps]]\nname = \"login\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = {{ user = \"ann\" }}\nretry = {{ {bad} }}\n"
+    );
+    let (_, code, stderr) = run(&server.target(), &flow, &["-n", "5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("line 7"), "{stderr}");
+    assert!(
+        stderr.contains("step 'login': retry: maxAttempts is 0"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}

@@ -544,6 +544,7 @@ impl LabSource {
             outcome,
             message,
             address: self.address,
+            jitter: &mut self.jitter,
         };
         match run.step_ended(&self.thread, end) {
             AfterStep::Next(at) => self.flows.wait(token.flow, at),

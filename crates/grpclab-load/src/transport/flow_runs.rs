@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use grpclab_core::Code;
 
-use crate::outcome::CallFailure;
+use crate::outcome::{CallFailure, DEADLINE_MESSAGE};
+use crate::retry::Jitter;
 use crate::thread::ThreadState;
 
 /// One flow in progress.
@@ -35,6 +36,12 @@ pub(super) struct FlowRun {
     pub latency: Option<std::time::Duration>,
     /// Its first failed step, if any: boxed, so that a run that passes moves a word.
     pub miss: Option<Box<FlowMiss>>,
+    /// Attempts of the current step ended so far (a step with a retry policy may make
+    /// several).
+    pub attempts: u32,
+    /// When the current step's first attempt started (the earlier of its schedule and its
+    /// send), while it is retried: its latency counts from there.
+    pub step_started: Option<Instant>,
 }
 
 /// How a flow's first failed step failed.
@@ -66,6 +73,8 @@ pub(super) struct StepEnd<'a> {
     pub message: Option<&'a [u8]>,
     /// Which of the target's addresses the call went to.
     pub address: usize,
+    /// The backoffs' random shares, for a step with a retry policy.
+    pub jitter: &'a mut Jitter,
 }
 
 impl FlowRun {
@@ -89,6 +98,8 @@ impl FlowRun {
             measured,
             latency: None,
             miss: None,
+            attempts: 0,
+            step_started: None,
         }
     }
 
@@ -100,7 +111,7 @@ impl FlowRun {
     /// The instant its current step was scheduled for: only the first step is scheduled,
     /// the next ones go when the one before ends (and its think time passes).
     pub fn step_intended(&self) -> Option<Instant> {
-        if self.step == 0 {
+        if self.step == 0 && self.attempts == 0 {
             self.intended
         } else {
             None
@@ -110,9 +121,32 @@ impl FlowRun {
     /// Its current step has ended: judged against the step's expectation (its variables
     /// taken from the reply), recorded as a call and in its step's figures; says whether
     /// the run goes on.
-    pub fn step_ended(&mut self, thread: &ThreadState, end: StepEnd<'_>) -> AfterStep {
+    pub fn step_ended(&mut self, thread: &ThreadState, mut end: StepEnd<'_>) -> AfterStep {
         let plan = &thread.shared.config.flows[self.flow as usize];
         let step = &plan.steps[self.step as usize];
+        let policy = thread
+            .shared
+            .config
+            .methods
+            .get(step.method as usize)
+            .and_then(|own| own.retry.as_ref());
+        if let Some(policy) = policy {
+            match self.retry(thread, policy, &mut end) {
+                Some(at) => {
+                    if self.measured {
+                        thread.note_retries(step.method, 1);
+                    }
+                    return AfterStep::Next(Some(at));
+                }
+                None => {
+                    if let Some(started) = self.step_started.take() {
+                        // Its latency counts from its first attempt.
+                        end.intended = Some(started);
+                    }
+                    self.attempts = 0;
+                }
+            }
+        }
         let status = end
             .outcome
             .as_ref()
@@ -180,6 +214,46 @@ impl FlowRun {
         let think = step.think;
         self.step += 1;
         AfterStep::Next((!think.is_zero()).then(|| end.now + think))
+    }
+
+    /// A step with a retry policy ended an attempt: the instant its next attempt goes when
+    /// its status is retryable, attempts remain and the backoff ends before the step's
+    /// deadline (its first attempt's start plus -t). Otherwise the step ends here, and
+    /// `end` says how: a backoff past the deadline ends it DeadlineExceeded, as does an
+    /// answer that came after it.
+    #[cold]
+    fn retry(
+        &mut self,
+        thread: &ThreadState,
+        policy: &crate::retry::RetryPolicy,
+        end: &mut StepEnd<'_>,
+    ) -> Option<Instant> {
+        self.attempts += 1;
+        let (intended, sent) = (end.intended, end.sent);
+        let started = *self
+            .step_started
+            .get_or_insert_with(|| intended.map_or(sent, |at| at.min(sent)));
+        let deadline = thread.shared.config.timeout.map(|limit| started + limit);
+        let retryable = match &end.outcome {
+            Err(failure) => policy.retries(failure.code, self.attempts),
+            Ok(()) => false,
+        };
+        if retryable && !thread.schedule.stop_token().is_cancelled() {
+            let at = end.now + policy.backoff(self.attempts, end.jitter.share());
+            if deadline.is_none_or(|deadline| at < deadline) {
+                return Some(at);
+            }
+            end.outcome = Err(CallFailure::new(
+                Code::DeadlineExceeded,
+                format!("{DEADLINE_MESSAGE} (before attempt {})", self.attempts + 1),
+            ));
+        } else if end.outcome.is_ok() && deadline.is_some_and(|deadline| end.now > deadline) {
+            end.outcome = Err(CallFailure::new(
+                Code::DeadlineExceeded,
+                format!("{DEADLINE_MESSAGE} (over {} attempts)", self.attempts),
+            ));
+        }
+        None
     }
 
     /// The run is over: its end in the flow's figures, its ticket with it (a warmup
@@ -355,6 +429,8 @@ mod tests {
             measured: true,
             latency: None,
             miss: None,
+            attempts: 0,
+            step_started: None,
         }
     }
 

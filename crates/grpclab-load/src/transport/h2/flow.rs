@@ -33,6 +33,8 @@ pub(super) struct FlowStream<'a> {
     pub held: &'a mut VecDeque<(Instant, bool)>,
     pub stop: &'a CancellationToken,
     pub scratch: &'a mut Vec<u8>,
+    /// The backoffs' random shares (steps with a retry policy).
+    pub jitter: &'a mut crate::retry::Jitter,
 }
 
 impl FlowStream<'_> {
@@ -77,6 +79,7 @@ impl FlowStream<'_> {
                 outcome,
                 message: message.as_deref(),
                 address: self.connection.address,
+                jitter: self.jitter,
             };
             let at = match run.step_ended(thread, end) {
                 AfterStep::Next(at) => at,

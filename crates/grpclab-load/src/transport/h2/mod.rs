@@ -374,6 +374,7 @@ async fn stream_loop(
                 held: &mut held,
                 stop: &stop,
                 scratch: &mut scratch,
+                jitter: &mut jitter,
             };
             stream.run(ticket).await;
             continue;

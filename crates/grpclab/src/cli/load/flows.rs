@@ -44,6 +44,7 @@ pub(super) fn flow_plans(
             let mut own =
                 CallMethod::new(&loaded.scenario.path(), loaded.scenario.requests().to_vec());
             own.name = step.name.clone();
+            own.retry.clone_from(&step.retry);
             if let Some(text) = &step.data {
                 let template = Template::parse(text, "data")
                     .map_err(|err| in_step(err.to_string()))?

@@ -666,6 +666,22 @@ impl LoadConfig {
             .collect()
     }
 
+    /// The response header and trailer names flow steps extract, each once (lowercase).
+    pub(crate) fn kept_reply_headers(&self) -> Vec<Bytes> {
+        let mut names: Vec<Bytes> = Vec::new();
+        let steps = self.flows.iter().flat_map(|flow| &flow.steps);
+        for extract in steps.flat_map(|step| &step.extracts) {
+            if let crate::flow::Extractor::Header(name) | crate::flow::Extractor::Trailer(name) =
+                &extract.from
+            {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+        names
+    }
+
     /// The methods a plain call of the mix may draw: those before the flows' steps.
     pub fn plain_methods(&self) -> usize {
         self.flows

@@ -14,6 +14,10 @@ use grpclab_core::Code;
 pub enum Extractor {
     /// A reply field.
     Field(FieldPath),
+    /// A response header, by its lowercase name.
+    Header(bytes::Bytes),
+    /// A trailer, by its lowercase name.
+    Trailer(bytes::Bytes),
 }
 
 /// One extract: the variable's place among the flow's variables, and its source.
@@ -148,15 +152,33 @@ fn check_value(path: &FieldPath, value: &FieldValue, check: &ValueCheck) -> Resu
 impl Extract {
     /// The variable's value from a reply message (no gRPC prefix); a path the reply does not
     /// reach (an element past the end) is an [`Unexpected`] of its own.
-    pub fn value(&self, message: &[u8]) -> Result<String, Unexpected> {
+    pub fn value(&self, message: &[u8], headers: &[ReplyHeader]) -> Result<String, Unexpected> {
+        let header = |name: &bytes::Bytes, trailer: bool| {
+            let kind = if trailer { "trailer" } else { "header" };
+            headers
+                .iter()
+                .find(|header| header.trailer == trailer && header.name == name)
+                .map(|header| String::from_utf8_lossy(&header.value).into_owned())
+                .ok_or_else(|| {
+                    Unexpected(format!(
+                        "extract: the reply has no {kind} {}",
+                        String::from_utf8_lossy(name)
+                    ))
+                })
+        };
         match &self.from {
             Extractor::Field(path) => path
                 .read(message)
                 .map(FieldValue::into_text)
                 .map_err(|err| Unexpected(format!("extract: {err}"))),
+            Extractor::Header(name) => header(name, false),
+            Extractor::Trailer(name) => header(name, true),
         }
     }
 }
+
+/// A step's kept response headers and trailers (see `RequestTemplate::kept_headers`).
+pub use grpclab_h2::client::ReplyHeader;
 
 /// A flow as the engine runs it: its steps in order, and its variables' names (the places
 /// [`Extract::var`] and the steps' templates were bound to).
@@ -203,6 +225,7 @@ impl FlowStepPlan {
         &self,
         status: Code,
         message: Option<&[u8]>,
+        headers: &[ReplyHeader],
         vars: &mut [String],
     ) -> Result<(), Unexpected> {
         self.expect.check(status, message)?;
@@ -210,7 +233,7 @@ impl FlowStepPlan {
             return Ok(());
         }
         for extract in &self.extracts {
-            let value = extract.value(message.unwrap_or_default())?;
+            let value = extract.value(message.unwrap_or_default(), headers)?;
             if let Some(place) = vars.get_mut(extract.var) {
                 *place = value;
             }
@@ -326,18 +349,21 @@ mod tests {
             from: Extractor::Field(path("items[1].sku")),
         };
         assert_eq!(
-            extract.value(&list_reply("sku-a-0", 2)),
+            extract.value(&list_reply("sku-a-0", 2), &[]),
             Ok("sku-a-1".to_owned())
         );
         let count = Extract {
             var: 1,
             from: Extractor::Field(path("count")),
         };
-        assert_eq!(count.value(&list_reply("sku-a-0", 7)), Ok("7".to_owned()));
+        assert_eq!(
+            count.value(&list_reply("sku-a-0", 7), &[]),
+            Ok("7".to_owned())
+        );
         let beyond = Extract {
             var: 0,
             from: Extractor::Field(path("items[2].sku")),
         };
-        assert!(beyond.value(&list_reply("sku-a-0", 2)).is_err());
+        assert!(beyond.value(&list_reply("sku-a-0", 2), &[]).is_err());
     }
 }

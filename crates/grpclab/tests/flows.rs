@@ -583,3 +583,105 @@ fn the_csv_json_details_and_page_name_each_flow_and_step() {
         assert!(flows.contains(name), "{name}");
     }
 }
+
+/// A step takes one value from its reply's headers and one from its trailers (the recording
+/// server names each answer: header `x-call-number: N`, trailer `x-served-by: recording-N`);
+/// the next step sends both as metadata. Every second call carries its own flow's pair: N
+/// and recording-N of one answer, each answer's pair once, on both transports.
+#[test]
+fn a_step_carries_a_header_and_a_trailer_of_its_reply_on_both_transports() {
+    use common::recording::{Behaviour, RecordingServer};
+    let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/complex_proto/helloworld.proto");
+    let workload = r#"
+[[flows]]
+name = "named"
+
+[[flows.steps]]
+name = "first"
+call = "helloworld.Greeter.SayHello"
+data = { request = { name = "a" } }
+extract = { number = "header:X-Call-Number", by = "trailer:x-served-by" }
+
+[[flows.steps]]
+name = "second"
+call = "helloworld.Greeter.SayHello"
+data = { request = { name = "b" } }
+metadata = { x-carried = "{{.vars.number}}/{{.vars.by}}" }
+"#;
+    for transport in ["lab", "h2"] {
+        let server = RecordingServer::start(Behaviour {
+            numbered: true,
+            ..Behaviour::default()
+        });
+        let args = [
+            "--proto",
+            proto.to_str().unwrap(),
+            "-n",
+            "200",
+            "-c",
+            "8",
+            "--transport",
+            transport,
+        ];
+        let (report, code) = run_flows(&server.target(), workload, &args);
+        assert_eq!(code, Some(0), "{transport}: {report}");
+        assert_eq!(
+            report["mix"]["flows"][0]["passed"], 200,
+            "{transport}: {report}"
+        );
+        let calls = server.take();
+        assert_eq!(calls.len(), 400, "{transport}");
+        let mut carried: Vec<u64> = Vec::new();
+        for call in &calls {
+            let Some((_, value)) = call.metadata.iter().find(|(name, _)| name == "x-carried")
+            else {
+                continue;
+            };
+            let value = String::from_utf8_lossy(value).into_owned();
+            let (number, by) = value.split_once('/').unwrap_or_else(|| panic!("{value}"));
+            assert_eq!(
+                by,
+                format!("recording-{number}"),
+                "{transport}: one answer's pair"
+            );
+            carried.push(number.parse().unwrap());
+        }
+        assert_eq!(
+            carried.len(),
+            200,
+            "{transport}: every second step carried a pair"
+        );
+        carried.sort_unstable();
+        carried.dedup();
+        assert_eq!(carried.len(), 200, "{transport}: each answer's pair once");
+    }
+}
+
+/// A header the reply does not have is the step's unexpected outcome, with the name said.
+#[test]
+fn a_missing_header_is_an_unexpected_reply_naming_it() {
+    use common::recording::{Behaviour, RecordingServer};
+    let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/complex_proto/helloworld.proto");
+    let workload = r#"
+[[flows]]
+name = "f"
+[[flows.steps]]
+name = "first"
+call = "helloworld.Greeter.SayHello"
+data = { request = { name = "a" } }
+extract = { token = "header:x-token" }
+"#;
+    let server = RecordingServer::start(Behaviour::default());
+    let args = ["--proto", proto.to_str().unwrap(), "-n", "10"];
+    let (report, _) = run_flows(&server.target(), workload, &args);
+    let flow = &report["mix"]["flows"][0];
+    assert_eq!(flow["unexpected"], 10, "{report}");
+    assert!(
+        report
+            .to_string()
+            .contains("the reply has no header x-token"),
+        "{report}"
+    );
+}

@@ -301,7 +301,7 @@ fn a_flow_file_is_checked_line_by_line_against_the_schema() {
         ("path = \"response.name\"", "path = \"response\"", "line 13: flows.steps.expect.fields: step 'second': path `response`: `response` is a message"),
         ("{{.vars.greeting}}", "{{.vars.greting}}", "line 12: flows.steps.data: step 'second' of flow 'hello' uses {{.vars.greting}}"),
         ("call = \"helloworld.Greeter.SayHello\"\ndata", "call = \"helloworld.Greeter.Nope\"\ndata", "line 10: step 'second': unknown call 'helloworld.Greeter.Nope'"),
-        ("greeting = \"response.name\"", "greeting = \"header:x-greeting\"", "line 7: flows.steps.extract: step 'first': 'greeting' comes from a header or trailer, which flows cannot read yet"),
+        ("greeting = \"response.name\"", "greeting = \"header:x greeting\"", "line 7: flows.steps.extract: step 'first': 'x greeting' is not a header name"),
     ] {
         let file = dir.path().join("flow.toml");
         std::fs::write(&file, good.replacen(from, to, 1)).unwrap();

@@ -71,6 +71,7 @@ pub fn feed_client(data: &[u8]) -> FedClient {
         completed: 0,
     };
     let template = RequestTemplate {
+        kept_headers: Vec::new(),
         authority: "localhost".to_owned(),
         methods: vec![
             MethodHead::path("/helloworld.Greeter/SayHello"),

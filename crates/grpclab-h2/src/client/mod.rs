@@ -51,7 +51,7 @@ pub use fuzz::{feed_client, FedClient};
 pub use pacer::Pacer;
 pub use source::{
     CallEnd, CallHeaders, CallSource, CallToken, ConnectionEnd, LostCall, MethodHead, NextCall,
-    RequestTemplate, TurnClock,
+    ReplyHeader, RequestTemplate, TurnClock,
 };
 pub use stamp::{StampEncoding, StampField};
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
@@ -159,6 +159,11 @@ struct Connection<'s, S: CallSource> {
     replies: CallTable<BytesMut>,
     /// `grpc-message` of calls whose trailers came with one, by stream id (rare: errors).
     status_messages: Vec<(u32, String)>,
+    /// Kept headers and trailers ([`RequestTemplate::kept_headers`]) of calls that keep
+    /// their reply, by stream id.
+    reply_headers: Vec<(u32, Vec<ReplyHeader>)>,
+    /// The kept headers of the block being decoded.
+    scratch_kept: Vec<(Bytes, Bytes)>,
     /// Started calls not yet written, oldest first (see [`UnsentCall`]).
     unsent: VecDeque<UnsentCall>,
     blocked: VecDeque<u32>,
@@ -447,6 +452,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
             calls: CallTable::new(slots),
             replies: CallTable::new(slots),
             status_messages: Vec::new(),
+            reply_headers: Vec::new(),
+            scratch_kept: Vec::new(),
             unsent: VecDeque::new(),
             blocked: VecDeque::new(),
             next_stream: first_stream,
@@ -575,6 +582,9 @@ impl<'s, S: CallSource> Connection<'s, S> {
         if !self.status_messages.is_empty() {
             self.status_messages.retain(|(s, _)| *s != stream);
         }
+        if !self.reply_headers.is_empty() {
+            self.hand_reply_headers(stream, token);
+        }
         if let Some((messages_sent, received)) = progress {
             self.source.stream_messages(token, messages_sent, received);
         }
@@ -582,6 +592,16 @@ impl<'s, S: CallSource> Connection<'s, S> {
         self.source.completed(token, sent, end, now);
         if token.flow != 0 {
             self.cancel_given_up();
+        }
+    }
+
+    /// The kept headers of call `stream`, if any, to the source.
+    #[cold]
+    #[inline(never)]
+    fn hand_reply_headers(&mut self, stream: u32, token: CallToken) {
+        if let Some(place) = self.reply_headers.iter().position(|(s, _)| *s == stream) {
+            let (_, headers) = self.reply_headers.swap_remove(place);
+            self.source.reply_headers(token, &headers);
         }
     }
 
@@ -611,6 +631,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 self.replies.discard(stream);
             }
             self.status_messages.retain(|(s, _)| *s != stream);
+            self.reply_headers.retain(|(s, _)| *s != stream);
         }
         self.unsent.retain(|call| call.token.flow != group);
     }

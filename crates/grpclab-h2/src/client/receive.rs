@@ -30,11 +30,12 @@ impl<S: CallSource> Connection<'_, S> {
             // The same bytes at the same table generation: the fields they decoded to before.
             self.scratch_head = head;
             self.scratch_message.clear();
+            self.scratch_kept.clear();
         } else {
             self.decode_reply_block(block)?;
             // A block with a grpc-message is not kept: the message is text to carry, and
-            // errors are not the path to make cheap.
-            if self.scratch_message.is_empty() {
+            // errors are not the path to make cheap. Nor one with headers a call keeps.
+            if self.scratch_message.is_empty() && self.scratch_kept.is_empty() {
                 self.reply_blocks.remember(
                     block,
                     before,
@@ -63,6 +64,8 @@ impl<S: CallSource> Connection<'_, S> {
             );
             return Ok(());
         }
+        // The response headers, or (the stream's last block) the trailers.
+        let trailer = call.headers_seen || end_stream;
         if !call.headers_seen {
             call.headers_seen = true;
             call.http_status = head.http;
@@ -77,16 +80,43 @@ impl<S: CallSource> Connection<'_, S> {
                 }
             }
         }
+        if !self.scratch_kept.is_empty() && self.replies.get_mut(stream).is_some() {
+            self.keep_reply_headers(stream, trailer);
+        }
         if end_stream {
             self.end_stream(stream);
         }
         Ok(())
     }
 
-    /// Decodes a response header block into `scratch_head` and `scratch_message`.
+    /// The kept headers just decoded, held for call `stream`'s end.
+    #[cold]
+    fn keep_reply_headers(&mut self, stream: u32, trailer: bool) {
+        let kept = self
+            .scratch_kept
+            .drain(..)
+            .map(|(name, value)| ReplyHeader {
+                trailer,
+                name,
+                value,
+            });
+        match self.reply_headers.iter_mut().find(|(s, _)| *s == stream) {
+            Some((_, held)) => held.extend(kept),
+            None => {
+                let kept = kept.collect();
+                self.reply_headers.push((stream, kept));
+            }
+        }
+    }
+
+    /// Decodes a response header block into `scratch_head` and `scratch_message` (and the
+    /// headers calls keep into `scratch_kept`).
     fn decode_reply_block(&mut self, block: &[u8]) -> Result<(), ConnectionError> {
         self.scratch_head = ReplyHead::default();
         self.scratch_message.clear();
+        self.scratch_kept.clear();
+        let kept_names = &self.template.kept_headers;
+        let kept = &mut self.scratch_kept;
         let (head, message) = (&mut self.scratch_head, &mut self.scratch_message);
         let mut regular_seen = false;
         self.decoder
@@ -108,7 +138,12 @@ impl<S: CallSource> Connection<'_, S> {
                     regular_seen = true;
                     message.push_str(&crate::grpc::percent_decode(value))
                 }
-                _ => regular_seen = true,
+                _ => {
+                    regular_seen = true;
+                    if !kept_names.is_empty() && kept_names.iter().any(|kept| kept == name) {
+                        kept.push((Bytes::copy_from_slice(name), Bytes::copy_from_slice(value)));
+                    }
+                }
             })
             .map_err(|_| {
                 connection_error(

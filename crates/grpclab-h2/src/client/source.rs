@@ -139,6 +139,12 @@ pub trait CallSource {
         let _ = (token, sent, received);
     }
 
+    /// The kept headers and trailers of a call that keeps its reply (see
+    /// [`RequestTemplate::kept_headers`]), told just before it completes, when it had any.
+    fn reply_headers(&mut self, token: CallToken, headers: &[ReplyHeader]) {
+        let _ = (token, headers);
+    }
+
     /// A group of calls the source has given up on (their [`CallToken::flow`]; a hedged
     /// call's attempts, once one has won): asked after each call of a group (`flow` not 0)
     /// completes, until `None`. The connection resets the group's calls still in flight
@@ -182,6 +188,22 @@ pub struct RequestTemplate {
     /// Streaming calls: how each call sends its messages (`None`: unary calls, whose body is
     /// the source's).
     pub stream: Option<StreamSpec>,
+    /// Response header and trailer names (lowercase) whose values a call that keeps its
+    /// reply ([`CallSource::keeps_reply`]) hands to [`CallSource::reply_headers`]; empty for
+    /// most runs, which then decode no header they do not need.
+    pub kept_headers: Vec<Bytes>,
+}
+
+/// A response header or trailer a call kept (see [`RequestTemplate::kept_headers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyHeader {
+    /// Whether it came in the trailers (the block that ended the stream) rather than the
+    /// response headers.
+    pub trailer: bool,
+    /// Its name, lowercase.
+    pub name: Bytes,
+    /// Its value as sent.
+    pub value: Bytes,
 }
 
 /// What one method's requests carry besides the headers every call has.

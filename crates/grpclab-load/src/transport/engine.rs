@@ -141,6 +141,7 @@ fn request_template(config: &LoadConfig) -> RequestTemplate {
         max_reply_message: config.max_recv_message_bytes,
         keepalive: config.keepalive,
         stream: stream_spec(config),
+        kept_headers: config.kept_reply_headers(),
     }
 }
 
@@ -225,6 +226,8 @@ struct LabSource {
     headroom: usize,
     /// Hedged runs that ended with attempts still in flight, for the connection to reset.
     given_up: Vec<u32>,
+    /// The kept headers of the step call about to complete (see `CallSource::reply_headers`).
+    reply_headers: Vec<grpclab_h2::client::ReplyHeader>,
 }
 
 impl CallSource for LabSource {
@@ -316,6 +319,11 @@ impl CallSource for LabSource {
             return self.step_completed(token, sent, end, now);
         }
         self.finish(token, sent, now, |source| source.outcome(end));
+    }
+
+    fn reply_headers(&mut self, _token: CallToken, headers: &[grpclab_h2::client::ReplyHeader]) {
+        self.reply_headers.clear();
+        self.reply_headers.extend_from_slice(headers);
     }
 
     fn given_up(&mut self) -> Option<u32> {
@@ -545,8 +553,11 @@ impl LabSource {
             message,
             address: self.address,
             jitter: &mut self.jitter,
+            headers: &self.reply_headers,
         };
-        match run.step_ended(&self.thread, end) {
+        let after = run.step_ended(&self.thread, end);
+        self.reply_headers.clear();
+        match after {
             AfterStep::Next(at) => self.flows.wait(token.flow, at),
             AfterStep::Ended => {
                 if let Some(run) = self.flows.finish(token.flow) {
@@ -785,6 +796,7 @@ async fn connection_loop(
         hedge_extra: 0,
         headroom: 0,
         given_up: Vec::new(),
+        reply_headers: Vec::new(),
     };
     // Hedged attempts beyond a call's first ride on room of their own: up to the policy's
     // attempts per slot.

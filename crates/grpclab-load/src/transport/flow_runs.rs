@@ -75,6 +75,8 @@ pub(super) struct StepEnd<'a> {
     pub address: usize,
     /// The backoffs' random shares, for a step with a retry policy.
     pub jitter: &'a mut Jitter,
+    /// The reply's kept headers and trailers, when the step extracts some.
+    pub headers: &'a [crate::flow::ReplyHeader],
 }
 
 impl FlowRun {
@@ -155,7 +157,7 @@ impl FlowRun {
         let judged = if !step.reads_reply() && status == step.expect.status {
             Ok(())
         } else {
-            step.judge(status, end.message, &mut self.vars)
+            step.judge(status, end.message, end.headers, &mut self.vars)
         };
         // A call that failed where OK was expected is an error (its status says it all);
         // any other miss is the step's own outcome, apart from the statuses.

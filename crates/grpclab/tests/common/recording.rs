@@ -50,6 +50,9 @@ pub struct Behaviour {
     pub fail_every: Option<(u64, u32)>,
     /// A call with a request message containing this text is answered after the delay.
     pub stall_on: Option<(Vec<u8>, Duration)>,
+    /// Each answer names its call: a response header `x-call-number: N` and a trailer
+    /// `x-served-by: recording-N` (N counting from 1 as `fail_every` does).
+    pub numbered: bool,
 }
 
 /// The server, on a loopback port of its own, until dropped.
@@ -242,11 +245,13 @@ async fn call(
         Some((every, code)) if number % every == 0 => code,
         _ => 0,
     };
-    let response = http::Response::builder()
+    let mut response = http::Response::builder()
         .status(200)
-        .header("content-type", "application/grpc")
-        .body(())
-        .expect("response head");
+        .header("content-type", "application/grpc");
+    if state.behaviour.numbered {
+        response = response.header("x-call-number", number.to_string());
+    }
+    let response = response.body(()).expect("response head");
     let Ok(mut stream) = respond.send_response(response, false) else {
         return;
     };
@@ -260,6 +265,11 @@ async fn call(
     }
     let mut trailers = http::HeaderMap::new();
     trailers.insert("grpc-status", code.into());
+    if state.behaviour.numbered {
+        if let Ok(value) = http::HeaderValue::try_from(format!("recording-{number}")) {
+            trailers.insert("x-served-by", value);
+        }
+    }
     if code != 0 {
         trailers.insert(
             "grpc-message",

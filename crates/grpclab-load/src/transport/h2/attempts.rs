@@ -80,7 +80,7 @@ impl AttemptedCall<'_> {
                         body,
                         self.headers,
                         scratch,
-                        false,
+                        None,
                     );
                     call.await
                 }
@@ -195,7 +195,7 @@ async fn attempt(
         body,
         headers,
         &mut scratch,
-        false,
+        None,
     )
     .await
 }

@@ -14,6 +14,7 @@ use super::unary::{unary_call, CallTemplate};
 use super::{within_deadline, StreamConnection};
 use crate::outcome::{CallFailure, REPLY_INFLATE_LIMIT};
 use crate::thread::ThreadState;
+use grpclab_h2::client::ReplyHeader;
 
 /// A ticket that drew a flow.
 pub(super) struct FlowTicket {
@@ -46,7 +47,8 @@ impl FlowStream<'_> {
         loop {
             let intended = run.step_intended();
             let method = run.method(thread);
-            let (sent, outcome) = self.call(&run, method).await;
+            let mut kept = Vec::new();
+            let (sent, outcome) = self.call(&run, method, &mut kept).await;
             let now = Instant::now();
             // The reply, unframed, for a step that reads it.
             let (outcome, message) = match outcome {
@@ -80,6 +82,7 @@ impl FlowStream<'_> {
                 message: message.as_deref(),
                 address: self.connection.address,
                 jitter: self.jitter,
+                headers: &kept,
             };
             let at = match run.step_ended(thread, end) {
                 AfterStep::Next(at) => at,
@@ -119,9 +122,14 @@ impl FlowStream<'_> {
             .await;
     }
 
-    /// One step's call (its reply left in `scratch` when the step reads it): when it was
-    /// sent, and how it ended.
-    async fn call(&mut self, run: &FlowRun, method: u32) -> (Instant, Result<(), CallFailure>) {
+    /// One step's call (its reply left in `scratch` and its kept headers in `kept` when the
+    /// step reads it): when it was sent, and how it ended.
+    async fn call(
+        &mut self,
+        run: &FlowRun,
+        method: u32,
+        kept: &mut Vec<ReplyHeader>,
+    ) -> (Instant, Result<(), CallFailure>) {
         let thread = self.thread;
         let number = match thread.method_templated(method) {
             true => thread.call_number(),
@@ -147,7 +155,7 @@ impl FlowStream<'_> {
                     body,
                     &headers,
                     self.scratch,
-                    keep,
+                    keep.then_some(kept),
                 );
                 within_deadline(thread.shared.config.timeout, call)
                     .await

@@ -152,6 +152,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
         validator: config.validator.clone(),
         gzip: config.gzip,
         max_reply_message: config.max_recv_message_bytes,
+        kept_headers: config.kept_reply_headers(),
     })
 }
 
@@ -492,7 +493,7 @@ async fn stream_loop(
                         body,
                         &headers,
                         &mut scratch,
-                        false,
+                        None,
                     );
                     let outcome = within_deadline(timeout, call).await;
                     outcome.map_err(|failure| connection.explain(failure))

@@ -8,7 +8,7 @@ use http::{HeaderMap, Request, StatusCode, Uri};
 
 use crate::config::ReplyValidator;
 use crate::outcome::{CallFailure, CONNECTION_LOST, REPLY_INFLATE_LIMIT};
-use grpclab_h2::client::CallHeaders;
+use grpclab_h2::client::{CallHeaders, ReplyHeader};
 use grpclab_h2::grpc::percent_decode;
 
 /// What every call on a thread shares: each method's request line and headers, built once.
@@ -20,6 +20,9 @@ pub(crate) struct CallTemplate {
     pub gzip: bool,
     /// `--max-recv-message-size`.
     pub max_reply_message: Option<usize>,
+    /// Response header and trailer names flow steps extract (see
+    /// `LoadConfig::kept_reply_headers`).
+    pub kept_headers: Vec<Bytes>,
 }
 
 impl CallTemplate {
@@ -53,9 +56,26 @@ impl CallTemplate {
     }
 }
 
+/// The `names` among `headers`, added to `kept` (`trailer`: they are the trailers).
+fn keep_headers(names: &[Bytes], headers: &HeaderMap, trailer: bool, kept: &mut Vec<ReplyHeader>) {
+    for name in names {
+        let Ok(name) = std::str::from_utf8(name) else {
+            continue;
+        };
+        for value in headers.get_all(name) {
+            kept.push(ReplyHeader {
+                trailer,
+                name: Bytes::copy_from_slice(name.as_bytes()),
+                value: Bytes::copy_from_slice(value.as_bytes()),
+            });
+        }
+    }
+}
+
 /// Sends one call with `body` (a framed request) and reads its reply and trailers. `scratch`
-/// collects the reply for validation, and keeps it (framed) when `keep_reply` (a flow step
-/// that reads it); it is reused across calls.
+/// collects the reply for validation, and keeps it (framed) when `kept` is given (a flow step
+/// that reads it), which then receives the template's kept headers and trailers; `scratch`
+/// is reused across calls.
 pub(crate) async fn unary_call(
     sender: &mut SendRequest<Bytes>,
     template: &CallTemplate,
@@ -63,7 +83,7 @@ pub(crate) async fn unary_call(
     body: Bytes,
     call_headers: &CallHeaders,
     scratch: &mut Vec<u8>,
-    keep_reply: bool,
+    mut kept: Option<&mut Vec<ReplyHeader>>,
 ) -> Result<(), CallFailure> {
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
@@ -76,6 +96,9 @@ pub(crate) async fn unary_call(
         .map_err(failure_from_h2)?;
     let response = response.await.map_err(failure_from_h2)?;
     let (head, mut reply) = response.into_parts();
+    if let Some(kept) = kept.as_deref_mut() {
+        keep_headers(&template.kept_headers, &head.headers, false, kept);
+    }
     if head.status != StatusCode::OK {
         return Err(CallFailure::new(
             Code::from_http_status(head.status.as_u16()),
@@ -112,7 +135,7 @@ pub(crate) async fn unary_call(
         }
         // Give the window back at once, so the server can keep sending.
         let _ = reply.flow_control().release_capacity(chunk.len());
-        if keep_reply || template.validator.is_some() {
+        if kept.is_some() || template.validator.is_some() {
             scratch.extend_from_slice(&chunk);
         }
     }
@@ -123,6 +146,9 @@ pub(crate) async fn unary_call(
             "the server ended the stream without trailers (no grpc-status)",
         ));
     };
+    if let Some(kept) = kept {
+        keep_headers(&template.kept_headers, &trailers, true, kept);
+    }
     status_from(&trailers)?;
     if received == 0 {
         return Err(CallFailure::new(

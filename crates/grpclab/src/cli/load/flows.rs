@@ -88,8 +88,12 @@ pub(super) fn flow_plans(
             for extract in &step.extract {
                 let from = match &extract.from {
                     ExtractFrom::Field(text) => Extractor::Field(path(text)?),
-                    // Checked before: refused with its line.
-                    ExtractFrom::Header(_) | ExtractFrom::Trailer(_) => continue,
+                    ExtractFrom::Header(name) => {
+                        Extractor::Header(bytes::Bytes::from(name.to_ascii_lowercase()))
+                    }
+                    ExtractFrom::Trailer(name) => {
+                        Extractor::Trailer(bytes::Bytes::from(name.to_ascii_lowercase()))
+                    }
                 };
                 extracts.push(Extract {
                     var: vars.iter().position(|v| *v == extract.var).unwrap_or(0),

@@ -427,18 +427,6 @@ fn check_flow_steps(
                 )));
             }
             let reply = method.output();
-            if let Some(extract) = step
-                .extract
-                .iter()
-                .find(|extract| !matches!(extract.from, ExtractFrom::Field(_)))
-            {
-                return Err(InputError(format!(
-                "{}: flows.steps.extract: step '{}': '{}' comes from a header or trailer, which flows cannot read yet; take it from a reply field",
-                at(extract.line),
-                step.name,
-                extract.var
-            )));
-            }
             let paths = step
                 .extract
                 .iter()

@@ -582,7 +582,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
         if !self.status_messages.is_empty() {
             self.status_messages.retain(|(s, _)| *s != stream);
         }
-        if !self.reply_headers.is_empty() {
+        if token.flow != 0 && !self.reply_headers.is_empty() {
+            // Only a flow step keeps headers.
             self.hand_reply_headers(stream, token);
         }
         if let Some((messages_sent, received)) = progress {

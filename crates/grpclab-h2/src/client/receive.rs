@@ -30,7 +30,6 @@ impl<S: CallSource> Connection<'_, S> {
             // The same bytes at the same table generation: the fields they decoded to before.
             self.scratch_head = head;
             self.scratch_message.clear();
-            self.scratch_kept.clear();
         } else {
             self.decode_reply_block(block)?;
             // A block with a grpc-message is not kept: the message is text to carry, and
@@ -46,7 +45,9 @@ impl<S: CallSource> Connection<'_, S> {
         }
         let head = self.scratch_head;
         let Some(call) = self.calls.get_mut(stream) else {
-            return Ok(()); // a call we gave up on (deadline) or never made
+            // A call we gave up on (deadline) or never made: nothing of it is kept.
+            self.scratch_kept.clear();
+            return Ok(());
         };
         // RFC 9113 §8.3.2: one :status, pseudo-headers first, none other; trailers carry no
         // pseudo-header and end the stream (§8.1). A malformed response is a stream error.
@@ -57,6 +58,7 @@ impl<S: CallSource> Connection<'_, S> {
                 head.status_fields != 1
             };
         if malformed {
+            self.scratch_kept.clear();
             self.stream_error(
                 stream,
                 code::PROTOCOL_ERROR,
@@ -64,8 +66,7 @@ impl<S: CallSource> Connection<'_, S> {
             );
             return Ok(());
         }
-        // The response headers, or (the stream's last block) the trailers.
-        let trailer = call.headers_seen || end_stream;
+        let seen_before = call.headers_seen;
         if !call.headers_seen {
             call.headers_seen = true;
             call.http_status = head.http;
@@ -80,8 +81,9 @@ impl<S: CallSource> Connection<'_, S> {
                 }
             }
         }
-        if !self.scratch_kept.is_empty() && self.replies.get_mut(stream).is_some() {
-            self.keep_reply_headers(stream, trailer);
+        if !self.scratch_kept.is_empty() {
+            // The response headers, or (the stream's last block) the trailers.
+            self.keep_reply_headers(stream, seen_before || end_stream);
         }
         if end_stream {
             self.end_stream(stream);
@@ -89,9 +91,15 @@ impl<S: CallSource> Connection<'_, S> {
         Ok(())
     }
 
-    /// The kept headers just decoded, held for call `stream`'s end.
+    /// The kept headers just decoded, held for call `stream`'s end if it keeps its reply;
+    /// `scratch_kept` is empty again after (a cached block's path never clears it).
     #[cold]
+    #[inline(never)]
     fn keep_reply_headers(&mut self, stream: u32, trailer: bool) {
+        if self.replies.get_mut(stream).is_none() {
+            self.scratch_kept.clear();
+            return;
+        }
         let kept = self
             .scratch_kept
             .drain(..)

@@ -556,7 +556,9 @@ impl LabSource {
             headers: &self.reply_headers,
         };
         let after = run.step_ended(&self.thread, end);
-        self.reply_headers.clear();
+        if !self.reply_headers.is_empty() {
+            self.reply_headers.clear();
+        }
         match after {
             AfterStep::Next(at) => self.flows.wait(token.flow, at),
             AfterStep::Ended => {

@@ -126,12 +126,16 @@ impl FlowRun {
     pub fn step_ended(&mut self, thread: &ThreadState, mut end: StepEnd<'_>) -> AfterStep {
         let plan = &thread.shared.config.flows[self.flow as usize];
         let step = &plan.steps[self.step as usize];
-        let policy = thread
-            .shared
-            .config
-            .methods
-            .get(step.method as usize)
-            .and_then(|own| own.retry.as_ref());
+        // One flag read when no method of the run has a policy.
+        let policy = match thread.has_retries() {
+            true => thread
+                .shared
+                .config
+                .methods
+                .get(step.method as usize)
+                .and_then(|own| own.retry.as_ref()),
+            false => None,
+        };
         if let Some(policy) = policy {
             match self.retry(thread, policy, &mut end) {
                 Some(at) => {

@@ -405,3 +405,38 @@ fn a_bad_retry_policy_on_a_step_names_its_line() {
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// The hedging delay is cut short by a non-fatal status while another attempt still runs:
+/// attempt 1 stalls 3 s; attempt 2 (after the 1 s delay) is refused UNAVAILABLE, so attempt 3
+/// goes at once and answers, well within the 1.5 s deadline. Waiting out the delay instead
+/// would send it at 2 s, past the deadline: the call would end DeadlineExceeded.
+#[test]
+fn a_non_fatal_status_cuts_the_hedging_delay_short_while_an_attempt_still_runs() {
+    for transport in ["lab", "h2"] {
+        let server = RecordingServer::start(Behaviour {
+            stall_first: Some(Duration::from_secs(3)),
+            fail_every: Some((2, 14)),
+            ..Behaviour::default()
+        });
+        let hedging =
+            "maxAttempts = 3, hedgingDelay = \"1s\", nonFatalStatusCodes = [\"UNAVAILABLE\"]";
+        let args = ["-n", "1", "-c", "1", "-t", "1500ms"];
+        let (report, _, stderr) =
+            run_hedged(&server, transport, &hedged_workload("x", hedging), &args);
+        let report = report.unwrap_or_else(|| panic!("{transport}: {stderr}"));
+        assert_eq!(report["ok"], 1, "{transport}: attempt 3 answered: {report}");
+        assert_eq!(report["retries"], 2, "{transport}: {report}");
+        assert_eq!(server.take().len(), 3, "{transport}");
+        for _ in 0..100 {
+            if server.resets() == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            server.resets(),
+            1,
+            "{transport}: the stalled first attempt was reset"
+        );
+    }
+}

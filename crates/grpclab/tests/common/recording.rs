@@ -50,6 +50,9 @@ pub struct Behaviour {
     pub fail_every: Option<(u64, u32)>,
     /// A call with a request message containing this text is answered after the delay.
     pub stall_on: Option<(Vec<u8>, Duration)>,
+    /// The first call the server receives is answered after this long (the others at once,
+    /// unless `stall_on` says otherwise).
+    pub stall_first: Option<Duration>,
     /// Each answer names its call: a response header `x-call-number: N` and a trailer
     /// `x-served-by: recording-N` (N counting from 1 as `fail_every` does).
     pub numbered: bool,
@@ -225,6 +228,10 @@ async fn call(
         let mut calls = state.calls.lock().unwrap();
         calls.push(recorded.clone());
         state.ended.fetch_add(1, Ordering::SeqCst) + 1
+    };
+    let stall = match state.behaviour.stall_first {
+        Some(delay) if number == 1 => Some(delay),
+        _ => stall,
     };
     if let Some(delay) = stall {
         // A client that gives the call up (RST_STREAM) while it stalls is counted.

@@ -18,6 +18,7 @@ pub mod bench;
 pub mod capacity;
 pub mod compare;
 pub mod flow;
+pub mod flow_plan;
 pub mod retry;
 pub mod workload;
 

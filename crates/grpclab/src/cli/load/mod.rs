@@ -14,15 +14,15 @@ use super::exit::thresholds_exit;
 use super::session::Session;
 use std::process::ExitCode;
 
-mod flows;
 mod options;
 mod progress;
 mod scenario;
 mod schedule;
 
+use grpclab_harness::flow_plan::template_renderer;
 use options::run_options;
 use progress::{progress_bar, show_progress};
-use scenario::{bind_metadata, mix_method, resolve_calls, template_renderer};
+use scenario::{bind_metadata, mix_method, resolve_calls};
 pub use scenario::{load_scenario, LoadedScenario};
 use schedule::apply_schedule;
 
@@ -181,7 +181,20 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             .workload
             .as_deref()
             .unwrap_or(std::path::Path::new("-"));
-        config.flows = flows::flow_plans(&flows, metadata_map.as_ref(), &mut config.methods, file)?;
+        let flows: Vec<_> = flows
+            .iter()
+            .map(|(flow, loaded)| {
+                let scenarios = loaded.iter().map(|step| step.scenario.clone()).collect();
+                (flow.clone(), scenarios)
+            })
+            .collect();
+        let what = format!("--workload {}", file.display());
+        config.flows = grpclab_harness::flow_plan::flow_plans(
+            &flows,
+            metadata_map.as_ref(),
+            &mut config.methods,
+            &what,
+        )?;
     }
     config.tls = tls;
     config.gzip = args.enable_compression;

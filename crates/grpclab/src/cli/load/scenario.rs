@@ -2,18 +2,16 @@
 //! reflection; the payload (JSON, binary, a template that varies per call); a mix's methods,
 //! each resolved as a lone `--call` would be; metadata templates bound to the method.
 
-use grpclab_core::payload_template::PayloadTemplate;
 use grpclab_core::scenario::Schema;
-use grpclab_core::template::{CallContext, CallInfo, Random, Template};
+use grpclab_core::template::{CallContext, Random, Template};
 use grpclab_core::Scenario;
-use grpclab_load::RequestRenderer;
 use http::HeaderName;
-use std::sync::Arc;
 
 use super::DEFAULT_SCENARIO;
 use crate::cli::args::{LoadArgs, ScenarioArgs};
 use crate::reflection::ReflectFrom;
 use crate::InputError;
+use grpclab_harness::flow_plan::{call_info, template_renderer};
 use grpclab_harness::workload::metadata_headers;
 use grpclab_harness::workload::MixCall;
 
@@ -214,20 +212,6 @@ fn outside_flows(template: &Template, what: &str) -> Result<(), InputError> {
     }
 }
 
-/// What a method's call-describing template actions render to.
-pub(super) fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
-    CallInfo {
-        fully_qualified_name: method.full_name().to_owned(),
-        method_name: method.name().to_owned(),
-        // ghz's names: the service's and the messages' own, without their package.
-        service_name: method.parent_service().name().to_owned(),
-        input_name: method.input().name().to_owned(),
-        output_name: method.output().name().to_owned(),
-        client_streaming: method.is_client_streaming(),
-        server_streaming: method.is_server_streaming(),
-    }
-}
-
 /// The scenario's first request as JSON (proto3's mapping), for the report's `options.data`.
 pub(super) fn first_request_json(scenario: &Scenario) -> Option<serde_json::Value> {
     let framed = scenario.requests().first()?;
@@ -276,40 +260,6 @@ fn call_zero(template: &Template) -> String {
         &mut first,
     );
     first
-}
-
-/// The engine's renderer for a payload template. Planned part by part when it can be (only
-/// the varying fields rendered and encoded per call, the same bytes: see
-/// `grpclab_core::payload_template`); otherwise render the whole text, encode it as the input
-/// message (an array's elements round-robin by request number), frame it.
-pub(super) fn template_renderer(
-    template: Template,
-    text: Option<&str>,
-    method: &prost_reflect::MethodDescriptor,
-) -> RequestRenderer {
-    let input = method.input();
-    if let Some(plan) =
-        text.and_then(|text| PayloadTemplate::plan(text, &input, &call_info(method)))
-    {
-        return Arc::new(
-            move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
-                plan.render(context, random, text)
-                    .map(|message| vec![message])
-                    .map_err(|err| format!("call {}: {err}", context.request_number))
-            },
-        );
-    }
-    Arc::new(
-        move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
-            template.render(context, random, text);
-            let requests = grpclab_core::scenario::encode_payload(&input, text)
-                .map_err(|err| format!("call {}: {err}", context.request_number))?;
-            if requests.is_empty() {
-                return Err("the payload rendered to an empty array".to_owned());
-            }
-            Ok(requests)
-        },
-    )
 }
 
 /// The calls a run makes (see [`resolve_calls`]).

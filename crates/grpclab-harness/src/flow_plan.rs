@@ -1,26 +1,27 @@
-//! A workload file's `[[flows]]` resolved for the engine: each step a method of its own
-//! (its payload and metadata bound to the flow's variables), its extracts and expectations
-//! resolved against its method's reply type (see `grpclab_load::flow`).
+//! A workload file's `[[flows]]` resolved for the engine, for `load` and `bench` alike: each
+//! step a method of its own (its payload and metadata bound to the flow's variables), its
+//! extracts and expectations resolved against its method's reply type (see
+//! `grpclab_load::flow`).
 
 use grpclab_core::field_path::FieldPath;
-use grpclab_core::template::Template;
-use grpclab_core::Code;
-use grpclab_harness::flow::{Check, ExtractFrom, Flow, OnFailure};
-use grpclab_harness::workload::metadata_headers;
+use grpclab_core::payload_template::PayloadTemplate;
+use grpclab_core::template::{CallContext, CallInfo, Random, Template};
+use grpclab_core::{Code, InputError, Scenario};
 use grpclab_load::flow::{Expectation, Extract, Extractor, FlowPlan, FlowStepPlan, ValueCheck};
-use grpclab_load::CallMethod;
+use grpclab_load::{CallMethod, RequestRenderer};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::scenario::{call_info, template_renderer, LoadedScenario};
-use crate::InputError;
+use crate::flow::{Check, ExtractFrom, Flow, OnFailure};
+use crate::workload::metadata_headers;
 
 /// The flows as the engine runs them, their steps calling the methods `methods` gets (one
 /// per step, appended in order: after the plain methods already in it).
-pub(super) fn flow_plans(
-    flows: &[(Flow, Vec<LoadedScenario>)],
+pub fn flow_plans(
+    flows: &[(Flow, Vec<Scenario>)],
     run_metadata: Option<&BTreeMap<String, String>>,
     methods: &mut Vec<CallMethod>,
-    file: &std::path::Path,
+    what: &str,
 ) -> Result<Vec<FlowPlan>, InputError> {
     let mut plans = Vec::with_capacity(flows.len());
     for (flow, loaded) in flows {
@@ -33,16 +34,10 @@ pub(super) fn flow_plans(
         }
         let mut steps = Vec::with_capacity(flow.steps.len());
         for (step, loaded) in flow.steps.iter().zip(loaded) {
-            let at = format!(
-                "--workload {} line {}: step '{}'",
-                file.display(),
-                step.line,
-                step.name
-            );
+            let at = format!("{what} line {}: step '{}'", step.line, step.name);
             let in_step = |err: String| InputError(format!("{at}: {err}"));
-            let method = loaded.scenario.method();
-            let mut own =
-                CallMethod::new(&loaded.scenario.path(), loaded.scenario.requests().to_vec());
+            let method = loaded.method();
+            let mut own = CallMethod::new(&loaded.path(), loaded.requests().to_vec());
             own.name = step.name.clone();
             own.retry.clone_from(&step.retry);
             if let Some(text) = &step.data {
@@ -135,4 +130,52 @@ pub(super) fn flow_plans(
         });
     }
     Ok(plans)
+}
+
+/// What a method's call-describing template actions render to.
+pub fn call_info(method: &prost_reflect::MethodDescriptor) -> CallInfo {
+    CallInfo {
+        fully_qualified_name: method.full_name().to_owned(),
+        method_name: method.name().to_owned(),
+        // ghz's names: the service's and the messages' own, without their package.
+        service_name: method.parent_service().name().to_owned(),
+        input_name: method.input().name().to_owned(),
+        output_name: method.output().name().to_owned(),
+        client_streaming: method.is_client_streaming(),
+        server_streaming: method.is_server_streaming(),
+    }
+}
+
+/// The engine's renderer for a payload template. Planned part by part when it can be (only
+/// the varying fields rendered and encoded per call, the same bytes: see
+/// `grpclab_core::payload_template`); otherwise render the whole text, encode it as the input
+/// message (an array's elements round-robin by request number), frame it.
+pub fn template_renderer(
+    template: Template,
+    text: Option<&str>,
+    method: &prost_reflect::MethodDescriptor,
+) -> RequestRenderer {
+    let input = method.input();
+    if let Some(plan) =
+        text.and_then(|text| PayloadTemplate::plan(text, &input, &call_info(method)))
+    {
+        return Arc::new(
+            move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
+                plan.render(context, random, text)
+                    .map(|message| vec![message])
+                    .map_err(|err| format!("call {}: {err}", context.request_number))
+            },
+        );
+    }
+    Arc::new(
+        move |context: &CallContext<'_>, random: &mut Random, text: &mut String| {
+            template.render(context, random, text);
+            let requests = grpclab_core::scenario::encode_payload(&input, text)
+                .map_err(|err| format!("call {}: {err}", context.request_number))?;
+            if requests.is_empty() {
+                return Err("the payload rendered to an empty array".to_owned());
+            }
+            Ok(requests)
+        },
+    )
 }

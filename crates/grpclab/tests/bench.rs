@@ -1305,6 +1305,100 @@ metadata = { "x-size" = "large" }
     }
 }
 
+/// `bench --workload` with a flow: every row runs it, each step carrying the value the step
+/// before took from its reply (the echo of "a" comes back as the next step's "a-b", which
+/// the last step checks), with a plain call beside it; each row's JSON has the flow and its
+/// steps, and no run missed its expectation.
+#[test]
+fn a_workload_with_a_flow_runs_on_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &[("lab", serve("lab")), ("tonic-st", serve("tonic-st"))],
+    );
+    let workload = dir.path().join("flow.toml");
+    std::fs::write(
+        &workload,
+        r#"
+seed = 5
+[[calls]]
+call = "helloworld.Greeter.SayHello"
+name = "plain"
+data = { request = { name = "p" } }
+
+[[flows]]
+name = "echo"
+
+[[flows.steps]]
+name = "first"
+call = "helloworld.Greeter.SayHello"
+data = { request = { name = "a" } }
+extract = { said = "response.name" }
+
+[[flows.steps]]
+name = "second"
+call = "helloworld.Greeter.SayHello"
+data = { request = { name = "{{.vars.said}}-b" } }
+expect = { fields = [{ path = "response.name", equals = "a-b" }] }
+"#,
+    )
+    .unwrap();
+    let mut env = SHORT.to_vec();
+    env.push(("GRPC_REQUEST_SCENARIO", "string_10B"));
+    let output = bench(
+        dir.path(),
+        &[
+            "--suite",
+            suite.to_str().unwrap(),
+            "--workload",
+            workload.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    for name in ["lab", "tonic-st"] {
+        let load = &record(&folder, name)["load"];
+        let flow = &load["mix"]["flows"][0];
+        assert_eq!(flow["name"], "echo", "{name}: {load}");
+        let runs = flow["count"].as_u64().unwrap_or(0);
+        assert!(runs > 0, "{name}: {flow}");
+        // A timed window ends with some flows between their steps (at most one per stream of
+        // GRPC_CLIENT_CONCURRENCY): those end Canceled; no run missed its expectation.
+        let passed = flow["passed"].as_u64().unwrap_or(0);
+        let errors = flow["errors"].as_u64().unwrap_or(0);
+        assert_eq!(passed + errors, runs, "{name}: {flow}");
+        assert!(passed > 0 && errors <= 20, "{name}: {flow}");
+        assert_eq!(
+            flow["unexpected"].as_u64().unwrap_or(0),
+            0,
+            "{name}: {flow}"
+        );
+        for reason in flow["errorDistribution"].as_object().unwrap().keys() {
+            assert!(
+                reason.contains("the run ended before it was sent"),
+                "{name}: {flow}"
+            );
+        }
+        let entries = load["mix"]["methods"].as_array().unwrap();
+        let names: Vec<&str> = entries
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["plain", "first", "second"], "{name}");
+        let second = &entries[2];
+        assert_eq!(
+            second["unexpected"].as_u64().unwrap_or(0),
+            0,
+            "{name}: {second}"
+        );
+        assert!(
+            second["count"].as_u64().unwrap_or(0) > 0,
+            "{name}: {second}"
+        );
+    }
+}
+
 /// `bench --client ghz`: the real ghz drives each window as grpc_bench drives it, over
 /// plaintext and TLS. Every row's figures are ghz's (its report's transport says so) and hold
 /// against the server's own count: every call ghz saw succeed was served, and the server

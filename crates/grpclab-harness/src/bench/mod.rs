@@ -82,13 +82,56 @@ pub struct PlannedRun {
     pub scenario: Scenario,
     /// `--workload`: the mix it sends (empty: the scenario's payload).
     pub methods: Vec<grpclab_load::CallMethod>,
+    /// `--workload`: its flows, their steps the last of `methods`.
+    pub flows: Vec<grpclab_load::flow::FlowPlan>,
     /// The mix's seed, the same for every row.
     pub mix_seed: Option<u64>,
 }
 
-/// A workload's entries as calls of the scenario `scenario` (its proto names the methods;
-/// each entry's data is encoded against it once): constant payloads and metadata only.
+/// A workload's calls and flows against the scenario `scenario` (its proto names the
+/// methods; each entry's data is encoded against it once): the plain calls, constant
+/// payloads and metadata only, then each flow step's method (bound to the flow's variables,
+/// as `load` binds them), and the flows.
 fn mix_methods(
+    scenario: &str,
+    mix: &crate::workload::Mix,
+) -> Result<
+    (
+        Vec<grpclab_load::CallMethod>,
+        Vec<grpclab_load::flow::FlowPlan>,
+    ),
+    InputError,
+> {
+    let mut methods = mix_calls(scenario, mix)?;
+    let mut flows = Vec::with_capacity(mix.flows.len());
+    for flow in &mix.flows {
+        let mut steps = Vec::with_capacity(flow.steps.len());
+        for step in &flow.steps {
+            let refuse = |why: String| {
+                InputError(format!(
+                    "--workload line {}: step '{}': {}: {why}",
+                    step.line, step.name, step.call
+                ))
+            };
+            let found = Scenario::load(scenario, Some(&step.call)).map_err(|err| {
+                refuse(format!("not in GRPC_REQUEST_SCENARIO='{scenario}': {err}"))
+            })?;
+            let method = found.method();
+            if method.is_client_streaming() || method.is_server_streaming() {
+                return Err(refuse(
+                    "it streams: flow steps take unary methods only".to_owned(),
+                ));
+            }
+            steps.push(found);
+        }
+        flows.push((flow.clone(), steps));
+    }
+    let plans = crate::flow_plan::flow_plans(&flows, None, &mut methods, "--workload")?;
+    Ok((methods, plans))
+}
+
+/// A workload's plain calls (see [`mix_methods`]).
+fn mix_calls(
     scenario: &str,
     mix: &crate::workload::Mix,
 ) -> Result<Vec<grpclab_load::CallMethod>, InputError> {
@@ -206,9 +249,9 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
                     method.full_name()
                 )));
             }
-            let methods = match &workload {
+            let (methods, flows) = match &workload {
                 Some(mix) => mix_methods(&run_config.scenario, mix)?,
-                None => Vec::new(),
+                None => (Vec::new(), Vec::new()),
             };
             if let Some(other) = runs.iter().find(|r: &&PlannedRun| {
                 names::sanitize(&r.spec.name) == names::sanitize(&run_spec.name)
@@ -227,6 +270,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
                 config: run_config,
                 scenario,
                 methods,
+                flows,
                 mix_seed,
             });
         }
@@ -494,6 +538,7 @@ pub fn execute(
             config: &run.config,
             scenario: &run.scenario,
             methods: &run.methods,
+            flows: &run.flows,
             mix_seed: run.mix_seed,
             scenario_dir,
             results_dir: dir.path().to_path_buf(),

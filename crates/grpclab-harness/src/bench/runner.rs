@@ -141,6 +141,8 @@ pub struct RunContext<'a> {
     pub scenario: &'a Scenario,
     /// `--workload`: the mix to send instead of the scenario's payload (empty: none).
     pub methods: &'a [grpclab_load::CallMethod],
+    /// `--workload`: its flows, whose steps are the last of `methods`.
+    pub flows: &'a [grpclab_load::flow::FlowPlan],
     /// The mix's seed.
     pub mix_seed: Option<u64>,
     /// A folder with the scenario's `.proto` files and payload (`{scenario_dir}`).
@@ -674,6 +676,7 @@ fn row_load(
     load.shape = shape_of(context.scenario);
     if !context.methods.is_empty() {
         load.methods = context.methods.to_vec();
+        load.flows = context.flows.to_vec();
         load.mix_seed = context.mix_seed.unwrap_or_default();
     }
     load.concurrency = config.concurrency;

@@ -326,6 +326,7 @@ pub fn execute(
                 scenario: &prepared.scenario,
                 // compare sends the scenario's payload.
                 methods: &[],
+                flows: &[],
                 mix_seed: None,
                 scenario_dir,
                 results_dir: dir.path().to_path_buf(),

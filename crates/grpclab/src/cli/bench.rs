@@ -144,15 +144,6 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         Some(path) => Some(grpclab_harness::workload::from_file(path)?),
         None => None,
     };
-    if let (Some(path), Some(_)) = (
-        &args.workload,
-        workload.as_ref().filter(|mix| !mix.flows.is_empty()),
-    ) {
-        return Err(InputError(format!(
-            "--workload {}: bench does not run [[flows]] yet; give bench a workload of [[calls]] only",
-            path.display()
-        )));
-    }
     // A threshold on one entry of the mix goes by the entry's name, or its method's.
     let names: Vec<String> = workload
         .iter()

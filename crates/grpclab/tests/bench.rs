@@ -1397,6 +1397,10 @@ expect = { fields = [{ path = "response.name", equals = "a-b" }] }
             "{name}: {second}"
         );
     }
+    // The page lists each row's runs of the flow beside its entries.
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(page.contains("Its flows on each row"), "no flows table");
+    assert!(page.contains(">echo<"), "no row for the flow");
 }
 
 /// `bench --client ghz`: the real ghz drives each window as grpc_bench drives it, over

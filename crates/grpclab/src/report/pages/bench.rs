@@ -122,6 +122,46 @@ fn workload_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Sec
         .iter()
         .map(|(label, p99)| vec![Cell::text(label.clone()), Cell::number(ms(*p99), *p99)])
         .collect();
+    // Flows: each row's runs of each (their steps are entries above).
+    let mut flow_rows = Vec::new();
+    for (name, load, _) in measured {
+        for flow in load.mix.iter().flat_map(|mix| &mix.flows) {
+            let at = |p: f64| flow.latency.at(p).map(|ns| ns as f64 / 1e6);
+            let number = |n: u64| Cell::number(n.to_string(), n as f64);
+            flow_rows.push(vec![
+                Cell::text((*name).to_owned()),
+                Cell::text(flow.name.clone()),
+                number(flow.count),
+                Cell::number(count(flow.rps), flow.rps),
+                latency_cell(at(50.0)),
+                latency_cell(at(99.0)),
+                number(flow.passed),
+                number(flow.errors),
+                number(flow.unexpected),
+            ]);
+        }
+    }
+    let flows = if flow_rows.is_empty() {
+        String::new()
+    } else {
+        html::paragraph(
+            "Its flows on each row: runs (a run's latency from its start to its last step's end), and how they ended; each step's own figures are its entry above.",
+        ) + &html::table(
+            &[
+                "row",
+                "flow",
+                "runs",
+                "runs/s",
+                "p50",
+                "p99",
+                "passed",
+                "errors",
+                "unexpected",
+            ],
+            &flow_rows,
+            true,
+        )
+    };
     Some(Section {
         id: "workload".to_owned(),
         heading: "Workload entries".to_owned(),
@@ -131,7 +171,8 @@ fn workload_section(measured: &[(&str, &JsonReport, &ImplResult)]) -> Option<Sec
             &["row", "entry", "calls", "req/s", "p50", "p99", "errors"],
             &rows,
             true,
-        ) + &html::figure(
+        ) + &flows
+            + &html::figure(
             charts::bar_chart(
                 "Each entry's p99 latency (successful calls)",
                 "p99 (ms)",

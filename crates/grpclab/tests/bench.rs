@@ -1308,7 +1308,8 @@ metadata = { "x-size" = "large" }
 /// `bench --workload` with a flow: every row runs it, each step carrying the value the step
 /// before took from its reply (the echo of "a" comes back as the next step's "a-b", which
 /// the last step checks), with a plain call beside it; each row's JSON has the flow and its
-/// steps, and no run missed its expectation.
+/// steps, and no run missed its expectation. Thresholds judge a flow's runs (`flow:NAME`)
+/// and a step's calls (`step:NAME`) on every row.
 #[test]
 fn a_workload_with_a_flow_runs_on_every_row() {
     let dir = tempfile::tempdir().unwrap();
@@ -1352,13 +1353,22 @@ expect = { fields = [{ path = "response.name", equals = "a-b" }] }
             suite.to_str().unwrap(),
             "--workload",
             workload.to_str().unwrap(),
+            "--threshold",
+            "flow:echo:p99<=1ns",
+            "--threshold",
+            "step:second:errors<1%",
         ],
         &env,
     );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The impossible p99 of a flow's runs fails every row: exit 3, everything written.
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let folder = results_folder(dir.path());
     for name in ["lab", "tonic-st"] {
-        let load = &record(&folder, name)["load"];
+        let row = record(&folder, name);
+        let verdicts = row["thresholds"].as_array().unwrap();
+        assert_eq!(verdicts[0]["passed"], false, "{name}: {verdicts:?}");
+        assert_eq!(verdicts[1]["passed"], true, "{name}: {verdicts:?}");
+        let load = &row["load"];
         let flow = &load["mix"]["flows"][0];
         assert_eq!(flow["name"], "echo", "{name}: {load}");
         let runs = flow["count"].as_u64().unwrap_or(0);

@@ -364,23 +364,43 @@ fn judge_row(
     };
     // A workload's entries, for thresholds on one of them (an unreadable histogram reads as
     // no successful call).
-    let entries = load.mix.iter().flat_map(|mix| &mix.methods);
-    let latencies: Vec<hdrhistogram::Histogram<u64>> = entries
-        .clone()
-        .map(|entry| {
-            grpclab_load::decode_histogram(&entry.hdr_histogram)
-                .unwrap_or_else(|_| hdrhistogram::Histogram::new_from(&latency))
-        })
-        .collect();
-    let methods: Vec<grpclab_results::verdict::threshold::MethodFigures<'_>> = entries
-        .zip(&latencies)
-        .map(|(entry, latency)| {
-            grpclab_results::verdict::threshold::MethodFigures::new(
-                &entry.name,
-                latency,
+    // A flow's steps are entries too, and as `step:NAME` (a failure: an error or an
+    // unexpected reply); each flow is `flow:NAME` (a failure: a run that did not pass).
+    let mut scopes: Vec<(String, &str, u64, u64, f64)> = Vec::new();
+    if let Some(mix) = &load.mix {
+        for entry in &mix.methods {
+            scopes.push((
+                entry.name.clone(),
+                &entry.hdr_histogram,
                 entry.count,
                 entry.errors,
                 entry.rps,
+            ));
+            if entry.flow.is_some() {
+                let failures = entry.errors + entry.unexpected.unwrap_or(0);
+                let name = format!("step:{}", entry.name);
+                scopes.push((name, &entry.hdr_histogram, entry.count, failures, entry.rps));
+            }
+        }
+        for flow in &mix.flows {
+            let failures = flow.count.saturating_sub(flow.passed);
+            let name = format!("flow:{}", flow.name);
+            scopes.push((name, &flow.hdr_histogram, flow.count, failures, flow.rps));
+        }
+    }
+    let latencies: Vec<hdrhistogram::Histogram<u64>> = scopes
+        .iter()
+        .map(|(_, histogram, ..)| {
+            grpclab_load::decode_histogram(histogram)
+                .unwrap_or_else(|_| hdrhistogram::Histogram::new_from(&latency))
+        })
+        .collect();
+    let methods: Vec<grpclab_results::verdict::threshold::MethodFigures<'_>> = scopes
+        .iter()
+        .zip(&latencies)
+        .map(|((name, _, count, failures, rps), latency)| {
+            grpclab_results::verdict::threshold::MethodFigures::new(
+                name, latency, *count, *failures, *rps,
             )
         })
         .collect();

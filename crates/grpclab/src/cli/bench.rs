@@ -144,12 +144,20 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         Some(path) => Some(grpclab_harness::workload::from_file(path)?),
         None => None,
     };
-    // A threshold on one entry of the mix goes by the entry's name, or its method's.
-    let names: Vec<String> = workload
+    // A threshold on one entry of the mix goes by the entry's name, or its method's; a
+    // flow's step by its name or `step:NAME`, a flow by `flow:NAME`.
+    let mut names: Vec<String> = workload
         .iter()
         .flat_map(|mix| &mix.calls)
         .map(grpclab_harness::workload::MixCall::label)
         .collect();
+    for flow in workload.iter().flat_map(|mix| &mix.flows) {
+        for step in &flow.steps {
+            names.push(step.name.clone());
+            names.push(format!("step:{}", step.name));
+        }
+        names.push(format!("flow:{}", flow.name));
+    }
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut config = bench_config_in(&args.settings, env)?;
     config.client = args.client.into();

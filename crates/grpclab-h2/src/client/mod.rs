@@ -591,7 +591,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
         }
         let now = self.arrived.unwrap_or_else(Instant::now);
         self.source.completed(token, sent, end, now);
-        if token.flow != 0 {
+        if token.flow != 0 && self.source.gives_up() {
             self.cancel_given_up();
         }
     }

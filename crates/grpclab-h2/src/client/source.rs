@@ -153,6 +153,12 @@ pub trait CallSource {
         None
     }
 
+    /// Whether [`CallSource::given_up`] has a group to give: asked after each grouped
+    /// call, so it should be one load.
+    fn gives_up(&self) -> bool {
+        false
+    }
+
     /// A streaming call was still in flight when the connection was dropped (the caller gave
     /// up on it, e.g. at its drain limit): the messages it wrote and received whole so far.
     /// Its end is the caller's to record.

@@ -330,6 +330,11 @@ impl CallSource for LabSource {
         self.given_up.pop()
     }
 
+    #[inline]
+    fn gives_up(&self) -> bool {
+        !self.given_up.is_empty()
+    }
+
     fn keeps_reply(&self, token: &CallToken) -> bool {
         self.thread.shared.config.validator.is_some()
             || (token.flow != 0 && self.thread.step_reads_reply(token.method))
@@ -491,13 +496,20 @@ impl LabSource {
             return NextCall::Busy(None);
         };
         let method = run.method(thread);
-        let number = match thread.method_templated(method) {
-            true => thread.call_number(),
-            false => None,
+        // A constant step is a plain call's request: nothing rendered.
+        let (body, headers) = match thread.method_templated(method) {
+            true => {
+                let number = thread.call_number();
+                (
+                    thread.body_with(method, number, &run.vars),
+                    thread.call_headers(method, number, &run.vars),
+                )
+            }
+            false => (thread.next_body(method, None), None),
         };
         NextCall::Send {
-            body: thread.body_with(method, number, &run.vars),
-            headers: thread.call_headers(method, number, &run.vars),
+            body,
+            headers,
             token: CallToken {
                 intended: run.step_intended(),
                 measured: run.measured,

@@ -391,7 +391,22 @@ impl<T> Runs<T> {
 
     /// A waiting run whose next step may go now, taken out of the waiting ones; `now` is
     /// read only when some run waits for a time.
+    #[inline]
     pub fn due(&mut self, now: impl FnOnce() -> Instant) -> Option<u32> {
+        match self.ready.first() {
+            None => None,
+            // The usual case of a flow between steps without a think time: at once.
+            Some((None, id)) => {
+                let id = *id;
+                self.ready.swap_remove(0);
+                Some(id)
+            }
+            Some(_) => self.due_scan(now),
+        }
+    }
+
+    /// [`Runs::due`] past a first run that waits for a time.
+    fn due_scan(&mut self, now: impl FnOnce() -> Instant) -> Option<u32> {
         let mut now = Some(now);
         let mut clock = None;
         let position = self.ready.iter().position(|(at, _)| match at {

@@ -21,6 +21,23 @@ impl CallFailure {
             connection_lost: false,
         }
     }
+
+    /// A call with a retry policy whose deadline came before attempt `attempt` could go.
+    pub(crate) fn deadline_before_attempt(attempt: u32) -> CallFailure {
+        CallFailure::new(
+            Code::DeadlineExceeded,
+            format!("{DEADLINE_MESSAGE} (before attempt {attempt})"),
+        )
+    }
+
+    /// A call with a retry policy whose last of `attempts` attempts answered after the
+    /// call's deadline (each attempt had the whole timeout of its own).
+    pub(crate) fn deadline_over_attempts(attempts: u32) -> CallFailure {
+        CallFailure::new(
+            Code::DeadlineExceeded,
+            format!("{DEADLINE_MESSAGE} (over {attempts} attempts)"),
+        )
+    }
 }
 
 /// The most a compressed reply may inflate to before it is refused (when validating).

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use grpclab_core::Code;
 
-use crate::outcome::{CallFailure, DEADLINE_MESSAGE};
+use crate::outcome::CallFailure;
 use crate::retry::Jitter;
 use crate::thread::ThreadState;
 
@@ -249,15 +249,9 @@ impl FlowRun {
             if deadline.is_none_or(|deadline| at < deadline) {
                 return Some(at);
             }
-            end.outcome = Err(CallFailure::new(
-                Code::DeadlineExceeded,
-                format!("{DEADLINE_MESSAGE} (before attempt {})", self.attempts + 1),
-            ));
+            end.outcome = Err(CallFailure::deadline_before_attempt(self.attempts + 1));
         } else if end.outcome.is_ok() && deadline.is_some_and(|deadline| end.now > deadline) {
-            end.outcome = Err(CallFailure::new(
-                Code::DeadlineExceeded,
-                format!("{DEADLINE_MESSAGE} (over {} attempts)", self.attempts),
-            ));
+            end.outcome = Err(CallFailure::deadline_over_attempts(self.attempts));
         }
         None
     }

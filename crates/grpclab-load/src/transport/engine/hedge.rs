@@ -16,16 +16,12 @@ use super::retry::RETRY_RUN;
 use super::LabSource;
 use crate::outcome::CallFailure;
 use crate::retry::HedgingPolicy;
+use crate::thread::ThreadState;
 
 impl LabSource {
     /// `method`'s hedging policy, if it has one.
     pub(super) fn hedging(&self, method: u32) -> Option<&HedgingPolicy> {
-        self.thread
-            .shared
-            .config
-            .methods
-            .get(method as usize)
-            .and_then(|own| own.hedging.as_ref())
+        hedging_of(&self.thread, method)
     }
 
     /// A hedged call's first attempt has been handed to the connection: its next attempt
@@ -50,36 +46,29 @@ impl LabSource {
     pub(super) fn due_hedge(&mut self, now: Instant) -> Option<NextCall> {
         while let Some(position) = self.hedge_timers.iter().position(|(at, _)| *at <= now) {
             let (_, id) = self.hedge_timers.swap_remove(position);
-            let timeout = self.thread.shared.config.timeout;
+            let thread = &*self.thread;
             let Some(run) = self.retries.get_mut(id) else {
                 continue;
             };
-            let max = self
-                .thread
-                .shared
-                .config
-                .methods
-                .get(run.token.method as usize)
-                .and_then(|own| own.hedging.as_ref())
-                .map_or(0, |policy| policy.max_attempts);
+            let Some(policy) = hedging_of(thread, run.token.method) else {
+                continue;
+            };
             let started = run.started.unwrap_or(now);
+            let timeout = thread.shared.config.timeout;
             let past_deadline = timeout.is_some_and(|limit| now >= started + limit);
-            if run.attempts >= max || past_deadline {
+            if run.attempts >= policy.max_attempts || past_deadline {
                 continue;
             }
-            let method = run.token.method;
-            let extra_before = run.in_flight.saturating_sub(1);
+            // An extra stream when one is in flight already.
+            if run.in_flight > 0 {
+                self.hedge_extra += 1;
+            }
             run.attempts += 1;
             run.in_flight += 1;
-            let attempt = run.attempt(id);
-            let extra_after = run.in_flight.saturating_sub(1);
-            self.hedge_extra += (extra_after - extra_before) as usize;
-            if run.attempts < max {
-                if let Some(delay) = self.hedging(method).map(|policy| policy.hedging_delay) {
-                    self.hedge_timers.push((now + delay, id));
-                }
+            if run.attempts < policy.max_attempts {
+                self.hedge_timers.push((now + policy.hedging_delay, id));
             }
-            return Some(attempt);
+            return Some(run.attempt(id));
         }
         None
     }
@@ -119,10 +108,11 @@ impl LabSource {
         outcome: Result<(), CallFailure>,
     ) {
         let id = token.flow & !RETRY_RUN;
-        let Some(policy) = self.hedging(token.method).cloned() else {
+        let thread = &*self.thread;
+        let Some(policy) = hedging_of(thread, token.method) else {
             return;
         };
-        let timeout = self.thread.shared.config.timeout;
+        let timeout = thread.shared.config.timeout;
         let Some(run) = self.retries.get_mut(id) else {
             return;
         };
@@ -132,7 +122,7 @@ impl LabSource {
         let extra_before = run.in_flight.saturating_sub(1);
         run.in_flight = run.in_flight.saturating_sub(1);
         let past_deadline = timeout.is_some_and(|limit| now >= started + limit);
-        let stopped = self.thread.schedule.stop_token().is_cancelled();
+        let stopped = thread.schedule.stop_token().is_cancelled();
         let goes_on = match &outcome {
             Err(failure) => policy.non_fatal(failure.code) && !past_deadline,
             Ok(()) => false,
@@ -164,4 +154,15 @@ impl LabSource {
             self.end_retried(run, sent, now, outcome);
         }
     }
+}
+
+/// `method`'s hedging policy in `thread`'s run, if it has one (a free function, so that it
+/// can be read while a run of the source is borrowed).
+fn hedging_of(thread: &ThreadState, method: u32) -> Option<&HedgingPolicy> {
+    thread
+        .shared
+        .config
+        .methods
+        .get(method as usize)
+        .and_then(|own| own.hedging.as_ref())
 }

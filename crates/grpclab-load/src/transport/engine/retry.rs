@@ -13,7 +13,7 @@ use grpclab_h2::client::{CallEnd, CallHeaders, CallToken, NextCall};
 use std::time::Instant;
 
 use super::LabSource;
-use crate::outcome::{CallFailure, DEADLINE_MESSAGE};
+use crate::outcome::CallFailure;
 
 /// The bit of `CallToken::flow` that marks an attempt of a retried call (the rest: its run's
 /// id in `LabSource::retries`); flow runs' ids stay below it.
@@ -96,10 +96,7 @@ impl LabSource {
         let run = self.retries.get_mut(id)?;
         if run.expires {
             let run = self.retries.finish(id)?;
-            let failure = CallFailure::new(
-                Code::DeadlineExceeded,
-                format!("{DEADLINE_MESSAGE} (before attempt {})", run.attempts + 1),
-            );
+            let failure = CallFailure::deadline_before_attempt(run.attempts + 1);
             self.end_retried(run, now, now, Err(failure));
             return None;
         }
@@ -188,10 +185,9 @@ impl LabSource {
             .timeout
             .map(|limit| started + limit);
         let outcome = match deadline {
-            Some(deadline) if now > deadline && outcome.is_ok() => Err(CallFailure::new(
-                Code::DeadlineExceeded,
-                format!("{DEADLINE_MESSAGE} (over {} attempts)", run.attempts),
-            )),
+            Some(deadline) if now > deadline && outcome.is_ok() => {
+                Err(CallFailure::deadline_over_attempts(run.attempts))
+            }
             _ => outcome,
         };
         if token.measured {

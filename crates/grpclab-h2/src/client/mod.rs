@@ -571,7 +571,17 @@ impl<'s, S: CallSource> Connection<'s, S> {
         };
         let (token, sent) = (call.token, call.sent);
         let progress = call.stream.as_ref().map(|p| (p.sent, p.received));
-        self.discard_call(stream);
+        self.calls.discard(stream);
+        if !self.blocked.is_empty() {
+            // (A call waits here only while a window keeps its body back.)
+            self.blocked.retain(|s| *s != stream);
+        }
+        if !self.replies.is_empty() {
+            self.replies.discard(stream);
+        }
+        if !self.status_messages.is_empty() {
+            self.status_messages.retain(|(s, _)| *s != stream);
+        }
         if token.flow != 0 && !self.reply_headers.is_empty() {
             // Only a flow step keeps headers.
             self.hand_reply_headers(stream, token);
@@ -583,23 +593,6 @@ impl<'s, S: CallSource> Connection<'s, S> {
         self.source.completed(token, sent, end, now);
         if token.flow != 0 && self.source.gives_up() {
             self.cancel_given_up();
-        }
-    }
-
-    /// Call `stream` leaves the table and the tables beside it (its kept headers aside:
-    /// `finish` hands them over first). Each side table is looked at only when it holds any.
-    #[inline]
-    fn discard_call(&mut self, stream: u32) {
-        self.calls.discard(stream);
-        if !self.blocked.is_empty() {
-            // (A call waits here only while a window keeps its body back.)
-            self.blocked.retain(|s| *s != stream);
-        }
-        if !self.replies.is_empty() {
-            self.replies.discard(stream);
-        }
-        if !self.status_messages.is_empty() {
-            self.status_messages.retain(|(s, _)| *s != stream);
         }
     }
 
@@ -633,7 +626,12 @@ impl<'s, S: CallSource> Connection<'s, S> {
             .collect();
         for stream in streams {
             frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
-            self.discard_call(stream);
+            self.calls.discard(stream);
+            self.blocked.retain(|s| *s != stream);
+            if !self.replies.is_empty() {
+                self.replies.discard(stream);
+            }
+            self.status_messages.retain(|(s, _)| *s != stream);
             self.reply_headers.retain(|(s, _)| *s != stream);
         }
         self.unsent.retain(|call| call.token.flow != group);

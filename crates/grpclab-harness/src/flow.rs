@@ -478,31 +478,12 @@ fn header_name(
         })
 }
 
-/// A gRPC status as a workload file names it: the spec's name (`NOT_FOUND`), ghz's
-/// (`NotFound`), either in any case, or its code (0 to 16).
-pub(crate) fn status_named(value: &toml::Value) -> Option<Code> {
-    match value {
-        toml::Value::String(name) => {
-            let wanted = name.replace('_', "").to_ascii_lowercase();
-            Code::ALL
-                .iter()
-                .copied()
-                .find(|code| code.name().to_ascii_lowercase() == wanted)
-        }
-        toml::Value::Integer(number) => u32::try_from(*number)
-            .ok()
-            .filter(|n| *n <= 16)
-            .map(Code::from_u32),
-        _ => None,
-    }
-}
-
 fn check_expect(entry: ExpectEntry, step: &str, place: &Place<'_>) -> Result<Expect, InputError> {
     let status = match entry.status {
         None => None,
         Some(value) => {
             let span = value.span();
-            Some(status_named(value.get_ref()).ok_or_else(|| {
+            Some(crate::status::status_named(value.get_ref()).ok_or_else(|| {
                 place.error(
                     span,
                     format!(

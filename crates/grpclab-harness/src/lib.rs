@@ -20,6 +20,7 @@ pub mod compare;
 pub mod flow;
 pub mod flow_plan;
 pub mod retry;
+mod status;
 pub mod workload;
 
 /// Why a bench, a compare or a baseline stopped before its work was done.

@@ -68,7 +68,7 @@ fn statuses(values: &[toml::Value], field: &str) -> Result<Vec<Code>, String> {
     values
         .iter()
         .map(|value| {
-            crate::flow::status_named(value).ok_or_else(|| {
+            crate::status::status_named(value).ok_or_else(|| {
                 format!("{field}: '{value}' is no status; give names such as \"UNAVAILABLE\"")
             })
         })

@@ -14,6 +14,8 @@ Shapes, each run by `BIN load --cpus 1` under callgrind for N1 and N2 calls agai
   step+read    that step extracting the reply's token and checking it (reply kept, scanned)
   three steps  a flow of three constant steps (the same call): per call, a step's own cost
                with the flow's (its ticket, run and figures) shared by three calls
+  a further step  derived: (3 x three steps - step) / 2, the cost of a constant step after the
+               first; what a one-step flow costs beyond it is the flow's own (ticket, run, figures)
   three vars   login -> list -> get, each later step's data and metadata rendered with the
                flow's variables (per call: two extracts and two renderings)
 
@@ -85,6 +87,14 @@ def main():
                 per_call[name] = (high - low) / max(1, high_calls - low_calls)
                 print(f"{name:11} {per_call[name]:8.0f} instructions per call"
                       f" ({per_call[name] / per_call['plain']:.3f}x plain)", flush=True)
+            # A step beyond the first: three steps' calls less the one-step flow's (its run,
+            # ticket and flow figures), over the two further steps.
+            if "three steps" in per_call and "step" in per_call:
+                further = (3 * per_call["three steps"] - per_call["step"]) / 2
+                flow = per_call["step"] - further
+                print(f"{'a further step':11} {further:8.0f} instructions per call"
+                      f" ({further / per_call['plain']:.3f}x plain); a flow's own cost:"
+                      f" {flow:.0f} instructions per flow", flush=True)
         finally:
             stop(server)
 

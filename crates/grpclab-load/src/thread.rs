@@ -118,6 +118,10 @@ pub(crate) struct ThreadState {
     has_retries: bool,
     /// By method: whether it is a flow step that reads its reply (kept only then).
     step_reads_reply: Vec<bool>,
+    /// By method: whether it is a flow step that an OK answer passes with nothing more to
+    /// do (it reads nothing of its reply, expects OK and has no retry policy): the constant
+    /// step's short way ([`ThreadState::step_passes_on_ok`]).
+    step_passes_on_ok: Vec<bool>,
     /// How many of the run's methods a plain call may draw (the flows' steps follow them):
     /// a drawn entry past them is a flow.
     plain_methods: u32,
@@ -270,6 +274,20 @@ impl ThreadState {
                     }
                 }
                 reads
+            },
+            step_passes_on_ok: {
+                let mut passes = vec![false; config.methods.len()];
+                for step in config.flows.iter().flat_map(|flow| &flow.steps) {
+                    if let Some(place) = passes.get_mut(step.method as usize) {
+                        *place = !step.reads_reply()
+                            && step.expect.status == Code::Ok
+                            && config
+                                .methods
+                                .get(step.method as usize)
+                                .is_some_and(|own| own.retry.is_none() && own.hedging.is_none());
+                    }
+                }
+                passes
             },
             flow_recorders: RefCell::new(vec![
                 Recorder::new(config.pacing.is_open_loop(), None);
@@ -700,6 +718,16 @@ impl ThreadState {
     /// [`FlowStepPlan::reads_reply`](crate::flow::FlowStepPlan::reads_reply)).
     pub(crate) fn step_reads_reply(&self, method: u32) -> bool {
         self.step_reads_reply
+            .get(method as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Whether an OK answer to a flow step calling `method` passes the step with nothing
+    /// read or retried (see `step_passes_on_ok`'s field).
+    #[inline]
+    pub(crate) fn step_passes_on_ok(&self, method: u32) -> bool {
+        self.step_passes_on_ok
             .get(method as usize)
             .copied()
             .unwrap_or(false)

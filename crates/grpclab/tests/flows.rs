@@ -219,6 +219,48 @@ expect = {{ status = "UNAUTHENTICATED" }}
     }
 }
 
+/// Constant steps (nothing read of the reply, OK expected, no retry) take the engine's short
+/// way past an OK answer; they still go one after another, the think time between them kept,
+/// each counted once: on both transports, closed and open loop.
+#[test]
+fn constant_steps_run_in_order_each_counted_once() {
+    let login = |name: &str, user: &str, think: &str| {
+        format!(
+            "[[flows.steps]]\nname = \"{name}\"\ncall = \"grpclab.session.v1.Sessions.Login\"\ndata = {{ user = \"{user}\" }}\n{think}"
+        )
+    };
+    let workload = format!(
+        "[[flows]]\nname = \"constant\"\n{}{}{}",
+        login("first", "ann", ""),
+        login("second", "bob", "think = \"2ms\"\n"),
+        login("third", "cid", "")
+    );
+    let server = Server::start("lab");
+    for transport in ["lab", "h2"] {
+        for pacing in [&["-c", "8"][..], &["-c", "8", "--rps", "2000"][..]] {
+            let before = server.stats()["calls"].as_u64().unwrap_or(0);
+            let args = [pacing, &["-n", "200", "--transport", transport][..]].concat();
+            let (report, code) = run_flows(&server.target(), &workload, &args);
+            let what = format!("{transport} {pacing:?}");
+            assert_eq!(code, Some(0), "{what}: {report}");
+            let flow = &report["mix"]["flows"][0];
+            assert_eq!(flow["count"], 200, "{what}: {flow}");
+            assert_eq!(flow["passed"], 200, "{what}: {flow}");
+            for name in ["first", "second", "third"] {
+                let step = step(&report, name);
+                assert_eq!(step["count"], 200, "{what} {name}: {step}");
+                assert_eq!(step["ok"], 200, "{what} {name}: {step}");
+            }
+            // A flow lasts at least its think time: every one waited 2 ms between steps.
+            let fastest = flow["latency"]["fastest"].as_f64().unwrap_or(0.0);
+            assert!(fastest >= 2e6, "{what}: fastest flow {fastest} ns: {flow}");
+            assert_eq!(report["count"], 600, "{what}");
+            let served = server.stats()["calls"].as_u64().unwrap_or(0) - before;
+            assert_eq!(served, 600, "{what}");
+        }
+    }
+}
+
 /// The guide's flow example runs as written: its command is in docs/guide.md, its file is
 /// docs/examples/session-flow.toml, and every 10th List of a fresh server answered wrongly
 /// is an unexpected reply that stops its flow.

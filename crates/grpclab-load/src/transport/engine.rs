@@ -522,6 +522,9 @@ impl LabSource {
     /// A flow step's call ended: its reply (framed, when kept) judged and its variables
     /// taken.
     fn step_completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
+        if matches!(end, CallEnd::Ok(None)) && self.thread.step_passes_on_ok(token.method) {
+            return self.step_passed(token, sent, now);
+        }
         match end {
             CallEnd::Ok(reply) => {
                 let message = reply.as_ref().map(|reply| {
@@ -572,6 +575,23 @@ impl LabSource {
             self.reply_headers.clear();
         }
         match after {
+            AfterStep::Next(at) => self.flows.wait(token.flow, at),
+            AfterStep::Ended => {
+                if let Some(run) = self.flows.finish(token.flow) {
+                    run.end(&self.thread, now);
+                }
+            }
+        }
+    }
+
+    /// A constant step passed by its OK answer (see [`FlowRun::step_passed`]): its run goes
+    /// on or ends, with no [`StepEnd`] built.
+    #[inline]
+    fn step_passed(&mut self, token: CallToken, sent: Instant, now: Instant) {
+        let Some(run) = self.flows.get_mut(token.flow) else {
+            return;
+        };
+        match run.step_passed(&self.thread, &token, sent, now, self.address) {
             AfterStep::Next(at) => self.flows.wait(token.flow, at),
             AfterStep::Ended => {
                 if let Some(run) = self.flows.finish(token.flow) {

@@ -170,28 +170,16 @@ impl FlowRun {
             Err(miss) if !transport_failure => Some(miss.0.as_str()),
             _ => None,
         };
-        let service = end.now.saturating_duration_since(end.sent);
-        let latency = match end.intended {
-            Some(intended) if intended < end.sent => end.now.saturating_duration_since(intended),
-            _ => service,
-        };
-        if self.measured {
-            thread.record_step(
-                self.number,
-                &end.outcome,
-                unexpected,
-                latency,
-                service,
-                end.now,
-                end.address,
-                step.method,
-            );
-        } else {
-            thread.record_warmup_call(latency, end.now);
-        }
-        let first = self.started.is_none();
-        self.started
-            .get_or_insert_with(|| end.intended.map_or(end.sent, |at| at.min(end.sent)));
+        let (latency, first) = self.record_end(
+            thread,
+            end.intended,
+            end.sent,
+            end.now,
+            &end.outcome,
+            unexpected,
+            end.address,
+            step.method,
+        );
         // The flow keeps its first failed step's reason, whichever kind it was.
         if self.miss.is_none() {
             match (&end.outcome, unexpected) {
@@ -210,8 +198,93 @@ impl FlowRun {
                 _ => {}
             }
         }
-        let last = self.step as usize + 1 >= plan.steps.len();
-        if last || (judged.is_err() && !step.continue_on_failure) {
+        self.advance(thread, first, latency, end.now, judged.is_ok())
+    }
+
+    /// [`FlowRun::step_ended`]'s short way, for the usual constant step: one that an OK
+    /// answer passes (see `ThreadState::step_passes_on_ok`) ended OK. Recorded, and the run
+    /// goes on or ends, with nothing judged, kept or retried.
+    #[inline]
+    pub fn step_passed(
+        &mut self,
+        thread: &ThreadState,
+        token: &grpclab_h2::client::CallToken,
+        sent: Instant,
+        now: Instant,
+        address: usize,
+    ) -> AfterStep {
+        let (latency, first) = self.record_end(
+            thread,
+            token.intended,
+            sent,
+            now,
+            &Ok(()),
+            None,
+            address,
+            token.method,
+        );
+        self.advance(thread, first, latency, now, true)
+    }
+
+    /// Records the current step's call, its latency counted from its schedule when it was
+    /// sent late (open loop), and notes the run's start at its first step. Returns the
+    /// step's latency and whether it was the run's first.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn record_end(
+        &mut self,
+        thread: &ThreadState,
+        intended: Option<Instant>,
+        sent: Instant,
+        now: Instant,
+        outcome: &Result<(), CallFailure>,
+        unexpected: Option<&str>,
+        address: usize,
+        method: u32,
+    ) -> (std::time::Duration, bool) {
+        let service = now.saturating_duration_since(sent);
+        let latency = match intended {
+            Some(intended) if intended < sent => now.saturating_duration_since(intended),
+            _ => service,
+        };
+        if self.measured {
+            thread.record_step(
+                self.number,
+                outcome,
+                unexpected,
+                latency,
+                service,
+                now,
+                address,
+                method,
+            );
+        } else {
+            thread.record_warmup_call(latency, now);
+        }
+        let first = self.started.is_none();
+        if first {
+            self.started = Some(intended.map_or(sent, |at| at.min(sent)));
+        }
+        (latency, first)
+    }
+
+    /// What the run does after its current step, which `passed` or not: it ends after its
+    /// last step or a failed one that stops it (a run that ends at its first step took
+    /// that step's `latency`); otherwise its next step goes after the think time.
+    #[inline]
+    fn advance(
+        &mut self,
+        thread: &ThreadState,
+        first: bool,
+        latency: std::time::Duration,
+        now: Instant,
+        passed: bool,
+    ) -> AfterStep {
+        let plan = &thread.shared.config.flows[self.flow as usize];
+        let Some(step) = plan.steps.get(self.step as usize) else {
+            return AfterStep::Ended;
+        };
+        if self.step as usize + 1 >= plan.steps.len() || (!passed && !step.continue_on_failure) {
             if first {
                 self.latency = Some(latency);
             }
@@ -219,7 +292,7 @@ impl FlowRun {
         }
         let think = step.think;
         self.step += 1;
-        AfterStep::Next((!think.is_zero()).then(|| end.now + think))
+        AfterStep::Next((!think.is_zero()).then(|| now + think))
     }
 
     /// A step with a retry policy ended an attempt: the instant its next attempt goes when

@@ -199,6 +199,44 @@ pub fn unframe_maybe_gzip(
     }
 }
 
+/// A reply message: borrowed from the body, or inflated.
+pub type Message<'a> = std::borrow::Cow<'a, [u8]>;
+
+/// A server stream's body, its messages back to back to its end: how many there are, and
+/// the first (inflated when its compressed flag is set and gzip was negotiated, at most
+/// `limit` bytes), `None` for a stream of none.
+pub fn stream_messages(
+    body: &[u8],
+    gzip_ok: bool,
+    limit: usize,
+) -> Result<(u64, Option<Message<'_>>), FrameError> {
+    let mut count = 0u64;
+    let mut first = None;
+    let mut rest = body;
+    while !rest.is_empty() {
+        let Some(prefix) = rest.get(..PREFIX_LEN) else {
+            return Err(FrameError::Truncated {
+                have: rest.len(),
+                need: PREFIX_LEN,
+            });
+        };
+        let end =
+            PREFIX_LEN + u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let Some((frame, after)) = rest.split_at_checked(end) else {
+            return Err(FrameError::Truncated {
+                have: rest.len(),
+                need: end,
+            });
+        };
+        if first.is_none() {
+            first = Some(unframe_maybe_gzip(frame, gzip_ok, limit)?);
+        }
+        count += 1;
+        rest = after;
+    }
+    Ok((count, first))
+}
+
 /// Splits a unary body (exactly one uncompressed length-prefixed message) into its message.
 pub fn unframe_single(body: &[u8]) -> Result<&[u8], FrameError> {
     match unframe_flagged(body)? {
@@ -386,5 +424,33 @@ mod tests {
             parse_grpc_timeout(b"99999999H"),
             Some(Duration::from_secs(99_999_999 * 3600))
         );
+    }
+
+    #[test]
+    fn a_streams_messages_are_counted_and_its_first_read() {
+        let mut body = Vec::new();
+        for message in [&b"one"[..], b"", b"three"] {
+            body.extend_from_slice(&frame_message(message));
+        }
+        let (count, first) = stream_messages(&body, false, 1 << 20).unwrap();
+        assert_eq!((count, first.as_deref()), (3, Some(&b"one"[..])));
+        assert_eq!(stream_messages(&[], false, 1 << 20).unwrap().0, 0);
+        // A message cut short, in its prefix or its bytes, is an error, not a count.
+        assert!(matches!(
+            stream_messages(&body[..body.len() - 1], false, 1 << 20),
+            Err(FrameError::Truncated { .. })
+        ));
+        assert!(matches!(
+            stream_messages(&body[..2], false, 1 << 20),
+            Err(FrameError::Truncated { have: 2, need: 5 })
+        ));
+        // A compressed first message needs gzip negotiated.
+        let gzipped = frame_gzip(b"inflated");
+        assert!(matches!(
+            stream_messages(&gzipped, false, 1 << 20),
+            Err(FrameError::Compressed)
+        ));
+        let (count, first) = stream_messages(&gzipped, true, 1 << 20).unwrap();
+        assert_eq!((count, first.as_deref()), (1, Some(&b"inflated"[..])));
     }
 }

@@ -37,6 +37,7 @@ pub fn flow_plans(
             let at = format!("{what} line {}: step '{}'", step.line, step.name);
             let in_step = |err: String| InputError(format!("{at}: {err}"));
             let method = loaded.method();
+            let streams = step_shape(method, step.expect.messages).map_err(in_step)?;
             let mut own = CallMethod::new(&loaded.path(), loaded.requests().to_vec());
             own.name = step.name.clone();
             own.retry.clone_from(&step.retry);
@@ -116,9 +117,11 @@ pub fn flow_plans(
                 expect: Expectation {
                     status: step.expect.status.unwrap_or(Code::Ok),
                     fields,
+                    messages: step.expect.messages,
                 },
                 think: step.think.unwrap_or_default(),
                 continue_on_failure: step.on_failure == OnFailure::Continue,
+                streams,
             });
             methods.push(own);
         }
@@ -130,6 +133,29 @@ pub fn flow_plans(
         });
     }
     Ok(plans)
+}
+
+/// Whether a step's method is server-streaming (its call reads replies to the stream's end);
+/// a method streaming its requests cannot be a step, and a count of messages other than one
+/// is never met by a unary method: each refused in one line.
+fn step_shape(
+    method: &prost_reflect::MethodDescriptor,
+    messages: Option<u64>,
+) -> Result<bool, String> {
+    if method.is_client_streaming() {
+        return Err(format!(
+            "{} streams its requests; flow steps take unary or server-streaming methods",
+            method.full_name()
+        ));
+    }
+    let streams = method.is_server_streaming();
+    if let Some(count) = messages.filter(|count| !streams && *count != 1) {
+        return Err(format!(
+            "expect.messages = {count}: {} is unary, so an OK reply is one message; leave messages out, or call a server-streaming method",
+            method.full_name()
+        ));
+    }
+    Ok(streams)
 }
 
 /// What a method's call-describing template actions render to.

@@ -692,6 +692,18 @@ impl LoadConfig {
             .unwrap_or(self.methods.len())
     }
 
+    /// By method: whether it is a server-streaming flow step (its call sends one request
+    /// and reads replies to the stream's end; OK with none is fine).
+    pub fn streaming_steps(&self) -> Vec<bool> {
+        let mut streams = vec![false; self.methods.len()];
+        for step in self.flows.iter().flat_map(|flow| &flow.steps) {
+            if let Some(place) = streams.get_mut(step.method as usize) {
+                *place = step.streams;
+            }
+        }
+        streams
+    }
+
     /// Flows: steps name methods after the plain ones, one each; the run can carry them.
     fn validate_flows(&self) -> Result<(), ConfigError> {
         if self.flows.is_empty() {

@@ -50,8 +50,12 @@ pub enum ValueCheck {
 pub struct Expectation {
     /// The status the step expects (OK unless the file says otherwise).
     pub status: Code,
-    /// Conditions on reply fields (only read when the status is OK).
+    /// Conditions on reply fields (only read when the status is OK; a server stream's
+    /// first reply).
     pub fields: Vec<(FieldPath, ValueCheck)>,
+    /// The number of reply messages a server stream must carry (checked when the status is
+    /// OK).
+    pub messages: Option<u64>,
 }
 
 impl Default for Expectation {
@@ -59,6 +63,7 @@ impl Default for Expectation {
         Expectation {
             status: Code::Ok,
             fields: Vec::new(),
+            messages: None,
         }
     }
 }
@@ -68,9 +73,15 @@ impl Default for Expectation {
 pub struct Unexpected(pub String);
 
 impl Expectation {
-    /// Checks a reply: its status, then (status OK, message given) each field condition.
-    /// `message` is the reply message without its gRPC prefix.
-    pub fn check(&self, status: Code, message: Option<&[u8]>) -> Result<(), Unexpected> {
+    /// Checks a reply: its status, then (status OK) its number of messages (`replies`) and
+    /// each field condition. `message` is the reply message (a stream's first) without its
+    /// gRPC prefix.
+    pub fn check(
+        &self,
+        status: Code,
+        message: Option<&[u8]>,
+        replies: u64,
+    ) -> Result<(), Unexpected> {
         if status != self.status {
             return Err(Unexpected(format!(
                 "status {} where {} was expected",
@@ -78,10 +89,25 @@ impl Expectation {
                 self.status.name()
             )));
         }
-        if status != Code::Ok || self.fields.is_empty() {
+        if status != Code::Ok {
             return Ok(());
         }
-        let message = message.unwrap_or_default();
+        if let Some(expected) = self.messages.filter(|expected| *expected != replies) {
+            let plural = |n: u64| if n == 1 { "message" } else { "messages" };
+            return Err(Unexpected(format!(
+                "{replies} reply {} where {expected} {} expected",
+                plural(replies),
+                if expected == 1 { "was" } else { "were" }
+            )));
+        }
+        if self.fields.is_empty() {
+            return Ok(());
+        }
+        let Some(message) = message else {
+            return Err(Unexpected(
+                "no reply message to read its fields from".to_owned(),
+            ));
+        };
         for (path, check) in &self.fields {
             let value = path
                 .read(message)
@@ -210,29 +236,42 @@ pub struct FlowStepPlan {
     pub think: std::time::Duration,
     /// Whether the flow goes on when this step fails (else it ends there).
     pub continue_on_failure: bool,
+    /// Whether its method is server-streaming: its call sends one request and reads replies
+    /// to the stream's end (none is fine), fields and extracts reading the first.
+    pub streams: bool,
 }
 
 impl FlowStepPlan {
     /// Whether the step reads its reply's message (extracts, field conditions): only then is
     /// the reply kept; a constant step costs what a plain call costs.
     pub fn reads_reply(&self) -> bool {
-        !self.extracts.is_empty() || !self.expect.fields.is_empty()
+        !self.extracts.is_empty()
+            || !self.expect.fields.is_empty()
+            || self.expect.messages.is_some()
     }
 
     /// Judges a step's reply against its expectation and, when it passes with status OK,
-    /// takes its extracts into `vars`. `message` is the reply without its gRPC prefix.
+    /// takes its extracts into `vars`. `message` is the reply (a stream's first) without its
+    /// gRPC prefix, `replies` the number of reply messages.
     pub fn judge(
         &self,
         status: Code,
         message: Option<&[u8]>,
+        replies: u64,
         headers: &[ReplyHeader],
         vars: &mut [String],
     ) -> Result<(), Unexpected> {
-        self.expect.check(status, message)?;
+        self.expect.check(status, message, replies)?;
         if status != Code::Ok {
             return Ok(());
         }
         for extract in &self.extracts {
+            let field = matches!(extract.from, Extractor::Field(_));
+            if field && message.is_none() {
+                return Err(Unexpected(
+                    "extract: no reply message to read it from".to_owned(),
+                ));
+            }
             let value = extract.value(message.unwrap_or_default(), headers)?;
             if let Some(place) = vars.get_mut(extract.var) {
                 *place = value;
@@ -297,9 +336,10 @@ mod tests {
                     ValueCheck::Equals("100".to_owned()),
                 ),
             ],
+            messages: None,
         };
         assert_eq!(
-            expect.check(Code::Ok, Some(&list_reply("sku-a-0", 2))),
+            expect.check(Code::Ok, Some(&list_reply("sku-a-0", 2)), 1),
             Ok(())
         );
         let cases = [
@@ -320,7 +360,7 @@ mod tests {
             ),
         ];
         for (status, reply, says) in cases {
-            let Err(Unexpected(line)) = expect.check(status, Some(&reply)) else {
+            let Err(Unexpected(line)) = expect.check(status, Some(&reply), 1) else {
                 panic!("{says}: passed")
             };
             assert_eq!(line, says);
@@ -330,16 +370,43 @@ mod tests {
             status: Code::NotFound,
             ..expect.clone()
         };
-        assert_eq!(refused.check(Code::NotFound, None), Ok(()));
+        assert_eq!(refused.check(Code::NotFound, None, 0), Ok(()));
         // A path past the reply's elements fails, saying so.
         let past = Expectation {
             status: Code::Ok,
             fields: vec![(path("items[5].sku"), ValueCheck::Equals("x".to_owned()))],
+            messages: None,
         };
-        let Err(Unexpected(line)) = past.check(Code::Ok, Some(&list_reply("sku-a-0", 2))) else {
+        let Err(Unexpected(line)) = past.check(Code::Ok, Some(&list_reply("sku-a-0", 2)), 1) else {
             panic!("passed")
         };
         assert!(line.contains("element [5] asked for, 2 there"), "{line}");
+        // A stream's count of replies, checked before its fields; an OK stream of none has
+        // no fields to read.
+        let three = Expectation {
+            messages: Some(3),
+            ..expect.clone()
+        };
+        let reply = list_reply("sku-a-0", 2);
+        assert_eq!(three.check(Code::Ok, Some(&reply), 3), Ok(()));
+        assert_eq!(
+            three.check(Code::Ok, Some(&reply), 1),
+            Err(Unexpected(
+                "1 reply message where 3 were expected".to_owned()
+            ))
+        );
+        assert_eq!(
+            expect.check(Code::Ok, None, 0),
+            Err(Unexpected(
+                "no reply message to read its fields from".to_owned()
+            ))
+        );
+        let none = Expectation {
+            messages: Some(0),
+            fields: Vec::new(),
+            ..expect.clone()
+        };
+        assert_eq!(none.check(Code::Ok, None, 0), Ok(()));
     }
 
     #[test]

@@ -99,6 +99,18 @@ fn split_mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// What the engine asks of a flow step's method, worked out once per run.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StepTraits {
+    /// It reads its reply (extracts, field conditions, a count of messages): kept only then.
+    pub reads_reply: bool,
+    /// An OK answer passes it with nothing more to do (it reads nothing, expects OK, has no
+    /// retry policy): the constant step's short way.
+    pub passes_on_ok: bool,
+    /// Its method is server-streaming (see `FlowStepPlan::streams`).
+    pub streams: bool,
+}
+
 /// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
 pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
@@ -116,12 +128,9 @@ pub(crate) struct ThreadState {
     methods_apart: bool,
     /// Whether any method has a retry policy.
     has_retries: bool,
-    /// By method: whether it is a flow step that reads its reply (kept only then).
-    step_reads_reply: Vec<bool>,
-    /// By method: whether it is a flow step that an OK answer passes with nothing more to
-    /// do (it reads nothing of its reply, expects OK and has no retry policy): the constant
-    /// step's short way ([`ThreadState::step_passes_on_ok`]).
-    step_passes_on_ok: Vec<bool>,
+    /// By method: what the engine asks of a flow step calling it (all false for a plain
+    /// method).
+    step_traits: Vec<StepTraits>,
     /// How many of the run's methods a plain call may draw (the flows' steps follow them):
     /// a drawn entry past them is a flow.
     plain_methods: u32,
@@ -266,28 +275,22 @@ impl ThreadState {
                 && config.details.is_none()
                 && !config.live_latency,
             plain_methods: config.plain_methods() as u32,
-            step_reads_reply: {
-                let mut reads = vec![false; config.methods.len()];
+            step_traits: {
+                let mut traits = vec![StepTraits::default(); config.methods.len()];
                 for step in config.flows.iter().flat_map(|flow| &flow.steps) {
-                    if let Some(place) = reads.get_mut(step.method as usize) {
-                        *place = step.reads_reply();
+                    if let Some(place) = traits.get_mut(step.method as usize) {
+                        *place = StepTraits {
+                            reads_reply: step.reads_reply(),
+                            passes_on_ok: !step.reads_reply()
+                                && step.expect.status == Code::Ok
+                                && config.methods.get(step.method as usize).is_some_and(|own| {
+                                    own.retry.is_none() && own.hedging.is_none()
+                                }),
+                            streams: step.streams,
+                        };
                     }
                 }
-                reads
-            },
-            step_passes_on_ok: {
-                let mut passes = vec![false; config.methods.len()];
-                for step in config.flows.iter().flat_map(|flow| &flow.steps) {
-                    if let Some(place) = passes.get_mut(step.method as usize) {
-                        *place = !step.reads_reply()
-                            && step.expect.status == Code::Ok
-                            && config
-                                .methods
-                                .get(step.method as usize)
-                                .is_some_and(|own| own.retry.is_none() && own.hedging.is_none());
-                    }
-                }
-                passes
+                traits
             },
             flow_recorders: RefCell::new(vec![
                 Recorder::new(config.pacing.is_open_loop(), None);
@@ -714,23 +717,19 @@ impl ThreadState {
             .is_some_and(|own| own.renderer.is_some() || !own.metadata_templates.is_empty())
     }
 
+    /// What a flow step calling `method` asks of the engine (nothing for a plain method).
+    #[inline]
+    pub(crate) fn step_traits(&self, method: u32) -> StepTraits {
+        self.step_traits
+            .get(method as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// Whether a flow step calling `method` reads its reply (see
     /// [`FlowStepPlan::reads_reply`](crate::flow::FlowStepPlan::reads_reply)).
     pub(crate) fn step_reads_reply(&self, method: u32) -> bool {
-        self.step_reads_reply
-            .get(method as usize)
-            .copied()
-            .unwrap_or(false)
-    }
-
-    /// Whether an OK answer to a flow step calling `method` passes the step with nothing
-    /// read or retried (see `step_passes_on_ok`'s field).
-    #[inline]
-    pub(crate) fn step_passes_on_ok(&self, method: u32) -> bool {
-        self.step_passes_on_ok
-            .get(method as usize)
-            .copied()
-            .unwrap_or(false)
+        self.step_traits(method).reads_reply
     }
 
     /// Whether calls take a request number ([`ThreadState::call_number`]).

@@ -261,6 +261,129 @@ fn constant_steps_run_in_order_each_counted_once() {
     }
 }
 
+/// A server-streaming step reads its replies to the stream's end: its count of messages is
+/// checked (`expect.messages`) and its fields are read from the first; a stream of none is
+/// OK; a count that misses is an unexpected reply naming both counts. On both transports,
+/// against lab and tonic.
+#[test]
+fn a_server_streaming_step_counts_its_replies_and_reads_the_first() {
+    let workload = |count: u32, expect: &str| {
+        format!(
+            r#"
+[[flows]]
+name = "watch"
+
+[[flows.steps]]
+name = "login"
+call = "grpclab.session.v1.Sessions.Login"
+data = {{ user = "ann" }}
+extract = {{ token = "token" }}
+
+[[flows.steps]]
+name = "feed"
+call = "grpclab.streaming.v1.StreamingEcho.Feed"
+data = {{ count = {count} }}
+metadata = {{ x-token = "{{{{.vars.token}}}}" }}
+{expect}
+"#
+        )
+    };
+    // (replies streamed, the step's expectation, the feed steps that pass, the reason of
+    // those that do not)
+    let cases = [
+        (
+            3,
+            r#"expect = { messages = 3, fields = [{ path = "sequence", equals = "0" }] }"#,
+            true,
+            "",
+        ),
+        (
+            3,
+            "expect = { messages = 4 }",
+            false,
+            "3 reply messages where 4 were expected",
+        ),
+        (0, "expect = { messages = 0 }", true, ""),
+        (0, "", true, ""),
+        (
+            0,
+            r#"extract = { first = "sequence" }"#,
+            false,
+            "extract: no reply message to read it from",
+        ),
+    ];
+    for implementation in ["lab", "tonic-mt"] {
+        let server = Server::start(implementation);
+        for transport in ["lab", "h2"] {
+            for (count, expect, passes, reason) in cases {
+                let args = ["-n", "60", "-c", "4", "--transport", transport];
+                let (report, code) = run_flows(&server.target(), &workload(count, expect), &args);
+                let what = format!("{implementation} {transport} feed of {count}, {expect:?}");
+                assert_eq!(code, Some(0), "{what}: {report}");
+                let feed = step(&report, "feed");
+                assert_eq!(feed["count"], 60, "{what}: {feed}");
+                assert_eq!(feed["ok"], 60, "{what}: a stream of {count} is OK: {feed}");
+                let flow = &report["mix"]["flows"][0];
+                assert_eq!(flow["count"], 60, "{what}: {flow}");
+                if passes {
+                    assert_eq!(flow["passed"], 60, "{what}: {flow}");
+                    assert_eq!(feed["unexpected"], 0, "{what}: {feed}");
+                } else {
+                    assert_eq!(feed["unexpected"], 60, "{what}: {feed}");
+                    let reasons = feed["unexpectedDistribution"].as_object().unwrap();
+                    assert!(
+                        reasons.keys().all(|said| said.contains(reason)),
+                        "{what}: {feed}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A step refuses a method that streams its requests, and a count of messages a unary
+/// method can never answer: one line naming the file, line and step; exit 2.
+#[test]
+fn a_step_with_a_shape_it_cannot_have_is_refused_in_one_line() {
+    let server = Server::start("lab");
+    let cases = [
+        (
+            "call = \"grpclab.streaming.v1.StreamingEcho.Upload\"\ndata = { payload = \"\" }\n",
+            "streams its requests; flow steps take unary or server-streaming methods",
+        ),
+        (
+            "call = \"grpclab.session.v1.Sessions.Login\"\ndata = { user = \"ann\" }\nexpect = { messages = 2 }\n",
+            "expect.messages = 2: grpclab.session.v1.Sessions.Login is unary",
+        ),
+    ];
+    for (step, says) in cases {
+        let workload = format!("[[flows]]\nname = \"f\"\n\n[[flows.steps]]\nname = \"s\"\n{step}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shape.toml");
+        std::fs::write(&file, workload).unwrap();
+        let out = grpclab()
+            .args([
+                "load",
+                &server.target(),
+                "--insecure",
+                "-n",
+                "1",
+                "--workload",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("{} line 5: step 's'", file.display())),
+            "{stderr}"
+        );
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
 /// The guide's flow example runs as written: its command is in docs/guide.md, its file is
 /// docs/examples/session-flow.toml, and every 10th List of a fresh server answered wrongly
 /// is an unexpected reply that stops its flow.

@@ -869,7 +869,9 @@ impl<'s, S: CallSource> Connection<'s, S> {
             }
             // A stream may carry no message at all (a feed of 0).
             (200, Some(0)) if streaming.is_some() => CallEnd::Ok(None),
-            (200, Some(0)) if call.received == 0 => {
+            (200, Some(0))
+                if call.received == 0 && !self.source.may_end_without_reply(&call.token) =>
+            {
                 CallEnd::Malformed("status OK but no reply message")
             }
             (200, Some(0)) => CallEnd::Ok(

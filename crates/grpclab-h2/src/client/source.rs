@@ -107,6 +107,13 @@ pub trait CallSource {
     /// Whether this call's reply must be kept (validation, a flow step that reads it);
     /// otherwise only its length is counted. Asked once per call, as it starts.
     fn keeps_reply(&self, token: &CallToken) -> bool;
+    /// Whether this call, sent as a unary one (one request), reads a server stream, which
+    /// may end OK with no reply message at all; a unary call may not. Asked only when a call
+    /// ends OK with none.
+    fn may_end_without_reply(&self, token: &CallToken) -> bool {
+        let _ = token;
+        false
+    }
     /// A ping-pong round trip of a streaming call: a reply, against its request's write.
     fn round_trip(&mut self, token: CallToken, latency: Duration) {
         let _ = (token, latency);

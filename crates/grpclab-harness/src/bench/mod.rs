@@ -116,12 +116,6 @@ fn mix_methods(
             let found = Scenario::load(scenario, Some(&step.call)).map_err(|err| {
                 refuse(format!("not in GRPC_REQUEST_SCENARIO='{scenario}': {err}"))
             })?;
-            let method = found.method();
-            if method.is_client_streaming() || method.is_server_streaming() {
-                return Err(refuse(
-                    "it streams: flow steps take unary methods only".to_owned(),
-                ));
-            }
             steps.push(found);
         }
         flows.push((flow.clone(), steps));

@@ -8,7 +8,7 @@
 //! the same recorder, all through [`ThreadState`].
 
 use bytes::Bytes;
-use grpclab_core::framing::unframe_maybe_gzip;
+use grpclab_core::framing::{stream_messages, unframe_maybe_gzip};
 use grpclab_core::Code;
 use grpclab_h2::client::{
     run_connection, CallEnd, CallSource, CallToken, ConnectionEnd, MessagesFrom, MethodHead,
@@ -340,6 +340,10 @@ impl CallSource for LabSource {
             || (token.flow != 0 && self.thread.step_reads_reply(token.method))
     }
 
+    fn may_end_without_reply(&self, token: &CallToken) -> bool {
+        token.flow != 0 && self.thread.step_traits(token.method).streams
+    }
+
     fn call_messages(&mut self) -> Vec<Bytes> {
         self.thread
             .call_messages(self.number)
@@ -448,7 +452,7 @@ impl LabSource {
             return self.attempt_ended(token, sent, Instant::now(), Err(failure));
         }
         if token.flow != 0 {
-            return self.step_ended(token, sent, Instant::now(), Err(failure), None);
+            return self.step_ended(token, sent, Instant::now(), Err(failure), None, 0);
         }
         self.finish(token, sent, Instant::now(), |_| Err(failure));
     }
@@ -522,27 +526,33 @@ impl LabSource {
     /// A flow step's call ended: its reply (framed, when kept) judged and its variables
     /// taken.
     fn step_completed(&mut self, token: CallToken, sent: Instant, end: CallEnd, now: Instant) {
-        if matches!(end, CallEnd::Ok(None)) && self.thread.step_passes_on_ok(token.method) {
+        let traits = self.thread.step_traits(token.method);
+        if matches!(end, CallEnd::Ok(None)) && traits.passes_on_ok {
             return self.step_passed(token, sent, now);
         }
         match end {
-            CallEnd::Ok(reply) => {
-                let message = reply.as_ref().map(|reply| {
-                    unframe_maybe_gzip(reply, self.thread.shared.config.gzip, REPLY_INFLATE_LIMIT)
-                });
-                match message {
-                    Some(Err(err)) => {
+            CallEnd::Ok(Some(reply)) => {
+                let gzip = self.thread.shared.config.gzip;
+                let read = match traits.streams {
+                    true => stream_messages(&reply, gzip, REPLY_INFLATE_LIMIT),
+                    false => unframe_maybe_gzip(&reply, gzip, REPLY_INFLATE_LIMIT)
+                        .map(|message| (1, Some(message))),
+                };
+                match read {
+                    Err(err) => {
                         let failure =
                             CallFailure::new(Code::Internal, format!("invalid reply: {err}"));
-                        self.step_ended(token, sent, now, Err(failure), None)
+                        self.step_ended(token, sent, now, Err(failure), None, 0)
                     }
-                    Some(Ok(message)) => self.step_ended(token, sent, now, Ok(()), Some(&message)),
-                    None => self.step_ended(token, sent, now, Ok(()), None),
+                    Ok((replies, message)) => {
+                        self.step_ended(token, sent, now, Ok(()), message.as_deref(), replies)
+                    }
                 }
             }
+            CallEnd::Ok(None) => self.step_ended(token, sent, now, Ok(()), None, 0),
             end => {
                 let outcome = self.outcome(end);
-                self.step_ended(token, sent, now, outcome, None)
+                self.step_ended(token, sent, now, outcome, None, 0)
             }
         }
     }
@@ -556,6 +566,7 @@ impl LabSource {
         now: Instant,
         outcome: Result<(), CallFailure>,
         message: Option<&[u8]>,
+        replies: u64,
     ) {
         let Some(run) = self.flows.get_mut(token.flow) else {
             return;
@@ -566,6 +577,7 @@ impl LabSource {
             now,
             outcome,
             message,
+            replies,
             address: self.address,
             jitter: &mut self.jitter,
             headers: &self.reply_headers,

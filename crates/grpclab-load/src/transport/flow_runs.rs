@@ -69,8 +69,10 @@ pub(super) struct StepEnd<'a> {
     pub sent: Instant,
     pub now: Instant,
     pub outcome: Result<(), CallFailure>,
-    /// The reply message (unframed), when the step reads it.
+    /// The reply message (unframed; a server stream's first), when the step reads it.
     pub message: Option<&'a [u8]>,
+    /// The number of reply messages, when the step reads its reply.
+    pub replies: u64,
     /// Which of the target's addresses the call went to.
     pub address: usize,
     /// The backoffs' random shares, for a step with a retry policy.
@@ -161,7 +163,13 @@ impl FlowRun {
         let judged = if !step.reads_reply() && status == step.expect.status {
             Ok(())
         } else {
-            step.judge(status, end.message, end.headers, &mut self.vars)
+            step.judge(
+                status,
+                end.message,
+                end.replies,
+                end.headers,
+                &mut self.vars,
+            )
         };
         // A call that failed where OK was expected is an error (its status says it all);
         // any other miss is the step's own outcome, apart from the statuses.
@@ -202,7 +210,7 @@ impl FlowRun {
     }
 
     /// [`FlowRun::step_ended`]'s short way, for the usual constant step: one that an OK
-    /// answer passes (see `ThreadState::step_passes_on_ok`) ended OK. Recorded, and the run
+    /// answer passes (see `StepTraits::passes_on_ok`) ended OK. Recorded, and the run
     /// goes on or ends, with nothing judged, kept or retried.
     #[inline]
     pub fn step_passed(

@@ -3,7 +3,7 @@
 //! last, as on our engine. Judging and recording are shared with the engine
 //! ([`FlowRun`](super::super::flow_runs::FlowRun)).
 
-use grpclab_core::framing::unframe_maybe_gzip;
+use grpclab_core::framing::{stream_messages, unframe_maybe_gzip};
 use grpclab_core::Code;
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -50,25 +50,29 @@ impl FlowStream<'_> {
             let mut kept = Vec::new();
             let (sent, outcome) = self.call(&run, method, &mut kept).await;
             let now = Instant::now();
-            // The reply, unframed, for a step that reads it.
-            let (outcome, message) = match outcome {
-                Ok(()) if thread.step_reads_reply(method) => {
-                    match unframe_maybe_gzip(
-                        self.scratch,
-                        thread.shared.config.gzip,
-                        REPLY_INFLATE_LIMIT,
-                    ) {
-                        Ok(message) => (Ok(()), Some(message)),
+            // The reply, unframed (a stream's messages counted), for a step that reads it.
+            let traits = thread.step_traits(method);
+            let (outcome, message, replies) = match outcome {
+                Ok(()) if traits.reads_reply => {
+                    let gzip = thread.shared.config.gzip;
+                    let read = match traits.streams {
+                        true => stream_messages(self.scratch, gzip, REPLY_INFLATE_LIMIT),
+                        false => unframe_maybe_gzip(self.scratch, gzip, REPLY_INFLATE_LIMIT)
+                            .map(|message| (1, Some(message))),
+                    };
+                    match read {
+                        Ok((replies, message)) => (Ok(()), message, replies),
                         Err(err) => (
                             Err(CallFailure::new(
                                 Code::Internal,
                                 format!("invalid reply: {err}"),
                             )),
                             None,
+                            0,
                         ),
                     }
                 }
-                outcome => (outcome, None),
+                outcome => (outcome, None, 0),
             };
             let lost = match &outcome {
                 Err(failure) if failure.connection_lost => Some(failure.message.clone()),
@@ -80,6 +84,7 @@ impl FlowStream<'_> {
                 now,
                 outcome,
                 message: message.as_deref(),
+                replies,
                 address: self.connection.address,
                 jitter: self.jitter,
                 headers: &kept,

@@ -23,6 +23,9 @@ pub(crate) struct CallTemplate {
     /// Response header and trailer names flow steps extract (see
     /// `LoadConfig::kept_reply_headers`).
     pub kept_headers: Vec<Bytes>,
+    /// By method: whether its replies are a server stream (a flow step's), which may end OK
+    /// with no message at all.
+    pub streams: Vec<bool>,
 }
 
 impl CallTemplate {
@@ -107,9 +110,19 @@ pub(crate) async fn unary_call(
     }
     // Trailers-Only: the status came with the headers (typical of an immediate error). A
     // unary call that ends OK must carry exactly one reply message: OK without one is
-    // Internal (gRPC's rule for unary calls, as our engine applies it too).
+    // Internal (gRPC's rule for unary calls, as our engine applies it too); a server stream
+    // may carry none.
+    let streams = template
+        .streams
+        .get(method as usize)
+        .copied()
+        .unwrap_or(false);
     if head.headers.contains_key("grpc-status") {
         status_from(&head.headers)?;
+        if streams {
+            scratch.clear();
+            return Ok(());
+        }
         return Err(CallFailure::new(
             Code::Internal,
             "status OK but no reply message",
@@ -150,7 +163,7 @@ pub(crate) async fn unary_call(
         keep_headers(&template.kept_headers, &trailers, true, kept);
     }
     status_from(&trailers)?;
-    if received == 0 {
+    if received == 0 && !streams {
         return Err(CallFailure::new(
             Code::Internal,
             "status OK but no reply message",

@@ -523,6 +523,22 @@ fn apply_call_shape(
     };
     config.shape =
         grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming());
+    if !config.flows.is_empty() {
+        // A workload's calls all go as unary ones: a server-streaming step sends its one
+        // request and reads its replies to the stream's end.
+        config.shape = grpclab_load::CallShape::Unary;
+        if args.stream_call_count.is_some()
+            || args.stream_call_duration.is_some()
+            || args.stream_interval.is_some()
+            || args.stream_independent
+            || args.stream_stamp.is_some()
+            || args.stream_dynamic_messages
+        {
+            return Err(InputError(
+                "the --stream-* flags shape a lone streaming method's calls; a workload's server-streaming steps read their replies to the stream's end: leave the flags out".to_owned(),
+            ));
+        }
+    }
     config.stream = grpclab_load::StreamSettings {
         call_count: args.stream_call_count,
         call_duration: args.stream_call_duration,

@@ -337,7 +337,7 @@ pub(super) fn resolve_calls(
     })
 }
 
-/// What a flow step names that needs the schema: its method exists and is unary, and the
+/// What a flow step names that needs the schema: its method exists, and the
 /// reply paths it extracts and checks are fields of the method's reply (one line with the
 /// file's line for each).
 #[allow(clippy::type_complexity)]
@@ -368,14 +368,6 @@ fn check_flow_steps(
                 ))
             })?;
             let method = loaded.scenario.method();
-            if method.is_client_streaming() || method.is_server_streaming() {
-                return Err(InputError(format!(
-                    "{}: step '{}': {} streams; flow steps take unary methods",
-                    at(step.line),
-                    step.name,
-                    method.full_name()
-                )));
-            }
             let reply = method.output();
             let paths = step
                 .extract

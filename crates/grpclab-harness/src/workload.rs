@@ -50,6 +50,8 @@ pub struct Mix {
     pub flows: Vec<crate::flow::Flow>,
     /// The workload file's `seed` (the command line's `--mix-seed` wins over it).
     pub seed: Option<u64>,
+    /// Where it came from, as errors name it: `--workload FILE` or `--mix`.
+    pub source: String,
 }
 
 /// The workload file's shape (TOML).
@@ -157,6 +159,7 @@ pub fn from_flags(entries: &[String]) -> Result<Option<Mix>, InputError> {
         calls,
         flows: Vec::new(),
         seed: None,
+        source: "--mix".to_owned(),
     }))
 }
 
@@ -235,6 +238,7 @@ pub(crate) fn parse(text: &str, name: &str) -> Result<Mix, InputError> {
         calls,
         flows,
         seed: file.seed,
+        source: what,
     })
 }
 

@@ -1291,6 +1291,11 @@ metadata = { "x-size" = "large" }
             "[[calls]]\ncall = \"helloworld.Greeter.SayHello\"\ndata = { request = { name = \"{{.RequestNumber}}\" } }\n",
             "templates ('{{') are load's",
         ),
+        (
+            // A flow step's error names the file, as load's do.
+            "[[flows]]\nname = \"f\"\n[[flows.steps]]\nname = \"s\"\ncall = \"helloworld.Greeter.SayGoodbye\"\n",
+            &format!("--workload {} line 4: step 's'", workload.display()),
+        ),
     ] {
         std::fs::write(&workload, text).unwrap();
         let output = bench(

@@ -109,8 +109,8 @@ fn mix_methods(
         for step in &flow.steps {
             let refuse = |why: String| {
                 InputError(format!(
-                    "--workload line {}: step '{}': {}: {why}",
-                    step.line, step.name, step.call
+                    "{} line {}: step '{}': {}: {why}",
+                    mix.source, step.line, step.name, step.call
                 ))
             };
             let found = Scenario::load(scenario, Some(&step.call)).map_err(|err| {
@@ -120,7 +120,7 @@ fn mix_methods(
         }
         flows.push((flow.clone(), steps));
     }
-    let plans = crate::flow_plan::flow_plans(&flows, None, &mut methods, "--workload")?;
+    let plans = crate::flow_plan::flow_plans(&flows, None, &mut methods, &mix.source)?;
     Ok((methods, plans))
 }
 

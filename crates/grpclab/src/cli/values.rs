@@ -193,3 +193,8 @@ pub(super) fn parse_precision(text: &str) -> Result<f64, String> {
         )),
     }
 }
+
+/// `--network SPEC`: `lo`, or the link's settings (see `grpclab_net::NetworkSpec::parse`).
+pub fn parse_network(text: &str) -> Result<grpclab_net::NetworkSpec, String> {
+    grpclab_net::NetworkSpec::parse_reason(text)
+}

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use super::{HistoryFlagArgs, MetricsArgs, OutputFormat, ScenarioArgs};
 use crate::cli::values::{
     parse_at_least_one, parse_byte_size, parse_calls, parse_calls_or_zero, parse_details,
-    parse_duration, parse_duration_or_zero, parse_positive_rate, parse_rate_change, parse_rps,
-    parse_shard, parse_start_at, parse_streams, parse_streams_change, parse_streams_or_zero,
+    parse_duration, parse_duration_or_zero, parse_network, parse_positive_rate, parse_rate_change,
+    parse_rps, parse_shard, parse_start_at, parse_streams, parse_streams_change,
+    parse_streams_or_zero,
 };
 
 /// ghz's `--load-schedule` and `--concurrency-schedule` values.
@@ -76,7 +77,7 @@ pub enum LbStrategy {
 }
 
 /// `grpclab load [OPTIONS] HOST:PORT`
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(
     args_override_self = true,
     after_help = "The flags above are those a first run needs; --help lists every flag, by topic, with examples.",
@@ -487,6 +488,26 @@ pub struct LoadArgs {
     #[arg(help_heading = "Target and connections", hide_short_help = true, long = "lb-strategy", value_enum, default_value_t = LbStrategy::PickFirst, value_name = "STRATEGY")]
     pub lb_strategy: LbStrategy,
 
+    /// Run across an emulated network instead of loopback. SPEC: delay=20ms,jitter=2ms,
+    /// loss=0.1%,rate=1gbit,mtu=1500 (netem's terms, each applying to each direction: a
+    /// round trip meets the delay twice), or lo. grpclab makes a network namespace for the
+    /// server and one for the client (addresses 198.18.0.1 and .2), joins them by a link it
+    /// emulates itself, starts the --serve server in the server's, runs the load from the
+    /// client's, and removes both afterwards (a killed run's are removed by the next).
+    /// Needs root. Leave HOST:PORT out.
+    #[arg(help_heading = "Target and connections", long, value_name = "SPEC", value_parser = parse_network, requires = "serve")]
+    pub network: Option<grpclab_net::NetworkSpec>,
+
+    /// With --network: the built-in server started inside the server's namespace.
+    #[arg(
+        help_heading = "Target and connections",
+        long,
+        value_enum,
+        value_name = "IMPL",
+        requires = "network"
+    )]
+    pub serve: Option<super::serve::ImplementationArg>,
+
     /// Where the run is stored.
     #[command(flatten, next_help_heading = "Outputs")]
     pub history: HistoryFlagArgs,
@@ -497,7 +518,7 @@ pub struct LoadArgs {
 }
 
 /// ghz's flags that grpclab refuses, each by name (see [`UnsupportedGhzFlags::refusal`]).
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct UnsupportedGhzFlags {
     #[arg(long, hide = true)]
     disable_template_functions: bool,

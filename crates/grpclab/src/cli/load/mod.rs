@@ -14,6 +14,7 @@ use super::exit::thresholds_exit;
 use super::session::Session;
 use std::process::ExitCode;
 
+mod network;
 mod options;
 mod progress;
 mod scenario;
@@ -283,6 +284,11 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
 /// `grpclab load`: prepares, runs in a session of its own (a shard stores nothing: its
 /// merge is what a person compares) and says how it ended.
 pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
+    if let Some(spec) = args.network {
+        let mut inside = args.clone();
+        inside.network = None;
+        return network::run(&inside, spec);
+    }
     let prepared = prepare(args)?;
     let history = prepared.config.shard.is_none().then_some(&args.history);
     let mut session = Session::start(history, Some(&args.metrics))?;

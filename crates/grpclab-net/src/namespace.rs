@@ -112,6 +112,19 @@ impl NetworkPair {
         enter(&netns_path(&self.client))
     }
 
+    /// Moves the calling thread into the client's namespace until the guard is dropped,
+    /// when it returns to the namespace it was in. Sockets it opens meanwhile, threads and
+    /// processes it starts, are the client's.
+    pub fn client_side(&self) -> Result<ClientSide, NetError> {
+        let home = std::fs::File::open("/proc/thread-self/ns/net").map_err(|err| {
+            NetError(format!(
+                "cannot read this thread's network namespace: {err}"
+            ))
+        })?;
+        enter(&netns_path(&self.client))?;
+        Ok(ClientSide { home })
+    }
+
     /// Stops the link and removes both namespaces; returns what the link did in each
     /// direction: [client → server, server → client].
     pub fn down(mut self) -> Vec<DirectionCounts> {
@@ -133,6 +146,24 @@ impl NetworkPair {
 impl Drop for NetworkPair {
     fn drop(&mut self) {
         self.remove();
+    }
+}
+
+/// A thread inside a pair's client namespace (see [`NetworkPair::client_side`]).
+pub struct ClientSide {
+    home: std::fs::File,
+}
+
+impl Drop for ClientSide {
+    fn drop(&mut self) {
+        // SAFETY: setns takes the descriptor of the namespace this thread came from, owned
+        // by the guard and open across the call; it changes only this thread's namespace.
+        unsafe {
+            libc::setns(
+                std::os::fd::AsRawFd::as_raw_fd(&self.home),
+                libc::CLONE_NEWNET,
+            );
+        }
     }
 }
 

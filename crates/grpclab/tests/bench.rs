@@ -1512,3 +1512,101 @@ fn own_mib(bytes: u64) -> String {
     let text = format!("{:.2}", bytes as f64 / f64::from(1 << 20));
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
+
+/// `bench --network`: each spec is a value of a `network` axis. A row across a 10 ms link
+/// runs its server in a namespace of its own and its client in another, so each call meets
+/// the delay twice; the `lo` row runs on loopback as ever; the matrix has the axis; nothing
+/// (process, cgroup, namespace) is left after the run.
+#[test]
+fn a_network_axis_runs_each_row_across_its_own_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "1s"),
+            ("GRPC_BENCHMARK_WARMUP", "0s"),
+            ("GRPC_CLIENT_CONNECTIONS", "1"),
+            ("GRPC_CLIENT_CONCURRENCY", "1"),
+        ],
+    ]
+    .concat();
+    let marker = Marker::new();
+    let mut command = bench_command(
+        dir.path(),
+        &["lab", "--network", "delay=10ms", "--network", "lo"],
+        &env,
+    );
+    marker.apply(&mut command);
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run grpclab bench");
+    let pid = child.id();
+    let output = child.wait_with_output().expect("wait for grpclab bench");
+    marker.assert_nothing_left();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(said.contains("across delay=10ms each direction"), "{said}");
+    let folder = results_folder(dir.path());
+    let p50 = |name: &str| {
+        let row = record(&folder, name);
+        assert_eq!(row["status"], "ok", "{name}: {row}");
+        row["load"]["latencyDistribution"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["percentage"] == 50))
+            .and_then(|r| r["latency"].as_u64())
+            .expect("p50")
+    };
+    assert!(p50("lab_network_delay_10ms") >= 20_000_000);
+    assert!(
+        p50("lab_network_lo") < 20_000_000,
+        "loopback crossed no link"
+    );
+    let markdown = std::fs::read_to_string(folder.join("sweep.md")).unwrap();
+    assert!(markdown.contains("| network | req/s | p99 |"), "{markdown}");
+    assert!(markdown.contains("| delay=10ms |"), "{markdown}");
+    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left = String::from_utf8_lossy(&namespaces.stdout).into_owned();
+    assert!(!left.contains(&format!("grpclab-{pid}-")), "{left}");
+}
+
+/// A network the machine cannot make, or a mistake in its spec, is refused before any
+/// server starts: one line, exit 2.
+#[test]
+fn a_network_that_cannot_be_made_is_refused_before_any_row() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["lab", "--network", "delay=slow"][..],
+            "--network 'delay=slow': delay=slow",
+        ),
+        (
+            &["lab", "--network", "lo", "--network", "lo"][..],
+            "--network 'lo' is given twice",
+        ),
+    ] {
+        let output = bench(dir.path(), args, SHORT);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let said = stderr(&output);
+        assert!(said.contains(says), "{said}");
+        assert_eq!(said.trim().lines().count(), 1, "{said}");
+    }
+    let output = Command::new("setpriv")
+        .args(["--bounding-set", "-sys_admin,-net_admin"])
+        .args(["--inh-caps", "-sys_admin,-net_admin", BIN, "bench", "lab"])
+        .args([
+            "--results-dir",
+            dir.path().join("results").to_str().unwrap(),
+        ])
+        .args(["--network", "delay=1ms"])
+        .output()
+        .expect("run setpriv");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN)"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+}

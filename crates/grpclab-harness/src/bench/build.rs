@@ -38,6 +38,9 @@ pub struct Placeholders {
     pub grpclab: PathBuf,
     /// `{tls_cert}` and `{tls_key}`: under `bench --tls`.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// `{host}`: the address the server listens on (127.0.0.1; the server's address in its
+    /// namespace across `--network`).
+    pub host: String,
 }
 
 impl Placeholders {
@@ -47,7 +50,8 @@ impl Placeholders {
             .replace("{threads}", &self.threads.to_string())
             .replace("{scenario_dir}", &self.scenario_dir.to_string_lossy())
             .replace("{build_dir}", &self.build_dir.to_string_lossy())
-            .replace("{grpclab}", &self.grpclab.to_string_lossy());
+            .replace("{grpclab}", &self.grpclab.to_string_lossy())
+            .replace("{host}", &self.host);
         if let Some(port) = self.port {
             filled = filled.replace("{port}", &port.to_string());
         }
@@ -119,6 +123,7 @@ pub fn prepare(
         scenario_dir: scenario_dir.to_path_buf(),
         build_dir: workdir.join(".build").join("none"),
         grpclab: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("grpclab")),
+        host: "127.0.0.1".to_owned(),
         tls: None,
     };
     if let Some(check) = &spec.requires {
@@ -436,12 +441,13 @@ mod tests {
             build_dir: "/b".into(),
             grpclab: "/g".into(),
             tls: Some(("/c.pem".into(), "/k.pem".into())),
+            host: "198.18.0.1".into(),
         };
         assert_eq!(
             placeholders.fill(
-                "{build_dir}/x {port} {threads} {scenario_dir} {grpclab} {tls_cert} {tls_key}"
+                "{build_dir}/x {port} {threads} {scenario_dir} {grpclab} {tls_cert} {tls_key} {host}"
             ),
-            "/b/x 8080 2 /s /g /c.pem /k.pem"
+            "/b/x 8080 2 /s /g /c.pem /k.pem 198.18.0.1"
         );
     }
 }

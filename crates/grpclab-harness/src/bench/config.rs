@@ -43,6 +43,17 @@ pub struct BenchConfig {
     pub tls_pair: Option<(PathBuf, PathBuf)>,
     /// `--client`: the load generator that drives each window.
     pub client: BenchClient,
+    /// `--network`: the network a row's calls cross (loopback unless a row's network axis
+    /// says otherwise).
+    #[serde(serialize_with = "as_text")]
+    pub network: grpclab_net::NetworkSpec,
+}
+
+fn as_text<S: serde::Serializer>(
+    network: &grpclab_net::NetworkSpec,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&network.to_string())
 }
 
 /// The load generator of a bench's windows.

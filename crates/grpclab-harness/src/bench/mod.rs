@@ -184,6 +184,8 @@ pub struct BenchRequest<'a> {
     pub implementations: &'a [String],
     /// `--sweep` axes, as typed.
     pub sweep: &'a [String],
+    /// `--network` specs, as typed: one axis (`network`), a value each.
+    pub networks: &'a [String],
     /// `--profile cpu|cpu-dwarf`: how stacks are walked, if profiling.
     pub profile_cpu: Option<profile::CallGraph>,
     /// `--profile alloc`.
@@ -203,6 +205,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         suite,
         implementations,
         sweep,
+        networks,
         profile_cpu,
         profile_alloc,
         thresholds,
@@ -219,10 +222,13 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
     };
     load_scenario(&config.scenario)?;
     let implementations = suite::select(suite, implementations)?;
-    let axes = sweep
+    let mut axes = sweep
         .iter()
         .map(|text| sweep::parse_axis(text))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(axis) = network_axis(networks)? {
+        axes.push(axis);
+    }
     let mut runs = Vec::new();
     let mut notes = Vec::new();
     // Combinations outside, implementations inside: drift over a long sweep hits every
@@ -279,6 +285,37 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
         capacity,
         notes,
     })
+}
+
+/// `--network` flags as one sweep axis (`None` without any): each spec checked, and, when
+/// one crosses a link, a namespace pair made and removed once, so a machine that cannot
+/// (not root, no TUN devices) is told before any server starts.
+fn network_axis(networks: &[String]) -> Result<Option<sweep::Axis>, InputError> {
+    if networks.is_empty() {
+        return Ok(None);
+    }
+    let mut values = Vec::with_capacity(networks.len());
+    let mut probe = None;
+    for text in networks {
+        let spec = grpclab_net::NetworkSpec::parse(text).map_err(|err| InputError(err.0))?;
+        if let grpclab_net::NetworkSpec::Link(link) = spec {
+            probe.get_or_insert(link);
+        }
+        let value = spec.to_string();
+        if values.contains(&value) {
+            return Err(InputError(format!("--network '{text}' is given twice")));
+        }
+        values.push(value);
+    }
+    if let Some(link) = probe {
+        grpclab_net::NetworkPair::up(link)
+            .map_err(|err| InputError(err.0))?
+            .down();
+    }
+    Ok(Some(sweep::Axis {
+        key: "network".to_owned(),
+        values,
+    }))
 }
 
 /// The suite the settings name (`--suite`), or the built-in servers.

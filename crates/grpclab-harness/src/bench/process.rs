@@ -16,10 +16,14 @@ const STDERR_TAIL_LINES: usize = 20;
 const LAUNCH: &str = r#"for f in $GRPCLAB_CGROUP_PROCS; do
   echo $$ > "$f" || { echo "grpclab: cannot join the cgroup ($f)" >&2; exit 97; }
 done
+set -- sh -c "$GRPCLAB_COMMAND"
 if [ -n "$GRPCLAB_CORES" ]; then
-  exec taskset -c "$GRPCLAB_CORES" sh -c "$GRPCLAB_COMMAND"
+  set -- taskset -c "$GRPCLAB_CORES" "$@"
 fi
-exec sh -c "$GRPCLAB_COMMAND""#;
+if [ -n "$GRPCLAB_NETNS" ]; then
+  set -- ip netns exec "$GRPCLAB_NETNS" "$@"
+fi
+exec "$@""#;
 
 /// A running server.
 pub struct ServerProcess {
@@ -40,6 +44,8 @@ pub struct Launch<'a> {
     pub cgroup_procs: Vec<std::path::PathBuf>,
     /// Cores for `taskset -c`, empty for no pinning.
     pub cores: String,
+    /// The network namespace to run in (`--network`), if not this one.
+    pub netns: Option<&'a str>,
 }
 
 impl ServerProcess {
@@ -57,6 +63,7 @@ impl ServerProcess {
             .env("GRPCLAB_COMMAND", launch.command)
             .env("GRPCLAB_CGROUP_PROCS", procs.join(" "))
             .env("GRPCLAB_CORES", &launch.cores)
+            .env("GRPCLAB_NETNS", launch.netns.unwrap_or_default())
             .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -229,8 +229,29 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
             )
         }
     };
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // Across --network: the server in a namespace of its own, the client in another.
+    let network = match config.network {
+        grpclab_net::NetworkSpec::Link(link) => match grpclab_net::NetworkPair::up(link) {
+            Ok(pair) => Some(pair),
+            Err(err) => {
+                return ImplResult::failed(
+                    name,
+                    &spec.command,
+                    format!("no network {}: {}", config.network, err.0),
+                    Vec::new(),
+                    AppliedLimits::default(),
+                )
+            }
+        },
+        grpclab_net::NetworkSpec::Loopback => None,
+    };
+    let host = match network {
+        Some(_) => std::net::IpAddr::V4(grpclab_net::namespace::SERVER_ADDRESS),
+        None => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    };
+    let addr = SocketAddr::new(host, port);
     placeholders.port = Some(port);
+    placeholders.host = host.to_string();
     let mut command = placeholders.fill(&spec.command);
     if let Some(tls) = context.tls {
         let Some(tls_args) = &spec.tls else {
@@ -294,7 +315,15 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
         options.push_str(" -XX:TLABSize=16k -XX:-ResizeTLAB");
         env.push(("JAVA_TOOL_OPTIONS".to_owned(), options.trim().to_owned()));
     }
-    (context.progress)(&format!("{name}: starting on port {port}"));
+    match &network {
+        Some(pair) => (context.progress)(&format!(
+            "{name}: starting at {addr} in {}, across {} each direction (a link grpclab emulates: this kernel has no sch_netem), the client in {}",
+            pair.server_namespace(),
+            config.network,
+            pair.client_namespace()
+        )),
+        None => (context.progress)(&format!("{name}: starting on port {port}")),
+    }
     let launch = Launch {
         command: &command,
         workdir: spec.workdir.as_deref(),
@@ -304,6 +333,9 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
             .map(ServerCgroup::procs_files)
             .unwrap_or_default(),
         cores: limits::core_list(&context.cores.server),
+        netns: network
+            .as_ref()
+            .map(grpclab_net::NetworkPair::server_namespace),
     };
     let mut server = match ServerProcess::start(&launch) {
         Ok(server) => server,
@@ -320,16 +352,41 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
             );
         }
     };
-    let result = measure(
-        spec,
-        &command,
-        &mut server,
-        addr,
-        cgroup.as_ref(),
-        &mut limits,
-        context,
-    );
+    // The client's side of the network for the row's readiness checks, window and counters
+    // (threads and processes started meanwhile are the client's too).
+    let client_side = match network.as_ref().map(grpclab_net::NetworkPair::client_side) {
+        Some(Err(err)) => Err(err.0),
+        Some(Ok(side)) => Ok(Some(side)),
+        None => Ok(None),
+    };
+    let result = match client_side {
+        Ok(side) => {
+            let result = measure(
+                spec,
+                &command,
+                &mut server,
+                addr,
+                cgroup.as_ref(),
+                &mut limits,
+                context,
+            );
+            drop(side);
+            result
+        }
+        Err(reason) => ImplResult::failed(name, &command, reason, Vec::new(), limits.clone()),
+    };
     let (status, killed) = server.stop(config.stop_grace);
+    if let Some(pair) = network {
+        for (direction, counts) in ["client → server", "server → client"]
+            .iter()
+            .zip(pair.down())
+        {
+            (context.progress)(&format!(
+                "{name}: network {direction}: {} packets, {} lost, {} dropped by a full queue",
+                counts.packets, counts.lost, counts.overflowed
+            ));
+        }
+    }
     let oom_kills = cgroup.as_ref().map_or(0, ServerCgroup::oom_kills);
     // Removing the cgroup kills what is left in it: a child that left the server's process
     // group (setsid) cannot outlive the run.

@@ -266,7 +266,7 @@ pub fn builtin_suite(exe: &Path) -> Vec<ImplementationSpec> {
         .map(|name| ImplementationSpec {
             name: (*name).to_owned(),
             command: format!(
-                "exec {exe} serve --impl {name} --port {{port}} --threads {{threads}}"
+                "exec {exe} serve --impl {name} --host {{host}} --port {{port}} --threads {{threads}}"
             ),
             build: None,
             requires: None,

@@ -102,6 +102,10 @@ pub fn apply(
             "client-cpus" => {
                 config.client_cpus = setting(key, value, "GRPC_CLIENT_CPUS", parse_client_cpus)?
             }
+            "network" => {
+                config.network = grpclab_net::NetworkSpec::parse(value)
+                    .map_err(|err| InputError(format!("--sweep {key}: {}", err.0)))?
+            }
             server_setting => {
                 spec.command
                     .push_str(&format!(" --{server_setting} {}", shell_quote(value)));

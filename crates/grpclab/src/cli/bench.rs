@@ -183,6 +183,7 @@ fn prepare_in(args: &BenchArgs, env: Environment<'_>) -> Result<PreparedBench, I
         suite: grpclab_harness::bench::suite_of(args.settings.suite.as_deref())?,
         implementations: &args.implementations,
         sweep: &args.sweep,
+        networks: &args.network,
         profile_cpu,
         profile_alloc: args.profile.contains(&ProfileKind::Alloc),
         thresholds: args
@@ -344,6 +345,7 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
         tls: args.tls,
         tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
         client: grpclab_harness::bench::config::BenchClient::default(),
+        network: grpclab_net::NetworkSpec::Loopback,
     };
     grpclab_load::config::connections_fit(
         config.connections,

@@ -23,6 +23,14 @@ pub struct BenchArgs {
     #[arg(long, value_name = "KEY=V1,V2")]
     pub sweep: Vec<String>,
 
+    /// Run every row across this network (repeatable: a sweep axis, one value per flag).
+    /// SPEC: delay=20ms,jitter=2ms,loss=0.1%,rate=1gbit,mtu=1500 (netem's terms, each
+    /// applying to each direction), or lo (loopback, the default). Each row's server runs in
+    /// a network namespace of its own and the client in another, joined by a link grpclab
+    /// emulates (this kernel has no sch_netem); both are removed after the row. Needs root.
+    #[arg(long, value_name = "SPEC")]
+    pub network: Vec<String>,
+
     /// Profile each server during its measured window (repeatable): cpu = perf samples rendered
     /// as a flamegraph (`<name>.flamegraph.svg`) and top functions (`<name>.top.txt`); alloc =
     /// the built-in servers' top allocation sites by count and bytes (`<name>.alloc-sites.txt`,

@@ -49,16 +49,22 @@ pub struct Schedule {
     last_release: Option<Instant>,
     /// xorshift64 state: loss and jitter draws.
     random: u64,
+    /// The cut's span, if any: every packet read within it is lost.
+    outage: Option<(Instant, Instant)>,
 }
 
 impl Schedule {
-    /// A direction's schedule; `seed` makes its draws repeatable.
-    pub fn new(spec: LinkSpec, seed: u64) -> Schedule {
+    /// A direction's schedule for a link started at `started`; `seed` makes its draws
+    /// repeatable.
+    pub fn new(spec: LinkSpec, started: Instant, seed: u64) -> Schedule {
         Schedule {
             spec,
             last_departure: None,
             last_release: None,
             random: seed | 1,
+            outage: spec
+                .outage
+                .map(|(at, length)| (started + at, started + at + length)),
         }
     }
 
@@ -72,6 +78,12 @@ impl Schedule {
     /// A packet of `len` bytes read at `now`: when it is released, or `None` when the link
     /// loses it.
     pub fn admit(&mut self, now: Instant, len: usize) -> Option<Instant> {
+        if self
+            .outage
+            .is_some_and(|(from, until)| (from..until).contains(&now))
+        {
+            return None;
+        }
         if self.spec.loss > 0.0 && self.draw() < self.spec.loss {
             return None;
         }
@@ -111,11 +123,12 @@ impl Link {
         };
         let (a_out, b_out) = (clone(&a)?, clone(&b)?);
         let stop = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
         let mut directions = Vec::with_capacity(2);
         for (index, (from, to)) in [(a, b_out), (b, a_out)].into_iter().enumerate() {
             set_nonblocking(&from)?;
             let stop = Arc::clone(&stop);
-            let schedule = Schedule::new(spec, 0x9e37_79b9_7f4a_7c15 ^ index as u64);
+            let schedule = Schedule::new(spec, started, 0x9e37_79b9_7f4a_7c15 ^ index as u64);
             let thread = std::thread::Builder::new()
                 .name(format!("grpclab-link-{index}"))
                 .spawn(move || carry(&from, &to, schedule, &stop))
@@ -248,7 +261,7 @@ mod tests {
     #[test]
     fn a_packet_is_released_after_the_delay() {
         let now = Instant::now();
-        let mut schedule = Schedule::new(spec(), 1);
+        let mut schedule = Schedule::new(spec(), now, 1);
         assert_eq!(
             schedule.admit(now, 100),
             Some(now + Duration::from_millis(20))
@@ -264,6 +277,7 @@ mod tests {
                 jitter: Duration::from_millis(5),
                 ..spec()
             },
+            now,
             7,
         );
         let mut last = now;
@@ -287,6 +301,7 @@ mod tests {
                 loss: 0.01,
                 ..spec()
             },
+            Instant::now(),
             3,
         );
         let now = Instant::now();
@@ -295,5 +310,23 @@ mod tests {
             .count();
         // 1 % of 100,000: 1,000, within the binomial's ±4 sigma (~±40).
         assert!((960..=1040).contains(&lost), "{lost}");
+    }
+
+    #[test]
+    fn a_cut_loses_every_packet_within_it_and_none_outside() {
+        let started = Instant::now();
+        let mut schedule = Schedule::new(
+            LinkSpec {
+                outage: Some((Duration::from_secs(5), Duration::from_secs(2))),
+                ..spec()
+            },
+            started,
+            1,
+        );
+        let at = |secs: f64| started + Duration::from_secs_f64(secs);
+        assert!(schedule.admit(at(4.999), 100).is_some());
+        assert!(schedule.admit(at(5.0), 100).is_none());
+        assert!(schedule.admit(at(6.999), 100).is_none());
+        assert!(schedule.admit(at(7.0), 100).is_some());
     }
 }

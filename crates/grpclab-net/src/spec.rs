@@ -20,6 +20,9 @@ pub struct LinkSpec {
     pub rate_bits: Option<u64>,
     /// The link's MTU in bytes.
     pub mtu: u32,
+    /// A cut: from this long after the link starts, every packet is lost for this long
+    /// (netem's `loss 100%` for a while), both ways.
+    pub outage: Option<(Duration, Duration)>,
 }
 
 impl Default for LinkSpec {
@@ -30,6 +33,7 @@ impl Default for LinkSpec {
             loss: 0.0,
             rate_bits: None,
             mtu: 1500,
+            outage: None,
         }
     }
 }
@@ -94,6 +98,20 @@ impl NetworkSpec {
                     link.loss = percent / 100.0;
                 }
                 "rate" => link.rate_bits = Some(parse_rate(value).map_err(bad)?),
+                "outage" => {
+                    let hint = || {
+                        bad(format!(
+                            "outage={value}: give AT+FOR, two durations: the cut starts AT after the link does and lasts FOR (e.g. outage=5s+2s)"
+                        ))
+                    };
+                    let (at, length) = value.split_once('+').ok_or_else(hint)?;
+                    let at = humantime::parse_duration(at.trim()).map_err(|_| hint())?;
+                    let length = humantime::parse_duration(length.trim()).map_err(|_| hint())?;
+                    if length.is_zero() {
+                        return Err(hint());
+                    }
+                    link.outage = Some((at, length));
+                }
                 "mtu" => {
                     link.mtu = value
                         .parse::<u32>()
@@ -107,7 +125,7 @@ impl NetworkSpec {
                 }
                 other => {
                     return Err(bad(format!(
-                    "unknown setting '{other}'; the settings are delay, jitter, loss, rate and mtu"
+                        "unknown setting '{other}'; the settings are delay, jitter, loss, rate, mtu and outage"
                 )))
                 }
             }
@@ -165,6 +183,13 @@ impl fmt::Display for NetworkSpec {
         if link.mtu != 1500 {
             parts.push(format!("mtu={}", link.mtu));
         }
+        if let Some((at, length)) = link.outage {
+            parts.push(format!(
+                "outage={}+{}",
+                humantime::format_duration(at),
+                humantime::format_duration(length)
+            ));
+        }
         f.write_str(&parts.join(","))
     }
 }
@@ -189,7 +214,8 @@ mod tests {
     #[test]
     fn settings_parse_and_print_back() {
         let spec =
-            NetworkSpec::parse("delay=20ms,jitter=2ms,loss=0.1%,rate=1gbit,mtu=9000").unwrap();
+            NetworkSpec::parse("delay=20ms,jitter=2ms,loss=0.1%,rate=1gbit,mtu=9000,outage=5s+2s")
+                .unwrap();
         let NetworkSpec::Link(link) = spec else {
             panic!("{spec:?}")
         };
@@ -199,8 +225,12 @@ mod tests {
         assert_eq!(link.rate_bits, Some(1_000_000_000));
         assert_eq!(link.mtu, 9000);
         assert_eq!(
+            link.outage,
+            Some((Duration::from_secs(5), Duration::from_secs(2)))
+        );
+        assert_eq!(
             spec.to_string(),
-            "delay=20ms,jitter=2ms,loss=0.1%,rate=1gbit,mtu=9000"
+            "delay=20ms,jitter=2ms,loss=0.1%,rate=1gbit,mtu=9000,outage=5s+2s"
         );
         assert_eq!(NetworkSpec::parse(&spec.to_string()).unwrap(), spec);
         assert_eq!(NetworkSpec::parse("lo").unwrap(), NetworkSpec::Loopback);
@@ -223,6 +253,8 @@ mod tests {
             ("speed=1", "unknown setting 'speed'"),
             ("delay=1ms,delay=2ms", "delay is given twice"),
             ("delay=1ms,jitter=2ms", "jitter 2ms exceeds delay 1ms"),
+            ("outage=5s", "outage=5s: give AT+FOR"),
+            ("outage=5s+0s", "outage=5s+0s: give AT+FOR"),
         ] {
             let err = NetworkSpec::parse(text).unwrap_err().0;
             assert!(err.contains(says), "{text}: {err}");

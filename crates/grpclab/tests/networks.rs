@@ -131,6 +131,64 @@ fn with_one_percent_loss_every_call_is_accounted_for() {
     assert!(lost > 0, "1 % of the packets lost, none seen: {stderr}");
 }
 
+/// The link cut for 1 s a second into the run (every packet lost, both ways): the calls
+/// caught in it fail by their deadline, the rest succeed, the connection recovers (calls
+/// succeed again after the cut), and every call is accounted for. On both transports.
+#[test]
+fn a_cut_link_fails_calls_by_deadline_and_loses_none() {
+    for transport in ["lab", "h2"] {
+        let (report, stderr, code) = across(
+            "delay=1ms,outage=1s+1s",
+            &[
+                "-c",
+                "4",
+                "-z",
+                "4s",
+                "-t",
+                "300ms",
+                "--transport",
+                transport,
+            ],
+        );
+        assert_eq!(code, Some(0), "{transport}: {stderr}");
+        let report = report.expect("a JSON report");
+        let statuses = report["statusCodeDistribution"].as_object().unwrap();
+        let ok = statuses["OK"].as_u64().unwrap_or(0);
+        let late = statuses
+            .get("DeadlineExceeded")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        assert!(
+            late > 0,
+            "{transport}: no call was caught by the cut: {statuses:?}"
+        );
+        assert_eq!(
+            statuses.len(),
+            2,
+            "{transport}: only OK and DeadlineExceeded: {statuses:?}"
+        );
+        assert_eq!(report["count"].as_u64(), Some(ok + late), "{transport}");
+        assert_eq!(
+            report["unaccounted"].as_u64().unwrap_or(0),
+            0,
+            "{transport}"
+        );
+        // The run's last whole second, after the cut, has calls that succeeded.
+        let seconds = report["perSecond"].as_array().unwrap();
+        let after = &seconds[3];
+        assert!(
+            after["count"].as_u64().unwrap_or(0) > after["errors"].as_u64().unwrap_or(0),
+            "{transport}: no recovery: {after}"
+        );
+        // The server answered every call that succeeded, and no call the client did not send.
+        let served = served(&stderr).expect("the server's count");
+        assert!(
+            served >= ok && served <= ok + late,
+            "{transport}: served {served}"
+        );
+    }
+}
+
 #[test]
 fn a_killed_runs_namespaces_and_server_are_gone_by_the_next_run() {
     let mut child = grpclab()

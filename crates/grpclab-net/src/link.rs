@@ -36,6 +36,17 @@ pub struct DirectionCounts {
     pub overflowed: u64,
     /// Written to the other side.
     pub delivered: u64,
+    /// CPU time its thread spent (user and system): the emulation's own cost.
+    pub cpu: Duration,
+}
+
+/// A direction's CPU, in all and per packet: `1.2 s (3.4 µs a packet)`.
+pub fn cpu_text(counts: &DirectionCounts) -> String {
+    let per_packet = counts.cpu.as_secs_f64() * 1e6 / counts.packets.max(1) as f64;
+    format!(
+        "{:.3} s ({per_packet:.1} µs a packet)",
+        counts.cpu.as_secs_f64()
+    )
 }
 
 /// When each packet leaves, one direction's: the emulation's arithmetic, apart from the
@@ -182,6 +193,12 @@ fn carry(
     stop: &AtomicBool,
 ) -> DirectionCounts {
     let mut counts = DirectionCounts::default();
+    // A packet's release is a timer: the default slack (50 µs) would add to every delay.
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer; it changes only this
+    // thread's slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     let mut buffer = vec![0u8; PACKET_MAX];
     while !stop.load(Ordering::Relaxed) {
@@ -227,7 +244,23 @@ fn carry(
             }
         }
     }
+    counts.cpu = thread_cpu();
     counts
+}
+
+/// The calling thread's CPU time so far (user and system).
+fn thread_cpu() -> Duration {
+    // SAFETY: getrusage writes one `rusage` this function owns; all-zero bytes are a valid
+    // `rusage` (plain integers).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_THREAD asks for the calling thread's figures.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// Waits until `fd` has a packet to read or `wait` passes (to the nanosecond: ppoll).

@@ -382,8 +382,11 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
             .zip(pair.down())
         {
             (context.progress)(&format!(
-                "{name}: network {direction}: {} packets, {} lost, {} dropped by a full queue",
-                counts.packets, counts.lost, counts.overflowed
+                "{name}: network {direction}: {} packets, {} lost, {} dropped by a full queue; the link's CPU {}",
+                counts.packets,
+                counts.lost,
+                counts.overflowed,
+                grpclab_net::link::cpu_text(&counts)
             ));
         }
     }

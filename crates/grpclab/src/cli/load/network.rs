@@ -88,8 +88,12 @@ pub fn run(args: &LoadArgs, spec: NetworkSpec) -> anyhow::Result<ExitCode> {
 fn say_counts(counts: &[grpclab_net::link::DirectionCounts]) {
     for (direction, counts) in ["client → server", "server → client"].iter().zip(counts) {
         eprintln!(
-            "network: {direction}: {} packets, {} lost, {} dropped by a full queue, {} delivered",
-            counts.packets, counts.lost, counts.overflowed, counts.delivered
+            "network: {direction}: {} packets, {} lost, {} dropped by a full queue, {} delivered; the link's CPU {}",
+            counts.packets,
+            counts.lost,
+            counts.overflowed,
+            counts.delivered,
+            grpclab_net::link::cpu_text(counts)
         );
     }
 }

@@ -26,7 +26,13 @@ func (greeter) SayHello(_ context.Context, request *pb.HelloRequest) (*pb.HelloR
 }
 
 func main() {
-	listener, err := net.Listen("tcp", "127.0.0.1:"+os.Args[1])
+	// GRPC_SERVER_HOST: the address grpclab's harness reaches the server on (its namespace's
+	// across --network); loopback otherwise.
+	host := os.Getenv("GRPC_SERVER_HOST")
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(host, os.Args[1]))
 	if err != nil {
 		log.Fatalf("cannot listen: %v", err)
 	}

@@ -35,7 +35,9 @@ public final class GreeterServer {
             .addService(new Greeter())
             .useBlockingTaskExecutor(Boolean.parseBoolean(blocking))
             .build();
-    InetSocketAddress address = new InetSocketAddress("127.0.0.1", port);
+    String host = System.getenv("GRPC_SERVER_HOST");
+    InetSocketAddress address =
+        new InetSocketAddress(host == null || host.isEmpty() ? "127.0.0.1" : host, port);
     ServerBuilder builder = Server.builder().service(service);
     if (args.length == 3) {
       builder.https(address).tls(new File(args[1]), new File(args[2]));

@@ -23,10 +23,16 @@ public final class GreeterServer {
     }
   }
 
+  /** GRPC_SERVER_HOST: the address grpclab's harness reaches the server on; loopback otherwise. */
+  static String serverHost() {
+    String host = System.getenv("GRPC_SERVER_HOST");
+    return host == null || host.isEmpty() ? "127.0.0.1" : host;
+  }
+
   public static void main(String[] args) throws Exception {
     int port = Integer.parseInt(args[0]);
     NettyServerBuilder builder =
-        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port));
+        NettyServerBuilder.forAddress(new InetSocketAddress(serverHost(), port));
     String executor = System.getenv().getOrDefault("JVM_EXECUTOR_TYPE", "workStealing");
     switch (executor) {
       case "direct" -> builder.directExecutor();

@@ -306,6 +306,8 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
         "GRPC_SERVER_RAM".to_owned(),
         format!("{}m", config.server_ram >> 20),
     ));
+    // Where the client reaches the server: a peer listens there ({host} in a command).
+    env.push(("GRPC_SERVER_HOST".to_owned(), host.to_string()));
     if context.alloc_profile_dir.is_some() {
         // Should the server be a JVM: Flight Recorder samples allocations when a thread takes
         // a new TLAB, and grown TLABs (megabytes) leave a window with a handful of samples.

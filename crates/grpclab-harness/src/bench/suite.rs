@@ -159,12 +159,21 @@ pub fn load_suite(path: &Path) -> Result<Vec<ImplementationSpec>, InputError> {
     Ok(implementations)
 }
 
-/// The placeholders each text field takes. `{port}` is not known while building, and the
-/// TLS pair exists only under `--tls`, so only the `tls` arguments may name it.
+/// The placeholders each text field takes. `{port}` and `{host}` are not known while
+/// building, and the TLS pair exists only under `--tls`, so only the `tls` arguments may
+/// name it.
 const PLACEHOLDERS_BUILD: &[&str] = &["threads", "scenario_dir", "build_dir", "grpclab"];
-const PLACEHOLDERS_COMMAND: &[&str] = &["port", "threads", "scenario_dir", "build_dir", "grpclab"];
+const PLACEHOLDERS_COMMAND: &[&str] = &[
+    "port",
+    "host",
+    "threads",
+    "scenario_dir",
+    "build_dir",
+    "grpclab",
+];
 const PLACEHOLDERS_TLS: &[&str] = &[
     "port",
+    "host",
     "threads",
     "scenario_dir",
     "build_dir",

@@ -86,6 +86,10 @@ pub struct LoadResult {
     /// A workload's flows: each flow's own figures (its steps are in `methods`, each a
     /// method of its own), in `LoadConfig::flows`' order; empty without flows.
     pub flows: Vec<FlowResult>,
+    /// What the server's HTTP/2 frames allowed the client (its windows, streams at once,
+    /// frame size), the largest over the run's connections; `None` on the h2 crate's
+    /// transport, which does not show them.
+    pub server_windows: Option<grpclab_h2::client::PeerWindows>,
 }
 
 /// One flow's figures: its runs (count, latency from each run's start to its last step's

@@ -97,6 +97,8 @@ struct ThreadOutcome {
     /// Measured tickets this thread took, and of those gave back unsent.
     taken: u64,
     dropped: u64,
+    /// What the server's frames allowed this thread's connections.
+    server_windows: Option<grpclab_h2::client::PeerWindows>,
 }
 
 /// Runs the load described by `config` and returns what it measured.
@@ -249,6 +251,7 @@ pub fn run(
         taken,
         dropped,
         last_completion,
+        server_windows,
     } = merge(outcomes, config, addresses.len());
     // Each second's histogram is kept only for a result that may be merged with other
     // generators' (`--shard`, `--start-at`): a lone run pays nothing for merging.
@@ -316,6 +319,7 @@ pub fn run(
         addresses,
         methods,
         flows,
+        server_windows,
     })
 }
 
@@ -392,6 +396,7 @@ struct Merged {
     taken: u64,
     dropped: u64,
     last_completion: Option<Instant>,
+    server_windows: Option<grpclab_h2::client::PeerWindows>,
 }
 
 /// Sums the client threads' outcomes (recorders merged, per method in a mix, per address,
@@ -405,6 +410,7 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
     let mut ignored = 0;
     let (mut taken, mut dropped) = (0u64, 0u64);
     let mut last_completion: Option<Instant> = None;
+    let mut server_windows: Option<grpclab_h2::client::PeerWindows> = None;
     let mut calls_by_address = vec![0; addresses];
     let mut flows: Vec<crate::result::FlowResult> = config
         .flows
@@ -451,6 +457,9 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
         taken += outcome.taken;
         dropped += outcome.dropped;
         last_completion = last_completion.max(outcome.last_completion);
+        if let Some(theirs) = &outcome.server_windows {
+            server_windows.get_or_insert(*theirs).merge(theirs);
+        }
     }
     Merged {
         recorder,
@@ -465,6 +474,7 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
         taken,
         dropped,
         last_completion,
+        server_windows,
     }
 }
 
@@ -618,6 +628,7 @@ fn client_thread(
             flow_counts: thread.flow_counts(),
             taken: thread.tickets().0,
             dropped: thread.tickets().1,
+            server_windows: thread.server_windows(),
         })
     })
 }

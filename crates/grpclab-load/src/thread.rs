@@ -175,6 +175,8 @@ pub(crate) struct ThreadState {
     /// `Shared::addresses`: this thread's own counts (grown when a re-resolution brings a new
     /// address), summed at the end.
     calls_by_address: RefCell<Vec<u64>>,
+    /// What the server's frames allowed this thread's connections (engine transport).
+    server_windows: Cell<Option<grpclab_h2::client::PeerWindows>>,
     /// Live view: how many of the recorder's finished seconds were handed over.
     live_published: Cell<usize>,
     /// Messages (sent, received) of measured streaming calls still in flight when the run
@@ -332,6 +334,7 @@ impl ThreadState {
             taken: Cell::new(0),
             dropped: Cell::new(0),
             calls_by_address: RefCell::new(vec![0; config.addresses.len().max(1)]),
+            server_windows: Cell::new(None),
             last_completion: Cell::new(None),
             last_completion_since: Cell::new(Duration::ZERO),
             progress_slot: index,
@@ -344,6 +347,18 @@ impl ThreadState {
     /// This thread's measured calls per address (see the field).
     pub(crate) fn calls_by_address(&self) -> Vec<u64> {
         self.calls_by_address.borrow().clone()
+    }
+
+    /// A connection told what the server's frames allow it: kept with the others'.
+    pub(crate) fn note_server_windows(&self, windows: &grpclab_h2::client::PeerWindows) {
+        let mut kept = self.server_windows.get().unwrap_or(*windows);
+        kept.merge(windows);
+        self.server_windows.set(Some(kept));
+    }
+
+    /// What the server's frames allowed this thread's connections.
+    pub(crate) fn server_windows(&self) -> Option<grpclab_h2::client::PeerWindows> {
+        self.server_windows.get()
     }
 
     /// Measured tickets taken and not yet recorded.

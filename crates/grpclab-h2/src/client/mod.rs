@@ -44,6 +44,7 @@ mod send;
 mod source;
 mod stamp;
 mod streaming;
+mod windows;
 
 #[cfg(feature = "fuzzing")]
 pub use fuzz::{feed_client, FedClient};
@@ -55,6 +56,7 @@ pub use source::{
 };
 pub use stamp::{StampEncoding, StampField};
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
+pub use windows::PeerWindows;
 
 const READ_CHUNK: usize = 64 * 1024;
 /// A connection's first read buffer (see `run_connection`).
@@ -172,6 +174,9 @@ struct Connection<'s, S: CallSource> {
     /// Whether the server's SETTINGS (its connection preface) has arrived; no stream opens
     /// before, so the server's stream limit is known before the first batch.
     peer_settings_seen: bool,
+    /// What the server's frames allowed so far (its SETTINGS, the connection window it
+    /// granted), told to the source as it changes.
+    peer_windows: PeerWindows,
     peer_max_frame: usize,
     peer_initial_window: i64,
     conn_send_window: crate::flow::Window,
@@ -459,6 +464,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             next_stream: first_stream,
             peer_max_streams: usize::MAX,
             peer_settings_seen: false,
+            peer_windows: PeerWindows::default(),
             peer_max_frame: frame::DEFAULT_MAX_FRAME_SIZE as usize,
             peer_initial_window: i64::from(frame::DEFAULT_WINDOW),
             conn_send_window: crate::flow::Window::new(frame::DEFAULT_WINDOW),
@@ -771,6 +777,21 @@ impl<'s, S: CallSource> Connection<'s, S> {
                 let Some(change) = control::read_settings(&header, payload)? else {
                     return Ok(());
                 };
+                let windows = &mut self.peer_windows;
+                let advertised = change.initial_window_size;
+                if !self.peer_settings_seen {
+                    windows.stream_window_first = advertised.unwrap_or(frame::DEFAULT_WINDOW);
+                }
+                if let Some(value) = advertised {
+                    windows.stream_window_largest = windows.stream_window_largest.max(value);
+                }
+                if let Some(streams) = change.max_concurrent_streams {
+                    windows.max_concurrent_streams = Some(streams);
+                }
+                if let Some(size) = change.max_frame_size {
+                    windows.max_frame_size = size;
+                }
+                self.source.peer_windows(&self.peer_windows);
                 self.peer_settings_seen = true;
                 if let Some(size) = change.header_table_size {
                     self.encoder.set_max_size(size as usize);
@@ -825,6 +846,13 @@ impl<'s, S: CallSource> Connection<'s, S> {
                         increment,
                         "the server raised the connection window past 2^31-1",
                     )?;
+                    // The server's connection window shows as the most it leaves open.
+                    let open = self.conn_send_window.available();
+                    if open > i64::from(self.peer_windows.connection_window_largest) {
+                        self.peer_windows.connection_window_largest =
+                            u32::try_from(open).unwrap_or(u32::MAX);
+                        self.source.peer_windows(&self.peer_windows);
+                    }
                 } else if let Some(call) = self.calls.get_mut(header.stream) {
                     match call.send_window.grow(increment) {
                         Ok(()) => {}

@@ -152,6 +152,12 @@ pub trait CallSource {
         let _ = (token, headers);
     }
 
+    /// What the server's frames have allowed so far (see [`PeerWindows`]), told when its
+    /// SETTINGS arrive and when the connection window it leaves open reaches a new high.
+    fn peer_windows(&mut self, windows: &super::PeerWindows) {
+        let _ = windows;
+    }
+
     /// A group of calls the source has given up on (their [`CallToken::flow`]; a hedged
     /// call's attempts, once one has won): asked after each call of a group (`flow` not 0)
     /// completes, until `None`. The connection resets the group's calls still in flight

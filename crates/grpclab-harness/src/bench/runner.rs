@@ -377,6 +377,12 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
         }
         Err(reason) => ImplResult::failed(name, &command, reason, Vec::new(), limits.clone()),
     };
+    if let Some(windows) = result.load.as_ref().and_then(|load| load.server_windows) {
+        (context.progress)(&format!(
+            "{name}: the server's HTTP/2 windows, as its frames set them: {}",
+            windows.describe()
+        ));
+    }
     let (status, killed) = server.stop(config.stop_grace);
     if let Some(pair) = network {
         for (direction, counts) in ["client → server", "server → client"]

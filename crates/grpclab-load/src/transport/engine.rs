@@ -340,6 +340,10 @@ impl CallSource for LabSource {
             || (token.flow != 0 && self.thread.step_reads_reply(token.method))
     }
 
+    fn peer_windows(&mut self, windows: &grpclab_h2::client::PeerWindows) {
+        self.thread.note_server_windows(windows);
+    }
+
     fn may_end_without_reply(&self, token: &CallToken) -> bool {
         token.flow != 0 && self.thread.step_traits(token.method).streams
     }

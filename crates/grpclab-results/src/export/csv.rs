@@ -113,6 +113,7 @@ mod tests {
                 methods: Vec::new(),
                 flows: Vec::new(),
                 ignored: 0,
+                server_windows: None,
             },
             thresholds: Vec::new(),
             bound_by: None,

@@ -644,6 +644,7 @@ mod tests {
             methods: Vec::new(),
             flows: Vec::new(),
             ignored: 0,
+            server_windows: None,
         }
     }
 

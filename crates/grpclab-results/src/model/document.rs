@@ -154,6 +154,9 @@ pub struct JsonReport {
     /// skipped nor given back — 0 unless grpclab lost a call (counted apart from the figures).
     #[serde(default)]
     pub unaccounted: u64,
+    /// grpclab's engine: what the server's HTTP/2 frames allowed the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_windows: Option<ServerWindows>,
     /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
@@ -249,6 +252,7 @@ impl JsonReport {
             unsent_never_taken: result.unsent_by_cause.never_taken,
             unsent_stopped: result.unsent_by_cause.stopped,
             unaccounted: result.unaccounted,
+            server_windows: result.server_windows.map(ServerWindows::from),
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
             details_kept: result

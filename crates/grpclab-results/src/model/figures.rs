@@ -160,6 +160,76 @@ pub struct HdrHistograms {
     pub service_time: Option<String>,
 }
 
+/// What the server's HTTP/2 frames allowed the client (grpclab's engine reads them off the
+/// wire): its windows, streams at once and frame size, the largest over the connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerWindows {
+    /// SETTINGS_INITIAL_WINDOW_SIZE in its first SETTINGS, in bytes.
+    pub stream_window_first: u32,
+    /// The largest stream window it advertised (above the first: a window it grew).
+    pub stream_window_largest: u32,
+    /// The largest connection window it left open, in bytes.
+    pub connection_window_largest: u32,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, if set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_streams: Option<u32>,
+    /// SETTINGS_MAX_FRAME_SIZE, in bytes.
+    pub max_frame_size: u32,
+}
+
+impl From<grpclab_load::PeerWindows> for ServerWindows {
+    fn from(seen: grpclab_load::PeerWindows) -> ServerWindows {
+        ServerWindows {
+            stream_window_first: seen.stream_window_first,
+            stream_window_largest: seen.stream_window_largest,
+            connection_window_largest: seen.connection_window_largest,
+            max_concurrent_streams: seen.max_concurrent_streams,
+            max_frame_size: seen.max_frame_size,
+        }
+    }
+}
+
+impl From<ServerWindows> for grpclab_load::PeerWindows {
+    fn from(saved: ServerWindows) -> grpclab_load::PeerWindows {
+        grpclab_load::PeerWindows {
+            stream_window_first: saved.stream_window_first,
+            stream_window_largest: saved.stream_window_largest,
+            connection_window_largest: saved.connection_window_largest,
+            max_concurrent_streams: saved.max_concurrent_streams,
+            max_frame_size: saved.max_frame_size,
+        }
+    }
+}
+
+impl ServerWindows {
+    /// One line: `stream 1 MiB (grew from 64 KiB), connection 16 MiB open at most, 100
+    /// streams at once, frames up to 16 KiB`. The connection figure is the most the server
+    /// left open: its window less what was in flight when it said so.
+    pub fn describe(&self) -> String {
+        let size = |bytes: u32| match bytes {
+            b if b >= 1 << 20 && b.is_multiple_of(1 << 20) => format!("{} MiB", b >> 20),
+            b if b >= 1 << 20 => format!("{:.2} MiB", f64::from(b) / f64::from(1u32 << 20)),
+            b if b >= 1 << 10 && b.is_multiple_of(1 << 10) => format!("{} KiB", b >> 10),
+            b if b >= 1 << 10 => format!("{:.1} KiB", f64::from(b) / 1024.0),
+            b => format!("{b} B"),
+        };
+        let mut text = format!("stream {}", size(self.stream_window_largest));
+        if self.stream_window_largest > self.stream_window_first {
+            text.push_str(&format!(" (grew from {})", size(self.stream_window_first)));
+        }
+        text.push_str(&format!(
+            ", connection {} open at most",
+            size(self.connection_window_largest)
+        ));
+        if let Some(streams) = self.max_concurrent_streams {
+            text.push_str(&format!(", {streams} streams at once"));
+        }
+        text.push_str(&format!(", frames up to {}", size(self.max_frame_size)));
+        text
+    }
+}
+
 /// Which calls `details` holds, when it holds fewer than all of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DetailsKept {

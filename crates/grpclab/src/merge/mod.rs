@@ -150,6 +150,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         addresses: first.report.result.addresses.clone(),
         methods,
         flows,
+        server_windows: totals.server_windows,
     };
     Ok(Report {
         history: None,
@@ -180,6 +181,8 @@ struct Totals {
     /// settings are checked to be the same).
     calls_by_address: Vec<u64>,
     end_reason: Option<EndReason>,
+    /// What the server's frames allowed each generator, the largest of each.
+    server_windows: Option<grpclab_load::PeerWindows>,
 }
 
 impl Totals {
@@ -193,6 +196,9 @@ impl Totals {
         self.unsent_by_cause.stopped += result.unsent_by_cause.stopped;
         self.unaccounted += result.unaccounted;
         self.render_failures += result.render_failures;
+        if let Some(theirs) = &result.server_windows {
+            self.server_windows.get_or_insert(*theirs).merge(theirs);
+        }
         if self.calls_by_address.len() < result.calls_by_address.len() {
             self.calls_by_address
                 .resize(result.calls_by_address.len(), 0);

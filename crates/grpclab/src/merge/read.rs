@@ -233,6 +233,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
             stopped: json.unsent_stopped,
         },
         unaccounted: json.unaccounted,
+        server_windows: json.server_windows.map(Into::into),
         render_failures: json.render_failures,
         first_send,
         calls_by_address: json

@@ -130,6 +130,34 @@ const LEGEND_COLUMNS: usize = 2;
 /// Series of at most this many points get a visible dot at each point.
 const VISIBLE_POINTS: usize = 30;
 
+/// The height of one more line of a named x label, in pixels.
+const NAMED_LINE: u32 = 15;
+
+/// Each named x value as the lines it is drawn on: whole when it fits its slot of a chart
+/// `width` pixels wide (at ~7 px a character), else split after each comma.
+fn named_label_lines(names: &[String], width: u32) -> Vec<Vec<String>> {
+    let slot = (width.saturating_sub(130) as usize / names.len().max(1)).max(1);
+    let too_wide = names.iter().any(|name| name.chars().count() * 7 > slot);
+    names
+        .iter()
+        .map(|name| match too_wide {
+            false => vec![name.clone()],
+            true => {
+                let parts: Vec<&str> = name.split(',').collect();
+                let last = parts.len() - 1;
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(index, part)| match index < last {
+                        true => format!("{part},"),
+                        false => (*part).to_owned(),
+                    })
+                    .collect()
+            }
+        })
+        .collect()
+}
+
 /// A line chart; `Err` says why it could not be drawn (no data, a drawing error).
 pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
     let points = chart.series.iter().flat_map(|s| s.points.iter());
@@ -192,12 +220,16 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
                 .filter(|x| *x >= x_min - 1e-9 && *x <= x_max + 1e-9)
                 .collect(),
         };
+        // Named values too wide for their slot (`delay=5ms,loss=0.1%`) go on several lines,
+        // split at their commas, so neighbours never run into each other.
+        let x_label_lines = named_label_lines(chart.x_names, SIZE.0);
+        let extra_lines = x_label_lines.iter().map(Vec::len).max().unwrap_or(1).max(1) - 1;
         let mut plot = ChartBuilder::on(&root)
             .caption(chart.title, ("sans-serif", 18))
             .margin(12)
             // Room for half of the last x label ("99.99"), centred on the right edge.
             .margin_right(32)
-            .x_label_area_size(42)
+            .x_label_area_size(42 + NAMED_LINE * extra_lines as u32)
             .y_label_area_size(78)
             .build_cartesian_2d(x_min..x_max, 0f64..y_max)
             .map_err(draw_error)?;
@@ -227,18 +259,20 @@ pub fn line_chart(chart: &LineChart<'_>) -> Result<String, String> {
                 grid,
             )))
             .map_err(draw_error)?;
-            let label = match chart.x_scale {
-                XScale::Linear if !chart.x_names.is_empty() => chart
-                    .x_names
+            let lines = match chart.x_scale {
+                XScale::Linear if !chart.x_names.is_empty() => x_label_lines
                     .get(tick as usize)
                     .cloned()
                     .unwrap_or_default(),
-                XScale::Linear => trim_number(tick),
-                XScale::Percentile => trim_number(percentile_at(tick)),
+                XScale::Linear => vec![trim_number(tick)],
+                XScale::Percentile => vec![trim_number(percentile_at(tick))],
             };
             let (px, py) = plot.backend_coord(&(tick, 0.0));
-            root.draw(&Text::new(label, (px, py + 6), label_style.clone()))
-                .map_err(draw_error)?;
+            for (line, text) in lines.into_iter().enumerate() {
+                let y = py + 6 + NAMED_LINE as i32 * line as i32;
+                root.draw(&Text::new(text, (px, y), label_style.clone()))
+                    .map_err(draw_error)?;
+            }
         }
         for (index, series) in chart.series.iter().enumerate() {
             let colour = colour(index);
@@ -738,6 +772,34 @@ pub fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn named_values_too_wide_for_their_slot_go_on_lines_split_at_commas() {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        // Short names, one line each.
+        assert_eq!(
+            named_label_lines(&names(&["lo", "delay=5ms"]), 760),
+            vec![vec!["lo".to_owned()], vec!["delay=5ms".to_owned()]]
+        );
+        // Seven values in 760 px: 90 px a slot; the long ones split after each comma.
+        let split = named_label_lines(
+            &names(&[
+                "lo",
+                "delay=500us",
+                "delay=5ms",
+                "delay=25ms",
+                "delay=50ms",
+                "delay=5ms,loss=0.1%",
+                "delay=5ms,loss=1%",
+            ]),
+            760,
+        );
+        assert_eq!(split[0], vec!["lo".to_owned()]);
+        assert_eq!(
+            split[5],
+            vec!["delay=5ms,".to_owned(), "loss=0.1%".to_owned()]
+        );
+    }
     use super::*;
 
     #[test]

@@ -692,16 +692,26 @@ impl LoadConfig {
             .unwrap_or(self.methods.len())
     }
 
-    /// By method: whether it is a server-streaming flow step (its call sends one request
-    /// and reads replies to the stream's end; OK with none is fine).
-    pub fn streaming_steps(&self) -> Vec<bool> {
-        let mut streams = vec![false; self.methods.len()];
+    /// By method: what the engine asks of a flow step calling it (all false for a plain
+    /// method); both transports read it.
+    pub fn step_traits(&self) -> Vec<crate::flow::StepTraits> {
+        let mut traits = vec![crate::flow::StepTraits::default(); self.methods.len()];
         for step in self.flows.iter().flat_map(|flow| &flow.steps) {
-            if let Some(place) = streams.get_mut(step.method as usize) {
-                *place = step.streams;
+            let retried = self
+                .methods
+                .get(step.method as usize)
+                .is_some_and(|own| own.retry.is_some() || own.hedging.is_some());
+            if let Some(place) = traits.get_mut(step.method as usize) {
+                *place = crate::flow::StepTraits {
+                    reads_reply: step.reads_reply(),
+                    passes_on_ok: !step.reads_reply()
+                        && step.expect.status == grpclab_core::Code::Ok
+                        && !retried,
+                    streams: step.streams,
+                };
             }
         }
-        streams
+        traits
     }
 
     /// Flows: steps name methods after the plain ones, one each; the run can carry them.

@@ -220,6 +220,19 @@ pub struct FlowPlan {
     pub vars: Vec<String>,
 }
 
+/// What the engine asks of a flow step's method, worked out once per run
+/// ([`LoadConfig::step_traits`](crate::LoadConfig::step_traits)).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StepTraits {
+    /// It reads its reply (extracts, field conditions, a count of messages): kept only then.
+    pub reads_reply: bool,
+    /// An OK answer passes it with nothing more to do (it reads nothing, expects OK, has no
+    /// retry policy): the constant step's short way.
+    pub passes_on_ok: bool,
+    /// Its method is server-streaming (see [`FlowStepPlan::streams`]).
+    pub streams: bool,
+}
+
 /// One step of a [`FlowPlan`].
 #[derive(Debug, Clone)]
 pub struct FlowStepPlan {

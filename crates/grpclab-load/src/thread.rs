@@ -99,18 +99,6 @@ fn split_mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// What the engine asks of a flow step's method, worked out once per run.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct StepTraits {
-    /// It reads its reply (extracts, field conditions, a count of messages): kept only then.
-    pub reads_reply: bool,
-    /// An OK answer passes it with nothing more to do (it reads nothing, expects OK, has no
-    /// retry policy): the constant step's short way.
-    pub passes_on_ok: bool,
-    /// Its method is server-streaming (see `FlowStepPlan::streams`).
-    pub streams: bool,
-}
-
 /// What the streams of one thread share. Single-threaded: `Cell`/`RefCell`, no locks.
 pub(crate) struct ThreadState {
     pub(crate) schedule: Arc<Schedule>,
@@ -130,7 +118,7 @@ pub(crate) struct ThreadState {
     has_retries: bool,
     /// By method: what the engine asks of a flow step calling it (all false for a plain
     /// method).
-    step_traits: Vec<StepTraits>,
+    step_traits: Vec<crate::flow::StepTraits>,
     /// How many of the run's methods a plain call may draw (the flows' steps follow them):
     /// a drawn entry past them is a flow.
     plain_methods: u32,
@@ -277,23 +265,7 @@ impl ThreadState {
                 && config.details.is_none()
                 && !config.live_latency,
             plain_methods: config.plain_methods() as u32,
-            step_traits: {
-                let mut traits = vec![StepTraits::default(); config.methods.len()];
-                for step in config.flows.iter().flat_map(|flow| &flow.steps) {
-                    if let Some(place) = traits.get_mut(step.method as usize) {
-                        *place = StepTraits {
-                            reads_reply: step.reads_reply(),
-                            passes_on_ok: !step.reads_reply()
-                                && step.expect.status == Code::Ok
-                                && config.methods.get(step.method as usize).is_some_and(|own| {
-                                    own.retry.is_none() && own.hedging.is_none()
-                                }),
-                            streams: step.streams,
-                        };
-                    }
-                }
-                traits
-            },
+            step_traits: config.step_traits(),
             flow_recorders: RefCell::new(vec![
                 Recorder::new(config.pacing.is_open_loop(), None);
                 config.flows.len()
@@ -734,7 +706,7 @@ impl ThreadState {
 
     /// What a flow step calling `method` asks of the engine (nothing for a plain method).
     #[inline]
-    pub(crate) fn step_traits(&self, method: u32) -> StepTraits {
+    pub(crate) fn step_traits(&self, method: u32) -> crate::flow::StepTraits {
         self.step_traits
             .get(method as usize)
             .copied()

@@ -62,25 +62,21 @@ impl NetworkSpec {
         if text == "lo" {
             return Ok(NetworkSpec::Loopback);
         }
-        let bad = |why: String| why;
         let mut link = LinkSpec::default();
         let mut seen = Vec::new();
         for part in text.split(',') {
             let Some((key, value)) = part.split_once('=') else {
-                return Err(bad(format!(
+                return Err(format!(
                     "'{part}' is not KEY=VALUE; give e.g. delay=20ms,loss=0.1%, or lo for loopback"
-                )));
+                ));
             };
             let (key, value) = (key.trim(), value.trim());
             if seen.contains(&key) {
-                return Err(bad(format!("{key} is given twice")));
+                return Err(format!("{key} is given twice"));
             }
             let duration = |value: &str| -> Result<Duration, String> {
-                humantime::parse_duration(value).map_err(|err| {
-                    bad(format!(
-                        "{key}={value}: {err}; give a duration such as 20ms"
-                    ))
-                })
+                humantime::parse_duration(value)
+                    .map_err(|err| format!("{key}={value}: {err}; give a duration such as 20ms"))
             };
             match key {
                 "delay" => link.delay = duration(value)?,
@@ -91,18 +87,18 @@ impl NetworkSpec {
                         .and_then(|number| number.trim().parse::<f64>().ok())
                         .filter(|percent| (0.0..=100.0).contains(percent))
                         .ok_or_else(|| {
-                            bad(format!(
+                            format!(
                                 "loss={value}: give a share of packets from 0% to 100%, e.g. 0.1%"
-                            ))
+                            )
                         })?;
                     link.loss = percent / 100.0;
                 }
-                "rate" => link.rate_bits = Some(parse_rate(value).map_err(bad)?),
+                "rate" => link.rate_bits = Some(parse_rate(value)?),
                 "outage" => {
                     let hint = || {
-                        bad(format!(
+                        format!(
                             "outage={value}: give AT+FOR, two durations: the cut starts AT after the link does and lasts FOR (e.g. outage=5s+2s)"
-                        ))
+                        )
                     };
                     let (at, length) = value.split_once('+').ok_or_else(hint)?;
                     let at = humantime::parse_duration(at.trim()).map_err(|_| hint())?;
@@ -118,24 +114,24 @@ impl NetworkSpec {
                         .ok()
                         .filter(|mtu| (1280..=65535).contains(mtu))
                         .ok_or_else(|| {
-                            bad(format!(
+                            format!(
                                 "mtu={value}: give a number of bytes from 1280 to 65535"
-                            ))
+                            )
                         })?;
                 }
                 other => {
-                    return Err(bad(format!(
+                    return Err(format!(
                         "unknown setting '{other}'; the settings are delay, jitter, loss, rate, mtu and outage"
-                )))
+                ))
                 }
             }
             seen.push(key);
         }
         if link.jitter > link.delay {
-            return Err(bad(format!(
+            return Err(format!(
                 "jitter {:?} exceeds delay {:?}: a packet's delay would go below zero",
                 link.jitter, link.delay
-            )));
+            ));
         }
         Ok(NetworkSpec::Link(link))
     }

@@ -356,11 +356,11 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
     };
     // The client's side of the network for the row's readiness checks, window and counters
     // (threads and processes started meanwhile are the client's too).
-    let client_side = match network.as_ref().map(grpclab_net::NetworkPair::client_side) {
-        Some(Err(err)) => Err(err.0),
-        Some(Ok(side)) => Ok(Some(side)),
-        None => Ok(None),
-    };
+    let client_side = network
+        .as_ref()
+        .map(grpclab_net::NetworkPair::client_side)
+        .transpose()
+        .map_err(|err| err.0);
     let result = match client_side {
         Ok(side) => {
             let result = measure(

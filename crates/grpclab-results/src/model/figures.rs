@@ -215,7 +215,7 @@ impl ServerWindows {
             b => format!("{b} B"),
         };
         let mut text = format!("stream {}", size(self.stream_window_largest));
-        if self.stream_window_largest > self.stream_window_first {
+        if grpclab_load::PeerWindows::from(*self).stream_window_grew() {
             text.push_str(&format!(" (grew from {})", size(self.stream_window_first)));
         }
         text.push_str(&format!(

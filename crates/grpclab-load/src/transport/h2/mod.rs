@@ -153,7 +153,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
         gzip: config.gzip,
         max_reply_message: config.max_recv_message_bytes,
         kept_headers: config.kept_reply_headers(),
-        streams: config.streaming_steps(),
+        step_traits: config.step_traits(),
     })
 }
 

@@ -23,9 +23,9 @@ pub(crate) struct CallTemplate {
     /// Response header and trailer names flow steps extract (see
     /// `LoadConfig::kept_reply_headers`).
     pub kept_headers: Vec<Bytes>,
-    /// By method: whether its replies are a server stream (a flow step's), which may end OK
-    /// with no message at all.
-    pub streams: Vec<bool>,
+    /// By method: what a flow step calling it asks (a server stream's replies may end OK
+    /// with no message at all).
+    pub step_traits: Vec<crate::flow::StepTraits>,
 }
 
 impl CallTemplate {
@@ -113,10 +113,9 @@ pub(crate) async fn unary_call(
     // Internal (gRPC's rule for unary calls, as our engine applies it too); a server stream
     // may carry none.
     let streams = template
-        .streams
+        .step_traits
         .get(method as usize)
-        .copied()
-        .unwrap_or(false);
+        .is_some_and(|traits| traits.streams);
     if head.headers.contains_key("grpc-status") {
         status_from(&head.headers)?;
         if streams {

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,8 +36,56 @@ pub struct DirectionCounts {
     pub overflowed: u64,
     /// Written to the other side.
     pub delivered: u64,
+    /// The bytes of the packets written (IP headers included).
+    pub bytes: u64,
     /// CPU time its thread spent (user and system): the emulation's own cost.
     pub cpu: Duration,
+}
+
+impl DirectionCounts {
+    /// What happened since `before` (an earlier reading of the same direction).
+    pub fn since(&self, before: &DirectionCounts) -> DirectionCounts {
+        DirectionCounts {
+            packets: self.packets.saturating_sub(before.packets),
+            lost: self.lost.saturating_sub(before.lost),
+            overflowed: self.overflowed.saturating_sub(before.overflowed),
+            delivered: self.delivered.saturating_sub(before.delivered),
+            bytes: self.bytes.saturating_sub(before.bytes),
+            cpu: self.cpu.saturating_sub(before.cpu),
+        }
+    }
+}
+
+/// One direction's counts as it runs, for readings while the link carries traffic; its
+/// thread alone writes them.
+#[derive(Debug, Default)]
+struct LiveCounts {
+    packets: AtomicU64,
+    lost: AtomicU64,
+    overflowed: AtomicU64,
+    delivered: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl LiveCounts {
+    fn publish(&self, counts: &DirectionCounts) {
+        self.packets.store(counts.packets, Ordering::Relaxed);
+        self.lost.store(counts.lost, Ordering::Relaxed);
+        self.overflowed.store(counts.overflowed, Ordering::Relaxed);
+        self.delivered.store(counts.delivered, Ordering::Relaxed);
+        self.bytes.store(counts.bytes, Ordering::Relaxed);
+    }
+
+    fn read(&self, cpu: Duration) -> DirectionCounts {
+        DirectionCounts {
+            packets: self.packets.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+            overflowed: self.overflowed.load(Ordering::Relaxed),
+            delivered: self.delivered.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            cpu,
+        }
+    }
 }
 
 /// A direction's CPU, in all and per packet: `1.2 s (3.4 µs a packet)`.
@@ -122,6 +170,7 @@ impl Schedule {
 pub struct Link {
     stop: Arc<AtomicBool>,
     directions: Vec<JoinHandle<DirectionCounts>>,
+    live: Vec<Arc<LiveCounts>>,
 }
 
 impl Link {
@@ -136,17 +185,36 @@ impl Link {
         let stop = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
         let mut directions = Vec::with_capacity(2);
+        let mut live = Vec::with_capacity(2);
         for (index, (from, to)) in [(a, b_out), (b, a_out)].into_iter().enumerate() {
             set_nonblocking(&from)?;
             let stop = Arc::clone(&stop);
+            let counts = Arc::new(LiveCounts::default());
+            live.push(Arc::clone(&counts));
             let schedule = Schedule::new(spec, started, 0x9e37_79b9_7f4a_7c15 ^ index as u64);
             let thread = std::thread::Builder::new()
                 .name(format!("grpclab-link-{index}"))
-                .spawn(move || carry(&from, &to, schedule, &stop))
+                .spawn(move || carry(&from, &to, schedule, &stop, &counts))
                 .map_err(|err| NetError(format!("cannot start the link's thread: {err}")))?;
             directions.push(thread);
         }
-        Ok(Link { stop, directions })
+        Ok(Link {
+            stop,
+            directions,
+            live,
+        })
+    }
+
+    /// What each direction has done so far, [a → b, b → a], while it runs: a reading
+    /// before and one after a stretch of load give the stretch's figures
+    /// ([`DirectionCounts::since`]). Packets of the batch a direction is handling are not
+    /// in it yet.
+    pub fn counts(&self) -> Vec<DirectionCounts> {
+        self.directions
+            .iter()
+            .zip(&self.live)
+            .map(|(thread, live)| live.read(running_thread_cpu(thread)))
+            .collect()
     }
 
     /// Stops both directions and returns what each did: [a → b, b → a].
@@ -191,6 +259,7 @@ fn carry(
     to: &OwnedFd,
     mut schedule: Schedule,
     stop: &AtomicBool,
+    live: &LiveCounts,
 ) -> DirectionCounts {
     let mut counts = DirectionCounts::default();
     // A packet's release is a timer: the default slack (50 µs) would add to every delay.
@@ -241,26 +310,45 @@ fn carry(
                 unsafe { libc::write(to.as_raw_fd(), packet.as_ptr().cast(), packet.len()) };
             if written > 0 {
                 counts.delivered += 1;
+                counts.bytes += packet.len() as u64;
             }
         }
+        live.publish(&counts);
     }
     counts.cpu = thread_cpu();
     counts
 }
 
-/// The calling thread's CPU time so far (user and system).
+/// The calling thread's CPU time so far (user and system), on the clock
+/// [`Link::counts`] reads while the thread runs.
 fn thread_cpu() -> Duration {
-    // SAFETY: getrusage writes one `rusage` this function owns; all-zero bytes are a valid
-    // `rusage` (plain integers).
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_THREAD asks for the calling thread's figures.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// A CPU-time clock's reading (zero if it cannot be read).
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: reads `clock` into one timespec this function owns.
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
         return Duration::ZERO;
     }
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    time(usage.ru_utime) + time(usage.ru_stime)
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// The CPU time so far of a direction's thread, which runs until the link stops (zero if
+/// the clock cannot be read).
+fn running_thread_cpu<T>(thread: &JoinHandle<T>) -> Duration {
+    use std::os::unix::thread::JoinHandleExt;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: the handle's thread is neither joined nor detached while `thread` is borrowed,
+    // so its pthread_t is valid; the call writes one clockid_t this function owns.
+    if unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) } != 0 {
+        return Duration::ZERO;
+    }
+    cpu_clock(clock)
 }
 
 /// Waits until `fd` has a packet to read or `wait` passes (to the nanosecond: ppoll).
@@ -361,5 +449,54 @@ mod tests {
         assert!(schedule.admit(at(5.0), 100).is_none());
         assert!(schedule.admit(at(6.999), 100).is_none());
         assert!(schedule.admit(at(7.0), 100).is_some());
+    }
+
+    /// Two ends of a packet socket pair: what one end writes, the other reads as one
+    /// packet, as a TUN device hands them over.
+    fn packet_pair() -> (OwnedFd, OwnedFd) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two descriptors into `fds`, which this test owns.
+        let made =
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0, fds.as_mut_ptr()) };
+        assert_eq!(made, 0, "{}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just made and are owned by nothing else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn a_running_link_is_read_as_it_carries_and_a_reading_is_taken_from_another() {
+        let (a_device, a_side) = packet_pair();
+        let (b_device, b_side) = packet_pair();
+        let link = Link::start(a_device, b_device, LinkSpec::default()).unwrap();
+        let before = link.counts();
+        assert_eq!(before.len(), 2);
+        for _ in 0..10 {
+            // SAFETY: writes 100 bytes of a buffer this test owns.
+            let written =
+                unsafe { libc::write(a_side.as_raw_fd(), [7u8; 100].as_ptr().cast(), 100) };
+            assert_eq!(written, 100);
+        }
+        let mut received = [0u8; 200];
+        for _ in 0..10 {
+            // SAFETY: reads at most 200 bytes into a buffer this test owns (blocking).
+            let read = unsafe { libc::read(b_side.as_raw_fd(), received.as_mut_ptr().cast(), 200) };
+            assert_eq!(read, 100, "each packet arrives whole");
+        }
+        // The direction publishes after its batch: wait for it (the test has no clock).
+        let mut now = link.counts();
+        while now[0].delivered < 10 {
+            std::thread::yield_now();
+            now = link.counts();
+        }
+        let stretch = now[0].since(&before[0]);
+        assert_eq!(
+            (stretch.packets, stretch.delivered, stretch.bytes),
+            (10, 10, 1000)
+        );
+        assert_eq!(now[1].packets, 0, "nothing went the other way");
+        let end = link.stop();
+        assert_eq!(end[0].bytes, 1000);
+        assert!(end[0].cpu >= now[0].cpu, "a thread's CPU only grows");
     }
 }

@@ -125,6 +125,11 @@ impl NetworkPair {
         Ok(ClientSide { home })
     }
 
+    /// What the link has done so far, [client → server, server → client], while it runs.
+    pub fn counts(&self) -> Vec<DirectionCounts> {
+        self.link.as_ref().map(Link::counts).unwrap_or_default()
+    }
+
     /// Stops the link and removes both namespaces; returns what the link did in each
     /// direction: [client → server, server → client].
     pub fn down(mut self) -> Vec<DirectionCounts> {

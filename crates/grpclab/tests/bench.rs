@@ -1571,6 +1571,63 @@ fn a_network_axis_runs_each_row_across_its_own_link() {
     assert!(!left.contains(&format!("grpclab-{pid}-")), "{left}");
 }
 
+/// Across a 10 ms link, lab with its stream window cut to HTTP/2's smallest makes each
+/// 166 kB request of large_complex wait 3 round trips for window: its row says "network"
+/// (window-limited) with the figures. lab with its own 1 MiB window, beside it, does not.
+#[test]
+fn a_row_held_by_the_servers_windows_is_bound_by_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_host = |extra: &str| format!("{} --host {{host}}{extra}", serve("lab"));
+    let suite = write_suite(
+        dir.path(),
+        &[
+            ("small_window", with_host(" --stream-window 65535")),
+            ("own_window", with_host("")),
+        ],
+    );
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_REQUEST_SCENARIO", "large_complex"),
+            ("GRPC_BENCHMARK_DURATION", "2s"),
+            ("GRPC_BENCHMARK_WARMUP", "1s"),
+            ("GRPC_CLIENT_CONNECTIONS", "1"),
+            ("GRPC_CLIENT_CONCURRENCY", "2"),
+        ],
+    ]
+    .concat();
+    let output = bench(
+        dir.path(),
+        &[
+            "--suite",
+            suite.to_str().unwrap(),
+            "--network",
+            "delay=10ms,mtu=65535",
+        ],
+        &env,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    let small = record(&folder, "small_window_network_delay_10ms_mtu_65535");
+    assert_eq!(small["status"], "ok", "{small:#}");
+    assert_eq!(
+        small["bound_by"]["kind"], "network",
+        "{:#}",
+        small["bound_by"]
+    );
+    let evidence = small["bound_by"]["evidence"].as_str().unwrap();
+    assert!(
+        evidence
+            .contains("needs 3 round trips (20.0 ms each) of the server's 64 KiB stream window"),
+        "{evidence}"
+    );
+    let own = record(&folder, "own_window_network_delay_10ms_mtu_65535");
+    assert_eq!(own["status"], "ok", "{own:#}");
+    assert_ne!(own["bound_by"]["kind"], "network", "{:#}", own["bound_by"]);
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("| network"), "{table}");
+}
+
 /// A network the machine cannot make, or a mistake in its spec, is refused before any
 /// server starts: one line, exit 2.
 #[test]

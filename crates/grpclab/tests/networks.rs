@@ -13,15 +13,9 @@ use common::grpclab;
 use serde_json::Value;
 
 /// What every run here adds after `load --network SPEC`: lab started in the server's
-/// namespace, the Greeter called in plaintext, no history kept.
-const LAB_ACROSS: &[&str] = &[
-    "--serve",
-    "lab",
-    "--insecure",
-    "--no-history",
-    "--scenario",
-    "string_10B",
-];
+/// namespace, the Greeter called in plaintext, no history kept (and string_10B unless the
+/// run names its scenario).
+const LAB_ACROSS: &[&str] = &["--serve", "lab", "--insecure", "--no-history"];
 
 /// `grpclab load --network SPEC --serve lab ... -O json`: the report, stderr and exit code.
 fn across(spec: &str, args: &[&str]) -> (Option<Value>, String, Option<i32>) {
@@ -30,6 +24,11 @@ fn across(spec: &str, args: &[&str]) -> (Option<Value>, String, Option<i32>) {
         .args(LAB_ACROSS)
         .args(["-O", "json"])
         .args(args)
+        .args(if args.contains(&"--scenario") {
+            &[][..]
+        } else {
+            &["--scenario", "string_10B"][..]
+        })
         .output()
         .expect("run grpclab load");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -99,6 +98,15 @@ fn a_20ms_link_makes_each_call_a_40ms_round_trip_on_both_transports() {
             "{stderr}"
         );
         assert_eq!(served(&stderr), Some(30), "{transport}: {stderr}");
+        // The report says which network; its verdict sees the server's CPU and the link.
+        assert_eq!(report["options"]["network"], "delay=20ms", "{transport}");
+        let bound = &report["boundBy"];
+        assert_eq!(bound["kind"], "concurrency", "{transport}: {bound}");
+        let evidence = bound["evidence"].as_str().unwrap_or_default();
+        assert!(
+            evidence.contains("the link's round trip (40.0 ms) is"),
+            "{transport}: {evidence}"
+        );
     }
     // The run's devices went with its namespaces.
     let (_, links_after) = network_state();
@@ -129,6 +137,47 @@ fn with_one_percent_loss_every_call_is_accounted_for() {
         .filter_map(|rest| rest.split(' ').next()?.parse::<u64>().ok())
         .sum();
     assert!(lost > 0, "1 % of the packets lost, none seen: {stderr}");
+}
+
+/// The server's peak resident memory, MiB, as `load --network` says it.
+fn peak_memory(stderr: &str) -> f64 {
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("network: the server's memory peaked at "))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no peak memory line: {stderr}"))
+}
+
+/// Under 1 % loss lab's memory is bounded: the calls the losses slow down wait within its
+/// per-connection budget, and none is left behind, so four times the calls peak no higher.
+/// 10 kB requests on 20 streams: a body kept per call would be 45 MB more at 6,000.
+#[test]
+fn under_one_percent_loss_labs_memory_does_not_grow_with_the_calls() {
+    let run = |calls: u64| {
+        let (report, stderr, code) = across(
+            "delay=1ms,loss=1%",
+            &[
+                "--scenario",
+                "string_10kB",
+                "-c",
+                "20",
+                "-n",
+                &calls.to_string(),
+            ],
+        );
+        assert_eq!(code, Some(0), "{calls}: {stderr}");
+        let report = report.expect("a JSON report");
+        assert_eq!(report["statusCodeDistribution"]["OK"], calls, "{report}");
+        assert_eq!(served(&stderr), Some(calls), "{stderr}");
+        assert!(!stderr.contains(", 0 lost,"), "no loss seen: {stderr}");
+        peak_memory(&stderr)
+    };
+    let short = run(1_500);
+    let long = run(6_000);
+    assert!(
+        long <= short + 8.0,
+        "lab peaked at {long:.1} MiB after 6,000 calls under 1 % loss, {short:.1} MiB after 1,500"
+    );
 }
 
 /// The link cut for 1 s a second into the run (every packet lost, both ways): the calls

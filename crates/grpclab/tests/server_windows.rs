@@ -48,6 +48,14 @@ fn the_servers_windows_are_read_off_its_frames() {
         "8388608",
     ]));
     connection_window_is(&narrow, 8 << 20);
+    // lab's stream window as asked (HTTP/2's smallest here).
+    let small = windows_of(&Server::start_with(&[
+        "--impl",
+        "lab",
+        "--stream-window",
+        "65535",
+    ]));
+    assert_eq!(small["streamWindowFirst"], 65_535, "{small}");
     // tonic-mt: hyper's 1 MiB for both.
     let tonic = windows_of(&Server::start("tonic-mt"));
     assert_eq!(tonic["streamWindowFirst"], 1 << 20, "{tonic}");
@@ -58,5 +66,23 @@ fn the_servers_windows_are_read_off_its_frames() {
             seen["streamWindowLargest"], seen["streamWindowFirst"],
             "{seen}"
         );
+    }
+}
+
+/// A stream window HTTP/2 cannot advertise is one line, exit 2, before anything listens.
+#[test]
+fn a_stream_window_outside_http2s_range_is_refused_in_one_line() {
+    for window in ["100", "2147483648"] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_grpclab"))
+            .args(["serve", "--impl", "lab", "--port", "0", "--stream-window", window])
+            .output()
+            .expect("run grpclab serve");
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(2), "{window}: {said}");
+        assert!(
+            said.contains(&format!("--stream-window {window} is outside what HTTP/2 allows")),
+            "{said}"
+        );
+        assert_eq!(said.trim().lines().count(), 1, "{said}");
     }
 }

@@ -368,7 +368,7 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
                 &command,
                 &mut server,
                 addr,
-                cgroup.as_ref(),
+                (cgroup.as_ref(), network.as_ref()),
                 &mut limits,
                 context,
             );
@@ -440,7 +440,7 @@ fn measure(
     command: &str,
     server: &mut ServerProcess,
     addr: SocketAddr,
-    cgroup: Option<&ServerCgroup>,
+    (cgroup, network): (Option<&ServerCgroup>, Option<&grpclab_net::NetworkPair>),
     limits: &mut AppliedLimits,
     context: &mut RunContext<'_>,
 ) -> ImplResult {
@@ -496,6 +496,7 @@ fn measure(
     let throttle_file = cgroup.map(ServerCgroup::cpu_stat_file);
     let throttle_before = throttle_file.as_deref().and_then(limits::throttle_counts);
     let client_cpu = super::sampler::OwnCpu::start();
+    let link_before = network.map(|pair| (pair.counts(), std::time::Instant::now()));
     let monitor = super::monitor::spawn(
         super::monitor::MonitorPlan {
             pid,
@@ -531,6 +532,11 @@ fn measure(
     };
     let _ = done_tx.send(());
     let own_cpu_percent = client_cpu.percent();
+    let link_over_load = network.zip(link_before).map(|(pair, (before, started))| {
+        let after = pair.counts();
+        let over: Vec<_> = after.iter().zip(&before).map(|(a, b)| a.since(b)).collect();
+        (over, started.elapsed(), pair.spec())
+    });
     let throttled_share = limits::throttled_share(
         throttle_before,
         throttle_file.as_deref().and_then(limits::throttle_counts),
@@ -584,7 +590,17 @@ fn measure(
             return ImplResult::failed(name, command, err, server.stderr_tail(), limits.clone())
         }
     };
-    let evidence = figures.evidence(config, throttled_share);
+    let mut evidence = figures.evidence(config, throttled_share);
+    evidence.network = link_over_load.map(|(over, elapsed, link)| {
+        network_evidence(
+            &config.network.to_string(),
+            link,
+            &over,
+            elapsed,
+            mean_request_bytes(&capacity_load),
+            figures.report.server_windows,
+        )
+    });
     let report = figures.report;
     let (allocations_per_call, bytes_per_call) = allocations_per_call(
         stats_before.as_ref(),
@@ -625,6 +641,43 @@ fn measure(
         cpu_profile,
         alloc_profile,
         profile_note,
+    }
+}
+
+/// One request message's mean size over the requests a load sends, bytes.
+pub fn mean_request_bytes(load: &grpclab_load::LoadConfig) -> f64 {
+    let (count, bytes) = load
+        .methods
+        .iter()
+        .flat_map(|method| method.requests.iter())
+        .fold((0usize, 0usize), |(n, sum), r| (n + 1, sum + r.len()));
+    bytes as f64 / count.max(1) as f64
+}
+
+/// What a load saw of its network, for "bound by": the link's counts over the load
+/// (`over`, per direction, across `elapsed`), the requests' mean size, the server's windows.
+pub fn network_evidence(
+    spec: &str,
+    link: grpclab_net::LinkSpec,
+    over: &[grpclab_net::link::DirectionCounts],
+    elapsed: Duration,
+    request_bytes: f64,
+    windows: Option<grpclab_results::model::ServerWindows>,
+) -> grpclab_results::verdict::bound::NetworkEvidence {
+    let direction = |i: usize| over.get(i).copied().unwrap_or_default();
+    grpclab_results::verdict::bound::NetworkEvidence {
+        spec: spec.to_owned(),
+        round_trip_ns: 2.0 * link.delay.as_nanos() as f64,
+        rate_bits: link.rate_bits,
+        elapsed_s: elapsed.as_secs_f64(),
+        bytes: [direction(0).bytes, direction(1).bytes],
+        link_cpu_s: [
+            direction(0).cpu.as_secs_f64(),
+            direction(1).cpu.as_secs_f64(),
+        ],
+        request_bytes,
+        stream_window: windows.map(|w| w.stream_window_largest),
+        connection_window: windows.map(|w| w.connection_window_largest),
     }
 }
 

@@ -113,6 +113,8 @@ pub struct RunOptions {
     pub load: LoadShape,
     /// `--concurrency-schedule` and its settings (streams).
     pub concurrency_shape: LoadShape,
+    /// `--network`: the network the calls crossed, as given (empty: not given).
+    pub network: String,
 }
 
 /// ghz's load- or concurrency-schedule settings as given (`const` with its zeros when not stepped).

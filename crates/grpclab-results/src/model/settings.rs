@@ -154,6 +154,10 @@ pub struct JsonOptions {
         skip_serializing_if = "String::is_empty"
     )]
     pub requests_digest: String,
+    /// grpclab: `--network`, the network the calls crossed (`delay=10ms,loss=0.1%`, or `lo`);
+    /// omitted when not given.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub network: String,
 }
 
 impl JsonOptions {
@@ -233,6 +237,7 @@ impl JsonOptions {
             count_errors: options.count_errors,
             stream: options.stream.clone(),
             requests_digest: options.requests_digest.clone(),
+            network: options.network.clone(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! "Bound by": what limited a run's figures — the server's CPU (its quota saturated, the
-//! cgroup throttling it), the client (its CPU saturated, or its schedule behind), the closed
+//! cgroup throttling it), the client (its CPU saturated, or its schedule behind), the network
+//! (an emulated link at its rate or its own CPU, or the server's HTTP/2 windows holding the
+//! requests to a few round trips each while both CPUs idle), the closed
 //! loop's concurrency (neither side saturated: latency ≈ streams / throughput, so more streams
 //! would have given more), the server's memory (near its limit, or OOM-killed), the
 //! connections (what held connections cost: memory near the limit with thousands held, or
@@ -29,6 +31,9 @@ pub enum BoundKind {
     Connections,
     /// Failed calls.
     Errors,
+    /// The network between client and server: its link's rate or cost, or flow-control
+    /// windows smaller than what its round trip needs.
+    Network,
     /// An open loop's offered rate, met.
     OfferedRate,
     /// The server or the network, as far as the client can tell (`load` cannot see the
@@ -48,6 +53,7 @@ impl BoundKind {
             BoundKind::ServerMemory => "server memory",
             BoundKind::Connections => "connections/memory",
             BoundKind::Errors => "errors",
+            BoundKind::Network => "network",
             BoundKind::OfferedRate => "offered rate",
             BoundKind::ServerOrNetwork => "server/network",
             BoundKind::NothingFound => "nothing found",
@@ -120,7 +126,121 @@ pub struct BoundEvidence {
     pub connections: usize,
     /// Connections lost and opened again during the run (the server closed them).
     pub reconnects: u64,
+    /// The network crossed, when it is not loopback (`--network`).
+    pub network: Option<NetworkEvidence>,
 }
+
+/// What a run across a network measured of it: the link over the run's load, and the
+/// server's HTTP/2 windows as its frames set them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NetworkEvidence {
+    /// The network's spec, as given (`delay=10ms,loss=0.1%`).
+    pub spec: String,
+    /// Its round trip, ns: twice the one-way delay.
+    pub round_trip_ns: f64,
+    /// Its rate, bits per second each way (`None`: unlimited).
+    pub rate_bits: Option<u64>,
+    /// Over the load: seconds, and per direction (client → server, server → client) the
+    /// bytes the link delivered and the CPU its thread spent, seconds.
+    pub elapsed_s: f64,
+    /// Bytes delivered per direction over `elapsed_s`.
+    pub bytes: [u64; 2],
+    /// The link's CPU per direction over `elapsed_s`, seconds.
+    pub link_cpu_s: [f64; 2],
+    /// One request message's bytes (mean over the requests sent).
+    pub request_bytes: f64,
+    /// The largest stream window the server advertised, bytes (`None`: not read).
+    pub stream_window: Option<u32>,
+    /// The most the server left its connection window open, bytes.
+    pub connection_window: Option<u32>,
+}
+
+impl NetworkEvidence {
+    /// The busier direction's share of its link thread's core over the load, and its name.
+    fn busiest_link_cpu(&self) -> (f64, &'static str) {
+        let share = |i: usize| self.link_cpu_s[i] / self.elapsed_s.max(1e-9);
+        if share(0) >= share(1) {
+            (share(0), "client → server")
+        } else {
+            (share(1), "server → client")
+        }
+    }
+
+    /// The busier direction's share of the link's rate, if it has one.
+    fn busiest_rate_share(&self) -> Option<(f64, &'static str)> {
+        let rate = self.rate_bits? as f64;
+        let share = |i: usize| self.bytes[i] as f64 * 8.0 / self.elapsed_s.max(1e-9) / rate;
+        Some(if share(0) >= share(1) {
+            (share(0), "client → server")
+        } else {
+            (share(1), "server → client")
+        })
+    }
+
+    /// The link itself as the limit: its rate used up, or its thread's core.
+    fn link_limit(&self) -> Option<String> {
+        if let Some((share, direction)) = self.busiest_rate_share() {
+            if share >= SATURATED {
+                return Some(format!(
+                    "the link ({}) carried {:.1} Mbit/s {direction}, {:.0} % of its rate",
+                    self.spec,
+                    self.bytes[usize::from(direction != "client → server")] as f64 * 8.0
+                        / self.elapsed_s.max(1e-9)
+                        / 1e6,
+                    share * 100.0
+                ));
+            }
+        }
+        let (share, direction) = self.busiest_link_cpu();
+        (share >= SATURATED).then(|| {
+            format!(
+                "the emulated link ({}) spent {:.0} % of a core carrying {direction}: grpclab's emulation is the limit, not the server or the client (a larger mtu carries more per packet)",
+                self.spec,
+                share * 100.0
+            )
+        })
+    }
+
+    /// The server's windows as the limit of a closed loop: the requests in flight on a
+    /// connection over a round trip fill its connection window, or each request needs
+    /// several round trips of its stream window and they make the latency.
+    fn window_limit(&self, rps: f64, connections: usize, mean_latency_ns: f64) -> Option<String> {
+        if self.round_trip_ns <= 0.0 || self.request_bytes <= 0.0 {
+            return None;
+        }
+        let kib = |bytes: f64| bytes / 1024.0;
+        let rtt_ms = self.round_trip_ns / 1e6;
+        if let Some(window) = self.connection_window.filter(|w| *w > 0) {
+            let per_round_trip =
+                rps / connections.max(1) as f64 * self.request_bytes * self.round_trip_ns / 1e9;
+            if per_round_trip >= WINDOW_FULL * f64::from(window) {
+                return Some(format!(
+                    "window-limited: {:.0} KiB of requests crossed each connection per round trip ({rtt_ms:.1} ms), against the {:.0} KiB the server's connection window allowed",
+                    kib(per_round_trip),
+                    kib(f64::from(window))
+                ));
+            }
+        }
+        if let Some(window) = self.stream_window.filter(|w| *w > 0) {
+            let round_trips = (self.request_bytes / f64::from(window)).ceil();
+            if round_trips >= 2.0
+                && mean_latency_ns >= WINDOW_FULL * round_trips * self.round_trip_ns
+            {
+                return Some(format!(
+                    "window-limited: a request of {:.0} KiB needs {round_trips:.0} round trips ({rtt_ms:.1} ms each) of the server's {:.0} KiB stream window, and the mean latency is {:.1} ms",
+                    kib(self.request_bytes),
+                    kib(f64::from(window)),
+                    mean_latency_ns / 1e6
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// Past this share of a window per round trip, the window is taken to be the limit (window
+/// updates come back a round trip after the data, plus the server's reading).
+const WINDOW_FULL: f64 = 0.80;
 
 /// Connections held from which memory per connection is the question rather than the
 /// server's own footprint.
@@ -226,6 +346,9 @@ pub fn bound_by(e: &BoundEvidence) -> Bound {
             return bound(BoundKind::ServerCpu, evidence);
         }
     }
+    if let Some(limit) = e.network.as_ref().and_then(NetworkEvidence::link_limit) {
+        return bound(BoundKind::Network, limit);
+    }
     if let Some(cpu) = e.client_cpu_percent {
         let threads = e.client_threads.max(1) as f64;
         if cpu >= SATURATED * 100.0 * threads {
@@ -262,6 +385,13 @@ pub fn bound_by(e: &BoundEvidence) -> Bound {
             );
         }
     } else if e.streams > 0 && e.rps > 0.0 {
+        if let Some(limit) = e
+            .network
+            .as_ref()
+            .and_then(|n| n.window_limit(e.rps, e.connections, e.mean_latency_ns))
+        {
+            return bound(BoundKind::Network, limit);
+        }
         // Little's law: streams = throughput × latency in a closed loop, always; what it
         // shows here is that neither side was saturated, so the streams set the pace.
         let little = e.rps * e.mean_latency_ns / 1e9;
@@ -281,17 +411,22 @@ pub fn bound_by(e: &BoundEvidence) -> Bound {
                 )
             }
         };
-        return bound(
-            BoundKind::Concurrency,
-            format!(
-                "{} streams in a closed loop, {sides} and the client at {:.0} % of its threads: latency ≈ streams / throughput ({} / {:.0} req/s = {:.3} ms), so more streams would have given more",
-                e.streams,
-                e.client_cpu_percent.unwrap_or(0.0) / e.client_threads.max(1) as f64,
-                e.streams,
-                e.rps,
-                little / e.rps.max(1e-9) * 1e3
-            ),
+        let mut evidence = format!(
+            "{} streams in a closed loop, {sides} and the client at {:.0} % of its threads: latency ≈ streams / throughput ({} / {:.0} req/s = {:.3} ms), so more streams would have given more",
+            e.streams,
+            e.client_cpu_percent.unwrap_or(0.0) / e.client_threads.max(1) as f64,
+            e.streams,
+            e.rps,
+            little / e.rps.max(1e-9) * 1e3
         );
+        if let Some(network) = e.network.as_ref().filter(|n| n.round_trip_ns > 0.0) {
+            evidence.push_str(&format!(
+                "; the link's round trip ({:.1} ms) is {:.0} % of that latency",
+                network.round_trip_ns / 1e6,
+                100.0 * network.round_trip_ns / e.mean_latency_ns.max(1e-9)
+            ));
+        }
+        return bound(BoundKind::Concurrency, evidence);
     }
     bound(
         BoundKind::NothingFound,
@@ -323,7 +458,135 @@ mod tests {
             errors: 0,
             connections: 50,
             reconnects: 0,
+            network: None,
         }
+    }
+
+    /// A closed loop of 4 streams on one connection across a 20 ms round trip, sending
+    /// 166,000-byte requests, both CPUs idle.
+    fn across_a_link() -> BoundEvidence {
+        BoundEvidence {
+            streams: 4,
+            connections: 1,
+            rps: 20.0,
+            mean_latency_ns: 200e6,
+            network: Some(NetworkEvidence {
+                spec: "delay=10ms".to_owned(),
+                round_trip_ns: 20e6,
+                rate_bits: None,
+                elapsed_s: 10.0,
+                bytes: [33_200_000, 33_200_000],
+                link_cpu_s: [0.5, 0.5],
+                request_bytes: 166_000.0,
+                stream_window: Some(1 << 20),
+                connection_window: Some(65_535),
+            }),
+            ..closed_loop()
+        }
+    }
+
+    fn with_network(e: &BoundEvidence, change: impl FnOnce(&mut NetworkEvidence)) -> BoundEvidence {
+        let mut e = e.clone();
+        if let Some(network) = e.network.as_mut() {
+            change(network);
+        }
+        e
+    }
+
+    #[test]
+    fn a_network_is_named_where_its_windows_or_its_link_bound_the_run() {
+        // 20 req/s × 166,000 B × 20 ms = 66,400 B a round trip against a 64 KiB window.
+        let verdict = bound_by(&across_a_link());
+        assert_eq!(
+            (verdict.kind, verdict.word()),
+            (BoundKind::Network, "network".to_owned())
+        );
+        assert!(
+            verdict.evidence.contains("65 KiB of requests crossed each connection per round trip (20.0 ms), against the 64 KiB the server's connection window allowed"),
+            "{}",
+            verdict.evidence
+        );
+        // Half that rate leaves the connection window half used: the streams bound it.
+        let half = BoundEvidence {
+            rps: 10.0,
+            ..across_a_link()
+        };
+        assert_eq!(bound_by(&half).kind, BoundKind::Concurrency);
+
+        // The stream window: 166,000 B in 64 KiB windows is 3 round trips, 60 ms of the
+        // mean's 70 ms.
+        let stream = with_network(
+            &BoundEvidence {
+                rps: 4.0 / 0.070,
+                mean_latency_ns: 70e6,
+                ..across_a_link()
+            },
+            |n| {
+                n.stream_window = Some(65_535);
+                n.connection_window = Some(16 << 20);
+            },
+        );
+        let verdict = bound_by(&stream);
+        assert_eq!(verdict.kind, BoundKind::Network);
+        assert!(
+            verdict.evidence.contains("needs 3 round trips (20.0 ms each) of the server's 64 KiB stream window, and the mean latency is 70.0 ms"),
+            "{}",
+            verdict.evidence
+        );
+        // A mean well under those 3 round trips: not the windows (the round trip is named).
+        let quick = BoundEvidence {
+            rps: 4.0 / 0.030,
+            mean_latency_ns: 30e6,
+            ..stream.clone()
+        };
+        let verdict = bound_by(&quick);
+        assert_eq!(verdict.kind, BoundKind::Concurrency);
+        assert!(
+            verdict
+                .evidence
+                .ends_with("the link's round trip (20.0 ms) is 67 % of that latency"),
+            "{}",
+            verdict.evidence
+        );
+
+        // The link's rate: 1.2 MB in a second is 9.6 Mbit/s of a 10 Mbit/s link.
+        let rate = with_network(&half, |n| {
+            n.rate_bits = Some(10_000_000);
+            n.elapsed_s = 1.0;
+            n.bytes = [100_000, 1_200_000];
+        });
+        let verdict = bound_by(&rate);
+        assert_eq!(verdict.kind, BoundKind::Network);
+        assert!(
+            verdict
+                .evidence
+                .contains("carried 9.6 Mbit/s server → client, 96 % of its rate"),
+            "{}",
+            verdict.evidence
+        );
+        // The link's own thread at 95 % of a core.
+        let busy = with_network(&half, |n| n.link_cpu_s = [9.5, 2.0]);
+        let verdict = bound_by(&busy);
+        assert_eq!(verdict.kind, BoundKind::Network);
+        assert!(
+            verdict
+                .evidence
+                .contains("spent 95 % of a core carrying client → server"),
+            "{}",
+            verdict.evidence
+        );
+        // A saturated server comes first: the windows never starved it.
+        let server = BoundEvidence {
+            server_cpu_percent: Some(99.0),
+            ..across_a_link()
+        };
+        assert_eq!(bound_by(&server).kind, BoundKind::ServerCpu);
+        // Loopback: no network evidence, no network verdict.
+        let loopback = BoundEvidence {
+            network: None,
+            ..across_a_link()
+        };
+        assert_eq!(bound_by(&loopback).kind, BoundKind::Concurrency);
     }
 
     #[test]

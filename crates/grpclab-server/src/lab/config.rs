@@ -15,6 +15,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// The default connection window, and request-body budget, per connection: 16 MiB.
 pub const DEFAULT_CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// The default stream window (SETTINGS_INITIAL_WINDOW_SIZE): 1 MiB.
+pub const DEFAULT_STREAM_WINDOW: u32 = 1 << 20;
 /// Default `--offload-above` for the adaptive placement, in bytes of request body.
 ///
 /// Measured (`benches/placement.py`, BENCHMARKS.md): the pool hop costs 2.7-4.3 µs of server
@@ -61,6 +64,9 @@ pub struct LabConfig {
     /// refused with REFUSED_STREAM. Raised to fit one message of `max_message_bytes` if
     /// smaller. Our engine only; on the h2 transport it caps bodies in progress.
     pub connection_window: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE advertised: how much of its body each request may send
+    /// before the server acknowledges any of it.
+    pub stream_window: u32,
     /// Open connections beyond this are closed as soon as they are accepted, with a log line
     /// (at most one a second): memory and descriptors stay bounded whatever clients do.
     pub max_connections: usize,
@@ -95,6 +101,7 @@ impl Default for LabConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
             connection_window: DEFAULT_CONNECTION_WINDOW,
+            stream_window: DEFAULT_STREAM_WINDOW,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: Some(grpclab_h2::server::DEFAULT_IDLE_TIMEOUT),
             keepalive_interval: Some(grpclab_h2::server::DEFAULT_KEEPALIVE_INTERVAL),

@@ -32,6 +32,7 @@ use tokio_util::task::TaskTracker;
 pub use config::{
     Codec, LabConfig, Transport, DEFAULT_CONNECTION_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_OFFLOAD_ABOVE, DEFAULT_POOL_QUEUE,
+    DEFAULT_STREAM_WINDOW,
 };
 pub use placement::Placement;
 
@@ -393,11 +394,11 @@ fn engine_settings(config: &LabConfig) -> grpclab_h2::server::ServerSettings {
     grpclab_h2::server::ServerSettings {
         max_concurrent_streams: config.max_concurrent_streams,
         connection_window: config.connection_window,
+        initial_window_size: config.stream_window,
         idle_timeout: config.idle_timeout,
         keepalive_interval: config.keepalive_interval,
         keepalive_timeout: config.keepalive_timeout,
         accept_encoding: Some(grpc::ACCEPT_ENCODING),
-        ..grpclab_h2::server::ServerSettings::default()
     }
 }
 

@@ -65,6 +65,12 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             args.connection_window
         )));
     }
+    if !(65_535..=0x7fff_ffff).contains(&args.stream_window) {
+        return Err(InputError(format!(
+            "--stream-window {} is outside what HTTP/2 allows (65535 to 2147483647 bytes)",
+            args.stream_window
+        )));
+    }
     if args.max_message_bytes > u32::MAX as usize {
         return Err(InputError(format!(
             "--max-message-bytes {} is larger than a gRPC message can be ({} bytes)",
@@ -104,6 +110,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             max_message_bytes: args.max_message_bytes,
             max_concurrent_streams: args.max_concurrent_streams,
             connection_window: args.connection_window,
+            stream_window: args.stream_window,
             max_connections,
             idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
             keepalive_interval: Some(args.keepalive).filter(|t| !t.is_zero()),

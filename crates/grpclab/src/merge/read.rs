@@ -324,6 +324,7 @@ fn settings(json: &JsonReport) -> Vec<(&'static str, String)> {
                 .unwrap_or_default(),
         ),
         ("the streaming flags", o.stream.clone()),
+        ("the network (--network)", o.network.clone()),
         (
             "what the calls send (payloads, metadata, workload entries)",
             o.requests_digest.clone(),
@@ -377,6 +378,7 @@ fn run_options(json: &JsonReport) -> RunOptions {
         timeout: duration(o.timeout),
         dial_timeout: Duration::from_nanos(o.dial_timeout),
         keepalive: Duration::from_nanos(o.keepalive),
+        network: o.network.clone(),
         cpus: o.cpus as usize,
         validate: o.validate,
         transport: o.transport.clone(),

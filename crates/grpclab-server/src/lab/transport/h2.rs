@@ -437,7 +437,7 @@ pub async fn serve_connection<T: AsyncRead + AsyncWrite + Unpin>(
     let mut builder = h2::server::Builder::new();
     builder
         .max_concurrent_streams(config.max_concurrent_streams)
-        .initial_window_size(1 << 20)
+        .initial_window_size(config.stream_window)
         .initial_connection_window_size(config.connection_window);
     let handshake = tokio::select! {
         handshake = builder.handshake::<_, Bytes>(io) => handshake,

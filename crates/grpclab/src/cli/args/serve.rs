@@ -134,6 +134,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_CONNECTION_WINDOW, value_name = "BYTES")]
     pub connection_window: u32,
 
+    /// lab: SETTINGS_INITIAL_WINDOW_SIZE, how much of its body each request may send before
+    /// the server acknowledges any of it (a request larger than this needs more than one
+    /// round trip).
+    #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_STREAM_WINDOW, value_name = "BYTES")]
+    pub stream_window: u32,
+
     /// lab: connections open at once; more are closed as soon as they are accepted, with a
     /// log line at most once a second (keep it below the process's descriptor limit).
     #[arg(long, default_value_t = grpclab_server::lab::DEFAULT_MAX_CONNECTIONS, value_name = "N")]

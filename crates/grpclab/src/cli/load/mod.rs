@@ -284,15 +284,28 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
 /// `grpclab load`: prepares, runs in a session of its own (a shard stores nothing: its
 /// merge is what a person compares) and says how it ended.
 pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
-    if let Some(spec) = args.network {
-        let mut inside = args.clone();
-        inside.network = None;
-        return network::run(&inside, spec);
+    match args.network {
+        Some(spec) => network::run(args, spec),
+        None => run_across(args, None),
     }
+}
+
+/// A run across `--network`: the pair whose link the calls cross, and the server started
+/// inside it (for "bound by").
+pub struct AcrossNetwork<'a> {
+    /// The pair.
+    pub pair: &'a grpclab_net::NetworkPair,
+    /// The server's process.
+    pub server_pid: u32,
+}
+
+/// `grpclab load` itself, across `network` when given (from this thread, already inside its
+/// client's namespace).
+fn run_across(args: &LoadArgs, network: Option<&AcrossNetwork<'_>>) -> anyhow::Result<ExitCode> {
     let prepared = prepare(args)?;
     let history = prepared.config.shard.is_none().then_some(&args.history);
     let mut session = Session::start(history, Some(&args.metrics))?;
-    let report = execute(prepared, &mut session)?;
+    let report = execute(prepared, &mut session, network)?;
     if grpclab_results::export::nothing_succeeded(&report.result).is_some() {
         // Said on stderr by execute; the code outranks the thresholds' (which fail too,
         // with nothing measured).
@@ -302,7 +315,11 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs a prepared load in `session` (its cancel token, store and metrics endpoint).
-pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<Report> {
+pub fn execute(
+    prepared: PreparedLoad,
+    session: &mut Session,
+    network: Option<&AcrossNetwork<'_>>,
+) -> anyhow::Result<Report> {
     let cancel = &session.cancel;
     let live_view = if prepared.live {
         let title = format!(
@@ -369,6 +386,15 @@ pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<
         }
     };
     let client_cpu = grpclab_harness::bench::sampler::OwnCpu::start();
+    let request_bytes = grpclab_harness::bench::runner::mean_request_bytes(&prepared.config);
+    let across_before = network.map(|across| {
+        let server_cpu = grpclab_harness::bench::sampler::read_process(across.server_pid);
+        (
+            across.pair.counts(),
+            server_cpu.map(|(cpu, _)| cpu),
+            std::time::Instant::now(),
+        )
+    });
     let result = match live_view {
         Some(mut view) => {
             let result = grpclab_load::run(prepared.config, cancel, &mut |snapshot| {
@@ -398,10 +424,44 @@ pub fn execute(prepared: PreparedLoad, session: &mut Session) -> anyhow::Result<
         other => anyhow::Error::new(InputError(other.to_string())),
     })?;
     let client_cpu_percent = client_cpu.percent();
+    // Across --network the server is this run's own: its CPU over the load, and the link's.
+    let (server_cpu_percent, server_cpu_quota, network_evidence) = match network.zip(across_before)
+    {
+        Some((across, (link_before, cpu_before, started))) => {
+            let elapsed = started.elapsed();
+            let cpu_after = grpclab_harness::bench::sampler::read_process(across.server_pid);
+            let over: Vec<_> = across
+                .pair
+                .counts()
+                .iter()
+                .zip(&link_before)
+                .map(|(after, before)| after.since(before))
+                .collect();
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            (
+                cpu_before
+                    .zip(cpu_after)
+                    .map(|(before, (after, _))| 100.0 * (after - before) / elapsed.as_secs_f64()),
+                Some(cores as f64),
+                Some(grpclab_harness::bench::runner::network_evidence(
+                    &prepared.options.network,
+                    across.pair.spec(),
+                    &over,
+                    elapsed,
+                    request_bytes,
+                    result.server_windows.map(Into::into),
+                )),
+            )
+        }
+        None => (None, None, None),
+    };
     // A stepped schedule has no one rate or stream count to judge against.
     let bound_by = (!stepped).then(|| {
         let recorder = &result.recorder;
         grpclab_results::verdict::bound::bound_by(&grpclab_results::verdict::bound::BoundEvidence {
+            server_cpu_percent,
+            server_cpu_quota,
+            network: network_evidence.clone(),
             client_cpu_percent,
             client_threads: threads,
             offered_rate,

@@ -41,7 +41,8 @@ pub fn run(args: &LoadArgs, spec: NetworkSpec) -> anyhow::Result<ExitCode> {
             "network: lo (loopback), server {name} at {}",
             server.address
         );
-        let code = super::run(&args);
+        let code = super::run_across(&args, None);
+        say_peak_memory(&server);
         server.stop();
         return code;
     };
@@ -59,11 +60,15 @@ pub fn run(args: &LoadArgs, spec: NetworkSpec) -> anyhow::Result<ExitCode> {
     );
     let mut args = args.clone();
     args.target = server.address.clone();
+    let across = super::AcrossNetwork {
+        pair: &pair,
+        server_pid: server.child.id(),
+    };
     let code = std::thread::scope(|scope| {
         scope
             .spawn(|| {
                 pair.enter_client().map_err(|err| InputError(err.0))?;
-                let code = super::run(&args);
+                let code = super::run_across(&args, Some(&across));
                 // The server's own count, asked across the same link before it stops.
                 match crate::cli::stats::fetch(&args.target, None) {
                     Ok(stats) => {
@@ -78,10 +83,29 @@ pub fn run(args: &LoadArgs, spec: NetworkSpec) -> anyhow::Result<ExitCode> {
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the load's thread panicked")))
     });
+    say_peak_memory(&server);
     server.stop();
     let counts = pair.down();
     say_counts(&counts);
     code
+}
+
+/// The server's peak resident memory (the kernel's VmHWM), one line.
+fn say_peak_memory(server: &StartedServer) {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()));
+    let peak_kib = status.ok().and_then(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+    });
+    match peak_kib {
+        Some(kib) => eprintln!(
+            "network: the server's memory peaked at {:.1} MiB resident",
+            kib as f64 / 1024.0
+        ),
+        None => eprintln!("network: the server's peak memory is unknown (it has ended)"),
+    }
 }
 
 /// What the link did, one line per direction.

@@ -91,6 +91,10 @@ pub(super) fn run_options(
         count_errors: args.count_errors,
         stream: stream_flags(args),
         requests_digest: config.requests_digest(),
+        network: args
+            .network
+            .map(|spec| spec.to_string())
+            .unwrap_or_default(),
         skip_first: args.skip_first,
         load: load_shape(args.load_schedule, config.pacing),
         concurrency_shape: config

@@ -43,7 +43,7 @@ pub use config::{
     Pacing, ReplyValidator, RequestRenderer, Shard, ShardShare, StreamSettings, Transport,
     CONNECT_TIMEOUT, DEFAULT_START_TOLERANCE, MAX_METHODS, MAX_SCHEDULED_STREAMS,
 };
-pub use grpclab_h2::client::PeerWindows;
+pub use grpclab_h2::client::{PeerWindows, WindowWaits};
 pub use naming::Naming;
 pub use progress::{
     LatencyBuckets, ProgressSnapshot, ProgressTarget, SecondLatency, LATENCY_BUCKET_BOUNDS_NS,

@@ -90,6 +90,10 @@ pub struct LoadResult {
     /// frame size), the largest over the run's connections; `None` on the h2 crate's
     /// transport, which does not show them.
     pub server_windows: Option<grpclab_h2::client::PeerWindows>,
+    /// How the server's windows held the requests back, over the whole run (warmup
+    /// included), summed over connections; zero on the h2 crate's transport, which does not
+    /// show it.
+    pub window_waits: grpclab_h2::client::WindowWaits,
 }
 
 /// One flow's figures: its runs (count, latency from each run's start to its last step's

@@ -99,6 +99,8 @@ struct ThreadOutcome {
     dropped: u64,
     /// What the server's frames allowed this thread's connections.
     server_windows: Option<grpclab_h2::client::PeerWindows>,
+    /// How long its requests waited for the server's windows.
+    window_waits: grpclab_h2::client::WindowWaits,
 }
 
 /// Runs the load described by `config` and returns what it measured.
@@ -252,6 +254,7 @@ pub fn run(
         dropped,
         last_completion,
         server_windows,
+        window_waits,
     } = merge(outcomes, config, addresses.len());
     // Each second's histogram is kept only for a result that may be merged with other
     // generators' (`--shard`, `--start-at`): a lone run pays nothing for merging.
@@ -320,6 +323,7 @@ pub fn run(
         methods,
         flows,
         server_windows,
+        window_waits,
     })
 }
 
@@ -397,6 +401,7 @@ struct Merged {
     dropped: u64,
     last_completion: Option<Instant>,
     server_windows: Option<grpclab_h2::client::PeerWindows>,
+    window_waits: grpclab_h2::client::WindowWaits,
 }
 
 /// Sums the client threads' outcomes (recorders merged, per method in a mix, per address,
@@ -411,6 +416,7 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
     let (mut taken, mut dropped) = (0u64, 0u64);
     let mut last_completion: Option<Instant> = None;
     let mut server_windows: Option<grpclab_h2::client::PeerWindows> = None;
+    let mut window_waits = grpclab_h2::client::WindowWaits::default();
     let mut calls_by_address = vec![0; addresses];
     let mut flows: Vec<crate::result::FlowResult> = config
         .flows
@@ -460,6 +466,7 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
         if let Some(theirs) = &outcome.server_windows {
             server_windows.get_or_insert(*theirs).merge(theirs);
         }
+        window_waits.add(&outcome.window_waits);
     }
     Merged {
         recorder,
@@ -475,6 +482,7 @@ fn merge(outcomes: Vec<Option<ThreadOutcome>>, config: &LoadConfig, addresses: u
         dropped,
         last_completion,
         server_windows,
+        window_waits,
     }
 }
 
@@ -629,6 +637,7 @@ fn client_thread(
             taken: thread.tickets().0,
             dropped: thread.tickets().1,
             server_windows: thread.server_windows(),
+            window_waits: thread.window_waits(),
         })
     })
 }

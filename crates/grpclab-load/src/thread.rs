@@ -165,6 +165,8 @@ pub(crate) struct ThreadState {
     calls_by_address: RefCell<Vec<u64>>,
     /// What the server's frames allowed this thread's connections (engine transport).
     server_windows: Cell<Option<grpclab_h2::client::PeerWindows>>,
+    /// How long this thread's requests waited for the server's windows (engine transport).
+    window_waits: Cell<grpclab_h2::client::WindowWaits>,
     /// Live view: how many of the recorder's finished seconds were handed over.
     live_published: Cell<usize>,
     /// Messages (sent, received) of measured streaming calls still in flight when the run
@@ -307,6 +309,7 @@ impl ThreadState {
             dropped: Cell::new(0),
             calls_by_address: RefCell::new(vec![0; config.addresses.len().max(1)]),
             server_windows: Cell::new(None),
+            window_waits: Cell::new(grpclab_h2::client::WindowWaits::default()),
             last_completion: Cell::new(None),
             last_completion_since: Cell::new(Duration::ZERO),
             progress_slot: index,
@@ -326,6 +329,18 @@ impl ThreadState {
         let mut kept = self.server_windows.get().unwrap_or(*windows);
         kept.merge(windows);
         self.server_windows.set(Some(kept));
+    }
+
+    /// A connection's requests waited for the server's windows: added to the others'.
+    pub(crate) fn note_window_waits(&self, waits: &grpclab_h2::client::WindowWaits) {
+        let mut kept = self.window_waits.get();
+        kept.add(waits);
+        self.window_waits.set(kept);
+    }
+
+    /// How long this thread's requests waited for the server's windows.
+    pub(crate) fn window_waits(&self) -> grpclab_h2::client::WindowWaits {
+        self.window_waits.get()
     }
 
     /// What the server's frames allowed this thread's connections.

@@ -1572,8 +1572,9 @@ fn a_network_axis_runs_each_row_across_its_own_link() {
 }
 
 /// Across a 10 ms link, lab with its stream window cut to HTTP/2's smallest makes each
-/// 166 kB request of large_complex wait 3 round trips for window: its row says "network"
-/// (window-limited) with the figures. lab with its own 1 MiB window, beside it, does not.
+/// 166 kB request of large_complex wait 3 round trips for window: the engine sees its
+/// requests wait for their streams' windows, and the row says "network" (window-limited)
+/// with the figures. lab with its own 1 MiB window, beside it, does not.
 #[test]
 fn a_row_held_by_the_servers_windows_is_bound_by_the_network() {
     let dir = tempfile::tempdir().unwrap();
@@ -1615,12 +1616,18 @@ fn a_row_held_by_the_servers_windows_is_bound_by_the_network() {
         "{:#}",
         small["bound_by"]
     );
+    // Measured where the requests blocked: on their stream's window, most of the time.
     let evidence = small["bound_by"]["evidence"].as_str().unwrap();
     assert!(
-        evidence
-            .contains("needs 3 round trips (20.0 ms each) of the server's 64 KiB stream window"),
+        evidence.contains("window-limited: some request waited for the server's window"),
         "{evidence}"
     );
+    assert!(
+        evidence.contains("0 waits with its connection window spent"),
+        "{evidence}"
+    );
+    let waits = &small["load"]["windowWaits"];
+    assert!(waits["stream"].as_u64().unwrap_or(0) > 0, "{waits}");
     let own = record(&folder, "own_window_network_delay_10ms_mtu_65535");
     assert_eq!(own["status"], "ok", "{own:#}");
     assert_ne!(own["bound_by"]["kind"], "network", "{:#}", own["bound_by"]);

@@ -74,13 +74,23 @@ fn the_servers_windows_are_read_off_its_frames() {
 fn a_stream_window_outside_http2s_range_is_refused_in_one_line() {
     for window in ["100", "2147483648"] {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_grpclab"))
-            .args(["serve", "--impl", "lab", "--port", "0", "--stream-window", window])
+            .args([
+                "serve",
+                "--impl",
+                "lab",
+                "--port",
+                "0",
+                "--stream-window",
+                window,
+            ])
             .output()
             .expect("run grpclab serve");
         let said = String::from_utf8_lossy(&output.stderr).into_owned();
         assert_eq!(output.status.code(), Some(2), "{window}: {said}");
         assert!(
-            said.contains(&format!("--stream-window {window} is outside what HTTP/2 allows")),
+            said.contains(&format!(
+                "--stream-window {window} is outside what HTTP/2 allows"
+            )),
             "{said}"
         );
         assert_eq!(said.trim().lines().count(), 1, "{said}");

@@ -56,7 +56,7 @@ pub use source::{
 };
 pub use stamp::{StampEncoding, StampField};
 pub use streaming::{MessageCounter, MessagesFrom, StreamSpec};
-pub use windows::PeerWindows;
+pub use windows::{PeerWindows, WindowWaits};
 
 const READ_CHUNK: usize = 64 * 1024;
 /// A connection's first read buffer (see `run_connection`).
@@ -168,7 +168,12 @@ struct Connection<'s, S: CallSource> {
     scratch_kept: Vec<(Bytes, Bytes)>,
     /// Started calls not yet written, oldest first (see [`UnsentCall`]).
     unsent: VecDeque<UnsentCall>,
+    /// Calls whose body waits for window, oldest first.
     blocked: VecDeque<u32>,
+    /// Since when some call has waited in `blocked` (`None`: none waits), and the waits of
+    /// that stretch, told to the source when it ends.
+    blocked_since: Option<Instant>,
+    window_waits: WindowWaits,
     next_stream: u32,
     peer_max_streams: usize,
     /// Whether the server's SETTINGS (its connection preface) has arrived; no stream opens
@@ -419,9 +424,12 @@ pub async fn run_connection<S: CallSource>(
 }
 
 /// A connection dropped with streaming calls in flight (its task stopped by the caller) tells
-/// the source their messages so far; every other end drains `calls` first.
+/// the source their messages so far; every other end drains `calls` first. Calls still
+/// waiting for window end their wait here.
 impl<S: CallSource> Drop for Connection<'_, S> {
     fn drop(&mut self) {
+        self.blocked.clear();
+        self.end_window_wait();
         for (_, call) in self.calls.drain() {
             if let Some(progress) = &call.stream {
                 self.source
@@ -461,6 +469,8 @@ impl<'s, S: CallSource> Connection<'s, S> {
             scratch_kept: Vec::new(),
             unsent: VecDeque::new(),
             blocked: VecDeque::new(),
+            blocked_since: None,
+            window_waits: WindowWaits::default(),
             next_stream: first_stream,
             peer_max_streams: usize::MAX,
             peer_settings_seen: false,
@@ -581,6 +591,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
         if !self.blocked.is_empty() {
             // (A call waits here only while a window keeps its body back.)
             self.blocked.retain(|s| *s != stream);
+            self.end_window_wait();
         }
         if !self.replies.is_empty() {
             self.replies.discard(stream);
@@ -634,6 +645,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
             frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
             self.calls.discard(stream);
             self.blocked.retain(|s| *s != stream);
+            self.end_window_wait();
             if !self.replies.is_empty() {
                 self.replies.discard(stream);
             }

@@ -228,6 +228,14 @@ impl<S: CallSource> Connection<'_, S> {
             );
             if allowed == 0 && !call.pending.is_empty() {
                 if !self.blocked.contains(&stream) {
+                    if self.blocked_since.is_none() {
+                        self.blocked_since = Some(Instant::now());
+                    }
+                    if self.conn_send_window.available() <= 0 {
+                        self.window_waits.connection += 1;
+                    } else {
+                        self.window_waits.stream += 1;
+                    }
                     self.blocked.push_back(stream);
                 }
                 return false;
@@ -245,11 +253,28 @@ impl<S: CallSource> Connection<'_, S> {
     }
 
     pub(super) fn send_blocked(&mut self) {
-        while let Some(stream) = self.blocked.pop_front() {
+        // The oldest waits at the front until its body is all written: still blocked, it
+        // stays there (and is not counted as waiting again).
+        while let Some(&stream) = self.blocked.front() {
             if !self.send_pending(stream) {
                 break;
             }
+            self.blocked.pop_front();
             self.message_written(stream);
+        }
+        self.end_window_wait();
+    }
+
+    /// Once no call waits for window: the stretch's waits, told to the source (see
+    /// [`CallSource::window_waited`]).
+    pub(super) fn end_window_wait(&mut self) {
+        if !self.blocked.is_empty() {
+            return;
+        }
+        if let Some(since) = self.blocked_since.take() {
+            self.window_waits.waited += since.elapsed();
+            let waits = std::mem::take(&mut self.window_waits);
+            self.source.window_waited(&waits);
         }
     }
 }

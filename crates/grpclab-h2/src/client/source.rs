@@ -158,6 +158,12 @@ pub trait CallSource {
         let _ = windows;
     }
 
+    /// A stretch in which requests waited for the server's window has ended (no call waits
+    /// any more, or the connection closes): its waits (see [`super::WindowWaits`]).
+    fn window_waited(&mut self, waits: &super::WindowWaits) {
+        let _ = waits;
+    }
+
     /// A group of calls the source has given up on (their [`CallToken::flow`]; a hedged
     /// call's attempts, once one has won): asked after each call of a group (`flow` not 0)
     /// completes, until `None`. The connection resets the group's calls still in flight

@@ -56,6 +56,34 @@ impl PeerWindows {
     }
 }
 
+/// How the server's windows held this client's requests back: each time a request's body
+/// had to wait for window (the connection's, or its stream's), and the time some request
+/// on a connection was waiting, summed over connections. Measured where a request blocks,
+/// so a run whose windows never bind pays nothing for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowWaits {
+    /// Requests that waited with the connection window spent.
+    pub connection: u64,
+    /// Requests that waited for their own stream's window only.
+    pub stream: u64,
+    /// Time some request on a connection waited for window, summed over connections.
+    pub waited: std::time::Duration,
+}
+
+impl WindowWaits {
+    /// Adds another connection's (or thread's, or shard's) waits.
+    pub fn add(&mut self, other: &WindowWaits) {
+        self.connection += other.connection;
+        self.stream += other.stream;
+        self.waited += other.waited;
+    }
+
+    /// Whether nothing waited.
+    pub fn is_empty(&self) -> bool {
+        self.connection == 0 && self.stream == 0 && self.waited.is_zero()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

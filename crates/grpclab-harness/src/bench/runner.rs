@@ -383,6 +383,14 @@ pub fn run_one(spec: &ImplementationSpec, context: &mut RunContext<'_>) -> ImplR
             windows.describe()
         ));
     }
+    if let Some(waits) = result.load.as_ref().and_then(|load| load.window_waits) {
+        (context.progress)(&format!(
+            "{name}: requests waited for the server's windows {} times with its connection window spent and {} for a stream's window, {:.3} s in all",
+            waits.connection,
+            waits.stream,
+            waits.waited_ns as f64 / 1e9
+        ));
+    }
     let (status, killed) = server.stop(config.stop_grace);
     if let Some(pair) = network {
         for (direction, counts) in ["client → server", "server → client"]
@@ -601,6 +609,13 @@ fn measure(
             figures.report.server_windows,
         )
     });
+    if let (Some(network), None) = (evidence.network.as_mut(), &ghz) {
+        network.window_waits = Some(grpclab_results::verdict::bound::WindowWaitEvidence::of(
+            figures.report.window_waits.as_ref(),
+            config.connections,
+            figures.report.whole_run,
+        ));
+    }
     let report = figures.report;
     let (allocations_per_call, bytes_per_call) = allocations_per_call(
         stats_before.as_ref(),
@@ -678,6 +693,7 @@ pub fn network_evidence(
         request_bytes,
         stream_window: windows.map(|w| w.stream_window_largest),
         connection_window: windows.map(|w| w.connection_window_largest),
+        window_waits: None,
     }
 }
 

@@ -344,6 +344,10 @@ impl CallSource for LabSource {
         self.thread.note_server_windows(windows);
     }
 
+    fn window_waited(&mut self, waits: &grpclab_h2::client::WindowWaits) {
+        self.thread.note_window_waits(waits);
+    }
+
     fn may_end_without_reply(&self, token: &CallToken) -> bool {
         token.flow != 0 && self.thread.step_traits(token.method).streams
     }

@@ -114,6 +114,7 @@ mod tests {
                 flows: Vec::new(),
                 ignored: 0,
                 server_windows: None,
+                window_waits: Default::default(),
             },
             thresholds: Vec::new(),
             bound_by: None,

@@ -645,6 +645,7 @@ mod tests {
             flows: Vec::new(),
             ignored: 0,
             server_windows: None,
+            window_waits: Default::default(),
         }
     }
 

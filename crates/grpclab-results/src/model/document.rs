@@ -157,6 +157,10 @@ pub struct JsonReport {
     /// grpclab's engine: what the server's HTTP/2 frames allowed the client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_windows: Option<ServerWindows>,
+    /// grpclab's engine: how the server's windows held requests back; omitted when none
+    /// waited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_waits: Option<WindowWaits>,
     /// grpclab: calls sent during the warmup that ended in the measured window (not measured).
     #[serde(default)]
     pub warmup_calls_in_window: u64,
@@ -253,6 +257,7 @@ impl JsonReport {
             unsent_stopped: result.unsent_by_cause.stopped,
             unaccounted: result.unaccounted,
             server_windows: result.server_windows.map(ServerWindows::from),
+            window_waits: WindowWaits::of(&result.window_waits),
             warmup_calls_in_window: result.warmup_calls_in_window().0,
             warmup_call_slowest: result.warmup_calls_in_window().1,
             details_kept: result

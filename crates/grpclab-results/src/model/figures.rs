@@ -230,6 +230,40 @@ impl ServerWindows {
     }
 }
 
+/// How the server's windows held the client's requests back (grpclab's engine measures it
+/// where a request blocks), over the whole run, summed over connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowWaits {
+    /// Requests that waited with the connection window spent.
+    pub connection: u64,
+    /// Requests that waited for their stream's window only.
+    pub stream: u64,
+    /// Time some request on a connection waited, summed over connections, ns.
+    pub waited_ns: u64,
+}
+
+impl WindowWaits {
+    /// The engine's waits, or `None` when nothing waited.
+    pub fn of(waits: &grpclab_load::WindowWaits) -> Option<WindowWaits> {
+        (!waits.is_empty()).then(|| WindowWaits {
+            connection: waits.connection,
+            stream: waits.stream,
+            waited_ns: u64::try_from(waits.waited.as_nanos()).unwrap_or(u64::MAX),
+        })
+    }
+}
+
+impl From<WindowWaits> for grpclab_load::WindowWaits {
+    fn from(saved: WindowWaits) -> grpclab_load::WindowWaits {
+        grpclab_load::WindowWaits {
+            connection: saved.connection,
+            stream: saved.stream,
+            waited: Duration::from_nanos(saved.waited_ns),
+        }
+    }
+}
+
 /// Which calls `details` holds, when it holds fewer than all of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DetailsKept {

@@ -11,7 +11,7 @@ pub use self::document::JsonReport;
 pub use self::figures::{
     ghz_end_reason, ghz_histogram, ghz_percentiles, rfc3339_nanos, saturating_ns, AddressShare,
     CallDetailJson, DetailsKept, GhzLatencyPoint, HdrHistograms, HistogramBucket, LatencyPoint,
-    LatencyStats, SecondPoint, ServerWindows,
+    LatencyStats, SecondPoint, ServerWindows, WindowWaits,
 };
 pub use self::mix::{FlowJson, Mergeable, MergeableSecond, MethodJson, MixJson};
 pub use self::settings::JsonOptions;

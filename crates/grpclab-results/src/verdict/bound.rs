@@ -153,6 +153,41 @@ pub struct NetworkEvidence {
     pub stream_window: Option<u32>,
     /// The most the server left its connection window open, bytes.
     pub connection_window: Option<u32>,
+    /// How the server's windows held the requests back, as the engine measured it (`None`:
+    /// not measured, as on the h2 crate's transport or under ghz).
+    pub window_waits: Option<WindowWaitEvidence>,
+}
+
+/// The waits for the server's windows over a run, from the engine's measure.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WindowWaitEvidence {
+    /// Requests that waited with the connection window spent.
+    pub connection: u64,
+    /// Requests that waited for their stream's window only.
+    pub stream: u64,
+    /// The share of the connections' time in which some request waited for window.
+    pub share: f64,
+}
+
+impl WindowWaitEvidence {
+    /// From a run's waits (`None`: none waited), over `connections` held for `whole_run_ns`.
+    pub fn of(
+        waits: Option<&crate::model::WindowWaits>,
+        connections: usize,
+        whole_run_ns: u64,
+    ) -> WindowWaitEvidence {
+        let waits = waits.copied().unwrap_or(crate::model::WindowWaits {
+            connection: 0,
+            stream: 0,
+            waited_ns: 0,
+        });
+        WindowWaitEvidence {
+            connection: waits.connection,
+            stream: waits.stream,
+            share: waits.waited_ns as f64
+                / (connections.max(1) as f64 * whole_run_ns.max(1) as f64),
+        }
+    }
 }
 
 impl NetworkEvidence {
@@ -205,6 +240,18 @@ impl NetworkEvidence {
     /// connection over a round trip fill its connection window, or each request needs
     /// several round trips of its stream window and they make the latency.
     fn window_limit(&self, rps: f64, connections: usize, mean_latency_ns: f64) -> Option<String> {
+        if let Some(waits) = self.window_waits {
+            // Measured where requests block: it decides, whatever the arithmetic below says.
+            return (waits.share >= WINDOW_WAITED).then(|| {
+                format!(
+                    "window-limited: some request waited for the server's window {:.0} % of each connection's time ({} waits with its connection window spent, {} for a stream's window; round trip {:.1} ms)",
+                    waits.share * 100.0,
+                    waits.connection,
+                    waits.stream,
+                    self.round_trip_ns / 1e6
+                )
+            });
+        }
         if self.round_trip_ns <= 0.0 || self.request_bytes <= 0.0 {
             return None;
         }
@@ -241,6 +288,10 @@ impl NetworkEvidence {
 /// Past this share of a window per round trip, the window is taken to be the limit (window
 /// updates come back a round trip after the data, plus the server's reading).
 const WINDOW_FULL: f64 = 0.80;
+
+/// Past this share of its time with a request waiting for window, a connection is taken to
+/// be held by the server's windows.
+const WINDOW_WAITED: f64 = 0.50;
 
 /// Connections held from which memory per connection is the question rather than the
 /// server's own footprint.
@@ -480,6 +531,7 @@ mod tests {
                 request_bytes: 166_000.0,
                 stream_window: Some(1 << 20),
                 connection_window: Some(65_535),
+                window_waits: None,
             }),
             ..closed_loop()
         }
@@ -581,6 +633,40 @@ mod tests {
             ..across_a_link()
         };
         assert_eq!(bound_by(&server).kind, BoundKind::ServerCpu);
+        // Measured waits decide over the arithmetic: waiting 87 % of the time is the windows
+        // even where the advertised windows look ample; 10 % is not, even where they look
+        // full.
+        let waited = with_network(&half, |n| {
+            n.window_waits = Some(WindowWaitEvidence {
+                connection: 120,
+                stream: 30,
+                share: 0.87,
+            })
+        });
+        let verdict = bound_by(&waited);
+        assert_eq!(verdict.kind, BoundKind::Network);
+        assert!(
+            verdict.evidence.contains("waited for the server's window 87 % of each connection's time (120 waits with its connection window spent, 30 for a stream's window"),
+            "{}",
+            verdict.evidence
+        );
+        let rarely = with_network(&across_a_link(), |n| {
+            n.window_waits = Some(WindowWaitEvidence {
+                share: 0.10,
+                ..WindowWaitEvidence::default()
+            })
+        });
+        assert_eq!(bound_by(&rarely).kind, BoundKind::Concurrency);
+        let of = WindowWaitEvidence::of(
+            Some(&crate::model::WindowWaits {
+                connection: 3,
+                stream: 4,
+                waited_ns: 3_000_000_000,
+            }),
+            2,
+            2_000_000_000,
+        );
+        assert_eq!((of.connection, of.stream, of.share), (3, 4, 0.75));
         // Loopback: no network evidence, no network verdict.
         let loopback = BoundEvidence {
             network: None,

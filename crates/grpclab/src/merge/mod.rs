@@ -151,6 +151,7 @@ pub fn merge(parts: Vec<Part>, partial: bool) -> Result<Report, InputError> {
         methods,
         flows,
         server_windows: totals.server_windows,
+        window_waits: totals.window_waits,
     };
     Ok(Report {
         history: None,
@@ -183,6 +184,8 @@ struct Totals {
     end_reason: Option<EndReason>,
     /// What the server's frames allowed each generator, the largest of each.
     server_windows: Option<grpclab_load::PeerWindows>,
+    /// How the servers' windows held each generator's requests back, summed.
+    window_waits: grpclab_load::WindowWaits,
 }
 
 impl Totals {
@@ -199,6 +202,7 @@ impl Totals {
         if let Some(theirs) = &result.server_windows {
             self.server_windows.get_or_insert(*theirs).merge(theirs);
         }
+        self.window_waits.add(&result.window_waits);
         if self.calls_by_address.len() < result.calls_by_address.len() {
             self.calls_by_address
                 .resize(result.calls_by_address.len(), 0);

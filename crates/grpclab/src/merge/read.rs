@@ -234,6 +234,7 @@ fn part_of(source: String, json: JsonReport) -> Result<Part, InputError> {
         },
         unaccounted: json.unaccounted,
         server_windows: json.server_windows.map(Into::into),
+        window_waits: json.window_waits.map(Into::into).unwrap_or_default(),
         render_failures: json.render_failures,
         first_send,
         calls_by_address: json

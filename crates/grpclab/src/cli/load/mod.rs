@@ -387,6 +387,8 @@ pub fn execute(
     };
     let client_cpu = grpclab_harness::bench::sampler::OwnCpu::start();
     let request_bytes = grpclab_harness::bench::runner::mean_request_bytes(&prepared.config);
+    // Only our engine measures how long requests waited for the server's windows.
+    let waits_measured = matches!(prepared.config.transport, grpclab_h2::Transport::Engine);
     let across_before = network.map(|across| {
         let server_cpu = grpclab_harness::bench::sampler::read_process(across.server_pid);
         (
@@ -443,14 +445,23 @@ pub fn execute(
                     .zip(cpu_after)
                     .map(|(before, (after, _))| 100.0 * (after - before) / elapsed.as_secs_f64()),
                 Some(cores as f64),
-                Some(grpclab_harness::bench::runner::network_evidence(
-                    &prepared.options.network,
-                    across.pair.spec(),
-                    &over,
-                    elapsed,
-                    request_bytes,
-                    result.server_windows.map(Into::into),
-                )),
+                Some(grpclab_results::verdict::bound::NetworkEvidence {
+                    window_waits: waits_measured.then(|| {
+                        grpclab_results::verdict::bound::WindowWaitEvidence::of(
+                            grpclab_results::model::WindowWaits::of(&result.window_waits).as_ref(),
+                            connections,
+                            u64::try_from(result.whole_run.as_nanos()).unwrap_or(u64::MAX),
+                        )
+                    }),
+                    ..grpclab_harness::bench::runner::network_evidence(
+                        &prepared.options.network,
+                        across.pair.spec(),
+                        &over,
+                        elapsed,
+                        request_bytes,
+                        result.server_windows.map(Into::into),
+                    )
+                }),
             )
         }
         None => (None, None, None),

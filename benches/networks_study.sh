@@ -30,6 +30,13 @@ GRPC_BENCHMARK_WARMUP="${WARMUP:-5s}" \
     rust_lab rust_tonic_mt go_grpc java_hotspot_grpc_pgc \
     --network lo --network delay=500us,mtu=65535 --network delay=5ms,mtu=65535 \
     --network delay=50ms,mtu=65535
+# One connection, 16 streams of 166 kB across a 100 ms round trip: where the connection
+# windows bind (the study's "One connection" table).
+GRPC_REQUEST_SCENARIO=large_complex GRPC_BENCHMARK_DURATION="${DURATION_ONE:-10s}" \
+GRPC_BENCHMARK_WARMUP=3s GRPC_CLIENT_CONNECTIONS=1 GRPC_CLIENT_CONCURRENCY=16 \
+  "$bin" bench --suite peers/suite.toml --no-history --results-dir "$out/one_connection" \
+    rust_lab rust_tonic_mt go_grpc java_hotspot_grpc_pgc --network delay=50ms,mtu=65535 \
+    > "$out/one_connection.table.txt"
 for scenario in complex_proto large_complex large_complex_jumbo; do
   echo "## $scenario"
   cat "$out/$scenario"/*/sweep.md

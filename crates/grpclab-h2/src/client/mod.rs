@@ -590,8 +590,7 @@ impl<'s, S: CallSource> Connection<'s, S> {
         self.calls.discard(stream);
         if !self.blocked.is_empty() {
             // (A call waits here only while a window keeps its body back.)
-            self.blocked.retain(|s| *s != stream);
-            self.end_window_wait();
+            self.stop_waiting(stream);
         }
         if !self.replies.is_empty() {
             self.replies.discard(stream);

@@ -31,6 +31,7 @@ pub mod field_path;
 pub mod framing;
 pub mod input;
 pub mod payload_template;
+pub mod protocol;
 pub mod scenario;
 pub mod status;
 pub mod template;

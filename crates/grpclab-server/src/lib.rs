@@ -79,6 +79,8 @@ pub struct ServeConfig {
     /// tonic's own `ServerTlsConfig` (as tonic users do); lab takes the rustls configuration
     /// built from them in `lab.tls`.
     pub tls: Option<grpclab_core::tls::ServerTls>,
+    /// The tonic servers: serve gRPC-Web too, through tonic-web's layer.
+    pub grpc_web: bool,
 }
 
 /// Runs a built-in server until SIGTERM or Ctrl-C, then drains in-flight calls and returns.
@@ -143,6 +145,7 @@ pub fn serve(config: &ServeConfig, on_ready: impl FnOnce(String)) -> Result<(), 
             listener,
             config.implementation.name(),
             config.tls.as_ref(),
+            config.grpc_web,
             shutdown_signal(),
         )
         .await

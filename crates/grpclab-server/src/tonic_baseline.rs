@@ -224,11 +224,13 @@ impl crate::proto::pb_session::sessions_server::Sessions for SessionService {
 
 /// Serves `EchoGreeter` (and the admin `Stats` service, reporting `implementation`,
 /// `HeapProfile`, and server reflection v1 and v1alpha describing them all) on `listener`
-/// until `shutdown` resolves, then lets in-flight calls finish.
+/// until `shutdown` resolves, then lets in-flight calls finish. With `grpc_web`, gRPC-Web
+/// too (binary and text, over HTTP/1.1 and HTTP/2), as tonic users add it: tonic-web's layer.
 pub async fn run(
     listener: TcpListener,
     implementation: &'static str,
     tls: Option<&grpclab_core::tls::ServerTls>,
+    grpc_web: bool,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -255,6 +257,10 @@ pub async fn run(
             .map_err(|err| ServeError::Tls(format!("TLS: {err}")))?;
     }
     builder
+        .accept_http1(grpc_web)
+        .layer(tower::util::option_layer(
+            grpc_web.then(tonic_web::GrpcWebLayer::new),
+        ))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         // gzip as tonic users enable it: accepted, and used for replies to clients that

@@ -27,6 +27,11 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             "--unix: only lab listens on a unix socket, in plaintext: use --impl lab, without --tls-cert".to_owned(),
         ));
     }
+    if args.grpc_web && implementation == Implementation::Lab {
+        return Err(InputError(
+            "--grpc-web: lab does not serve gRPC-Web yet; use --impl tonic-mt or tonic-st (tonic-web's layer)".to_owned(),
+        ));
+    }
     let threads = args.threads.unwrap_or(1);
     if threads == 0 {
         return Err(InputError(
@@ -96,6 +101,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
         tls,
         addr: SocketAddr::new(args.host, args.port),
         unix: args.unix.clone(),
+        grpc_web: args.grpc_web,
         threads,
         lab: LabConfig {
             transport,

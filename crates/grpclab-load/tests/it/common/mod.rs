@@ -200,6 +200,7 @@ pub fn tonic_server(addr: SocketAddr) -> TestServer {
         listener,
         "tonic-mt",
         None,
+        false,
         std::future::pending(),
     ));
     TestServer {

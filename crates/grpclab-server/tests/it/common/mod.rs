@@ -76,9 +76,15 @@ pub fn start_tonic() -> Running {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             addr_tx.send(listener.local_addr().unwrap()).unwrap();
-            grpclab_server::tonic_baseline::run(listener, "tonic-mt", None, token.cancelled_owned())
-                .await
-                .is_ok()
+            grpclab_server::tonic_baseline::run(
+                listener,
+                "tonic-mt",
+                None,
+                false,
+                token.cancelled_owned(),
+            )
+            .await
+            .is_ok()
         })
     });
     Running {

@@ -75,6 +75,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
 
+    /// tonic-mt and tonic-st: serve gRPC-Web too (binary and text, over HTTP/1.1 and
+    /// HTTP/2) through tonic-web's layer, as tonic users add it. Off, the baseline is
+    /// unchanged.
+    #[arg(long)]
+    pub grpc_web: bool,
+
     /// Worker threads (tonic-mt's runtime workers, lab's I/O threads). Default:
     /// GRPC_SERVER_CPUS, else 1.
     #[arg(long, env = "GRPC_SERVER_CPUS", value_name = "N")]

@@ -1,0 +1,483 @@
+//! The wire protocols a call may speak: gRPC, gRPC-Web (binary, and text: base64) and
+//! Connect (unary). They share the message and its method path; they differ in the request's
+//! content type and framing, and in where the status is:
+//!
+//! - gRPC: `grpc-status` in the HTTP/2 trailers (or in the headers, Trailers-Only);
+//! - gRPC-Web: a trailer frame (flag 0x80) closing the body, its lines as HTTP/1 headers, so
+//!   it crosses HTTP/1.1 and proxies that drop trailers;
+//! - Connect unary: the HTTP status, the message as the whole body with no prefix, and on
+//!   failure a JSON error (`{"code": "not_found", "message": ..., "details": [...]}`).
+//!
+//! What is here is pure: request encoding and reply decoding, apart from any transport, so
+//! the decoders are checked (and fuzzed) on bytes alone.
+
+use bytes::Bytes;
+use std::ops::Range;
+
+use crate::status::Code;
+
+/// A call's wire protocol (`load --protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// gRPC over HTTP/2.
+    #[default]
+    Grpc,
+    /// gRPC-Web, binary (`application/grpc-web+proto`).
+    GrpcWeb,
+    /// gRPC-Web, text: the binary body base64-encoded (`application/grpc-web-text+proto`).
+    GrpcWebText,
+    /// Connect's unary protocol with the binary codec (`application/proto`).
+    Connect,
+}
+
+impl Protocol {
+    /// Every protocol, in the order `--protocol` lists them.
+    pub const ALL: [Protocol; 4] = [
+        Protocol::Grpc,
+        Protocol::GrpcWeb,
+        Protocol::GrpcWebText,
+        Protocol::Connect,
+    ];
+
+    /// Its name as `--protocol` takes it and results say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Grpc => "grpc",
+            Protocol::GrpcWeb => "grpc-web",
+            Protocol::GrpcWebText => "grpc-web-text",
+            Protocol::Connect => "connect",
+        }
+    }
+
+    /// The protocol named `name`.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The request's `content-type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Protocol::Grpc => "application/grpc",
+            Protocol::GrpcWeb => "application/grpc-web+proto",
+            Protocol::GrpcWebText => "application/grpc-web-text+proto",
+            Protocol::Connect => "application/proto",
+        }
+    }
+
+    /// Headers the protocol adds to each request, beside `content-type`: gRPC's
+    /// `te: trailers`, gRPC-Web's `x-grpc-web` (as grpc-web's own client sends it), Connect's
+    /// protocol version.
+    pub fn request_headers(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Protocol::Grpc => &[("te", "trailers")],
+            Protocol::GrpcWeb | Protocol::GrpcWebText => &[("x-grpc-web", "1")],
+            Protocol::Connect => &[("connect-protocol-version", "1")],
+        }
+    }
+
+    /// The request body for a gRPC-framed request message (its 5-byte prefix, then the
+    /// message): as is for gRPC and gRPC-Web, base64 for gRPC-Web text, the bare message for
+    /// Connect (which says compression in a header, never in a prefix).
+    pub fn request_body(self, framed: &Bytes) -> Result<Bytes, ProtocolError> {
+        match self {
+            Protocol::Grpc | Protocol::GrpcWeb => Ok(framed.clone()),
+            Protocol::GrpcWebText => {
+                use base64::Engine;
+                Ok(Bytes::from(
+                    base64::engine::general_purpose::STANDARD.encode(framed),
+                ))
+            }
+            Protocol::Connect => match framed.first() {
+                Some(0) if framed.len() >= 5 => Ok(framed.slice(5..)),
+                Some(_) if framed.len() >= 5 => Err(ProtocolError(
+                    "a compressed request cannot go as Connect unary here (leave -e out)"
+                        .to_owned(),
+                )),
+                _ => Err(ProtocolError(format!(
+                    "a request of {} bytes has no gRPC prefix",
+                    framed.len()
+                ))),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A reply that breaks its protocol: what is wrong, in one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProtocolError(pub String);
+
+/// A gRPC-Web reply body, read: its messages, its status and trailers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebReply {
+    /// The body as binary (a text reply decoded from base64).
+    pub body: Bytes,
+    /// Where each message frame lies in `body`, prefix included (a gRPC frame, as a gRPC
+    /// reply's would be).
+    pub messages: Vec<Range<usize>>,
+    /// `grpc-status` from the trailer frame.
+    pub code: Code,
+    /// `grpc-message`, percent-decoded by the caller's rules (as given here).
+    pub message: String,
+    /// The trailer frame's lines (name lower-cased, value trimmed), `grpc-status` included.
+    pub trailers: Vec<(String, String)>,
+}
+
+/// The frame flag of gRPC-Web's trailer frame.
+const TRAILER_FLAG: u8 = 0x80;
+
+/// Reads a gRPC-Web reply body (`text`: base64, as `application/grpc-web-text` sends it):
+/// message frames, then exactly one trailer frame, last. A body without its trailer frame,
+/// a frame cut short, anything after the trailers or trailers without `grpc-status` is a
+/// [`ProtocolError`].
+pub fn decode_grpc_web(body: &[u8], text: bool) -> Result<WebReply, ProtocolError> {
+    let body = if text {
+        Bytes::from(decode_web_text(body)?)
+    } else {
+        Bytes::copy_from_slice(body)
+    };
+    let mut messages = Vec::new();
+    let mut at = 0usize;
+    while at < body.len() {
+        let Some(header) = body.get(at..at + 5) else {
+            return Err(ProtocolError(format!(
+                "a frame header cut short: {} of 5 bytes at byte {at}",
+                body.len() - at
+            )));
+        };
+        let flag = header[0];
+        let length = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        let end = at + 5 + length;
+        if end > body.len() {
+            return Err(ProtocolError(format!(
+                "a frame of {length} bytes cut short at {} (byte {at})",
+                body.len() - at - 5
+            )));
+        }
+        if flag & TRAILER_FLAG == 0 {
+            messages.push(at..end);
+            at = end;
+            continue;
+        }
+        if end != body.len() {
+            return Err(ProtocolError(format!(
+                "{} bytes after the trailer frame",
+                body.len() - end
+            )));
+        }
+        let trailers = parse_trailer_lines(&body[at + 5..end])?;
+        let status = trailers
+            .iter()
+            .find(|(name, _)| name == "grpc-status")
+            .map(|(_, value)| value.clone())
+            .ok_or_else(|| ProtocolError("the trailer frame has no grpc-status".to_owned()))?;
+        let message = trailers
+            .iter()
+            .find(|(name, _)| name == "grpc-message")
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default();
+        return Ok(WebReply {
+            code: Code::from_header(status.as_bytes()),
+            message,
+            trailers,
+            messages,
+            body,
+        });
+    }
+    Err(ProtocolError(
+        "the body ended without its trailer frame (no grpc-status)".to_owned(),
+    ))
+}
+
+/// gRPC-Web text: base64 in chunks, each padded on its own (a server may flush a message and
+/// its trailers apart), so padding may sit mid-body.
+fn decode_web_text(body: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let clean: Vec<u8> = body
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    let mut out = Vec::with_capacity(clean.len() / 4 * 3);
+    for chunk in clean.chunks(4) {
+        if chunk.len() < 4 {
+            return Err(ProtocolError(format!(
+                "the base64 body ends in {} characters, not a group of 4",
+                chunk.len()
+            )));
+        }
+        engine
+            .decode_vec(chunk, &mut out)
+            .map_err(|err| ProtocolError(format!("the body is not base64: {err}")))?;
+    }
+    Ok(out)
+}
+
+/// The trailer frame's `name: value` lines (CRLF, or LF, separated).
+fn parse_trailer_lines(block: &[u8]) -> Result<Vec<(String, String)>, ProtocolError> {
+    let text = std::str::from_utf8(block)
+        .map_err(|_| ProtocolError("the trailer frame is not text".to_owned()))?;
+    let mut trailers = Vec::new();
+    for line in text.split('\n') {
+        let line = line.trim_end_matches('\r');
+        if line.is_empty() {
+            continue;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(ProtocolError(format!(
+                "a trailer line without ':': {:?}",
+                line.chars().take(60).collect::<String>()
+            )));
+        };
+        trailers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    Ok(trailers)
+}
+
+/// Connect's name for a code (`not_found`); none for OK, which Connect never sends as one.
+pub fn connect_code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "ok",
+        Code::Canceled => "canceled",
+        Code::Unknown => "unknown",
+        Code::InvalidArgument => "invalid_argument",
+        Code::DeadlineExceeded => "deadline_exceeded",
+        Code::NotFound => "not_found",
+        Code::AlreadyExists => "already_exists",
+        Code::PermissionDenied => "permission_denied",
+        Code::ResourceExhausted => "resource_exhausted",
+        Code::FailedPrecondition => "failed_precondition",
+        Code::Aborted => "aborted",
+        Code::OutOfRange => "out_of_range",
+        Code::Unimplemented => "unimplemented",
+        Code::Internal => "internal",
+        Code::Unavailable => "unavailable",
+        Code::DataLoss => "data_loss",
+        Code::Unauthenticated => "unauthenticated",
+    }
+}
+
+/// A Connect error, read from a non-200 reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectFailure {
+    /// The code: the JSON's, or inferred from the HTTP status when the JSON has none.
+    pub code: Code,
+    /// The JSON's message, with how the code was found when it was not given.
+    pub message: String,
+    /// How many details the error carried.
+    pub details: usize,
+}
+
+/// Reads a Connect unary error: `http_status` (not 200) and its body, which should be
+/// `{"code": ..., "message": ..., "details": [...]}`. A body that is not that JSON, or names
+/// no code Connect has, is an error still: its code comes from the HTTP status, as the
+/// Connect protocol says, and the message says what was wrong with the body.
+pub fn decode_connect_error(http_status: u16, body: &[u8]) -> ConnectFailure {
+    let inferred = Code::from_http_status(http_status);
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return ConnectFailure {
+            code: inferred,
+            message: format!(
+                "HTTP status {http_status} without a Connect error body ({} bytes that are not JSON)",
+                body.len()
+            ),
+            details: 0,
+        };
+    };
+    let message = json["message"].as_str().unwrap_or_default().to_owned();
+    let details = json["details"].as_array().map_or(0, Vec::len);
+    let named = json["code"].as_str().and_then(|name| {
+        Code::ALL
+            .into_iter()
+            .find(|code| *code != Code::Ok && connect_code_name(*code) == name)
+    });
+    match named {
+        Some(code) => ConnectFailure {
+            code,
+            message,
+            details,
+        },
+        None => ConnectFailure {
+            code: inferred,
+            message: format!(
+                "HTTP status {http_status}, a Connect error without a known code ({}){}",
+                json["code"]
+                    .as_str()
+                    .map_or_else(|| "none".to_owned(), |c| format!("{c:?}")),
+                if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {message}")
+                }
+            ),
+            details,
+        },
+    }
+}
+
+/// Whether a reply's `content-type` is the one `protocol` expects for a message (Connect's
+/// errors come as `application/json` and are read apart).
+pub fn reply_content_type_fits(protocol: Protocol, content_type: Option<&[u8]>) -> bool {
+    let Some(value) = content_type else {
+        return false;
+    };
+    let value = std::str::from_utf8(value)
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match protocol {
+        Protocol::Grpc => value.starts_with("application/grpc") && !value.contains("grpc-web"),
+        Protocol::GrpcWeb => {
+            value == "application/grpc-web" || value == "application/grpc-web+proto"
+        }
+        Protocol::GrpcWebText => {
+            value == "application/grpc-web-text" || value == "application/grpc-web-text+proto"
+        }
+        Protocol::Connect => value == "application/proto",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![flag];
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn a_web_body_gives_its_messages_and_its_trailer_frames_status() {
+        let mut body = frame(0, b"hello");
+        body.extend(frame(0, b"again"));
+        body.extend(frame(
+            0x80,
+            b"grpc-status: 5\r\ngrpc-message: not here\r\nx-served-by: a\r\n",
+        ));
+        let reply = decode_grpc_web(&body, false).unwrap();
+        assert_eq!(reply.messages, vec![0..10, 10..20]);
+        assert_eq!(&reply.body[reply.messages[1].clone()][5..], b"again");
+        assert_eq!(reply.code, Code::NotFound);
+        assert_eq!(reply.message, "not here");
+        assert!(reply
+            .trailers
+            .contains(&("x-served-by".to_owned(), "a".to_owned())));
+    }
+
+    #[test]
+    fn web_text_is_base64_padded_per_chunk() {
+        use base64::Engine;
+        let engine = base64::engine::general_purpose::STANDARD;
+        // The message and the trailers encoded apart: padding mid-body.
+        let mut text = engine.encode(frame(0, b"hi")).into_bytes();
+        text.extend(
+            engine
+                .encode(frame(0x80, b"grpc-status:0\r\n"))
+                .into_bytes(),
+        );
+        let reply = decode_grpc_web(&text, true).unwrap();
+        assert_eq!(reply.code, Code::Ok);
+        assert_eq!(reply.messages.len(), 1);
+    }
+
+    #[test]
+    fn a_web_body_that_breaks_the_protocol_is_one_line_each() {
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (frame(0, b"hello"), "without its trailer frame"),
+            (vec![], "without its trailer frame"),
+            (frame(0, b"hello")[..7].to_vec(), "cut short at 2"),
+            (vec![0, 0, 0], "frame header cut short: 3 of 5"),
+            (
+                [frame(0x80, b"grpc-status: 0\r\n"), frame(0, b"x")].concat(),
+                "6 bytes after the trailer frame",
+            ),
+            (frame(0x80, b"x-other: 1\r\n"), "no grpc-status"),
+            (frame(0x80, b"no colon here"), "without ':'"),
+            (frame(0x80, &[0xff, 0xfe]), "not text"),
+        ];
+        for (body, says) in cases {
+            let err = decode_grpc_web(&body, false).unwrap_err();
+            assert!(err.0.contains(says), "{says}: {err}");
+        }
+        let err = decode_grpc_web(b"AAAAAAVo", true).unwrap_err();
+        assert!(err.0.contains("cut short"), "{err}");
+        let err = decode_grpc_web(b"AAA", true).unwrap_err();
+        assert!(err.0.contains("not a group of 4"), "{err}");
+        let err = decode_grpc_web(b"!!!!", true).unwrap_err();
+        assert!(err.0.contains("not base64"), "{err}");
+    }
+
+    #[test]
+    fn a_connect_error_gives_its_code_or_the_http_statuss() {
+        let named = decode_connect_error(
+            404,
+            br#"{"code":"not_found","message":"no such","details":[{"type":"a","value":""}]}"#,
+        );
+        assert_eq!(
+            named,
+            ConnectFailure {
+                code: Code::NotFound,
+                message: "no such".to_owned(),
+                details: 1
+            }
+        );
+        // Every code Connect names comes back as itself.
+        for code in Code::ALL.into_iter().filter(|c| *c != Code::Ok) {
+            let body = format!(r#"{{"code":"{}"}}"#, connect_code_name(code));
+            assert_eq!(decode_connect_error(500, body.as_bytes()).code, code);
+        }
+        let no_code = decode_connect_error(503, br#"{"message":"busy"}"#);
+        assert_eq!(no_code.code, Code::Unavailable);
+        assert!(no_code
+            .message
+            .contains("without a known code (none): busy"));
+        let unknown = decode_connect_error(400, br#"{"code":"ok"}"#);
+        assert_eq!(unknown.code, Code::Internal);
+        let not_json = decode_connect_error(502, b"<html>bad gateway</html>");
+        assert_eq!(not_json.code, Code::Unavailable);
+        assert!(not_json.message.contains("not JSON"));
+    }
+
+    #[test]
+    fn requests_are_encoded_as_each_protocol_sends_them() {
+        let framed = Bytes::from(frame(0, b"msg"));
+        assert_eq!(Protocol::GrpcWeb.request_body(&framed).unwrap(), framed);
+        assert_eq!(
+            Protocol::Connect.request_body(&framed).unwrap(),
+            Bytes::from_static(b"msg")
+        );
+        assert_eq!(
+            Protocol::GrpcWebText.request_body(&framed).unwrap(),
+            Bytes::from_static(b"AAAAAANtc2c=")
+        );
+        let compressed = Bytes::from(frame(1, b"msg"));
+        assert!(Protocol::Connect.request_body(&compressed).is_err());
+        for protocol in Protocol::ALL {
+            assert_eq!(Protocol::from_name(protocol.name()), Some(protocol));
+        }
+        assert!(reply_content_type_fits(
+            Protocol::GrpcWeb,
+            Some(b"application/grpc-web+proto")
+        ));
+        assert!(!reply_content_type_fits(
+            Protocol::GrpcWeb,
+            Some(b"application/grpc")
+        ));
+        assert!(reply_content_type_fits(
+            Protocol::Connect,
+            Some(b"application/proto; charset=utf-8")
+        ));
+    }
+}

@@ -65,12 +65,16 @@ impl Protocol {
     }
 
     /// Headers the protocol adds to each request, beside `content-type`: gRPC's
-    /// `te: trailers`, gRPC-Web's `x-grpc-web` (as grpc-web's own client sends it), Connect's
-    /// protocol version.
+    /// `te: trailers`; gRPC-Web's `x-grpc-web` and the reply encoding it accepts (as
+    /// grpc-web's own client sends them: servers such as tonic-web answer text only to a
+    /// client that accepts it); Connect's protocol version.
     pub fn request_headers(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Protocol::Grpc => &[("te", "trailers")],
-            Protocol::GrpcWeb | Protocol::GrpcWebText => &[("x-grpc-web", "1")],
+            Protocol::GrpcWeb => &[("x-grpc-web", "1"), ("accept", "application/grpc-web")],
+            Protocol::GrpcWebText => {
+                &[("x-grpc-web", "1"), ("accept", "application/grpc-web-text")]
+            }
             Protocol::Connect => &[("connect-protocol-version", "1")],
         }
     }

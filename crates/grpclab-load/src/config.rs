@@ -398,6 +398,9 @@ pub struct LoadConfig {
     pub validator: Option<ReplyValidator>,
     /// The HTTP/2 implementation.
     pub transport: Transport,
+    /// The wire protocol each call speaks (gRPC unless `--protocol`; the others on the h2
+    /// transport only).
+    pub protocol: grpclab_core::protocol::Protocol,
     /// `--skipFirst`: leave the first this many measured calls to end out of the results (the
     /// count excludes them; the run's `-n` budget includes them, as in ghz).
     pub skip_first: u64,
@@ -587,6 +590,7 @@ impl LoadConfig {
             connect_timeout: CONNECT_TIMEOUT,
             validator: None,
             transport: Transport::Engine,
+            protocol: grpclab_core::protocol::Protocol::Grpc,
             details: None,
             skip_first: 0,
             first_stream_id: 1,

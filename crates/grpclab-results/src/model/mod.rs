@@ -115,6 +115,8 @@ pub struct RunOptions {
     pub concurrency_shape: LoadShape,
     /// `--network`: the network the calls crossed, as given (empty: not given).
     pub network: String,
+    /// `--protocol`, when not gRPC (`grpc-web`, `grpc-web-text`, `connect`; empty: gRPC).
+    pub protocol: String,
 }
 
 /// ghz's load- or concurrency-schedule settings as given (`const` with its zeros when not stepped).

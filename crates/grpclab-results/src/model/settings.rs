@@ -158,6 +158,10 @@ pub struct JsonOptions {
     /// omitted when not given.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub network: String,
+    /// grpclab: `--protocol` when not gRPC (`grpc-web`, `grpc-web-text`, `connect`);
+    /// omitted for gRPC.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub protocol: String,
 }
 
 impl JsonOptions {
@@ -238,6 +242,7 @@ impl JsonOptions {
             stream: options.stream.clone(),
             requests_digest: options.requests_digest.clone(),
             network: options.network.clone(),
+            protocol: options.protocol.clone(),
         }
     }
 }

@@ -326,6 +326,7 @@ fn settings(json: &JsonReport) -> Vec<(&'static str, String)> {
         ),
         ("the streaming flags", o.stream.clone()),
         ("the network (--network)", o.network.clone()),
+        ("the protocol (--protocol)", o.protocol.clone()),
         (
             "what the calls send (payloads, metadata, workload entries)",
             o.requests_digest.clone(),
@@ -380,6 +381,7 @@ fn run_options(json: &JsonReport) -> RunOptions {
         dial_timeout: Duration::from_nanos(o.dial_timeout),
         keepalive: Duration::from_nanos(o.keepalive),
         network: o.network.clone(),
+        protocol: o.protocol.clone(),
         cpus: o.cpus as usize,
         validate: o.validate,
         transport: o.transport.clone(),

@@ -5,6 +5,7 @@
 pub mod leftovers;
 pub mod pki;
 pub mod recording;
+pub mod scripted;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -188,4 +189,24 @@ pub fn run_shards_and_merge(
     );
     let merged = serde_json::from_slice(&out.stdout).expect("merged JSON");
     (parts, merged)
+}
+
+/// A one-worker tokio runtime and a listener on a loopback port of its own: the start of
+/// every test server written on the `h2` crate.
+#[allow(dead_code)]
+pub fn loopback_listener() -> (
+    tokio::runtime::Runtime,
+    tokio::net::TcpListener,
+    std::net::SocketAddr,
+) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("local address");
+    (runtime, listener, addr)
 }

@@ -80,15 +80,7 @@ impl RecordingServer {
     }
 
     fn start_with(behaviour: Behaviour, tls: Option<Arc<rustls::ServerConfig>>) -> RecordingServer {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind");
-        let addr = listener.local_addr().expect("local address");
+        let (runtime, listener, addr) = super::loopback_listener();
         let calls = Arc::new(Mutex::new(Vec::new()));
         let resets = Arc::new(AtomicU64::new(0));
         let state = Arc::new(State {

@@ -11,6 +11,7 @@ mod connection;
 mod flow;
 mod streaming;
 mod unary;
+mod web;
 
 use bytes::Bytes;
 use grpclab_core::framing::format_grpc_timeout;
@@ -112,19 +113,28 @@ pub(crate) fn start(
 /// make a URI).
 fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
     let mut headers = HeaderMap::new();
+    let protocol = config.protocol;
     headers.insert(
         http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
+        HeaderValue::from_static(protocol.content_type()),
     );
-    headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
+    for (name, value) in protocol.request_headers() {
+        headers.insert(*name, HeaderValue::from_static(value));
+    }
     headers.insert(
         http::header::USER_AGENT,
         HeaderValue::from_static(concat!("grpclab/", env!("CARGO_PKG_VERSION"))),
     );
     if let Some(timeout) = config.timeout {
-        let value = HeaderValue::from_str(&format_grpc_timeout(timeout))
-            .map_err(|err| format!("invalid timeout: {err}"))?;
-        headers.insert("grpc-timeout", value);
+        if protocol == grpclab_core::protocol::Protocol::Connect {
+            // Connect's deadline: whole milliseconds, at most 10 digits.
+            let millis = timeout.as_millis().clamp(1, 9_999_999_999);
+            headers.insert("connect-timeout-ms", HeaderValue::from(millis as u64));
+        } else {
+            let value = HeaderValue::from_str(&format_grpc_timeout(timeout))
+                .map_err(|err| format!("invalid timeout: {err}"))?;
+            headers.insert("grpc-timeout", value);
+        }
     }
     if config.gzip {
         headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
@@ -154,6 +164,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
         max_reply_message: config.max_recv_message_bytes,
         kept_headers: config.kept_reply_headers(),
         step_traits: config.step_traits(),
+        protocol,
     })
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct CallTemplate {
     /// By method: what a flow step calling it asks (a server stream's replies may end OK
     /// with no message at all).
     pub step_traits: Vec<crate::flow::StepTraits>,
+    /// The wire protocol (gRPC-Web and Connect: see [`super::web`]).
+    pub protocol: grpclab_core::protocol::Protocol,
 }
 
 impl CallTemplate {
@@ -60,7 +62,12 @@ impl CallTemplate {
 }
 
 /// The `names` among `headers`, added to `kept` (`trailer`: they are the trailers).
-fn keep_headers(names: &[Bytes], headers: &HeaderMap, trailer: bool, kept: &mut Vec<ReplyHeader>) {
+pub(super) fn keep_headers(
+    names: &[Bytes],
+    headers: &HeaderMap,
+    trailer: bool,
+    kept: &mut Vec<ReplyHeader>,
+) {
     for name in names {
         let Ok(name) = std::str::from_utf8(name) else {
             continue;
@@ -88,20 +95,23 @@ pub(crate) async fn unary_call(
     scratch: &mut Vec<u8>,
     mut kept: Option<&mut Vec<ReplyHeader>>,
 ) -> Result<(), CallFailure> {
-    std::future::poll_fn(|cx| sender.poll_ready(cx))
-        .await
-        .map_err(failure_from_h2)?;
-    let (response, mut request_body) = sender
-        .send_request(template.request(method, call_headers), false)
-        .map_err(failure_from_h2)?;
-    request_body
-        .send_data(body, true)
-        .map_err(failure_from_h2)?;
-    let response = response.await.map_err(failure_from_h2)?;
-    let (head, mut reply) = response.into_parts();
-    if let Some(kept) = kept.as_deref_mut() {
-        keep_headers(&template.kept_headers, &head.headers, false, kept);
+    if template.protocol != grpclab_core::protocol::Protocol::Grpc {
+        return super::web::call(
+            sender,
+            template,
+            (method, body, call_headers),
+            scratch,
+            kept,
+        )
+        .await;
     }
+    let (head, mut reply) = send(
+        sender,
+        template,
+        (method, body, call_headers),
+        kept.as_deref_mut(),
+    )
+    .await?;
     if head.status != StatusCode::OK {
         return Err(CallFailure::new(
             Code::from_http_status(head.status.as_u16()),
@@ -168,6 +178,11 @@ pub(crate) async fn unary_call(
             "status OK but no reply message",
         ));
     }
+    validate(template, scratch)
+}
+
+/// `--validate`: the reply (gRPC frames in `scratch`) checked by the template's validator.
+pub(super) fn validate(template: &CallTemplate, scratch: &[u8]) -> Result<(), CallFailure> {
     if let Some(validator) = &template.validator {
         let message = unframe_maybe_gzip(scratch, template.gzip, REPLY_INFLATE_LIMIT)
             .map_err(|err| CallFailure::new(Code::Internal, format!("invalid reply: {err}")))?;
@@ -176,6 +191,31 @@ pub(crate) async fn unary_call(
         })?;
     }
     Ok(())
+}
+
+/// Sends one request (`method`, its `body` as the protocol sends it, its own headers) and
+/// waits for the reply's head, whose kept headers go to `kept`.
+pub(super) async fn send(
+    sender: &mut SendRequest<Bytes>,
+    template: &CallTemplate,
+    (method, body, call_headers): (u32, Bytes, &CallHeaders),
+    kept: Option<&mut Vec<ReplyHeader>>,
+) -> Result<(http::response::Parts, h2::RecvStream), CallFailure> {
+    std::future::poll_fn(|cx| sender.poll_ready(cx))
+        .await
+        .map_err(failure_from_h2)?;
+    let (response, mut request_body) = sender
+        .send_request(template.request(method, call_headers), false)
+        .map_err(failure_from_h2)?;
+    request_body
+        .send_data(body, true)
+        .map_err(failure_from_h2)?;
+    let response = response.await.map_err(failure_from_h2)?;
+    let (head, reply) = response.into_parts();
+    if let Some(kept) = kept {
+        keep_headers(&template.kept_headers, &head.headers, false, kept);
+    }
+    Ok((head, reply))
 }
 
 /// Reads `grpc-status` and `grpc-message` from headers or trailers.

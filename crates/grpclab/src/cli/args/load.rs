@@ -65,6 +65,33 @@ impl TransportArg {
     }
 }
 
+/// `--protocol` values: the wire protocol each call speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// gRPC over HTTP/2.
+    Grpc,
+    /// gRPC-Web, binary: the status in a trailer frame closing the body.
+    GrpcWeb,
+    /// gRPC-Web, text: the binary body base64-encoded.
+    GrpcWebText,
+    /// Connect's unary protocol, binary codec: the bare message as the body, the status as
+    /// the HTTP status and an error JSON.
+    Connect,
+}
+
+impl ProtocolArg {
+    /// The protocol it names.
+    pub fn protocol(self) -> grpclab_core::protocol::Protocol {
+        use grpclab_core::protocol::Protocol;
+        match self {
+            ProtocolArg::Grpc => Protocol::Grpc,
+            ProtocolArg::GrpcWeb => Protocol::GrpcWeb,
+            ProtocolArg::GrpcWebText => Protocol::GrpcWebText,
+            ProtocolArg::Connect => Protocol::Connect,
+        }
+    }
+}
+
 /// `--lb-strategy`'s values, spelled as gRPC and ghz spell them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LbStrategy {
@@ -480,6 +507,12 @@ pub struct LoadArgs {
     /// crate, the reference).
     #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = TransportArg::Engine, value_name = "TRANSPORT")]
     pub transport: TransportArg,
+
+    /// The wire protocol of each call: grpc, grpc-web (binary), grpc-web-text (base64) or
+    /// connect (Connect's unary protocol, binary codec). gRPC-Web and Connect go over HTTP/2
+    /// on the h2 crate's transport (--transport h2); unary calls only.
+    #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = ProtocolArg::Grpc, value_name = "PROTOCOL")]
+    pub protocol: ProtocolArg,
     /// How connections are spread over the target's addresses (ghz's flag, gRPC's
     /// policies): pick_first (every connection to the first address that accepts one) or
     /// round_robin (connection i to address i mod n). A target may name several: HOST:PORT

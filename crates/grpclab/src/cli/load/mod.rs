@@ -598,6 +598,26 @@ fn apply_call_shape(
         TransportArg::Engine => grpclab_load::Transport::Engine,
         TransportArg::H2 => grpclab_load::Transport::H2,
     };
+    config.protocol = args.protocol.protocol();
+    if config.protocol != grpclab_core::protocol::Protocol::Grpc {
+        let protocol = config.protocol;
+        if args.transport != TransportArg::H2 {
+            return Err(InputError(format!(
+                "--protocol {protocol} runs on the h2 crate's transport so far: add --transport h2 (grpclab's engine speaks gRPC)"
+            )));
+        }
+        if method.is_client_streaming() || method.is_server_streaming() {
+            return Err(InputError(format!(
+                "--protocol {protocol}: {} is a streaming method; gRPC-Web and Connect are unary-only here so far",
+                method.full_name()
+            )));
+        }
+        if config.gzip && protocol == grpclab_core::protocol::Protocol::Connect {
+            return Err(InputError(
+                "--protocol connect with -e: Connect's compression (content-encoding) is not sent yet; leave -e out".to_owned(),
+            ));
+        }
+    }
     config.shape =
         grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming());
     if !config.flows.is_empty() {

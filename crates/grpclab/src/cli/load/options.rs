@@ -95,6 +95,10 @@ pub(super) fn run_options(
             .network
             .map(|spec| spec.to_string())
             .unwrap_or_default(),
+        protocol: match args.protocol.protocol() {
+            grpclab_core::protocol::Protocol::Grpc => String::new(),
+            other => other.name().to_owned(),
+        },
         skip_first: args.skip_first,
         load: load_shape(args.load_schedule, config.pacing),
         concurrency_shape: config

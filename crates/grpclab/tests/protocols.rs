@@ -1,0 +1,287 @@
+//! `load --protocol`: gRPC-Web (binary and text) and Connect's unary protocol, over real
+//! sockets. Against tonic-web (`serve --grpc-web`): every call counted as gRPC counts it.
+//! Against a scripted server: each status found where its protocol keeps it, and each
+//! malformed answer one clear outcome.
+
+mod common;
+
+use common::scripted::{ScriptedReply, ScriptedServer};
+use common::{grpclab, load_report, Server};
+
+/// A gRPC frame: flag, length, payload.
+fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![flag];
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// `load TARGET --protocol P --transport h2 -O json` for `n` calls of string_10B: the report,
+/// exit code and stderr.
+fn load_as(
+    target: &str,
+    protocol: &str,
+    n: u64,
+    extra: &[&str],
+) -> (serde_json::Value, Option<i32>, String) {
+    let n = n.to_string();
+    let mut args = vec![
+        target,
+        "--insecure",
+        "--scenario",
+        "string_10B",
+        "--transport",
+        "h2",
+        "--protocol",
+        protocol,
+        "-n",
+        &n,
+        "-c",
+        "4",
+    ];
+    args.extend_from_slice(extra);
+    let (report, code, stderr) = load_report(&args);
+    (
+        report.unwrap_or_else(|| panic!("{protocol}: no JSON report: {stderr}")),
+        code,
+        stderr,
+    )
+}
+
+/// The only error line of a report: (status name, count, message).
+fn only_error(report: &serde_json::Value) -> (String, u64, String) {
+    let statuses = report["statusCodeDistribution"]
+        .as_object()
+        .expect("statusCodeDistribution");
+    assert_eq!(statuses.len(), 1, "{statuses:?}");
+    let (status, count) = statuses.iter().next().unwrap();
+    let errors = report["errorDistribution"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let message = errors.keys().next().cloned().unwrap_or_default();
+    (status.clone(), count.as_u64().unwrap_or(0), message)
+}
+
+#[test]
+fn grpc_web_and_its_text_form_count_every_call_as_grpc_does() {
+    let server = Server::start_with(&["--impl", "tonic-mt", "--grpc-web"]);
+    let target = server.target();
+    let mut served_before = server.stats()["calls"].as_u64().unwrap_or(0);
+    for protocol in ["grpc", "grpc-web", "grpc-web-text"] {
+        let (report, code, stderr) = load_as(&target, protocol, 300, &["--validate"]);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_eq!(report["count"], 300, "{protocol}: {report}");
+        assert_eq!(report["statusCodeDistribution"]["OK"], 300, "{protocol}");
+        // The JSON names a protocol other than gRPC.
+        let named = report["options"]["protocol"].as_str().unwrap_or("grpc");
+        assert_eq!(named, protocol);
+        // The server answered each call once: what the client counted is what was served.
+        let served = server.stats()["calls"].as_u64().unwrap_or(0);
+        assert_eq!(served - served_before, 300, "{protocol}");
+        served_before = served;
+    }
+}
+
+#[test]
+fn a_grpc_web_status_is_read_from_its_trailer_frame_or_its_headers() {
+    // A message, then the trailer frame: NotFound with a percent-encoded message.
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", "application/grpc-web+proto".to_owned())],
+        body: [
+            frame(0, b""),
+            frame(0x80, b"grpc-status: 5\r\ngrpc-message: gone%21\r\n"),
+        ]
+        .concat(),
+        trailers: None,
+    });
+    let (report, _, stderr) = load_as(&server.target(), "grpc-web", 20, &[]);
+    assert_eq!(server.received(), 20, "{stderr}");
+    let (status, count, message) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("NotFound", 20));
+    assert!(message.contains("gone!"), "{message}");
+    // The request went as gRPC-Web goes.
+    let headers = server.last_headers();
+    assert!(headers.contains(&("content-type".into(), "application/grpc-web+proto".into())));
+    assert!(headers.contains(&("x-grpc-web".into(), "1".into())));
+    assert!(!headers.iter().any(|(name, _)| name == "te"), "{headers:?}");
+
+    // Trailers-Only: the status in the headers, no body.
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 200,
+        headers: vec![
+            ("content-type", "application/grpc-web+proto".to_owned()),
+            ("grpc-status", "7".to_owned()),
+            ("grpc-message", "no".to_owned()),
+        ],
+        body: Vec::new(),
+        trailers: None,
+    });
+    let (report, _, _) = load_as(&server.target(), "grpc-web", 10, &[]);
+    let (status, count, _) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("PermissionDenied", 10));
+}
+
+#[test]
+fn a_connect_error_is_read_from_its_json_with_its_details() {
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 404,
+        headers: vec![("content-type", "application/json".to_owned())],
+        body:
+            br#"{"code":"not_found","message":"no such item","details":[{"type":"x","value":""}]}"#
+                .to_vec(),
+        trailers: None,
+    });
+    let (report, _, stderr) = load_as(&server.target(), "connect", 12, &["-t", "2s"]);
+    assert_eq!(server.received(), 12, "{stderr}");
+    let (status, count, message) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("NotFound", 12));
+    assert!(
+        message.contains("no such item (1 error detail)"),
+        "{message}"
+    );
+    // Connect's request: its content type and version, its deadline in milliseconds.
+    let headers = server.last_headers();
+    for expected in [
+        ("content-type", "application/proto"),
+        ("connect-protocol-version", "1"),
+        ("connect-timeout-ms", "2000"),
+    ] {
+        assert!(
+            headers.contains(&(expected.0.into(), expected.1.into())),
+            "{expected:?} in {headers:?}"
+        );
+    }
+    // A 200 with the bare message is OK.
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", "application/proto".to_owned())],
+        body: Vec::new(),
+        trailers: None,
+    });
+    let (report, code, stderr) = load_as(&server.target(), "connect", 12, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["statusCodeDistribution"]["OK"], 12, "{report}");
+}
+
+/// A server that breaks the protocol gets one clear outcome per call, never a panic, and
+/// every call is accounted for.
+#[test]
+fn each_malformed_answer_is_one_clear_outcome() {
+    let cases: Vec<(&str, ScriptedReply, &str, &str)> = vec![
+        (
+            "grpc-web",
+            ScriptedReply {
+                status: 200,
+                headers: vec![("content-type", "application/grpc-web+proto".to_owned())],
+                body: frame(0, b""),
+                trailers: None,
+            },
+            "Internal",
+            "without its trailer frame",
+        ),
+        (
+            "grpc-web-text",
+            ScriptedReply {
+                status: 200,
+                headers: vec![("content-type", "application/grpc-web-text+proto".to_owned())],
+                body: b"not base64!".to_vec(),
+                trailers: None,
+            },
+            "Internal",
+            "base64",
+        ),
+        (
+            "grpc-web",
+            ScriptedReply {
+                status: 200,
+                headers: vec![("content-type", "text/html".to_owned())],
+                body: b"<html></html>".to_vec(),
+                trailers: None,
+            },
+            "Unknown",
+            "content-type is \"text/html\"",
+        ),
+        (
+            "connect",
+            ScriptedReply {
+                status: 503,
+                headers: vec![("content-type", "application/json".to_owned())],
+                body: br#"{"message":"busy"}"#.to_vec(),
+                trailers: None,
+            },
+            "Unavailable",
+            "without a known code (none): busy",
+        ),
+        (
+            "connect",
+            ScriptedReply {
+                status: 200,
+                headers: vec![("content-type", "application/grpc".to_owned())],
+                body: frame(0, b""),
+                trailers: Some(vec![("grpc-status", "0".to_owned())]),
+            },
+            "Unknown",
+            "not Connect's application/proto",
+        ),
+    ];
+    for (protocol, reply, code_name, says) in cases {
+        let server = ScriptedServer::start(reply);
+        let (report, code, stderr) = load_as(&server.target(), protocol, 8, &[]);
+        assert_ne!(code, Some(101), "{protocol}: a panic: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(report["count"], 8, "{protocol}: {report}");
+        let (status, count, message) = only_error(&report);
+        assert_eq!(
+            (status.as_str(), count),
+            (code_name, 8),
+            "{protocol}: {message}"
+        );
+        assert!(message.contains(says), "{protocol}: {message}");
+        assert_eq!(server.received(), 8, "{protocol}");
+    }
+}
+
+#[test]
+fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
+    for (args, says) in [
+        (
+            &["--scenario", "string_10B", "--protocol", "grpc-web"][..],
+            "--protocol grpc-web runs on the h2 crate's transport so far: add --transport h2",
+        ),
+        (
+            &[
+                "--scenario",
+                "string_10B",
+                "--protocol",
+                "connect",
+                "--transport",
+                "h2",
+                "-e",
+            ][..],
+            "--protocol connect with -e",
+        ),
+        (
+            &[
+                "--scenario",
+                "streaming_ping_pong",
+                "--protocol",
+                "grpc-web",
+                "--transport",
+                "h2",
+            ][..],
+            "is a streaming method",
+        ),
+    ] {
+        let out = grpclab()
+            .args(["load", "127.0.0.1:1", "--insecure"])
+            .args(args)
+            .output()
+            .expect("run grpclab load");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}

@@ -14,9 +14,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_grpclab");
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../peers/suite.toml");
 
 /// The peers in the suite, as grpc_bench names them.
-const PEERS: [&str; 12] = [
+const PEERS: [&str; 13] = [
     "rust_ntex_grpc",
     "go_grpc",
+    "go_connect",
     "cpp_grpc_mt",
     "java_hotspot_grpc_pgc",
     "java_hotspot_grpc_pgc_direct",

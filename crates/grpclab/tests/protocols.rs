@@ -285,3 +285,118 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
 }
+
+/// The connect-go peer (peers/connect_go), built for string_10B and listening on a free
+/// loopback port until dropped; `None` where Go or protoc is missing (never on CI).
+struct ConnectGo {
+    child: std::process::Child,
+    target: String,
+    _build: tempfile::TempDir,
+}
+
+impl ConnectGo {
+    fn start() -> Option<ConnectGo> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let has = |tool: &str| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|out| out.status.success())
+        };
+        if !has("go") || !has("protoc") {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "go and protoc are installed on CI (peers/install.sh go)"
+            );
+            eprintln!("SKIPPED: no go or protoc here (bash peers/install.sh go)");
+            return None;
+        }
+        let build = tempfile::tempdir().expect("build folder");
+        let built = std::process::Command::new("./build.sh")
+            .arg(root.join("scenarios/string_10B"))
+            .arg(build.path())
+            .current_dir(root.join("peers/connect_go"))
+            .output()
+            .expect("run peers/connect_go/build.sh");
+        assert!(
+            built.status.success(),
+            "connect-go peer build failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new(build.path().join("server"))
+            .arg(port.to_string())
+            .env("GRPC_SERVER_HOST", "127.0.0.1")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start the connect-go peer");
+        let target = format!("127.0.0.1:{port}");
+        // Listening once a connection is accepted (it starts in milliseconds; the loop
+        // ends on its own if it never does).
+        let mut tries = 0;
+        while std::net::TcpStream::connect(&target).is_err() {
+            tries += 1;
+            assert!(
+                tries < 500,
+                "the connect-go peer never listened on {target}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(ConnectGo {
+            child,
+            target,
+            _build: build,
+        })
+    }
+}
+
+impl Drop for ConnectGo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// connect-go serves gRPC, gRPC-Web and Connect from one handler: each protocol gets every
+/// call answered, and each gRPC code the handler returns comes back as itself, with its
+/// message (and, in Connect, its error detail counted). gRPC-Web's text form is one clear
+/// outcome: connect-go does not speak it (415).
+#[test]
+fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
+    let Some(peer) = ConnectGo::start() else {
+        return;
+    };
+    for protocol in ["grpc", "grpc-web", "connect"] {
+        let (report, code, stderr) = load_as(&peer.target, protocol, 200, &["--validate"]);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 200,
+            "{protocol}: {report}"
+        );
+        for number in 1..=16u32 {
+            let metadata = format!(r#"{{"x-want-code":"{number}"}}"#);
+            let (report, _, stderr) = load_as(&peer.target, protocol, 3, &["-m", &metadata]);
+            let (status, count, message) = only_error(&report);
+            let expected = grpclab_core::Code::from_u32(number).name();
+            assert_eq!(
+                (status.as_str(), count),
+                (expected, 3),
+                "{protocol} code {number}: {message} {stderr}"
+            );
+            assert!(
+                message.contains(&format!("asked for code {number}")),
+                "{protocol}: {message}"
+            );
+            if protocol == "connect" {
+                assert!(message.contains("(1 error detail)"), "{message}");
+            }
+        }
+    }
+    let (report, _, _) = load_as(&peer.target, "grpc-web-text", 5, &[]);
+    let (status, count, message) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("Unknown", 5));
+    assert!(message.contains("HTTP status 415"), "{message}");
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""What each wire protocol costs: the same server and payload over gRPC, gRPC-Web (binary
+and text) and Connect (unary, binary codec), side by side.
+
+Servers: tonic-mt with tonic-web's layer (`grpclab serve --impl tonic-mt --grpc-web`: gRPC,
+gRPC-Web, gRPC-Web text) and the connect-go peer (peers/connect_go: gRPC, gRPC-Web, Connect
+from one handler; GOMAXPROCS=1). Each window: a fresh server on CPU 0, `grpclab load
+--transport h2 --protocol P` on CPU 1 (closed loop, --connections x -c streams, the scenario's
+payload), so only the protocol differs between the rows of one server. Server CPU =
+utime+stime over the measured window / calls completed in it; client CPU the same for the
+load. Rounds alternate the protocols; medians of --rounds.
+
+Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
+Needs Go and protoc for the connect-go peer (bash peers/install.sh go).
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import BIN, ROOT, build, cpu_seconds, median, run_client, start_server, stop_server
+
+SERVERS = {
+    "tonic-mt + tonic-web": ["grpc", "grpc-web", "grpc-web-text"],
+    "connect-go": ["grpc", "grpc-web", "connect"],
+}
+
+
+def build_connect_go(scenario, folder):
+    """Builds the connect-go peer for `scenario` into `folder`; returns its server binary."""
+    subprocess.run(["./build.sh", os.path.join(ROOT, "scenarios", scenario), folder],
+                   cwd=os.path.join(ROOT, "peers", "connect_go"), check=True,
+                   capture_output=True)
+    return os.path.join(folder, "server")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(name, connect_go):
+    """Starts one server on CPU 0; returns (process, target)."""
+    if name != "connect-go":
+        return start_server(["--impl", "tonic-mt", "--grpc-web"])
+    port = free_port()
+    env = dict(os.environ, GOMAXPROCS="1", GRPC_SERVER_HOST="127.0.0.1")
+    server = subprocess.Popen(["taskset", "-c", "0", connect_go, str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, f"127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.02)
+    stop_server(server)
+    sys.exit("the connect-go peer did not listen")
+
+
+def window(name, protocol, connect_go, args):
+    server, target = start(name, connect_go)
+    try:
+        marks = {}
+        argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json", "--insecure",
+                "--no-history", "--scenario", args.scenario, "--transport", "h2",
+                "--protocol", protocol, "-c", str(args.streams), "--connections",
+                str(args.connections), "-z", f"{args.duration}s", "--warmup",
+                f"{args.warmup}s", "--cpus", "1"]
+        stdout, client_cpu, _ = run_client(argv, args.warmup,
+                                           lambda: marks.update(cpu=cpu_seconds(server.pid)))
+        server_cpu = cpu_seconds(server.pid) - marks["cpu"]
+    finally:
+        stop_server(server)
+    report = json.loads(stdout)
+    ok = report["statusCodeDistribution"].get("OK", 0)
+    if ok != report["count"]:
+        sys.exit(f"{name} {protocol}: {report['count'] - ok} calls failed: {report.get('errorDistribution')}")
+    return {"rps": report["measuredRps"], "server_us": server_cpu * 1e6 / max(ok, 1),
+            "client_us": client_cpu * 1e6 / max(ok, 1)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=6)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--scenario", default="complex_proto")
+    parser.add_argument("--streams", type=int, default=50)
+    parser.add_argument("--connections", type=int, default=2)
+    args = parser.parse_args()
+    build()
+    with tempfile.TemporaryDirectory() as folder:
+        connect_go = build_connect_go(args.scenario, folder)
+        rows = {(name, p): [] for name, protocols in SERVERS.items() for p in protocols}
+        for round_ in range(args.rounds):
+            for (name, protocol), results in rows.items():
+                results.append(window(name, protocol, connect_go, args))
+                r = results[-1]
+                print(f"round {round_ + 1}: {name} {protocol}: {r['rps']:.0f} req/s, "
+                      f"server {r['server_us']:.2f} µs/call, client {r['client_us']:.2f} µs/call",
+                      file=sys.stderr)
+    print(f"\n{args.scenario}, {args.connections} x {args.streams} streams, closed loop, "
+          f"server CPU 0 (1 thread), grpclab load --transport h2 on CPU 1; "
+          f"medians of {args.rounds} rounds (range)\n")
+    print("| server | protocol | req/s | server µs/call | client µs/call | server vs its gRPC |")
+    print("|---|---|---:|---:|---:|---:|")
+    for (name, protocol), results in rows.items():
+        def stat(key):
+            values = [r[key] for r in results]
+            return median(values), min(values), max(values)
+        rps, server, client = stat("rps"), stat("server_us"), stat("client_us")
+        base = median([r["server_us"] for r in rows[(name, "grpc")]])
+        print(f"| {name} | {protocol} | {rps[0]:,.0f} ({rps[1]:,.0f}-{rps[2]:,.0f}) | "
+              f"{server[0]:.2f} ({server[1]:.2f}-{server[2]:.2f}) | "
+              f"{client[0]:.2f} ({client[1]:.2f}-{client[2]:.2f}) | {server[0] / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -112,6 +112,40 @@ impl std::fmt::Display for Protocol {
     }
 }
 
+/// How messages are encoded on the wire: protobuf's binary form, or its JSON mapping (gRPC's
+/// and gRPC-Web's `+json` content types, Connect's `application/json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Codec {
+    /// Protobuf's binary encoding.
+    #[default]
+    Proto,
+    /// Protobuf's JSON mapping.
+    Json,
+}
+
+impl Codec {
+    /// Its name as `--codec` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Proto => "proto",
+            Codec::Json => "json",
+        }
+    }
+}
+
+impl Protocol {
+    /// The request's `content-type` with `codec`.
+    pub fn content_type_with(self, codec: Codec) -> &'static str {
+        match (self, codec) {
+            (_, Codec::Proto) => self.content_type(),
+            (Protocol::Grpc, Codec::Json) => "application/grpc+json",
+            (Protocol::GrpcWeb, Codec::Json) => "application/grpc-web+json",
+            (Protocol::GrpcWebText, Codec::Json) => "application/grpc-web-text+json",
+            (Protocol::Connect, Codec::Json) => "application/json",
+        }
+    }
+}
+
 /// A reply that breaks its protocol: what is wrong, in one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -326,6 +360,29 @@ pub fn decode_connect_error(http_status: u16, body: &[u8]) -> ConnectFailure {
     }
 }
 
+/// Whether a reply's `content-type` is the one `protocol` expects for a message in `codec`
+/// (Connect's errors come as `application/json` and are read apart).
+pub fn reply_content_type_fits_codec(
+    protocol: Protocol,
+    codec: Codec,
+    content_type: Option<&[u8]>,
+) -> bool {
+    if codec == Codec::Proto {
+        return reply_content_type_fits(protocol, content_type);
+    }
+    let Some(value) = content_type else {
+        return false;
+    };
+    let value = std::str::from_utf8(value)
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    value == protocol.content_type_with(Codec::Json)
+}
+
 /// Whether a reply's `content-type` is the one `protocol` expects for a message (Connect's
 /// errors come as `application/json` and are read apart).
 pub fn reply_content_type_fits(protocol: Protocol, content_type: Option<&[u8]>) -> bool {
@@ -483,5 +540,19 @@ mod tests {
             Protocol::Connect,
             Some(b"application/proto; charset=utf-8")
         ));
+        assert!(reply_content_type_fits_codec(
+            Protocol::Connect,
+            Codec::Json,
+            Some(b"application/json; charset=utf-8")
+        ));
+        assert!(!reply_content_type_fits_codec(
+            Protocol::GrpcWeb,
+            Codec::Json,
+            Some(b"application/grpc-web+proto")
+        ));
+        assert_eq!(
+            Protocol::GrpcWeb.content_type_with(Codec::Json),
+            "application/grpc-web+json"
+        );
     }
 }

@@ -401,6 +401,9 @@ pub struct LoadConfig {
     /// The wire protocol each call speaks (gRPC unless `--protocol`; the others on the h2
     /// transport only).
     pub protocol: grpclab_core::protocol::Protocol,
+    /// How messages are encoded (`--codec`: JSON on the h2 transport only; the requests are
+    /// then JSON already, and the validator reads JSON replies).
+    pub codec: grpclab_core::protocol::Codec,
     /// `--skipFirst`: leave the first this many measured calls to end out of the results (the
     /// count excludes them; the run's `-n` budget includes them, as in ghz).
     pub skip_first: u64,
@@ -591,6 +594,7 @@ impl LoadConfig {
             validator: None,
             transport: Transport::Engine,
             protocol: grpclab_core::protocol::Protocol::Grpc,
+            codec: grpclab_core::protocol::Codec::Proto,
             details: None,
             skip_first: 0,
             first_stream_id: 1,

@@ -395,8 +395,100 @@ fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
             }
         }
     }
+    // Protobuf's JSON mapping in each protocol, every reply checked against the method.
+    for protocol in ["grpc", "grpc-web", "connect"] {
+        let (report, code, stderr) = load_as(
+            &peer.target,
+            protocol,
+            100,
+            &["--codec", "json", "--validate"],
+        );
+        assert_eq!(code, Some(0), "{protocol} json: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 100,
+            "{protocol} json"
+        );
+    }
     let (report, _, _) = load_as(&peer.target, "grpc-web-text", 5, &[]);
     let (status, count, message) = only_error(&report);
     assert_eq!((status.as_str(), count), ("Unknown", 5));
     assert!(message.contains("HTTP status 415"), "{message}");
+}
+
+/// `--codec json`: the request goes as protobuf's JSON mapping under the protocol's JSON
+/// content type, and `--validate` reads the reply as JSON: a reply that is not the method's
+/// message in JSON fails each call in one line.
+#[test]
+fn json_requests_are_the_json_mapping_and_json_replies_are_checked() {
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", "application/json".to_owned())],
+        body: br#"{"response":{"name":"grpclab-gr"}}"#.to_vec(),
+        trailers: None,
+    });
+    let (report, code, stderr) = load_as(
+        &server.target(),
+        "connect",
+        10,
+        &["--codec", "json", "--validate"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["statusCodeDistribution"]["OK"], 10, "{report}");
+    assert_eq!(report["options"]["codec"], "json", "{report}");
+    let body: serde_json::Value =
+        serde_json::from_slice(&server.last_body()).expect("the request body is JSON");
+    assert_eq!(body, serde_json::json!({"request": {"name": "grpclab-gr"}}));
+    assert!(server
+        .last_headers()
+        .contains(&("content-type".into(), "application/json".into())));
+
+    let liar = ScriptedServer::start(ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", "application/json".to_owned())],
+        body: br#"{"response": 7}"#.to_vec(),
+        trailers: None,
+    });
+    let (report, _, _) = load_as(
+        &liar.target(),
+        "connect",
+        6,
+        &["--codec", "json", "--validate"],
+    );
+    let (status, count, message) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("Internal", 6));
+    assert!(message.contains("not its JSON mapping"), "{message}");
+
+    for (args, says) in [
+        (
+            &["--codec", "json"][..],
+            "--codec json runs on the h2 crate's transport so far",
+        ),
+        (
+            &[
+                "--codec",
+                "json",
+                "--transport",
+                "h2",
+                "-d",
+                r#"{"request":{"name":"{{.RequestNumber}}"}}"#,
+            ][..],
+            "a workload or a payload template cannot use it yet",
+        ),
+    ] {
+        let out = grpclab()
+            .args([
+                "load",
+                "127.0.0.1:1",
+                "--insecure",
+                "--scenario",
+                "string_10B",
+            ])
+            .args(args)
+            .output()
+            .expect("run grpclab load");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
 }

@@ -117,6 +117,8 @@ pub struct RunOptions {
     pub network: String,
     /// `--protocol`, when not gRPC (`grpc-web`, `grpc-web-text`, `connect`; empty: gRPC).
     pub protocol: String,
+    /// `--codec`, when not proto (`json`; empty: proto).
+    pub codec: String,
 }
 
 /// ghz's load- or concurrency-schedule settings as given (`const` with its zeros when not stepped).

@@ -162,6 +162,9 @@ pub struct JsonOptions {
     /// omitted for gRPC.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub protocol: String,
+    /// grpclab: `--codec` when not proto (`json`); omitted for proto.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub codec: String,
 }
 
 impl JsonOptions {
@@ -243,6 +246,7 @@ impl JsonOptions {
             requests_digest: options.requests_digest.clone(),
             network: options.network.clone(),
             protocol: options.protocol.clone(),
+            codec: options.codec.clone(),
         }
     }
 }

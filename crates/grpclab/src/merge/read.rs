@@ -327,6 +327,7 @@ fn settings(json: &JsonReport) -> Vec<(&'static str, String)> {
         ("the streaming flags", o.stream.clone()),
         ("the network (--network)", o.network.clone()),
         ("the protocol (--protocol)", o.protocol.clone()),
+        ("the codec (--codec)", o.codec.clone()),
         (
             "what the calls send (payloads, metadata, workload entries)",
             o.requests_digest.clone(),
@@ -382,6 +383,7 @@ fn run_options(json: &JsonReport) -> RunOptions {
         keepalive: Duration::from_nanos(o.keepalive),
         network: o.network.clone(),
         protocol: o.protocol.clone(),
+        codec: o.codec.clone(),
         cpus: o.cpus as usize,
         validate: o.validate,
         transport: o.transport.clone(),

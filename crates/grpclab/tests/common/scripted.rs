@@ -20,25 +20,30 @@ pub struct ScriptedReply {
     pub trailers: Option<Vec<(&'static str, String)>>,
 }
 
+/// What the server saw: requests received whole, and the last one's headers and body.
+#[derive(Default)]
+struct Seen {
+    received: AtomicU64,
+    headers: Mutex<Vec<(String, String)>>,
+    body: Mutex<Vec<u8>>,
+}
+
 /// The server, on a loopback port of its own, until dropped.
 pub struct ScriptedServer {
     pub addr: SocketAddr,
-    received: Arc<AtomicU64>,
-    last_headers: Arc<Mutex<Vec<(String, String)>>>,
+    seen: Arc<Seen>,
     _runtime: tokio::runtime::Runtime,
 }
 
 impl ScriptedServer {
     pub fn start(reply: ScriptedReply) -> ScriptedServer {
         let (runtime, listener, addr) = super::loopback_listener();
-        let received = Arc::new(AtomicU64::new(0));
-        let last_headers = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Seen::default());
         let reply = Arc::new(reply);
-        let (count, last) = (Arc::clone(&received), Arc::clone(&last_headers));
+        let watched = Arc::clone(&seen);
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (reply, count, last) =
-                    (Arc::clone(&reply), Arc::clone(&count), Arc::clone(&last));
+                let (reply, seen) = (Arc::clone(&reply), Arc::clone(&watched));
                 tokio::spawn(async move {
                     let Ok(mut connection) = h2::server::handshake(socket).await else {
                         return;
@@ -48,8 +53,7 @@ impl ScriptedServer {
                             request,
                             respond,
                             Arc::clone(&reply),
-                            Arc::clone(&count),
-                            Arc::clone(&last),
+                            Arc::clone(&seen),
                         ));
                     }
                 });
@@ -57,8 +61,7 @@ impl ScriptedServer {
         });
         ScriptedServer {
             addr,
-            received,
-            last_headers,
+            seen,
             _runtime: runtime,
         }
     }
@@ -69,12 +72,18 @@ impl ScriptedServer {
 
     /// Requests received whole so far.
     pub fn received(&self) -> u64 {
-        self.received.load(Ordering::SeqCst)
+        self.seen.received.load(Ordering::SeqCst)
     }
 
     /// The last request's headers (name, value).
     pub fn last_headers(&self) -> Vec<(String, String)> {
-        self.last_headers.lock().unwrap().clone()
+        self.seen.headers.lock().unwrap().clone()
+    }
+
+    /// The last request's body, as received.
+    #[allow(dead_code)]
+    pub fn last_body(&self) -> Vec<u8> {
+        self.seen.body.lock().unwrap().clone()
     }
 }
 
@@ -82,17 +91,19 @@ async fn answer(
     request: http::Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
     reply: Arc<ScriptedReply>,
-    received: Arc<AtomicU64>,
-    last_headers: Arc<Mutex<Vec<(String, String)>>>,
+    seen: Arc<Seen>,
 ) {
     let (parts, mut body) = request.into_parts();
+    let mut bytes = Vec::new();
     while let Some(chunk) = body.data().await {
         let Ok(chunk) = chunk else {
             return;
         };
         let _ = body.flow_control().release_capacity(chunk.len());
+        bytes.extend_from_slice(&chunk);
     }
-    *last_headers.lock().unwrap() = parts
+    *seen.body.lock().unwrap() = bytes;
+    *seen.headers.lock().unwrap() = parts
         .headers
         .iter()
         .map(|(name, value)| {
@@ -102,7 +113,7 @@ async fn answer(
             )
         })
         .collect();
-    received.fetch_add(1, Ordering::SeqCst);
+    seen.received.fetch_add(1, Ordering::SeqCst);
     let mut response = http::Response::builder().status(reply.status);
     for (name, value) in &reply.headers {
         response = response.header(*name, value);

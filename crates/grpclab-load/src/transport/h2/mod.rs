@@ -116,7 +116,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
     let protocol = config.protocol;
     headers.insert(
         http::header::CONTENT_TYPE,
-        HeaderValue::from_static(protocol.content_type()),
+        HeaderValue::from_static(protocol.content_type_with(config.codec)),
     );
     for (name, value) in protocol.request_headers() {
         headers.insert(*name, HeaderValue::from_static(value));
@@ -165,6 +165,7 @@ fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
         kept_headers: config.kept_reply_headers(),
         step_traits: config.step_traits(),
         protocol,
+        codec: config.codec,
     })
 }
 

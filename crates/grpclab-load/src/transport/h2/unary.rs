@@ -28,6 +28,8 @@ pub(crate) struct CallTemplate {
     pub step_traits: Vec<crate::flow::StepTraits>,
     /// The wire protocol (gRPC-Web and Connect: see [`super::web`]).
     pub protocol: grpclab_core::protocol::Protocol,
+    /// How messages are encoded (the reply's content type must say the same).
+    pub codec: grpclab_core::protocol::Codec,
 }
 
 impl CallTemplate {
@@ -95,7 +97,9 @@ pub(crate) async fn unary_call(
     scratch: &mut Vec<u8>,
     mut kept: Option<&mut Vec<ReplyHeader>>,
 ) -> Result<(), CallFailure> {
-    if template.protocol != grpclab_core::protocol::Protocol::Grpc {
+    if template.protocol != grpclab_core::protocol::Protocol::Grpc
+        || template.codec != grpclab_core::protocol::Codec::Proto
+    {
         return super::web::call(
             sender,
             template,

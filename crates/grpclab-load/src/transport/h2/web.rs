@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use grpclab_core::protocol::{
-    decode_connect_error, decode_grpc_web, reply_content_type_fits, Protocol,
+    decode_connect_error, decode_grpc_web, reply_content_type_fits_codec, Protocol,
 };
 use grpclab_core::Code;
 use h2::client::SendRequest;
@@ -66,7 +66,8 @@ pub(super) async fn call(
         .get(method as usize)
         .is_some_and(|traits| traits.streams);
     let outcome = match protocol {
-        Protocol::Connect => connect_reply(&head, scratch),
+        Protocol::Connect => connect_reply(&head, scratch, template),
+        Protocol::Grpc => grpc_reply(&head, scratch, http_trailers.as_ref(), streams, template),
         _ => web_reply(
             protocol,
             &head,
@@ -118,7 +119,7 @@ fn web_reply(
         .headers
         .get(http::header::CONTENT_TYPE)
         .map(|value| value.as_bytes());
-    if !reply_content_type_fits(protocol, content_type) {
+    if !reply_content_type_fits_codec(protocol, template.codec, content_type) {
         return Err(CallFailure::new(
             Code::Unknown,
             format!(
@@ -171,7 +172,11 @@ fn web_reply(
 
 /// A Connect unary reply: 200 with the bare message (left in `scratch` as one gRPC frame),
 /// or an error JSON.
-fn connect_reply(head: &http::response::Parts, scratch: &mut Vec<u8>) -> Result<(), CallFailure> {
+fn connect_reply(
+    head: &http::response::Parts,
+    scratch: &mut Vec<u8>,
+    template: &CallTemplate,
+) -> Result<(), CallFailure> {
     if head.status != StatusCode::OK {
         let failure = decode_connect_error(head.status.as_u16(), scratch);
         let details = match failure.details {
@@ -187,12 +192,13 @@ fn connect_reply(head: &http::response::Parts, scratch: &mut Vec<u8>) -> Result<
         .headers
         .get(http::header::CONTENT_TYPE)
         .map(|value| value.as_bytes());
-    if !reply_content_type_fits(Protocol::Connect, content_type) {
+    if !reply_content_type_fits_codec(Protocol::Connect, template.codec, content_type) {
         return Err(CallFailure::new(
             Code::Unknown,
             format!(
-                "the reply's content-type is {}, not Connect's application/proto",
-                described(content_type)
+                "the reply's content-type is {}, not Connect's {}",
+                described(content_type),
+                Protocol::Connect.content_type_with(template.codec)
             ),
         ));
     }
@@ -207,6 +213,50 @@ fn connect_reply(head: &http::response::Parts, scratch: &mut Vec<u8>) -> Result<
     framed.extend_from_slice(&length.to_be_bytes());
     framed.extend_from_slice(scratch);
     *scratch = framed;
+    Ok(())
+}
+
+/// gRPC in a codec other than proto (`application/grpc+json`): read whole, as the other
+/// protocols are; the status from the trailers, or the headers of a Trailers-Only reply.
+fn grpc_reply(
+    head: &http::response::Parts,
+    scratch: &[u8],
+    trailers: Option<&HeaderMap>,
+    streams: bool,
+    template: &CallTemplate,
+) -> Result<(), CallFailure> {
+    if head.status != StatusCode::OK {
+        return Err(CallFailure::new(
+            Code::from_http_status(head.status.as_u16()),
+            format!("HTTP status {}", head.status.as_u16()),
+        ));
+    }
+    match trailers {
+        Some(trailers) => status_from(trailers)?,
+        None => status_from(&head.headers)?,
+    }
+    let content_type = head
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .map(|value| value.as_bytes());
+    if !scratch.is_empty()
+        && !reply_content_type_fits_codec(Protocol::Grpc, template.codec, content_type)
+    {
+        return Err(CallFailure::new(
+            Code::Unknown,
+            format!(
+                "the reply's content-type is {}, not {}",
+                described(content_type),
+                Protocol::Grpc.content_type_with(template.codec)
+            ),
+        ));
+    }
+    if scratch.is_empty() && !streams {
+        return Err(CallFailure::new(
+            Code::Internal,
+            "status OK but no reply message",
+        ));
+    }
     Ok(())
 }
 

@@ -92,6 +92,15 @@ impl ProtocolArg {
     }
 }
 
+/// `load --codec` values: how messages are encoded on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WireCodecArg {
+    /// Protobuf's binary encoding.
+    Proto,
+    /// Protobuf's JSON mapping.
+    Json,
+}
+
 /// `--lb-strategy`'s values, spelled as gRPC and ghz spell them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LbStrategy {
@@ -513,6 +522,13 @@ pub struct LoadArgs {
     /// on the h2 crate's transport (--transport h2); unary calls only.
     #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = ProtocolArg::Grpc, value_name = "PROTOCOL")]
     pub protocol: ProtocolArg,
+
+    /// How messages go on the wire: proto (binary) or json (protobuf's JSON mapping:
+    /// application/grpc+json, grpc-web+json, Connect's application/json). JSON on the h2
+    /// crate's transport, for the scenario's or --proto's method (no workload, no payload
+    /// template): its requests are encoded once before the run.
+    #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = WireCodecArg::Proto, value_name = "CODEC")]
+    pub codec: WireCodecArg,
     /// How connections are spread over the target's addresses (ghz's flag, gRPC's
     /// policies): pick_first (every connection to the first address that accepts one) or
     /// round_robin (connection i to address i mod n). A target may name several: HOST:PORT

@@ -250,6 +250,9 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
         let output = scenario.method().output();
         config.validator = Some(Arc::new(move |reply: &[u8]| validate_reply(&output, reply)));
     }
+    if args.codec == crate::cli::args::WireCodecArg::Json {
+        apply_json_codec(args, &mut config, scenario.method())?;
+    }
     config
         .validate()
         .map_err(|err| InputError(err.to_string()))?;
@@ -584,6 +587,68 @@ pub(crate) fn judge(
         .iter()
         .map(|threshold| threshold.judge(&figures))
         .collect()
+}
+
+/// `--codec json`: the requests re-encoded once in protobuf's JSON mapping (framed, as the
+/// binary ones are), and `--validate` reading JSON replies. Refused in one line where it
+/// cannot apply.
+fn apply_json_codec(
+    args: &LoadArgs,
+    config: &mut LoadConfig,
+    method: &prost_reflect::MethodDescriptor,
+) -> Result<(), InputError> {
+    if args.transport != TransportArg::H2 {
+        return Err(InputError(
+            "--codec json runs on the h2 crate's transport so far: add --transport h2".to_owned(),
+        ));
+    }
+    if args.workload.is_some() || config.methods.len() != 1 || config.methods[0].renderer.is_some()
+    {
+        return Err(InputError(
+            "--codec json encodes the scenario's (or --proto's) requests once before the run: a workload or a payload template cannot use it yet".to_owned(),
+        ));
+    }
+    if method.is_client_streaming() || method.is_server_streaming() {
+        return Err(InputError(format!(
+            "--codec json: {} is a streaming method; JSON is unary-only here so far",
+            method.full_name()
+        )));
+    }
+    config.codec = grpclab_core::protocol::Codec::Json;
+    let input = method.input();
+    let mut json_requests = Vec::with_capacity(config.methods[0].requests.len());
+    for framed in &config.methods[0].requests {
+        let body = grpclab_core::framing::unframe_single(framed).map_err(|err| {
+            InputError(format!("--codec json: a request is not one message: {err}"))
+        })?;
+        let message =
+            prost_reflect::DynamicMessage::decode(input.clone(), body).map_err(|err| {
+                InputError(format!(
+                    "--codec json: a request does not decode as {}: {err}",
+                    input.full_name()
+                ))
+            })?;
+        let json = serde_json::to_vec(&message).map_err(|err| {
+            InputError(format!(
+                "--codec json: cannot write a request as JSON: {err}"
+            ))
+        })?;
+        json_requests.push(grpclab_core::framing::frame_message(&json));
+    }
+    config.methods[0].requests = json_requests;
+    if let Some(binary) = config.validator.take() {
+        let output = method.output();
+        config.validator = Some(Arc::new(move |reply: &[u8]| {
+            let mut reader = serde_json::Deserializer::from_slice(reply);
+            let message = prost_reflect::DynamicMessage::deserialize(output.clone(), &mut reader)
+                .map_err(|err| grpclab_core::scenario::ReplyError::Undecodable {
+                message: output.full_name().to_owned(),
+                reason: format!("not its JSON mapping: {err}"),
+            })?;
+            binary(&prost::Message::encode_to_vec(&message))
+        }));
+    }
+    Ok(())
 }
 
 /// The call's shape from its method (unary, client, server or bidi streaming) with the

@@ -99,6 +99,10 @@ pub(super) fn run_options(
             grpclab_core::protocol::Protocol::Grpc => String::new(),
             other => other.name().to_owned(),
         },
+        codec: match args.codec {
+            crate::cli::args::WireCodecArg::Proto => String::new(),
+            crate::cli::args::WireCodecArg::Json => "json".to_owned(),
+        },
         skip_first: args.skip_first,
         load: load_shape(args.load_schedule, config.pacing),
         concurrency_shape: config

@@ -360,6 +360,19 @@ pub fn decode_connect_error(http_status: u16, body: &[u8]) -> ConnectFailure {
     }
 }
 
+/// A `content-type`'s media type, lower-cased, without its parameters (`; charset=...`).
+fn media_type(content_type: Option<&[u8]>) -> Option<String> {
+    let value = std::str::from_utf8(content_type?).ok()?;
+    Some(
+        value
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase(),
+    )
+}
+
 /// Whether a reply's `content-type` is the one `protocol` expects for a message in `codec`
 /// (Connect's errors come as `application/json` and are read apart).
 pub fn reply_content_type_fits_codec(
@@ -370,32 +383,18 @@ pub fn reply_content_type_fits_codec(
     if codec == Codec::Proto {
         return reply_content_type_fits(protocol, content_type);
     }
-    let Some(value) = content_type else {
+    let Some(value) = media_type(content_type) else {
         return false;
     };
-    let value = std::str::from_utf8(value)
-        .unwrap_or_default()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
     value == protocol.content_type_with(Codec::Json)
 }
 
 /// Whether a reply's `content-type` is the one `protocol` expects for a message (Connect's
 /// errors come as `application/json` and are read apart).
 pub fn reply_content_type_fits(protocol: Protocol, content_type: Option<&[u8]>) -> bool {
-    let Some(value) = content_type else {
+    let Some(value) = media_type(content_type) else {
         return false;
     };
-    let value = std::str::from_utf8(value)
-        .unwrap_or_default()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
     match protocol {
         Protocol::Grpc => value.starts_with("application/grpc") && !value.contains("grpc-web"),
         Protocol::GrpcWeb => {

@@ -48,6 +48,19 @@ fn load_as(
     )
 }
 
+/// `load` with `args` against nothing: refused in one line saying `says`, exit 2.
+fn refused(args: &[&str], says: &str) {
+    let out = grpclab()
+        .args(["load", "127.0.0.1:1", "--insecure"])
+        .args(args)
+        .output()
+        .expect("run grpclab load");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(says), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
 /// The only error line of a report: (status name, count, message).
 fn only_error(report: &serde_json::Value) -> (String, u64, String) {
     let statuses = report["statusCodeDistribution"]
@@ -274,15 +287,7 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
             "is a streaming method",
         ),
     ] {
-        let out = grpclab()
-            .args(["load", "127.0.0.1:1", "--insecure"])
-            .args(args)
-            .output()
-            .expect("run grpclab load");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        refused(args, says);
     }
 }
 
@@ -475,20 +480,7 @@ fn json_requests_are_the_json_mapping_and_json_replies_are_checked() {
             "a workload or a payload template cannot use it yet",
         ),
     ] {
-        let out = grpclab()
-            .args([
-                "load",
-                "127.0.0.1:1",
-                "--insecure",
-                "--scenario",
-                "string_10B",
-            ])
-            .args(args)
-            .output()
-            .expect("run grpclab load");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        let args = [&["--scenario", "string_10B"][..], args].concat();
+        refused(&args, says);
     }
 }

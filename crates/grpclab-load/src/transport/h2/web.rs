@@ -97,12 +97,7 @@ fn web_reply(
     kept: Option<&mut Vec<ReplyHeader>>,
     template: &CallTemplate,
 ) -> Result<(), CallFailure> {
-    if head.status != StatusCode::OK {
-        return Err(CallFailure::new(
-            Code::from_http_status(head.status.as_u16()),
-            format!("HTTP status {}", head.status.as_u16()),
-        ));
-    }
+    http_ok(head)?;
     if scratch.is_empty() && head.headers.contains_key("grpc-status") {
         // Trailers-Only: the status came as headers, with no body.
         status_from(&head.headers)?;
@@ -225,12 +220,7 @@ fn grpc_reply(
     streams: bool,
     template: &CallTemplate,
 ) -> Result<(), CallFailure> {
-    if head.status != StatusCode::OK {
-        return Err(CallFailure::new(
-            Code::from_http_status(head.status.as_u16()),
-            format!("HTTP status {}", head.status.as_u16()),
-        ));
-    }
+    http_ok(head)?;
     match trailers {
         Some(trailers) => status_from(trailers)?,
         None => status_from(&head.headers)?,
@@ -258,6 +248,17 @@ fn grpc_reply(
         ));
     }
     Ok(())
+}
+
+/// A reply whose HTTP status is not 200: the gRPC status HTTP's maps to.
+fn http_ok(head: &http::response::Parts) -> Result<(), CallFailure> {
+    if head.status == StatusCode::OK {
+        return Ok(());
+    }
+    Err(CallFailure::new(
+        Code::from_http_status(head.status.as_u16()),
+        format!("HTTP status {}", head.status.as_u16()),
+    ))
 }
 
 /// A header value as an error says it: quoted, or `missing`.

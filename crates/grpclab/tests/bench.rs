@@ -1635,6 +1635,81 @@ fn a_row_held_by_the_servers_windows_is_bound_by_the_network() {
     assert!(table.contains("| network"), "{table}");
 }
 
+/// `--sweep protocol=...`: the same server (tonic-mt with tonic-web's layer) loaded in gRPC,
+/// gRPC-Web and its text form, one row each; every row's calls are the server's calls, the
+/// row says its protocol, and the matrix has the axis.
+#[test]
+fn a_protocol_axis_loads_one_server_in_each_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &[("tonic_web", format!("{} --grpc-web", serve("tonic-mt")))],
+    );
+    let env = [
+        SHORT,
+        &[
+            ("GRPC_BENCHMARK_DURATION", "1s"),
+            ("GRPC_BENCHMARK_WARMUP", "0s"),
+            ("GRPC_CLIENT_CONNECTIONS", "1"),
+            ("GRPC_CLIENT_CONCURRENCY", "4"),
+        ],
+    ]
+    .concat();
+    let output = bench(
+        dir.path(),
+        &[
+            "--suite",
+            suite.to_str().unwrap(),
+            "--sweep",
+            "protocol=grpc,grpc-web,grpc-web-text",
+        ],
+        &env,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let folder = results_folder(dir.path());
+    for protocol in ["grpc", "grpc-web", "grpc-web-text"] {
+        let name = format!("tonic_web_protocol_{protocol}");
+        let row = record(&folder, &name);
+        assert_eq!(row["status"], "ok", "{name}: {row}");
+        let load = &row["load"];
+        let count = load["count"].as_u64().unwrap();
+        assert!(count > 0, "{name}");
+        assert_eq!(
+            load["statusCodeDistribution"]["OK"], count,
+            "{name}: {load}"
+        );
+        let said = load["options"]["protocol"].as_str().unwrap_or("grpc");
+        assert_eq!(said, protocol, "{name}");
+        if protocol != "grpc" {
+            assert_eq!(load["options"]["transport"], "h2", "{name}");
+        }
+    }
+    let markdown = std::fs::read_to_string(folder.join("sweep.md")).unwrap();
+    assert!(
+        markdown.contains("| protocol | req/s | p99 |"),
+        "{markdown}"
+    );
+    // Refused before any row: a protocol that does not exist, and a streaming scenario.
+    for (args, env, says) in [
+        (
+            &["lab", "--sweep", "protocol=carrier-pigeon"][..],
+            SHORT.to_vec(),
+            "--sweep protocol: 'carrier-pigeon' is not a protocol",
+        ),
+        (
+            &["lab", "--sweep", "protocol=grpc-web"][..],
+            [SHORT, &[("GRPC_REQUEST_SCENARIO", "streaming_ping_pong")]].concat(),
+            "gRPC-Web and Connect are unary-only here so far",
+        ),
+    ] {
+        let output = bench(dir.path(), args, &env);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let said = stderr(&output);
+        assert!(said.contains(says), "{said}");
+        assert_eq!(said.trim().lines().count(), 1, "{said}");
+    }
+}
+
 /// A network the machine cannot make, or a mistake in its spec, is refused before any
 /// server starts: one line, exit 2.
 #[test]

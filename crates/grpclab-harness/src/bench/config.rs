@@ -47,6 +47,17 @@ pub struct BenchConfig {
     /// says otherwise).
     #[serde(serialize_with = "as_text")]
     pub network: grpclab_net::NetworkSpec,
+    /// The wire protocol of a row's calls (`--sweep protocol=grpc,grpc-web,connect`): gRPC
+    /// unless a row's protocol axis says otherwise; the others on the h2 crate's transport.
+    #[serde(serialize_with = "protocol_name")]
+    pub protocol: grpclab_core::protocol::Protocol,
+}
+
+fn protocol_name<S: serde::Serializer>(
+    protocol: &grpclab_core::protocol::Protocol,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(protocol.name())
 }
 
 fn as_text<S: serde::Serializer>(

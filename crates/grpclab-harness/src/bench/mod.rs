@@ -249,6 +249,28 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
                     method.full_name()
                 )));
             }
+            if run_config.protocol != grpclab_core::protocol::Protocol::Grpc {
+                let protocol = run_config.protocol;
+                let refusal = if run_config.client != config::BenchClient::Grpclab {
+                    Some(format!(
+                        "--client {} speaks gRPC only",
+                        run_config.client.name()
+                    ))
+                } else if method.is_client_streaming() || method.is_server_streaming() {
+                    Some(format!(
+                        "GRPC_REQUEST_SCENARIO='{}' streams ({}), and gRPC-Web and Connect are unary-only here so far",
+                        run_config.scenario,
+                        method.full_name()
+                    ))
+                } else {
+                    workload
+                        .is_some()
+                        .then(|| "a --workload's calls go as gRPC so far".to_owned())
+                };
+                if let Some(why) = refusal {
+                    return Err(InputError(format!("--sweep protocol={protocol}: {why}")));
+                }
+            }
             let (methods, flows) = match &workload {
                 Some(mix) => mix_methods(&run_config.scenario, mix)?,
                 None => (Vec::new(), Vec::new()),

@@ -830,6 +830,11 @@ fn row_load(
     load.warmup = config.warmup;
     load.threads = config.client_cpus;
     load.tls = tls;
+    if config.protocol != grpclab_core::protocol::Protocol::Grpc {
+        // gRPC-Web and Connect run on the h2 crate's transport (the engine speaks gRPC).
+        load.transport = grpclab_load::Transport::H2;
+        load.protocol = config.protocol;
+    }
     let options = RunOptions {
         name: Some(name.to_owned()),
         host: addr.to_string(),
@@ -845,7 +850,14 @@ fn row_load(
         timeout: load.timeout,
         dial_timeout: grpclab_load::CONNECT_TIMEOUT,
         cpus: load.threads,
-        transport: "lab".to_owned(),
+        transport: match load.transport {
+            grpclab_load::Transport::Engine => "lab".to_owned(),
+            grpclab_load::Transport::H2 => "h2".to_owned(),
+        },
+        protocol: match config.protocol {
+            grpclab_core::protocol::Protocol::Grpc => String::new(),
+            other => other.name().to_owned(),
+        },
         mix_seed: (load.methods.len() > 1).then_some(load.mix_seed),
         requests_digest: load.requests_digest(),
         ..RunOptions::default()

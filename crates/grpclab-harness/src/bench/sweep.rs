@@ -106,6 +106,14 @@ pub fn apply(
                 config.network = grpclab_net::NetworkSpec::parse(value)
                     .map_err(|err| InputError(format!("--sweep {key}: {}", err.0)))?
             }
+            "protocol" => {
+                config.protocol = grpclab_core::protocol::Protocol::from_name(value)
+                    .ok_or_else(|| {
+                        InputError(format!(
+                            "--sweep protocol: '{value}' is not a protocol: give grpc, grpc-web, grpc-web-text or connect"
+                        ))
+                    })?
+            }
             server_setting => {
                 spec.command
                     .push_str(&format!(" --{server_setting} {}", shell_quote(value)));

@@ -346,6 +346,7 @@ fn bench_config_in(args: &BenchSettings, env: Environment<'_>) -> Result<BenchCo
         tls_pair: args.tls_cert.clone().zip(args.tls_key.clone()),
         client: grpclab_harness::bench::config::BenchClient::default(),
         network: grpclab_net::NetworkSpec::Loopback,
+        protocol: grpclab_core::protocol::Protocol::Grpc,
     };
     grpclab_load::config::connections_fit(
         config.connections,

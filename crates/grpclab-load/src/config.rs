@@ -404,6 +404,9 @@ pub struct LoadConfig {
     /// How messages are encoded (`--codec`: JSON on the h2 transport only; the requests are
     /// then JSON already, and the validator reads JSON replies).
     pub codec: grpclab_core::protocol::Codec,
+    /// `--http1`: gRPC-Web or Connect over HTTP/1.1, one request in flight per connection
+    /// (on the h2 transport's side of the seam, with hyper's HTTP/1.1 client).
+    pub http1: bool,
     /// `--skipFirst`: leave the first this many measured calls to end out of the results (the
     /// count excludes them; the run's `-n` budget includes them, as in ghz).
     pub skip_first: u64,
@@ -595,6 +598,7 @@ impl LoadConfig {
             transport: Transport::Engine,
             protocol: grpclab_core::protocol::Protocol::Grpc,
             codec: grpclab_core::protocol::Codec::Proto,
+            http1: false,
             details: None,
             skip_first: 0,
             first_stream_id: 1,

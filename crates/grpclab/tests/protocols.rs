@@ -414,6 +414,31 @@ fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
             "{protocol} json"
         );
     }
+    // Over HTTP/1.1 too (Go's net/http serves both): 4 streams taking turns on 2 connections.
+    for protocol in ["grpc-web", "connect"] {
+        let (report, code, stderr) = load_as(
+            &peer.target,
+            protocol,
+            100,
+            &["--http1", "--connections", "2", "--validate"],
+        );
+        assert_eq!(code, Some(0), "{protocol} http1: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 100,
+            "{protocol} http1"
+        );
+        let (report, _, _) = load_as(
+            &peer.target,
+            protocol,
+            3,
+            &["--http1", "-m", r#"{"x-want-code":"7"}"#],
+        );
+        assert_eq!(
+            only_error(&report).0,
+            "PermissionDenied",
+            "{protocol} http1"
+        );
+    }
     let (report, _, _) = load_as(&peer.target, "grpc-web-text", 5, &[]);
     let (status, count, message) = only_error(&report);
     assert_eq!((status.as_str(), count), ("Unknown", 5));
@@ -483,4 +508,105 @@ fn json_requests_are_the_json_mapping_and_json_replies_are_checked() {
         let args = [&["--scenario", "string_10B"][..], args].concat();
         refused(&args, says);
     }
+}
+
+/// `--http1`: gRPC-Web (binary and text) and Connect over HTTP/1.1 keep-alive connections,
+/// against tonic-web (which accepts HTTP/1.1 with --grpc-web): every call counted as the
+/// server counts it, 8 streams taking turns on 2 connections, none made again.
+#[test]
+fn over_http1_every_call_is_counted_on_the_connections_asked_for() {
+    let server = Server::start_with(&["--impl", "tonic-mt", "--grpc-web"]);
+    let target = server.target();
+    let mut served_before = server.stats()["calls"].as_u64().unwrap_or(0);
+    for protocol in ["grpc-web", "grpc-web-text"] {
+        let (report, code, stderr) = load_as(
+            &target,
+            protocol,
+            300,
+            &["--http1", "-c", "8", "--connections", "2", "--validate"],
+        );
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 300,
+            "{protocol}: {report}"
+        );
+        assert_eq!(report["options"]["transport"], "http1", "{protocol}");
+        assert_eq!(report["reconnects"], 0, "{protocol}: {report}");
+        let served = server.stats()["calls"].as_u64().unwrap_or(0);
+        assert_eq!(served - served_before, 300, "{protocol}");
+        served_before = served;
+    }
+    refused(
+        &["--scenario", "string_10B", "--transport", "h2", "--http1"],
+        "--http1: gRPC needs HTTP/2",
+    );
+}
+
+/// A server that closes its HTTP/1.1 connection after every reply (`connection: close`):
+/// the next call on that connection makes it again, each remade connection is counted, and
+/// no call is lost.
+#[test]
+fn over_http1_a_connection_the_server_closes_is_made_again_for_the_next_call() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let target = listener.local_addr().expect("address").to_string();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = std::sync::Arc::clone(&answered);
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            // One request (its head, then its content-length of body), one reply, closed.
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            let body_start = loop {
+                let Ok(n) = socket.read(&mut buffer) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                request.extend_from_slice(&buffer[..n]);
+                if let Some(at) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(at + 4);
+                }
+            };
+            let Some(body_start) = body_start else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&request[..body_start]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse().ok())
+                .unwrap_or(0);
+            while request.len() < body_start + length {
+                let Ok(n) = socket.read(&mut buffer) else {
+                    break;
+                };
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..n]);
+            }
+            let _ = socket.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let (report, code, stderr) = load_as(
+        &target,
+        "connect",
+        20,
+        &["--http1", "-c", "2", "--connections", "1"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["statusCodeDistribution"]["OK"], 20, "{report}");
+    assert_eq!(
+        answered.load(std::sync::atomic::Ordering::SeqCst),
+        20,
+        "{report}"
+    );
+    // Every call after the first found its connection closed and made it again.
+    assert_eq!(report["reconnects"], 19, "{report}");
 }

@@ -3,6 +3,8 @@
 //! - [`engine`]: grpclab's own HTTP/2 engine (`grpclab_h2::client`, `--transport lab`, the
 //!   default): one task per connection runs that connection's calls itself.
 //! - [`h2`]: the h2 crate (`--transport h2`, the reference): a task per stream slot.
+//! - [`h1`]: gRPC-Web and Connect over HTTP/1.1 (`--http1`, hyper's client): a stream slot
+//!   takes its turn on its connection, one request in flight each, as browsers send them.
 //!
 //! The run loop (`run.rs`) sees only [`Connections`]: open a thread's connections before the
 //! run starts (an error aborts the run before anything is measured), then start them once the
@@ -18,6 +20,7 @@
 mod dial;
 mod engine;
 mod flow_runs;
+mod h1;
 mod h2;
 pub(crate) mod resolve;
 
@@ -44,6 +47,8 @@ pub(crate) enum Connections {
     Engine(Vec<(usize, grpclab_h2::Socket)>),
     /// On the h2 crate.
     H2(h2::Connections),
+    /// HTTP/1.1 (gRPC-Web and Connect).
+    H1(h1::Connections),
 }
 
 impl Connections {
@@ -55,6 +60,7 @@ impl Connections {
     ) -> Result<Connections, String> {
         match config.transport {
             Transport::Engine => engine::open(config, indexes).await.map(Connections::Engine),
+            Transport::H2 if config.http1 => h1::open(config, indexes).await.map(Connections::H1),
             Transport::H2 => h2::open(config, indexes).await.map(Connections::H2),
         }
     }
@@ -70,6 +76,7 @@ impl Connections {
         match self {
             Connections::Engine(open) => engine::start(open, thread, reconnects),
             Connections::H2(open) => h2::start(open, thread, reconnects, drivers_stop),
+            Connections::H1(open) => h1::start(open, thread, reconnects),
         }
     }
 }

@@ -32,7 +32,9 @@ use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
 use connection::{ConnectionState, Io};
 use flow::{FlowStream, FlowTicket};
-use unary::{unary_call, CallTemplate};
+use unary::unary_call;
+pub(crate) use unary::CallTemplate;
+pub(crate) use web::judge;
 
 /// One thread's connections on the h2 crate, opened before the run starts.
 pub(crate) struct Connections {
@@ -111,7 +113,7 @@ pub(crate) fn start(
 
 /// The request headers every call of the run sends (an error: the path or authority cannot
 /// make a URI).
-fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
+pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
     let mut headers = HeaderMap::new();
     let protocol = config.protocol;
     headers.insert(
@@ -256,9 +258,53 @@ impl StreamConnection {
     }
 }
 
+/// Open loop: waits until a call's intended time (`None`: at once); false when the run
+/// stopped meanwhile. tokio's timer fires on the first millisecond tick at or after its
+/// deadline, so sleeping until `intended` would send a millisecond or more late and charge
+/// that lateness to the server: it wakes EARLY_WAKE early instead.
+pub(crate) async fn until_intended(intended: Option<Instant>, stop: &CancellationToken) -> bool {
+    let Some(intended) = intended else {
+        return true;
+    };
+    let wake = intended.checked_sub(EARLY_WAKE).unwrap_or(intended);
+    if wake > Instant::now() {
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake.into()) => {}
+            _ = stop.cancelled() => return false,
+        }
+    }
+    true
+}
+
+/// Records a call that ended now: its latency from its intended time (open loop) or its
+/// send, into the measured figures or the warmup's.
+pub(crate) fn record_call(
+    thread: &ThreadState,
+    outcome: &Result<(), CallFailure>,
+    (intended, sent, measured): (Option<Instant>, Instant, bool),
+    address: usize,
+    method: u32,
+) {
+    let done = Instant::now();
+    let from = intended.map_or(sent, |intended| intended.min(sent));
+    let latency = done.saturating_duration_since(from);
+    if measured {
+        thread.record(
+            outcome,
+            latency,
+            done.saturating_duration_since(sent),
+            done,
+            address,
+            method,
+        );
+    } else {
+        thread.record_warmup_call(latency, done);
+    }
+}
+
 /// Runs a call under the client's deadline (`-t`): past it, the call is dropped (h2 resets
 /// its stream) and ends as DeadlineExceeded.
-async fn within_deadline(
+pub(crate) async fn within_deadline(
     timeout: Option<Duration>,
     call: impl std::future::Future<Output = Result<(), CallFailure>>,
 ) -> Result<(), CallFailure> {
@@ -295,14 +341,18 @@ impl Drop for AbandonGuard<'_> {
 /// Which stream a stream task is: its connection and its place among that connection's
 /// streams (a concurrency schedule lets the first few of each connection run).
 #[derive(Debug, Clone, Copy)]
-struct StreamSlot {
-    connection: usize,
-    index: usize,
+pub(crate) struct StreamSlot {
+    pub(crate) connection: usize,
+    pub(crate) index: usize,
 }
 
 /// A concurrency schedule: waits until `slot` may send; false when it never will again or
 /// the run has stopped handing out calls. Without a schedule, true at once.
-async fn wait_for_turn(thread: &ThreadState, slot: StreamSlot, stop: &CancellationToken) -> bool {
+pub(crate) async fn wait_for_turn(
+    thread: &ThreadState,
+    slot: StreamSlot,
+    stop: &CancellationToken,
+) -> bool {
     loop {
         let (allowed, next_change) = thread.schedule.streams_allowed(slot.connection);
         if slot.index < allowed {
@@ -358,20 +408,9 @@ async fn stream_loop(
         let Ticket::Send { intended, measured } = ticket else {
             return;
         };
-        if let Some(intended) = intended {
-            // tokio's timer fires on the first millisecond tick at or after its deadline, so
-            // sleeping until `intended` would send a millisecond or more late and charge that
-            // lateness to the server: wake EARLY_WAKE early instead.
-            let wake = intended.checked_sub(EARLY_WAKE).unwrap_or(intended);
-            if wake > Instant::now() {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(wake.into()) => {}
-                    _ = stop.cancelled() => {
-                        thread.drop_ticket(measured);
-                        return;
-                    }
-                }
-            }
+        if !until_intended(intended, &stop).await {
+            thread.drop_ticket(measured);
+            return;
         }
         thread.ticket_due(intended, measured);
         let method = thread.choose_method(measured);
@@ -513,21 +552,13 @@ async fn stream_loop(
                 }
             }
         };
-        let done = Instant::now();
-        let from = intended.map_or(sent, |intended| intended.min(sent));
-        let latency = done.saturating_duration_since(from);
-        if measured {
-            thread.record(
-                &outcome,
-                latency,
-                done.saturating_duration_since(sent),
-                done,
-                connection.address,
-                method,
-            );
-        } else {
-            thread.record_warmup_call(latency, done);
-        }
+        record_call(
+            &thread,
+            &outcome,
+            (intended, sent, measured),
+            connection.address,
+            method,
+        );
         if let Err(failure) = outcome {
             if failure.connection_lost {
                 connection

@@ -27,8 +27,8 @@ pub(super) async fn call(
     scratch: &mut Vec<u8>,
     mut kept: Option<&mut Vec<ReplyHeader>>,
 ) -> Result<(), CallFailure> {
-    let protocol = template.protocol;
-    let request_body = protocol
+    let request_body = template
+        .protocol
         .request_body(&body)
         .map_err(|err| CallFailure::new(Code::Internal, err.0))?;
     let (head, mut reply) = send(
@@ -61,23 +61,43 @@ pub(super) async fn call(
     }
     // HTTP trailers, if the server sent any beside the protocol's own: read to the end.
     let http_trailers = reply.trailers().await.map_err(failure_from_h2)?;
+    judge(
+        template,
+        method,
+        (&head, http_trailers.as_ref()),
+        scratch,
+        kept,
+    )
+}
+
+/// Judges a reply read whole (its head, its HTTP trailers if any, its body in `scratch`),
+/// on either HTTP version: where the protocol keeps the status, then the message sizes and
+/// `--validate`. `scratch` ends holding the reply as gRPC frames.
+pub(crate) fn judge(
+    template: &CallTemplate,
+    method: u32,
+    (head, http_trailers): (&http::response::Parts, Option<&HeaderMap>),
+    scratch: &mut Vec<u8>,
+    mut kept: Option<&mut Vec<ReplyHeader>>,
+) -> Result<(), CallFailure> {
+    let protocol = template.protocol;
     let streams = template
         .step_traits
         .get(method as usize)
         .is_some_and(|traits| traits.streams);
     let outcome = match protocol {
-        Protocol::Connect => connect_reply(&head, scratch, template),
-        Protocol::Grpc => grpc_reply(&head, scratch, http_trailers.as_ref(), streams, template),
+        Protocol::Connect => connect_reply(head, scratch, template),
+        Protocol::Grpc => grpc_reply(head, scratch, http_trailers, streams, template),
         _ => web_reply(
             protocol,
-            &head,
+            head,
             scratch,
             streams,
             kept.as_deref_mut(),
             template,
         ),
     };
-    if let (Some(kept), Some(trailers)) = (kept, http_trailers.as_ref()) {
+    if let (Some(kept), Some(trailers)) = (kept, http_trailers) {
         keep_headers(&template.kept_headers, trailers, true, kept);
     }
     outcome?;

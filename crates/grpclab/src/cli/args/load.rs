@@ -529,6 +529,12 @@ pub struct LoadArgs {
     /// template): its requests are encoded once before the run.
     #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = WireCodecArg::Proto, value_name = "CODEC")]
     pub codec: WireCodecArg,
+
+    /// gRPC-Web or Connect over HTTP/1.1, as browsers send them: keep-alive connections with
+    /// one request in flight each (--connections is the pool; -c streams take turns on it,
+    /// their waits in their latency). Plaintext TCP, unary calls, no workload.
+    #[arg(help_heading = "Target and connections", long)]
+    pub http1: bool,
     /// How connections are spread over the target's addresses (ghz's flag, gRPC's
     /// policies): pick_first (every connection to the first address that accepts one) or
     /// round_robin (connection i to address i mod n). A target may name several: HOST:PORT

@@ -117,7 +117,9 @@ pub fn prepare(args: &LoadArgs) -> Result<PreparedLoad, InputError> {
             || args.scenario.proto.is_some()
             || args.scenario.protoset.is_some();
         target.check_unix(tls.is_some(), schema_given)?;
-    } else if tls.is_none() {
+    } else if tls.is_none() && !args.http1 {
+        // The check speaks HTTP/2's preface: an HTTP/1.1 server (--http1) would take it for
+        // a request and answer it, one call the run never made.
         target.check_plaintext(first, args.connect_timeout)?;
     }
     let reflect = ReflectFrom {
@@ -664,6 +666,11 @@ fn apply_call_shape(
         TransportArg::H2 => grpclab_load::Transport::H2,
     };
     config.protocol = args.protocol.protocol();
+    if args.http1 && config.protocol == grpclab_core::protocol::Protocol::Grpc {
+        return Err(InputError(
+            "--http1: gRPC needs HTTP/2; add --protocol grpc-web, grpc-web-text or connect (and --transport h2)".to_owned(),
+        ));
+    }
     if config.protocol != grpclab_core::protocol::Protocol::Grpc {
         let protocol = config.protocol;
         if args.transport != TransportArg::H2 {
@@ -676,6 +683,19 @@ fn apply_call_shape(
                 "--protocol {protocol}: {} is a streaming method; gRPC-Web and Connect are unary-only here so far",
                 method.full_name()
             )));
+        }
+        if args.http1 {
+            if args.workload.is_some() {
+                return Err(InputError(
+                    "--http1 runs single calls; a --workload's flows, retries and hedging go over HTTP/2: leave --http1 out".to_owned(),
+                ));
+            }
+            if config.tls.is_some() || config.unix.is_some() {
+                return Err(InputError(
+                    "--http1 speaks plaintext TCP so far: leave out TLS (add --insecure) and unix: targets".to_owned(),
+                ));
+            }
+            config.http1 = true;
         }
         if config.gzip && protocol == grpclab_core::protocol::Protocol::Connect {
             return Err(InputError(

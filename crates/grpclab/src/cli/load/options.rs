@@ -86,7 +86,11 @@ pub(super) fn run_options(
         keepalive: config.keepalive.unwrap_or_default(),
         cpus: config.threads,
         validate: args.validate,
-        transport: args.transport.name().to_owned(),
+        transport: if args.http1 {
+            "http1".to_owned()
+        } else {
+            args.transport.name().to_owned()
+        },
         details: config.details,
         count_errors: args.count_errors,
         stream: stream_flags(args),

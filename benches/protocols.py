@@ -24,9 +24,14 @@ import time
 
 from common import BIN, ROOT, build, cpu_seconds, median, run_client, start_server, stop_server
 
+# Each server's rows: (protocol, HTTP/1.1). Over HTTP/1.1 each connection carries one call at
+# a time, so those rows open as many connections as the others have streams (the same calls
+# in flight).
 SERVERS = {
-    "tonic-mt + tonic-web": ["grpc", "grpc-web", "grpc-web-text"],
-    "connect-go": ["grpc", "grpc-web", "connect"],
+    "tonic-mt + tonic-web": [("grpc", False), ("grpc-web", False), ("grpc-web-text", False),
+                             ("grpc-web", True)],
+    "connect-go": [("grpc", False), ("grpc-web", False), ("connect", False),
+                   ("grpc-web", True), ("connect", True)],
 }
 
 
@@ -62,15 +67,16 @@ def start(name, connect_go):
     sys.exit("the connect-go peer did not listen")
 
 
-def window(name, protocol, connect_go, args):
+def window(name, row, connect_go, args):
+    protocol, http1 = row
     server, target = start(name, connect_go)
     try:
         marks = {}
         argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json", "--insecure",
                 "--no-history", "--scenario", args.scenario, "--transport", "h2",
                 "--protocol", protocol, "-c", str(args.streams), "--connections",
-                str(args.connections), "-z", f"{args.duration}s", "--warmup",
-                f"{args.warmup}s", "--cpus", "1"]
+                str(args.streams if http1 else args.connections), "-z", f"{args.duration}s",
+                "--warmup", f"{args.warmup}s", "--cpus", "1"] + (["--http1"] if http1 else [])
         stdout, client_cpu, _ = run_client(argv, args.warmup,
                                            lambda: marks.update(cpu=cpu_seconds(server.pid)))
         server_cpu = cpu_seconds(server.pid) - marks["cpu"]
@@ -82,6 +88,11 @@ def window(name, protocol, connect_go, args):
         sys.exit(f"{name} {protocol}: {report['count'] - ok} calls failed: {report.get('errorDistribution')}")
     return {"rps": report["measuredRps"], "server_us": server_cpu * 1e6 / max(ok, 1),
             "client_us": client_cpu * 1e6 / max(ok, 1)}
+
+
+def label(row):
+    protocol, http1 = row
+    return f"{protocol} (HTTP/1.1)" if http1 else protocol
 
 
 def main():
@@ -96,26 +107,26 @@ def main():
     build()
     with tempfile.TemporaryDirectory() as folder:
         connect_go = build_connect_go(args.scenario, folder)
-        rows = {(name, p): [] for name, protocols in SERVERS.items() for p in protocols}
+        rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows}
         for round_ in range(args.rounds):
-            for (name, protocol), results in rows.items():
-                results.append(window(name, protocol, connect_go, args))
+            for (name, row), results in rows.items():
+                results.append(window(name, row, connect_go, args))
                 r = results[-1]
-                print(f"round {round_ + 1}: {name} {protocol}: {r['rps']:.0f} req/s, "
+                print(f"round {round_ + 1}: {name} {label(row)}: {r['rps']:.0f} req/s, "
                       f"server {r['server_us']:.2f} µs/call, client {r['client_us']:.2f} µs/call",
                       file=sys.stderr)
-    print(f"\n{args.scenario}, {args.connections} x {args.streams} streams, closed loop, "
-          f"server CPU 0 (1 thread), grpclab load --transport h2 on CPU 1; "
-          f"medians of {args.rounds} rounds (range)\n")
+    print(f"\n{args.scenario}, {args.streams} streams on {args.connections} HTTP/2 connections "
+          f"({args.streams} HTTP/1.1 connections), closed loop, server CPU 0 (1 thread), "
+          f"grpclab load --transport h2 on CPU 1; medians of {args.rounds} rounds (range)\n")
     print("| server | protocol | req/s | server µs/call | client µs/call | server vs its gRPC |")
     print("|---|---|---:|---:|---:|---:|")
-    for (name, protocol), results in rows.items():
+    for (name, row), results in rows.items():
         def stat(key):
             values = [r[key] for r in results]
             return median(values), min(values), max(values)
         rps, server, client = stat("rps"), stat("server_us"), stat("client_us")
-        base = median([r["server_us"] for r in rows[(name, "grpc")]])
-        print(f"| {name} | {protocol} | {rps[0]:,.0f} ({rps[1]:,.0f}-{rps[2]:,.0f}) | "
+        base = median([r["server_us"] for r in rows[(name, ("grpc", False))]])
+        print(f"| {name} | {label(row)} | {rps[0]:,.0f} ({rps[1]:,.0f}-{rps[2]:,.0f}) | "
               f"{server[0]:.2f} ({server[1]:.2f}-{server[2]:.2f}) | "
               f"{client[0]:.2f} ({client[1]:.2f}-{client[2]:.2f}) | {server[0] / base:.2f}x |")
 

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +55,27 @@ def tcp_counters(port, names):
     out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
                          capture_output=True, text=True, check=True).stdout
     return [sum(int(n) for n in re.findall(rf"\b{name}:(\d+)", out)) for name in names]
+
+
+def free_port():
+    """A loopback port free at the time of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc):
+    """Waits until `proc` accepts connections on loopback `port` (30 s at most)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"the server exited ({proc.returncode}) before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"the server did not listen on {port} within 30 s")
 
 
 def start_server(impl_args, cpu="0", threads=1, binary=BIN):

@@ -16,13 +16,12 @@ Needs Go and protoc for the connect-go peer (bash peers/install.sh go).
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-from common import BIN, ROOT, build, cpu_seconds, median, run_client, start_server, stop_server
+from common import (BIN, ROOT, build, cpu_seconds, free_port, median, run_client, start_server,
+                    stop_server, wait_listening)
 
 # Each server's rows: (protocol, HTTP/1.1). Over HTTP/1.1 each connection carries one call at
 # a time, so those rows open as many connections as the others have streams (the same calls
@@ -43,12 +42,6 @@ def build_connect_go(scenario, folder):
     return os.path.join(folder, "server")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(name, connect_go):
     """Starts one server on CPU 0; returns (process, target)."""
     if name != "connect-go":
@@ -57,14 +50,8 @@ def start(name, connect_go):
     env = dict(os.environ, GOMAXPROCS="1", GRPC_SERVER_HOST="127.0.0.1")
     server = subprocess.Popen(["taskset", "-c", "0", connect_go, str(port)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(500):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return server, f"127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.02)
-    stop_server(server)
-    sys.exit("the connect-go peer did not listen")
+    wait_listening(port, server)
+    return server, f"127.0.0.1:{port}"
 
 
 def window(name, row, connect_go, args):

@@ -22,32 +22,12 @@ Usage: benches/resident_parts.py [--binary target/release/grpclab] [--command NA
 import argparse
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, proc):
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the server exited ({proc.returncode}) before listening on {port}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit(f"the server did not listen on {port} within 30 s")
 
 
 def parts(pid):
@@ -73,12 +53,12 @@ def parts(pid):
 
 
 def measure(name, argv, binary):
-    port = free_port()
+    port = common.free_port()
     argv = [a.replace("{port}", str(port)) for a in argv]
     server = subprocess.Popen(["taskset", "-c", "0"] + argv, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        wait_listening(port, server)
+        common.wait_listening(port, server)
         time.sleep(1)
         rest = parts(server.pid)
         client = subprocess.Popen(

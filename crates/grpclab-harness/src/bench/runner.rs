@@ -611,9 +611,13 @@ fn measure(
     });
     if let (Some(network), None) = (evidence.network.as_mut(), &ghz) {
         network.window_waits = Some(grpclab_results::verdict::bound::WindowWaitEvidence::of(
-            figures.report.window_waits.as_ref(),
+            &figures
+                .report
+                .window_waits
+                .map(Into::into)
+                .unwrap_or_default(),
             config.connections,
-            figures.report.whole_run,
+            Duration::from_nanos(figures.report.whole_run),
         ));
     }
     let report = figures.report;

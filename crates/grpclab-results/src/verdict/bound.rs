@@ -170,63 +170,39 @@ pub struct WindowWaitEvidence {
 }
 
 impl WindowWaitEvidence {
-    /// From a run's waits (`None`: none waited), over `connections` held for `whole_run_ns`.
+    /// From a run's waits, over `connections` held for `whole_run`.
     pub fn of(
-        waits: Option<&crate::model::WindowWaits>,
+        waits: &grpclab_load::WindowWaits,
         connections: usize,
-        whole_run_ns: u64,
+        whole_run: std::time::Duration,
     ) -> WindowWaitEvidence {
-        let waits = waits.copied().unwrap_or(crate::model::WindowWaits {
-            connection: 0,
-            stream: 0,
-            waited_ns: 0,
-        });
         WindowWaitEvidence {
             connection: waits.connection,
             stream: waits.stream,
-            share: waits.waited_ns as f64
-                / (connections.max(1) as f64 * whole_run_ns.max(1) as f64),
+            share: waits.waited.as_secs_f64()
+                / (connections.max(1) as f64 * whole_run.as_secs_f64().max(1e-9)),
         }
     }
 }
 
 impl NetworkEvidence {
-    /// The busier direction's share of its link thread's core over the load, and its name.
-    fn busiest_link_cpu(&self) -> (f64, &'static str) {
-        let share = |i: usize| self.link_cpu_s[i] / self.elapsed_s.max(1e-9);
-        if share(0) >= share(1) {
-            (share(0), "client → server")
-        } else {
-            (share(1), "server → client")
-        }
-    }
-
-    /// The busier direction's share of the link's rate, if it has one.
-    fn busiest_rate_share(&self) -> Option<(f64, &'static str)> {
-        let rate = self.rate_bits? as f64;
-        let share = |i: usize| self.bytes[i] as f64 * 8.0 / self.elapsed_s.max(1e-9) / rate;
-        Some(if share(0) >= share(1) {
-            (share(0), "client → server")
-        } else {
-            (share(1), "server → client")
-        })
-    }
-
     /// The link itself as the limit: its rate used up, or its thread's core.
     fn link_limit(&self) -> Option<String> {
-        if let Some((share, direction)) = self.busiest_rate_share() {
+        let seconds = self.elapsed_s.max(1e-9);
+        if let Some(rate) = self.rate_bits {
+            let bits_per_s = self.bytes.map(|bytes| bytes as f64 * 8.0 / seconds);
+            let (carried, direction) = busier(bits_per_s);
+            let share = carried / rate as f64;
             if share >= SATURATED {
                 return Some(format!(
                     "the link ({}) carried {:.1} Mbit/s {direction}, {:.0} % of its rate",
                     self.spec,
-                    self.bytes[usize::from(direction != "client → server")] as f64 * 8.0
-                        / self.elapsed_s.max(1e-9)
-                        / 1e6,
+                    carried / 1e6,
                     share * 100.0
                 ));
             }
         }
-        let (share, direction) = self.busiest_link_cpu();
+        let (share, direction) = busier(self.link_cpu_s.map(|cpu| cpu / seconds));
         (share >= SATURATED).then(|| {
             format!(
                 "the emulated link ({}) spent {:.0} % of a core carrying {direction}: grpclab's emulation is the limit, not the server or the client (a larger mtu carries more per packet)",
@@ -282,6 +258,16 @@ impl NetworkEvidence {
             }
         }
         None
+    }
+}
+
+/// The larger of a figure's two directions ([client → server, server → client]), with the
+/// direction's name.
+fn busier(per_direction: [f64; 2]) -> (f64, &'static str) {
+    if per_direction[0] >= per_direction[1] {
+        (per_direction[0], "client → server")
+    } else {
+        (per_direction[1], "server → client")
     }
 }
 
@@ -658,13 +644,13 @@ mod tests {
         });
         assert_eq!(bound_by(&rarely).kind, BoundKind::Concurrency);
         let of = WindowWaitEvidence::of(
-            Some(&crate::model::WindowWaits {
+            &grpclab_load::WindowWaits {
                 connection: 3,
                 stream: 4,
-                waited_ns: 3_000_000_000,
-            }),
+                waited: std::time::Duration::from_secs(3),
+            },
             2,
-            2_000_000_000,
+            std::time::Duration::from_secs(2),
         );
         assert_eq!((of.connection, of.stream, of.share), (3, 4, 0.75));
         // Loopback: no network evidence, no network verdict.

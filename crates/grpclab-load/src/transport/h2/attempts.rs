@@ -11,8 +11,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-use super::unary::{unary_call, CallTemplate};
 use super::StreamConnection;
+use super::{unary_call, CallTemplate};
 use crate::outcome::CallFailure;
 use crate::retry::{HedgingPolicy, Jitter, RetryPolicy};
 use crate::thread::ThreadState;

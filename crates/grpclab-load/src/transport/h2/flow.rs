@@ -10,7 +10,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::super::flow_runs::{AfterStep, FlowRun, StepEnd};
-use super::unary::{unary_call, CallTemplate};
+use super::{unary_call, CallTemplate};
 use super::{within_deadline, StreamConnection};
 use crate::outcome::{CallFailure, REPLY_INFLATE_LIMIT};
 use crate::thread::ThreadState;

@@ -32,7 +32,6 @@ use crate::schedule::Ticket;
 use crate::thread::{ThreadState, EARLY_WAKE};
 use connection::{ConnectionState, Io};
 use flow::{FlowStream, FlowTicket};
-use unary::unary_call;
 pub(crate) use unary::CallTemplate;
 pub(crate) use web::judge;
 
@@ -255,6 +254,34 @@ impl StreamConnection {
                 return;
             }
         }
+    }
+}
+
+/// One unary call in the template's protocol: gRPC's own path (its status in the HTTP/2
+/// trailers, the reply kept only when something reads it) or, for gRPC-Web, Connect and the
+/// JSON codec, the reply read whole and judged where its protocol keeps the status.
+pub(crate) async fn unary_call(
+    sender: &mut SendRequest<Bytes>,
+    template: &CallTemplate,
+    method: u32,
+    body: Bytes,
+    call_headers: &grpclab_h2::client::CallHeaders,
+    scratch: &mut Vec<u8>,
+    kept: Option<&mut Vec<grpclab_h2::client::ReplyHeader>>,
+) -> Result<(), CallFailure> {
+    if template.protocol == grpclab_core::protocol::Protocol::Grpc
+        && template.codec == grpclab_core::protocol::Codec::Proto
+    {
+        unary::grpc_call(sender, template, method, body, call_headers, scratch, kept).await
+    } else {
+        web::call(
+            sender,
+            template,
+            (method, body, call_headers),
+            scratch,
+            kept,
+        )
+        .await
     }
 }
 

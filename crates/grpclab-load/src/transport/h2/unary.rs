@@ -84,11 +84,11 @@ pub(super) fn keep_headers(
     }
 }
 
-/// Sends one call with `body` (a framed request) and reads its reply and trailers. `scratch`
-/// collects the reply for validation, and keeps it (framed) when `kept` is given (a flow step
-/// that reads it), which then receives the template's kept headers and trailers; `scratch`
-/// is reused across calls.
-pub(crate) async fn unary_call(
+/// Sends one gRPC call (binary codec) with `body` (a framed request) and reads its reply and
+/// trailers. `scratch` collects the reply for validation, and keeps it (framed) when `kept`
+/// is given (a flow step that reads it), which then receives the template's kept headers
+/// and trailers; `scratch` is reused across calls.
+pub(super) async fn grpc_call(
     sender: &mut SendRequest<Bytes>,
     template: &CallTemplate,
     method: u32,
@@ -97,18 +97,6 @@ pub(crate) async fn unary_call(
     scratch: &mut Vec<u8>,
     mut kept: Option<&mut Vec<ReplyHeader>>,
 ) -> Result<(), CallFailure> {
-    if template.protocol != grpclab_core::protocol::Protocol::Grpc
-        || template.codec != grpclab_core::protocol::Codec::Proto
-    {
-        return super::web::call(
-            sender,
-            template,
-            (method, body, call_headers),
-            scratch,
-            kept,
-        )
-        .await;
-    }
     let (head, mut reply) = send(
         sender,
         template,

@@ -4,6 +4,7 @@
 //! Trailers-Only reply), or Connect's HTTP status and error JSON.
 
 use bytes::Bytes;
+use grpclab_core::framing::frame_message;
 use grpclab_core::protocol::{
     decode_connect_error, decode_grpc_web, reply_content_type_fits_codec, Protocol,
 };
@@ -130,10 +131,7 @@ fn web_reply(
             ))
         };
     }
-    let content_type = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .map(|value| value.as_bytes());
+    let content_type = content_type(head);
     if !reply_content_type_fits_codec(protocol, template.codec, content_type) {
         return Err(CallFailure::new(
             Code::Unknown,
@@ -203,10 +201,7 @@ fn connect_reply(
             format!("{}{details}", failure.message),
         ));
     }
-    let content_type = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .map(|value| value.as_bytes());
+    let content_type = content_type(head);
     if !reply_content_type_fits_codec(Protocol::Connect, template.codec, content_type) {
         return Err(CallFailure::new(
             Code::Unknown,
@@ -217,17 +212,13 @@ fn connect_reply(
             ),
         ));
     }
-    let Ok(length) = u32::try_from(scratch.len()) else {
+    if u32::try_from(scratch.len()).is_err() {
         return Err(CallFailure::new(
             Code::ResourceExhausted,
             "a reply larger than a gRPC message can be",
         ));
-    };
-    let mut framed = Vec::with_capacity(scratch.len() + 5);
-    framed.push(0);
-    framed.extend_from_slice(&length.to_be_bytes());
-    framed.extend_from_slice(scratch);
-    *scratch = framed;
+    }
+    *scratch = frame_message(scratch).to_vec();
     Ok(())
 }
 
@@ -245,10 +236,7 @@ fn grpc_reply(
         Some(trailers) => status_from(trailers)?,
         None => status_from(&head.headers)?,
     }
-    let content_type = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .map(|value| value.as_bytes());
+    let content_type = content_type(head);
     if !scratch.is_empty()
         && !reply_content_type_fits_codec(Protocol::Grpc, template.codec, content_type)
     {
@@ -279,6 +267,13 @@ fn http_ok(head: &http::response::Parts) -> Result<(), CallFailure> {
         Code::from_http_status(head.status.as_u16()),
         format!("HTTP status {}", head.status.as_u16()),
     ))
+}
+
+/// A reply's `content-type`, if it has one.
+fn content_type(head: &http::response::Parts) -> Option<&[u8]> {
+    head.headers
+        .get(http::header::CONTENT_TYPE)
+        .map(|value| value.as_bytes())
 }
 
 /// A header value as an error says it: quoted, or `missing`.

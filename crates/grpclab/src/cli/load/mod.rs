@@ -453,9 +453,9 @@ pub fn execute(
                 Some(grpclab_results::verdict::bound::NetworkEvidence {
                     window_waits: waits_measured.then(|| {
                         grpclab_results::verdict::bound::WindowWaitEvidence::of(
-                            grpclab_results::model::WindowWaits::of(&result.window_waits).as_ref(),
+                            &result.window_waits,
                             connections,
-                            u64::try_from(result.whole_run.as_nanos()).unwrap_or(u64::MAX),
+                            result.whole_run,
                         )
                     }),
                     ..grpclab_harness::bench::runner::network_evidence(

@@ -43,8 +43,13 @@ fn bench_with(
     grpclab_with("bench", results, args, path_env, extra_env)
 }
 
+/// Held by each bench or compare run: every run pins its servers to CPU 0, so runs side by
+/// side starve each other's servers (a Flight Recorder recording then took 19 samples in 8 s,
+/// too few to name a framework's frames).
+static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `grpclab SUBCOMMAND` (bench or compare) on the suite, with the harness's GRPC_ settings
-/// of this environment replaced by short test ones.
+/// of this environment replaced by short test ones, one run at a time.
 fn grpclab_with(
     subcommand: &str,
     results: &Path,
@@ -75,6 +80,10 @@ fn grpclab_with(
     if let Some(path) = path_env {
         command.env("PATH", path);
     }
+    // A test that failed while holding the lock leaves it poisoned; the next run may go on.
+    let _one_at_a_time = ONE_RUN_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     // Every peer process and cgroup ends with the run.
     leftovers::output_leaving_nothing(&mut command)
 }

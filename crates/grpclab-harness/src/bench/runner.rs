@@ -588,6 +588,7 @@ fn measure(
         context,
         &mut notes,
         window_calls.or(measured_calls),
+        config.duration,
         (&mut cpu_profile, &mut alloc_profile),
     );
     let profile_note = (!notes.is_empty()).then(|| notes.join("; "));
@@ -870,14 +871,16 @@ fn row_load(
 }
 
 /// A JVM's Flight Recorder file read into the row's CPU and allocation profiles (allocations
-/// per call over `calls`), in place of perf's and dhat's; what could not be read becomes a
-/// note.
+/// per call over `calls`), in place of perf's and dhat's; what could not be read, and a CPU
+/// recording too thin for its `window`, becomes a note.
+#[allow(clippy::too_many_arguments)]
 fn jvm_profiles(
     jfr: Option<Result<std::path::PathBuf, String>>,
     name: &str,
     context: &mut RunContext<'_>,
     notes: &mut Vec<String>,
     calls: Option<u64>,
+    window: std::time::Duration,
     (cpu_profile, alloc_profile): (
         &mut Option<super::profile::CpuProfile>,
         &mut Option<super::alloc_profile::AllocProfile>,
@@ -895,6 +898,10 @@ fn jvm_profiles(
         let dir = file.parent().unwrap_or(std::path::Path::new("."));
         let profile_name = sanitize(name);
         if context.cpu_profile_dir.is_some() {
+            notes.extend(super::jfr::thin_recording_note(
+                samples.execution_count(),
+                window,
+            ));
             *cpu_profile = keep_profile(
                 Some(super::jfr::cpu_profile(&samples, dir, &profile_name)),
                 name,

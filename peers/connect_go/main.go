@@ -2,9 +2,11 @@
 // protocol from one handler (over HTTP/1.1 and cleartext HTTP/2, or TLS).
 // Usage: server PORT [CERT KEY]
 //
+// It also serves the streaming echo's Feed (server streaming: `count` replies to one request).
+//
 // A call with the header x-want-code: N (1-16) ends with that gRPC code instead, its message
 // "asked for code N" and one error detail, so a client's status mapping can be checked
-// against each code in each protocol.
+// against each code in each protocol; a Feed sends its replies first, then fails.
 package main
 
 import (
@@ -21,7 +23,27 @@ import (
 
 	pb "peer/helloworld"
 	"peer/helloworld/helloworldconnect"
+	spb "peer/streaming"
+	"peer/streaming/streamingconnect"
 )
+
+// wantedFailure is the error a call's x-want-code header asks for (nil without one).
+func wantedFailure(header http.Header) error {
+	wanted := header.Get("x-want-code")
+	if wanted == "" {
+		return nil
+	}
+	code, err := strconv.Atoi(wanted)
+	if err != nil || code < 1 || code > 16 {
+		return connect.NewError(connect.CodeInvalidArgument,
+			fmt.Errorf("x-want-code %q is not a code from 1 to 16", wanted))
+	}
+	failure := connect.NewError(connect.Code(code), fmt.Errorf("asked for code %d", code))
+	if detail, err := connect.NewErrorDetail(wrapperspb.String("a detail")); err == nil {
+		failure.AddDetail(detail)
+	}
+	return failure
+}
 
 type greeter struct{}
 
@@ -29,19 +51,28 @@ func (greeter) SayHello(
 	_ context.Context,
 	request *connect.Request[pb.HelloRequest],
 ) (*connect.Response[pb.HelloReply], error) {
-	if wanted := request.Header().Get("x-want-code"); wanted != "" {
-		code, err := strconv.Atoi(wanted)
-		if err != nil || code < 1 || code > 16 {
-			return nil, connect.NewError(connect.CodeInvalidArgument,
-				fmt.Errorf("x-want-code %q is not a code from 1 to 16", wanted))
-		}
-		failure := connect.NewError(connect.Code(code), fmt.Errorf("asked for code %d", code))
-		if detail, err := connect.NewErrorDetail(wrapperspb.String("a detail")); err == nil {
-			failure.AddDetail(detail)
-		}
+	if failure := wantedFailure(request.Header()); failure != nil {
 		return nil, failure
 	}
 	return connect.NewResponse(&pb.HelloReply{Response: request.Msg.GetRequest()}), nil
+}
+
+type echo struct {
+	streamingconnect.UnimplementedStreamingEchoHandler
+}
+
+func (echo) Feed(
+	_ context.Context,
+	request *connect.Request[spb.FeedRequest],
+	stream *connect.ServerStream[spb.EchoReply],
+) error {
+	for i := uint32(0); i < request.Msg.GetCount(); i++ {
+		reply := &spb.EchoReply{Payload: request.Msg.GetPayload(), Sequence: uint64(i)}
+		if err := stream.Send(reply); err != nil {
+			return err
+		}
+	}
+	return wantedFailure(request.Header())
 }
 
 func main() {
@@ -57,6 +88,7 @@ func main() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(helloworldconnect.NewGreeterHandler(greeter{}))
+	mux.Handle(streamingconnect.NewStreamingEchoHandler(echo{}))
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)

@@ -4,6 +4,9 @@
 //!   the method to call, and request payloads encoded once from JSON ([`Scenario`]). The
 //!   grpc_bench scenarios are built in ([`scenario::BUILTIN`]); a user's own is a folder or flags.
 //! - [`framing`]: gRPC's length-prefixed message framing and the `grpc-timeout` header.
+//! - [`protocol`]: the wire protocols (gRPC, gRPC-Web, Connect): request content types and
+//!   bodies, unary replies read; [`streamed_reply`]: a gRPC-Web or Connect server stream's
+//!   body read as it arrives.
 //! - [`status`]: gRPC status codes ([`Code`]) with the names ghz reports.
 //! - [`template`]: ghz's call templates (`{{.RequestNumber}}`, `{{randomInt 1 10}}`, ...).
 //! - [`payload_template`]: a templated JSON payload encoded part by part (only what varies,
@@ -34,6 +37,7 @@ pub mod payload_template;
 pub mod protocol;
 pub mod scenario;
 pub mod status;
+pub mod streamed_reply;
 pub mod template;
 pub mod tls;
 

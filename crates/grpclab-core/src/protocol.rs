@@ -134,6 +134,25 @@ impl Codec {
 }
 
 impl Protocol {
+    /// The `content-type` of a streaming call's request with `codec`: Connect's streams are
+    /// enveloped (`application/connect+proto`); the others' are their unary type.
+    pub fn stream_content_type_with(self, codec: Codec) -> &'static str {
+        match (self, codec) {
+            (Protocol::Connect, Codec::Proto) => "application/connect+proto",
+            (Protocol::Connect, Codec::Json) => "application/connect+json",
+            _ => self.content_type_with(codec),
+        }
+    }
+
+    /// A streaming call's request body for a gRPC-framed message: Connect's envelope is
+    /// gRPC's frame (flag 0, length, message); gRPC-Web as for a unary call.
+    pub fn stream_request_body(self, framed: &Bytes) -> Result<Bytes, ProtocolError> {
+        match self {
+            Protocol::Connect => Ok(framed.clone()),
+            _ => self.request_body(framed),
+        }
+    }
+
     /// The request's `content-type` with `codec`.
     pub fn content_type_with(self, codec: Codec) -> &'static str {
         match (self, codec) {
@@ -259,7 +278,7 @@ fn decode_web_text(body: &[u8]) -> Result<Vec<u8>, ProtocolError> {
 }
 
 /// The trailer frame's `name: value` lines (CRLF, or LF, separated).
-fn parse_trailer_lines(block: &[u8]) -> Result<Vec<(String, String)>, ProtocolError> {
+pub(crate) fn parse_trailer_lines(block: &[u8]) -> Result<Vec<(String, String)>, ProtocolError> {
     let text = std::str::from_utf8(block)
         .map_err(|_| ProtocolError("the trailer frame is not text".to_owned()))?;
     let mut trailers = Vec::new();
@@ -302,6 +321,14 @@ pub fn connect_code_name(code: Code) -> &'static str {
     }
 }
 
+/// The code Connect names `name` (`not_found`); none for a name it does not have, or for
+/// `ok`, which it never sends as an error's.
+pub fn connect_code_named(name: &str) -> Option<Code> {
+    Code::ALL
+        .into_iter()
+        .find(|code| *code != Code::Ok && connect_code_name(*code) == name)
+}
+
 /// A Connect error, read from a non-200 reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectFailure {
@@ -331,11 +358,7 @@ pub fn decode_connect_error(http_status: u16, body: &[u8]) -> ConnectFailure {
     };
     let message = json["message"].as_str().unwrap_or_default().to_owned();
     let details = json["details"].as_array().map_or(0, Vec::len);
-    let named = json["code"].as_str().and_then(|name| {
-        Code::ALL
-            .into_iter()
-            .find(|code| *code != Code::Ok && connect_code_name(*code) == name)
-    });
+    let named = json["code"].as_str().and_then(connect_code_named);
     match named {
         Some(code) => ConnectFailure {
             code,
@@ -345,18 +368,24 @@ pub fn decode_connect_error(http_status: u16, body: &[u8]) -> ConnectFailure {
         None => ConnectFailure {
             code: inferred,
             message: format!(
-                "HTTP status {http_status}, a Connect error without a known code ({}){}",
-                json["code"]
-                    .as_str()
-                    .map_or_else(|| "none".to_owned(), |c| format!("{c:?}")),
-                if message.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {message}")
-                }
+                "HTTP status {http_status}, a Connect error without a known code {}",
+                unknown_code_said(&json["code"], &message)
             ),
             details,
         },
+    }
+}
+
+/// What a Connect error with no code Connect has said: the code it gave (or `none`) in
+/// brackets, then its message if any (`("teapot"): short and stout`).
+pub(crate) fn unknown_code_said(code: &serde_json::Value, message: &str) -> String {
+    let code = code
+        .as_str()
+        .map_or_else(|| "none".to_owned(), |c| format!("{c:?}"));
+    if message.is_empty() {
+        format!("({code})")
+    } else {
+        format!("({code}): {message}")
     }
 }
 
@@ -408,10 +437,11 @@ pub fn reply_content_type_fits(protocol: Protocol, content_type: Option<&[u8]>) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
+    /// A frame as both protocols write one: flag, length, payload.
+    pub(crate) fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
         let mut out = vec![flag];
         out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
         out.extend_from_slice(payload);

@@ -16,20 +16,19 @@ fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `load TARGET --protocol P --transport h2 -O json` for `n` calls of string_10B: the report,
-/// exit code and stderr.
-fn load_as(
+/// `load TARGET --protocol P --transport h2 -O json`: `n` calls, 4 at a time, of what
+/// `call` names (a scenario, or a .proto, method and data): the report, exit code, stderr.
+fn load_in(
     target: &str,
     protocol: &str,
     n: u64,
+    call: &[&str],
     extra: &[&str],
 ) -> (serde_json::Value, Option<i32>, String) {
     let n = n.to_string();
-    let mut args = vec![
-        target,
-        "--insecure",
-        "--scenario",
-        "string_10B",
+    let mut args = vec![target, "--insecure"];
+    args.extend_from_slice(call);
+    args.extend_from_slice(&[
         "--transport",
         "h2",
         "--protocol",
@@ -38,14 +37,85 @@ fn load_as(
         &n,
         "-c",
         "4",
-    ];
+    ]);
     args.extend_from_slice(extra);
     let (report, code, stderr) = load_report(&args);
     (
-        report.unwrap_or_else(|| panic!("{protocol}: no JSON report: {stderr}")),
+        report.unwrap_or_else(|| panic!("{protocol} {call:?}: no JSON report: {stderr}")),
         code,
         stderr,
     )
+}
+
+/// [`load_in`] for string_10B's unary calls.
+fn load_as(
+    target: &str,
+    protocol: &str,
+    n: u64,
+    extra: &[&str],
+) -> (serde_json::Value, Option<i32>, String) {
+    load_in(target, protocol, n, &["--scenario", "string_10B"], extra)
+}
+
+/// The streaming echo's .proto: its Feed is a server stream.
+const STREAMING_PROTO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scenarios/streaming/streaming.proto"
+);
+
+/// [`load_in`] for the streaming echo's Feed with `data`.
+fn feed_as(
+    target: &str,
+    protocol: &str,
+    data: &str,
+    n: u64,
+    extra: &[&str],
+) -> (serde_json::Value, Option<i32>, String) {
+    let call = [
+        "--proto",
+        STREAMING_PROTO,
+        "--call",
+        "grpclab.streaming.v1.StreamingEcho.Feed",
+        "-d",
+        data,
+    ];
+    load_in(target, protocol, n, &call, extra)
+}
+
+/// A Feed of 50 replies to each of 300 calls in `protocol`: every call OK, every reply
+/// counted, one gap per reply after each call's first.
+fn every_reply_counted(target: &str, protocol: &str) {
+    let (report, code, stderr) = feed_as(
+        target,
+        protocol,
+        r#"{"count":50,"payload":"aGVsbG8="}"#,
+        300,
+        &[],
+    );
+    assert_eq!(code, Some(0), "{protocol}: {stderr}");
+    assert_eq!(
+        report["statusCodeDistribution"]["OK"], 300,
+        "{protocol}: {report}"
+    );
+    assert_eq!(
+        (&report["messagesSent"], &report["messagesReceived"]),
+        (&300.into(), &15000.into()),
+        "{protocol}"
+    );
+    assert_eq!(report["messageGaps"]["count"], 15000 - 300, "{protocol}");
+    // ghz's --stream-call-count: each stream cancelled after 9 replies, a success.
+    let (report, _, stderr) = feed_as(
+        target,
+        protocol,
+        r#"{"count":50}"#,
+        40,
+        &["--stream-call-count", "9"],
+    );
+    assert_eq!(
+        report["statusCodeDistribution"]["OK"], 40,
+        "{protocol}: {stderr}"
+    );
+    assert_eq!(report["messagesReceived"], 360, "{protocol}");
 }
 
 /// `load` with `args` against nothing: refused in one line saying `says`, exit 2.
@@ -92,7 +162,9 @@ fn grpc_web_and_its_text_form_count_every_call_as_grpc_does() {
         // The server answered each call once: what the client counted is what was served.
         let served = server.stats()["calls"].as_u64().unwrap_or(0);
         assert_eq!(served - served_before, 300, "{protocol}");
-        served_before = served;
+        // A server stream, its replies counted as gRPC counts them.
+        every_reply_counted(&target, protocol);
+        served_before = server.stats()["calls"].as_u64().unwrap_or(0);
     }
 }
 
@@ -180,6 +252,29 @@ fn a_connect_error_is_read_from_its_json_with_its_details() {
 
 /// A server that breaks the protocol gets one clear outcome per call, never a panic, and
 /// every call is accounted for.
+/// A run of 8 calls against a lying server: no panic, all 8 counted, each ended with
+/// `code_name` and a message saying `says`.
+fn each_of_8_failed_alike(
+    protocol: &str,
+    (report, code, stderr): (&serde_json::Value, Option<i32>, &str),
+    code_name: &str,
+    says: &str,
+) {
+    assert_ne!(code, Some(101), "{protocol}: a panic: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(report["count"], 8, "{protocol}: {report}");
+    let (status, count, message) = only_error(report);
+    assert_eq!(
+        (status.as_str(), count),
+        (code_name, 8),
+        "{protocol}: {message}"
+    );
+    assert!(
+        message.contains(says),
+        "{protocol}: {message} (wanted {says:?})"
+    );
+}
+
 #[test]
 fn each_malformed_answer_is_one_clear_outcome() {
     let cases: Vec<(&str, ScriptedReply, &str, &str)> = vec![
@@ -242,16 +337,7 @@ fn each_malformed_answer_is_one_clear_outcome() {
     for (protocol, reply, code_name, says) in cases {
         let server = ScriptedServer::start(reply);
         let (report, code, stderr) = load_as(&server.target(), protocol, 8, &[]);
-        assert_ne!(code, Some(101), "{protocol}: a panic: {stderr}");
-        assert!(!stderr.contains("panicked"), "{stderr}");
-        assert_eq!(report["count"], 8, "{protocol}: {report}");
-        let (status, count, message) = only_error(&report);
-        assert_eq!(
-            (status.as_str(), count),
-            (code_name, 8),
-            "{protocol}: {message}"
-        );
-        assert!(message.contains(says), "{protocol}: {message}");
+        each_of_8_failed_alike(protocol, (&report, code, &stderr), code_name, says);
         assert_eq!(server.received(), 8, "{protocol}");
     }
 }
@@ -284,10 +370,138 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
                 "--transport",
                 "h2",
             ][..],
-            "is a streaming method",
+            "streams requests; gRPC-Web carries unary and server-streaming calls only",
+        ),
+        (
+            &[
+                "--proto",
+                STREAMING_PROTO,
+                "--call",
+                "grpclab.streaming.v1.StreamingEcho.Feed",
+                "--protocol",
+                "connect",
+                "--transport",
+                "h2",
+                "--http1",
+            ][..],
+            "--http1 sends unary calls so far",
+        ),
+        (
+            &[
+                "--proto",
+                STREAMING_PROTO,
+                "--call",
+                "grpclab.streaming.v1.StreamingEcho.Feed",
+                "--protocol",
+                "grpc-web",
+                "--transport",
+                "h2",
+                "--stream-stamp",
+                "sent_unix_nanos",
+            ][..],
+            "--stream-stamp reads gRPC's frames",
         ),
     ] {
         refused(args, says);
+    }
+}
+
+/// A server stream that breaks its protocol: one clear outcome per call, its replies up to
+/// the break still counted.
+#[test]
+fn each_malformed_stream_is_one_clear_outcome() {
+    let web = |body: Vec<u8>| ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", "application/grpc-web+proto".to_owned())],
+        body,
+        trailers: None,
+    };
+    let connect = |content_type: &str, body: Vec<u8>| ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", content_type.to_owned())],
+        body,
+        trailers: None,
+    };
+    let cases: Vec<(&str, ScriptedReply, &str, &str, u64)> = vec![
+        (
+            "grpc-web",
+            web([frame(0, b""), frame(0, b"")].concat()),
+            "Internal",
+            "without its trailer frame",
+            2,
+        ),
+        (
+            "grpc-web",
+            web([frame(0x80, b"grpc-status: 0\r\n"), frame(0, b"")].concat()),
+            "Internal",
+            "bytes after the trailer frame",
+            0,
+        ),
+        (
+            "connect",
+            connect("application/connect+proto", frame(0, b"")),
+            "Internal",
+            "without its end-stream message",
+            1,
+        ),
+        (
+            "connect",
+            connect(
+                "application/connect+proto",
+                [
+                    frame(0, b""),
+                    frame(2, br#"{"error":{"code":"no_such_code"}}"#),
+                ]
+                .concat(),
+            ),
+            "Unknown",
+            "without a known code (\"no_such_code\")",
+            1,
+        ),
+        (
+            "connect",
+            connect("application/connect+proto", frame(2, b"not json")),
+            "Internal",
+            "end-stream message is not JSON",
+            0,
+        ),
+        (
+            "connect",
+            connect("application/proto", frame(2, b"{}")),
+            "Unknown",
+            "not application/connect+proto",
+            0,
+        ),
+    ];
+    for (protocol, reply, code_name, says, replies) in cases {
+        let server = ScriptedServer::start(reply);
+        let (report, code, stderr) = feed_as(&server.target(), protocol, "{}", 8, &[]);
+        each_of_8_failed_alike(protocol, (&report, code, &stderr), code_name, says);
+        assert_eq!(
+            report["messagesReceived"],
+            8 * replies,
+            "{protocol}: {says}"
+        );
+        assert_eq!(server.received(), 8, "{protocol}");
+    }
+}
+
+/// 3 calls that asked connect-go for code `number` (x-want-code) all ended with it, with
+/// the handler's message (and in Connect its error detail).
+fn asked_code_came_back(protocol: &str, number: u32, report: &serde_json::Value, stderr: &str) {
+    let (status, count, message) = only_error(report);
+    let expected = grpclab_core::Code::from_u32(number).name();
+    assert_eq!(
+        (status.as_str(), count),
+        (expected, 3),
+        "{protocol} code {number}: {message} {stderr}"
+    );
+    assert!(
+        message.contains(&format!("asked for code {number}")),
+        "{protocol}: {message}"
+    );
+    if protocol == "connect" {
+        assert!(message.contains("(1 error detail)"), "{message}");
     }
 }
 
@@ -384,20 +598,7 @@ fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
         for number in 1..=16u32 {
             let metadata = format!(r#"{{"x-want-code":"{number}"}}"#);
             let (report, _, stderr) = load_as(&peer.target, protocol, 3, &["-m", &metadata]);
-            let (status, count, message) = only_error(&report);
-            let expected = grpclab_core::Code::from_u32(number).name();
-            assert_eq!(
-                (status.as_str(), count),
-                (expected, 3),
-                "{protocol} code {number}: {message} {stderr}"
-            );
-            assert!(
-                message.contains(&format!("asked for code {number}")),
-                "{protocol}: {message}"
-            );
-            if protocol == "connect" {
-                assert!(message.contains("(1 error detail)"), "{message}");
-            }
+            asked_code_came_back(protocol, number, &report, &stderr);
         }
     }
     // Protobuf's JSON mapping in each protocol, every reply checked against the method.
@@ -443,6 +644,32 @@ fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
     let (status, count, message) = only_error(&report);
     assert_eq!((status.as_str(), count), ("Unknown", 5));
     assert!(message.contains("HTTP status 415"), "{message}");
+}
+
+/// Server streams against connect-go's Feed in each protocol: every reply counted as gRPC
+/// counts them, and a stream that fails after its replies keeps them counted and ends with
+/// its code, from HTTP/2 trailers (gRPC), the trailer frame (gRPC-Web) or the end-stream
+/// message with its error detail (Connect).
+#[test]
+fn against_connect_go_server_streams_count_every_reply_in_each_protocol() {
+    let Some(peer) = ConnectGo::start() else {
+        return;
+    };
+    for protocol in ["grpc", "grpc-web", "connect"] {
+        every_reply_counted(&peer.target, protocol);
+        for number in 1..=16u32 {
+            let metadata = format!(r#"{{"x-want-code":"{number}"}}"#);
+            let (report, _, stderr) = feed_as(
+                &peer.target,
+                protocol,
+                r#"{"count":3}"#,
+                3,
+                &["-m", &metadata],
+            );
+            asked_code_came_back(protocol, number, &report, &stderr);
+            assert_eq!(report["messagesReceived"], 9, "{protocol} code {number}");
+        }
+    }
 }
 
 /// `--codec json`: the request goes as protobuf's JSON mapping under the protocol's JSON

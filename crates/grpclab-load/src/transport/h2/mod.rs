@@ -115,9 +115,16 @@ pub(crate) fn start(
 pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
     let mut headers = HeaderMap::new();
     let protocol = config.protocol;
+    // A run's streaming calls are its one method's: Connect envelopes them in a type of
+    // their own.
+    let content_type = if config.shape == CallShape::Unary {
+        protocol.content_type_with(config.codec)
+    } else {
+        protocol.stream_content_type_with(config.codec)
+    };
     headers.insert(
         http::header::CONTENT_TYPE,
-        HeaderValue::from_static(protocol.content_type_with(config.codec)),
+        HeaderValue::from_static(content_type),
     );
     for (name, value) in protocol.request_headers() {
         headers.insert(*name, HeaderValue::from_static(value));

@@ -15,6 +15,8 @@ use h2::client::SendRequest;
 use h2::{RecvStream, SendStream};
 use http::StatusCode;
 
+use grpclab_core::protocol::{reply_content_type_fits_codec, Protocol};
+use grpclab_core::streamed_reply::StreamedReply;
 use grpclab_h2::client::MessageCounter;
 
 use super::unary::{failure_from_h2, status_from, CallTemplate};
@@ -73,10 +75,37 @@ async fn send_message(
     Ok(())
 }
 
+/// A reply's messages counted as they arrive: gRPC's frames, or a gRPC-Web or Connect
+/// server stream's, whose last frame says how the call ended.
+enum Replies {
+    Grpc(MessageCounter),
+    Web(Box<StreamedReply>),
+}
+
+impl Replies {
+    /// Feeds a chunk; how many messages it completed.
+    fn feed(&mut self, chunk: &[u8]) -> Result<u64, CallFailure> {
+        match self {
+            Replies::Grpc(counter) => Ok(counter.feed(chunk)),
+            Replies::Web(reader) => reader
+                .feed(chunk)
+                .map_err(|err| CallFailure::new(Code::Internal, format!("stream reply: {err}"))),
+        }
+    }
+
+    /// The stamps of the messages the last feed completed (gRPC's counter only).
+    fn stamps(&self) -> Option<&[Option<u64>]> {
+        match self {
+            Replies::Grpc(counter) => counter.stamps(),
+            Replies::Web(_) => None,
+        }
+    }
+}
+
 /// Reads reply data until `want` more messages are whole (or the stream ends: `false`).
 async fn receive_messages(
     reply: &mut RecvStream,
-    counter: &mut MessageCounter,
+    counter: &mut Replies,
     want: u64,
     tally: &mut StreamTally,
 ) -> Result<bool, CallFailure> {
@@ -87,7 +116,7 @@ async fn receive_messages(
         };
         let chunk = chunk.map_err(failure_from_h2)?;
         let _ = reply.flow_control().release_capacity(chunk.len());
-        let whole = counter.feed(&chunk);
+        let whole = counter.feed(&chunk)?;
         got += whole;
         tally.received += whole;
         if let Some(stamps) = counter.stamps().filter(|_| whole > 0) {
@@ -108,13 +137,38 @@ async fn receive_messages(
     Ok(true)
 }
 
-/// Reads what is left (counting messages) and the trailers' status.
+/// Reads what is left (counting messages) and the call's status: from the HTTP/2 trailers
+/// (gRPC), or from the body's last frame (gRPC-Web, Connect).
 async fn finish(
     mut reply: RecvStream,
-    counter: &mut MessageCounter,
+    counter: &mut Replies,
     tally: &mut StreamTally,
 ) -> Result<(), CallFailure> {
     receive_messages(&mut reply, counter, u64::MAX, tally).await?;
+    let counter = match counter {
+        Replies::Grpc(counter) => counter,
+        Replies::Web(reader) => {
+            // HTTP trailers beside the body's own, if any: read to the stream's end.
+            reply.trailers().await.map_err(failure_from_h2)?;
+            let status = reader
+                .finish()
+                .map_err(|err| CallFailure::new(Code::Internal, format!("stream reply: {err}")))?;
+            if status.code == Code::Ok {
+                return Ok(());
+            }
+            let details = match status.details {
+                0 => String::new(),
+                n => format!(" ({n} error detail{})", if n == 1 { "" } else { "s" }),
+            };
+            return Err(CallFailure::new(
+                status.code,
+                format!(
+                    "{}{details}",
+                    grpclab_h2::grpc::percent_decode(status.message.as_bytes())
+                ),
+            ));
+        }
+    };
     if counter.in_message() {
         return Err(CallFailure::new(
             Code::Internal,
@@ -130,8 +184,12 @@ async fn finish(
     }
 }
 
-/// Awaits the response head; `Some(reply)` for a stream to read, or the call's end.
-async fn response_head(response: h2::client::ResponseFuture) -> Result<RecvStream, CallFailure> {
+/// Awaits the response head; `Some(reply)` for a stream to read, or the call's end. A
+/// gRPC-Web or Connect stream's content type is checked (gRPC's is not, as before).
+async fn response_head(
+    response: h2::client::ResponseFuture,
+    template: &CallTemplate,
+) -> Result<RecvStream, CallFailure> {
     let response = response.await.map_err(failure_from_h2)?;
     let (head, reply) = response.into_parts();
     if head.status != StatusCode::OK {
@@ -140,9 +198,35 @@ async fn response_head(response: h2::client::ResponseFuture) -> Result<RecvStrea
             format!("HTTP status {}", head.status.as_u16()),
         ));
     }
-    if head.headers.contains_key("grpc-status") {
+    if head.headers.contains_key("grpc-status") && template.protocol != Protocol::Connect {
         // Trailers-Only: the call ended at once (typically an error).
         status_from(&head.headers)?;
+    }
+    if template.protocol != Protocol::Grpc {
+        let content_type = head
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .map(|value| value.as_bytes());
+        let expected = template.protocol.stream_content_type_with(template.codec);
+        let fits = match template.protocol {
+            Protocol::Connect => content_type
+                .and_then(|value| std::str::from_utf8(value).ok())
+                .and_then(|value| value.split(';').next())
+                .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected)),
+            protocol => reply_content_type_fits_codec(protocol, template.codec, content_type),
+        };
+        if !fits {
+            return Err(CallFailure::new(
+                Code::Unknown,
+                format!(
+                    "the reply's content-type is {}, not {expected}",
+                    content_type.map_or_else(
+                        || "missing".to_owned(),
+                        |v| format!("{:?}", String::from_utf8_lossy(v))
+                    )
+                ),
+            ));
+        }
     }
     Ok(reply)
 }
@@ -204,10 +288,11 @@ async fn pause(
 async fn opened(
     reply: Option<RecvStream>,
     response: Option<h2::client::ResponseFuture>,
+    template: &CallTemplate,
 ) -> Result<RecvStream, CallFailure> {
     match (reply, response) {
         (Some(stream), _) => Ok(stream),
-        (None, Some(head)) => response_head(head).await,
+        (None, Some(head)) => response_head(head, template).await,
         (None, None) => Err(CallFailure::new(Code::Internal, "no response")),
     }
 }
@@ -250,10 +335,13 @@ pub(crate) async fn streaming_call(
         index += 1;
         message
     };
-    let mut counter = match settings.stamp {
+    let mut counter = match (StreamedReply::new(template.protocol), settings.stamp) {
+        (Some(reader), _) => Replies::Web(Box::new(reader)),
         // Client streaming has one reply: its latency is the call's.
-        Some(field) if shape != CallShape::ClientStreaming => MessageCounter::stamped(field),
-        _ => MessageCounter::default(),
+        (None, Some(field)) if shape != CallShape::ClientStreaming => {
+            Replies::Grpc(MessageCounter::stamped(field))
+        }
+        (None, _) => Replies::Grpc(MessageCounter::default()),
     };
     let started = Instant::now();
     // How many messages this call sends: --stream-call-count, else the data array once
@@ -276,9 +364,14 @@ pub(crate) async fn streaming_call(
     };
     match shape {
         CallShape::Unary | CallShape::ServerStreaming => {
-            send_message(&mut body, next(), true).await?;
+            // gRPC-Web's text form is base64; the others' request is gRPC's frame.
+            let request = template
+                .protocol
+                .stream_request_body(&next())
+                .map_err(|err| CallFailure::new(Code::Internal, err.0))?;
+            send_message(&mut body, request, true).await?;
             tally.sent += 1;
-            let mut reply = response_head(response).await?;
+            let mut reply = response_head(response, template).await?;
             let bounded = settings.call_count.is_some() || settings.call_duration.is_some();
             if shape == CallShape::ServerStreaming && bounded {
                 // ghz's --stream-call-count and --stream-call-duration on a server stream:
@@ -329,7 +422,7 @@ pub(crate) async fn streaming_call(
             // A server that ends the call while we send (an error status) makes the send
             // fail; its status is the call's outcome, not the failed send.
             let ended = async {
-                let reply = response_head(response).await?;
+                let reply = response_head(response, template).await?;
                 finish(reply, &mut counter, tally).await
             };
             match (sending, ended.await) {
@@ -360,7 +453,7 @@ pub(crate) async fn streaming_call(
                 sending
             };
             let receiving = async {
-                let reply = response_head(response).await?;
+                let reply = response_head(response, template).await?;
                 finish(reply, &mut counter, tally).await
             };
             let (sending, ended) = tokio::join!(sending, receiving);
@@ -387,12 +480,12 @@ pub(crate) async fn streaming_call(
                 let sent_at = planned.take().map_or(now, |at| at.min(now));
                 if let Err(send) = send_message(&mut body, next(), false).await {
                     // The server may have ended the call meanwhile: its status wins.
-                    let stream = opened(reply.take(), response.take()).await?;
+                    let stream = opened(reply.take(), response.take(), template).await?;
                     return finish(stream, &mut counter, tally).await.and(Err(send));
                 }
                 tally.sent += 1;
                 if let Some(head) = response.take() {
-                    reply = Some(response_head(head).await?);
+                    reply = Some(response_head(head, template).await?);
                 }
                 let Some(stream) = reply.as_mut() else {
                     break;
@@ -410,7 +503,7 @@ pub(crate) async fn streaming_call(
             if !server_ended {
                 send_message(&mut body, Bytes::new(), true).await?;
             }
-            let stream = opened(reply, response).await?;
+            let stream = opened(reply, response, template).await?;
             finish(stream, &mut counter, tally).await
         }
     }

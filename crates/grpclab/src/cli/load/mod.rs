@@ -678,11 +678,24 @@ fn apply_call_shape(
                 "--protocol {protocol} runs on the h2 crate's transport so far: add --transport h2 (grpclab's engine speaks gRPC)"
             )));
         }
-        if method.is_client_streaming() || method.is_server_streaming() {
+        if method.is_client_streaming() {
             return Err(InputError(format!(
-                "--protocol {protocol}: {} is a streaming method; gRPC-Web and Connect are unary-only here so far",
+                "--protocol {protocol}: {} streams requests; gRPC-Web carries unary and server-streaming calls only (Connect's client and bidi streams are not sent here yet): call a unary or server-streaming method",
                 method.full_name()
             )));
+        }
+        if method.is_server_streaming() {
+            if args.http1 {
+                return Err(InputError(format!(
+                    "--http1 sends unary calls so far; {} is server-streaming: leave --http1 out (its stream goes over HTTP/2)",
+                    method.full_name()
+                )));
+            }
+            if args.stream_stamp.is_some() {
+                return Err(InputError(format!(
+                    "--stream-stamp reads gRPC's frames; with --protocol {protocol} leave it out"
+                )));
+            }
         }
         if args.http1 {
             if args.workload.is_some() {

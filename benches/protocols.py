@@ -10,7 +10,12 @@ payload), so only the protocol differs between the rows of one server. Server CP
 utime+stime over the measured window / calls completed in it; client CPU the same for the
 load. Rounds alternate the protocols; medians of --rounds.
 
+With --feed N the calls are server streams instead: the streaming echo's Feed, N replies of
+100 bytes to each request (gRPC-Web's trailer frame, Connect's end-stream message; no
+HTTP/1.1 rows), and CPU is per reply message.
+
 Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
+                            [--feed N]
 Needs Go and protoc for the connect-go peer (bash peers/install.sh go).
 """
 import argparse
@@ -54,13 +59,21 @@ def start(name, connect_go):
     return server, f"127.0.0.1:{port}"
 
 
+# --feed: the streaming echo's server stream, N replies of 100 bytes each.
+FEED_CALL = ["--proto", os.path.join(ROOT, "scenarios", "streaming", "streaming.proto"),
+             "--call", "grpclab.streaming.v1.StreamingEcho.Feed"]
+PAYLOAD_100B = "eHh4" * 33 + "eA=="  # 100 bytes of "x", base64
+
+
 def window(name, row, connect_go, args):
     protocol, http1 = row
     server, target = start(name, connect_go)
+    call = (FEED_CALL + ["-d", json.dumps({"count": args.feed, "payload": PAYLOAD_100B})]
+            if args.feed else ["--scenario", args.scenario])
     try:
         marks = {}
         argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json", "--insecure",
-                "--no-history", "--scenario", args.scenario, "--transport", "h2",
+                "--no-history"] + call + ["--transport", "h2",
                 "--protocol", protocol, "-c", str(args.streams), "--connections",
                 str(args.streams if http1 else args.connections), "-z", f"{args.duration}s",
                 "--warmup", f"{args.warmup}s", "--cpus", "1"] + (["--http1"] if http1 else [])
@@ -73,8 +86,10 @@ def window(name, row, connect_go, args):
     ok = report["statusCodeDistribution"].get("OK", 0)
     if ok != report["count"]:
         sys.exit(f"{name} {protocol}: {report['count'] - ok} calls failed: {report.get('errorDistribution')}")
-    return {"rps": report["measuredRps"], "server_us": server_cpu * 1e6 / max(ok, 1),
-            "client_us": client_cpu * 1e6 / max(ok, 1)}
+    # Per call, or per reply message of a feed.
+    units = max(report.get("messagesReceived", ok) if args.feed else ok, 1)
+    return {"rps": report["measuredRps"], "server_us": server_cpu * 1e6 / units,
+            "client_us": client_cpu * 1e6 / units}
 
 
 def label(row):
@@ -90,22 +105,30 @@ def main():
     parser.add_argument("--scenario", default="complex_proto")
     parser.add_argument("--streams", type=int, default=50)
     parser.add_argument("--connections", type=int, default=2)
+    parser.add_argument("--feed", type=int, default=0,
+                        help="server streams of N replies instead of unary calls")
     args = parser.parse_args()
+    unit = "reply" if args.feed else "call"
     build()
     with tempfile.TemporaryDirectory() as folder:
         connect_go = build_connect_go(args.scenario, folder)
-        rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows}
+        # A server stream goes over HTTP/2 only.
+        rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows
+                if not (args.feed and row[1])}
         for round_ in range(args.rounds):
             for (name, row), results in rows.items():
                 results.append(window(name, row, connect_go, args))
                 r = results[-1]
                 print(f"round {round_ + 1}: {name} {label(row)}: {r['rps']:.0f} req/s, "
-                      f"server {r['server_us']:.2f} µs/call, client {r['client_us']:.2f} µs/call",
-                      file=sys.stderr)
-    print(f"\n{args.scenario}, {args.streams} streams on {args.connections} HTTP/2 connections "
-          f"({args.streams} HTTP/1.1 connections), closed loop, server CPU 0 (1 thread), "
+                      f"server {r['server_us']:.2f} µs/{unit}, client {r['client_us']:.2f} "
+                      f"µs/{unit}", file=sys.stderr)
+    what = (f"server streams of {args.feed} x 100 B replies (Feed)" if args.feed
+            else args.scenario)
+    http1 = "" if args.feed else f" ({args.streams} HTTP/1.1 connections)"
+    print(f"\n{what}, {args.streams} streams on {args.connections} HTTP/2 connections"
+          f"{http1}, closed loop, server CPU 0 (1 thread), "
           f"grpclab load --transport h2 on CPU 1; medians of {args.rounds} rounds (range)\n")
-    print("| server | protocol | req/s | server µs/call | client µs/call | server vs its gRPC |")
+    print(f"| server | protocol | calls/s | server µs/{unit} | client µs/{unit} | server vs its gRPC |")
     print("|---|---|---:|---:|---:|---:|")
     for (name, row), results in rows.items():
         def stat(key):

@@ -1,7 +1,8 @@
-//! `load --protocol`: gRPC-Web (binary and text) and Connect's unary protocol, over real
-//! sockets. Against tonic-web (`serve --grpc-web`): every call counted as gRPC counts it.
-//! Against a scripted server: each status found where its protocol keeps it, and each
-//! malformed answer one clear outcome.
+//! `load --protocol`: gRPC-Web (binary and text) and Connect, unary calls and server
+//! streams, over real sockets. Against tonic-web (`serve --grpc-web`) and connect-go: every
+//! call and reply counted as gRPC counts them, every code mapped back. Against a scripted
+//! server: each status found where its protocol keeps it, and each malformed answer or
+//! stream one clear outcome.
 
 mod common;
 

@@ -74,8 +74,9 @@ pub enum ProtocolArg {
     GrpcWeb,
     /// gRPC-Web, text: the binary body base64-encoded.
     GrpcWebText,
-    /// Connect's unary protocol, binary codec: the bare message as the body, the status as
-    /// the HTTP status and an error JSON.
+    /// Connect, binary codec: a unary call's body is the bare message and its status the
+    /// HTTP status and an error JSON; a server stream is enveloped and ends with an
+    /// end-stream message.
     Connect,
 }
 
@@ -518,8 +519,8 @@ pub struct LoadArgs {
     pub transport: TransportArg,
 
     /// The wire protocol of each call: grpc, grpc-web (binary), grpc-web-text (base64) or
-    /// connect (Connect's unary protocol, binary codec). gRPC-Web and Connect go over HTTP/2
-    /// on the h2 crate's transport (--transport h2); unary calls only.
+    /// connect (Connect, binary codec). gRPC-Web and Connect go over HTTP/2 on the h2
+    /// crate's transport (--transport h2): unary calls and server streams.
     #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = ProtocolArg::Grpc, value_name = "PROTOCOL")]
     pub protocol: ProtocolArg,
 

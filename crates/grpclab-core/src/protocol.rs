@@ -81,7 +81,9 @@ impl Protocol {
 
     /// The request body for a gRPC-framed request message (its 5-byte prefix, then the
     /// message): as is for gRPC and gRPC-Web, base64 for gRPC-Web text, the bare message for
-    /// Connect (which says compression in a header, never in a prefix).
+    /// Connect (which says compression in a header, never in a prefix: a compressed frame's
+    /// gzip bytes go as they are, under [`Protocol::compression_headers`]'
+    /// `content-encoding`).
     pub fn request_body(self, framed: &Bytes) -> Result<Bytes, ProtocolError> {
         match self {
             Protocol::Grpc | Protocol::GrpcWeb => Ok(framed.clone()),
@@ -92,11 +94,10 @@ impl Protocol {
                 ))
             }
             Protocol::Connect => match framed.first() {
-                Some(0) if framed.len() >= 5 => Ok(framed.slice(5..)),
-                Some(_) if framed.len() >= 5 => Err(ProtocolError(
-                    "a compressed request cannot go as Connect unary here (leave -e out)"
-                        .to_owned(),
-                )),
+                Some(0 | 1) if framed.len() >= 5 => Ok(framed.slice(5..)),
+                Some(flag) if framed.len() >= 5 => Err(ProtocolError(format!(
+                    "a request frame with flag {flag:#04x}, neither plain nor compressed"
+                ))),
                 _ => Err(ProtocolError(format!(
                     "a request of {} bytes has no gRPC prefix",
                     framed.len()
@@ -141,6 +142,23 @@ impl Protocol {
             (Protocol::Connect, Codec::Proto) => "application/connect+proto",
             (Protocol::Connect, Codec::Json) => "application/connect+json",
             _ => self.content_type_with(codec),
+        }
+    }
+
+    /// The headers that say a call's messages are gzip-compressed and that gzip replies are
+    /// welcome (`-e`): gRPC's `grpc-encoding` for gRPC and gRPC-Web; for Connect, HTTP's
+    /// `content-encoding` on a unary call (its body is the compressed message), and
+    /// `connect-content-encoding` on a stream (its envelopes say which are compressed).
+    pub fn compression_headers(self, streaming: bool) -> [(&'static str, &'static str); 2] {
+        match (self, streaming) {
+            (Protocol::Connect, false) => {
+                [("content-encoding", "gzip"), ("accept-encoding", "gzip")]
+            }
+            (Protocol::Connect, true) => [
+                ("connect-content-encoding", "gzip"),
+                ("connect-accept-encoding", "gzip"),
+            ],
+            _ => [("grpc-encoding", "gzip"), ("grpc-accept-encoding", "gzip")],
         }
     }
 
@@ -228,7 +246,16 @@ pub fn decode_grpc_web(body: &[u8], text: bool) -> Result<WebReply, ProtocolErro
                 body.len() - end
             )));
         }
-        let trailers = parse_trailer_lines(&body[at + 5..end])?;
+        // A compressed trailer frame (0x81: connect-go compresses it with the messages).
+        let block = if flag & 0x01 != 0 {
+            std::borrow::Cow::Owned(
+                crate::framing::gunzip(&body[at + 5..end], 1 << 20)
+                    .map_err(|err| ProtocolError(format!("a compressed trailer frame: {err}")))?,
+            )
+        } else {
+            std::borrow::Cow::Borrowed(&body[at + 5..end])
+        };
+        let trailers = parse_trailer_lines(&block)?;
         let status = trailers
             .iter()
             .find(|(name, _)| name == "grpc-status")
@@ -541,6 +568,17 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_compressed_trailer_frame_is_inflated() {
+        let gzipped = crate::framing::frame_gzip(b"grpc-status: 10\r\n");
+        let body = [frame(1, b"m"), vec![0x81], gzipped[1..].to_vec()].concat();
+        let reply = decode_grpc_web(&body, false).unwrap();
+        assert_eq!((reply.code, reply.messages.len()), (Code::Aborted, 1));
+        let broken = [vec![0x81], 3u32.to_be_bytes().to_vec(), b"abc".to_vec()].concat();
+        let err = decode_grpc_web(&broken, false).unwrap_err();
+        assert!(err.0.contains("a compressed trailer frame"), "{err}");
+    }
+
+    #[test]
     fn requests_are_encoded_as_each_protocol_sends_them() {
         let framed = Bytes::from(frame(0, b"msg"));
         assert_eq!(Protocol::GrpcWeb.request_body(&framed).unwrap(), framed);
@@ -552,8 +590,14 @@ pub(crate) mod tests {
             Protocol::GrpcWebText.request_body(&framed).unwrap(),
             Bytes::from_static(b"AAAAAANtc2c=")
         );
-        let compressed = Bytes::from(frame(1, b"msg"));
-        assert!(Protocol::Connect.request_body(&compressed).is_err());
+        let compressed = Bytes::from(frame(1, b"gz"));
+        assert_eq!(
+            Protocol::Connect.request_body(&compressed).unwrap(),
+            Bytes::from_static(b"gz")
+        );
+        let unknown = Bytes::from(frame(4, b"msg"));
+        let err = Protocol::Connect.request_body(&unknown).unwrap_err();
+        assert!(err.0.contains("flag 0x04"), "{err}");
         for protocol in Protocol::ALL {
             assert_eq!(Protocol::from_name(protocol.name()), Some(protocol));
         }

@@ -15,8 +15,8 @@ use crate::protocol::{
 };
 use crate::Code;
 
-/// The largest last frame kept (a trailer block or an end-stream JSON): past it the reply is
-/// refused rather than buffered.
+/// The largest last frame kept (a trailer block or an end-stream JSON), and the most a
+/// compressed one may inflate to: past it the reply is refused rather than buffered.
 const LARGEST_END_FRAME: usize = 1 << 20;
 
 /// How a streamed reply marks its last frame.
@@ -75,6 +75,8 @@ pub struct StreamedReply {
     last: Option<Vec<u8>>,
     /// The last frame is whole: nothing may follow.
     ended: bool,
+    /// The last frame is gzip-compressed (flag 0x01 beside its own).
+    last_compressed: bool,
     messages: u64,
 }
 
@@ -96,6 +98,7 @@ impl StreamedReply {
             remaining: 0,
             last: None,
             ended: false,
+            last_compressed: false,
             messages: 0,
         })
     }
@@ -177,12 +180,7 @@ impl StreamedReply {
 
     /// The last frame's prefix has come (its `flag`): its payload is kept from here.
     fn start_last(&mut self, flag: u8) -> Result<(), ProtocolError> {
-        if flag & 0x01 != 0 {
-            return Err(ProtocolError(format!(
-                "a compressed {} (flag {flag:#04x}): compression is not read here",
-                self.ending.name()
-            )));
-        }
+        self.last_compressed = flag & 0x01 != 0;
         if self.remaining > LARGEST_END_FRAME {
             return Err(ProtocolError(format!(
                 "a {} of {} bytes, more than the {LARGEST_END_FRAME} read",
@@ -235,6 +233,13 @@ impl StreamedReply {
                     "the stream ended without its end-stream message".to_owned()
                 }
             }));
+        };
+        let last = if self.last_compressed {
+            crate::framing::gunzip(&last, LARGEST_END_FRAME).map_err(|err| {
+                ProtocolError(format!("a compressed {}: {err}", self.ending.name()))
+            })?
+        } else {
+            last
         };
         match self.ending {
             Ending::GrpcWebTrailers => web_status(&last),
@@ -446,5 +451,11 @@ mod tests {
         let err = reader.feed(&huge).unwrap_err();
         assert!(err.0.contains("more than the 1048576 read"), "{err}");
         assert!(StreamedReply::new(Protocol::Grpc).is_none());
+        // A compressed end-stream message (connect-accept-encoding: gzip) is inflated.
+        let gzipped = crate::framing::frame_gzip(br#"{"error":{"code":"aborted"}}"#);
+        let status = read_bytewise(Protocol::Connect, &[&[3u8][..], &gzipped[1..]].concat())
+            .1
+            .unwrap();
+        assert_eq!(status.code, Code::Aborted);
     }
 }

@@ -353,18 +353,6 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
         (
             &[
                 "--scenario",
-                "string_10B",
-                "--protocol",
-                "connect",
-                "--transport",
-                "h2",
-                "-e",
-            ][..],
-            "--protocol connect with -e",
-        ),
-        (
-            &[
-                "--scenario",
                 "streaming_ping_pong",
                 "--protocol",
                 "grpc-web",
@@ -671,6 +659,95 @@ fn against_connect_go_server_streams_count_every_reply_in_each_protocol() {
             assert_eq!(report["messagesReceived"], 9, "{protocol} code {number}");
         }
     }
+}
+
+/// `-e` (gzip) in each protocol against connect-go, each in its own headers: unary calls
+/// (validated) and server streams counted, and failures read from compressed replies: a
+/// gRPC-Web trailer frame connect-go compresses (0x81), Connect's gzip error JSON and its
+/// compressed end-stream message.
+#[test]
+fn against_connect_go_gzip_goes_in_each_protocols_own_headers() {
+    let Some(peer) = ConnectGo::start() else {
+        return;
+    };
+    for protocol in ["grpc", "grpc-web", "connect"] {
+        let (report, code, stderr) = load_as(&peer.target, protocol, 100, &["-e", "--validate"]);
+        assert_eq!(code, Some(0), "{protocol} -e: {stderr}");
+        assert_eq!(report["statusCodeDistribution"]["OK"], 100, "{protocol}");
+        let (report, _, stderr) = load_as(
+            &peer.target,
+            protocol,
+            3,
+            &["-e", "-m", r#"{"x-want-code":"10"}"#],
+        );
+        asked_code_came_back(protocol, 10, &report, &stderr);
+        let (report, code, stderr) = feed_as(
+            &peer.target,
+            protocol,
+            r#"{"count":5,"payload":"aGVsbG8="}"#,
+            40,
+            &["-e"],
+        );
+        assert_eq!(code, Some(0), "{protocol} -e feed: {stderr}");
+        assert_eq!(report["messagesReceived"], 200, "{protocol}");
+        let (report, _, stderr) = feed_as(
+            &peer.target,
+            protocol,
+            r#"{"count":5}"#,
+            3,
+            &["-e", "-m", r#"{"x-want-code":"10"}"#],
+        );
+        asked_code_came_back(protocol, 10, &report, &stderr);
+    }
+}
+
+/// Connect's compression is HTTP's: `-e` sends the gzip message as the whole body under
+/// `content-encoding: gzip` (no gRPC prefix), and a gzip reply is inflated before it is
+/// judged; an encoding the call did not accept is one clear outcome.
+#[test]
+fn a_connect_call_compresses_in_content_encoding() {
+    use std::io::Read;
+    let gzip = |bytes: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzEncoder::new(bytes, flate2::Compression::default())
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    };
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 409,
+        headers: vec![
+            ("content-type", "application/json".to_owned()),
+            ("content-encoding", "gzip".to_owned()),
+        ],
+        body: gzip(br#"{"code":"aborted","message":"try again"}"#),
+        trailers: None,
+    });
+    let (report, _, stderr) = load_as(&server.target(), "connect", 6, &["-e"]);
+    let (status, count, message) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("Aborted", 6), "{stderr}");
+    assert!(message.contains("try again"), "{message}");
+    let headers = server.last_headers();
+    for expected in [("content-encoding", "gzip"), ("accept-encoding", "gzip")] {
+        assert!(
+            headers.contains(&(expected.0.into(), expected.1.into())),
+            "{expected:?} in {headers:?}"
+        );
+    }
+    let mut sent = Vec::new();
+    flate2::read::GzDecoder::new(server.last_body().as_slice())
+        .read_to_end(&mut sent)
+        .expect("the body is one gzip stream, with no gRPC prefix");
+    let scenario = grpclab_core::Scenario::builtin("string_10B").unwrap();
+    assert_eq!(sent, scenario.requests()[0][5..]);
+    // A reply in an encoding the call did not ask for.
+    let (report, _, _) = load_as(&server.target(), "connect", 4, &[]);
+    let (status, count, message) = only_error(&report);
+    assert_eq!((status.as_str(), count), ("Internal", 4));
+    assert!(
+        message.contains("content-encoding is \"gzip\""),
+        "{message}"
+    );
 }
 
 /// `--codec json`: the request goes as protobuf's JSON mapping under the protocol's JSON

@@ -145,8 +145,9 @@ pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String>
         }
     }
     if config.gzip {
-        headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
-        headers.insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
+        for (name, value) in protocol.compression_headers(config.shape != CallShape::Unary) {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
     }
     for (name, value) in &config.metadata {
         headers.append(name.clone(), value.clone());

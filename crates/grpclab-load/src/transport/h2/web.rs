@@ -4,7 +4,7 @@
 //! Trailers-Only reply), or Connect's HTTP status and error JSON.
 
 use bytes::Bytes;
-use grpclab_core::framing::frame_message;
+use grpclab_core::framing::{frame_message, gunzip};
 use grpclab_core::protocol::{
     decode_connect_error, decode_grpc_web, reply_content_type_fits_codec, Protocol,
 };
@@ -13,7 +13,7 @@ use h2::client::SendRequest;
 use http::{HeaderMap, StatusCode};
 
 use super::unary::{failure_from_h2, keep_headers, send, status_from, validate, CallTemplate};
-use crate::outcome::CallFailure;
+use crate::outcome::{CallFailure, REPLY_INFLATE_LIMIT};
 use grpclab_h2::client::{CallHeaders, ReplyHeader};
 use grpclab_h2::grpc::percent_decode;
 
@@ -190,6 +190,31 @@ fn connect_reply(
     scratch: &mut Vec<u8>,
     template: &CallTemplate,
 ) -> Result<(), CallFailure> {
+    let encoding = head.headers.get(http::header::CONTENT_ENCODING);
+    match encoding.map(|value| value.as_bytes()) {
+        None | Some(b"identity") => {}
+        Some(b"gzip") if template.gzip => {
+            // The body, error JSON or message, is one gzip stream.
+            let limit = template.max_reply_message.unwrap_or(REPLY_INFLATE_LIMIT);
+            *scratch = gunzip(scratch, limit).map_err(|err| {
+                CallFailure::new(Code::Internal, format!("a gzip Connect reply: {err}"))
+            })?;
+        }
+        Some(other) => {
+            return Err(CallFailure::new(
+                Code::Internal,
+                format!(
+                    "the reply's content-encoding is {:?}, which this call did not accept{}",
+                    String::from_utf8_lossy(other),
+                    if template.gzip {
+                        ""
+                    } else {
+                        " (-e accepts gzip)"
+                    }
+                ),
+            ))
+        }
+    }
     if head.status != StatusCode::OK {
         let failure = decode_connect_error(head.status.as_u16(), scratch);
         let details = match failure.details {

@@ -710,11 +710,6 @@ fn apply_call_shape(
             }
             config.http1 = true;
         }
-        if config.gzip && protocol == grpclab_core::protocol::Protocol::Connect {
-            return Err(InputError(
-                "--protocol connect with -e: Connect's compression (content-encoding) is not sent yet; leave -e out".to_owned(),
-            ));
-        }
     }
     config.shape =
         grpclab_load::CallShape::of(method.is_client_streaming(), method.is_server_streaming());

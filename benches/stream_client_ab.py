@@ -13,7 +13,11 @@ With --stamp-b, side B also asks the server to stamp every reply and reads each 
 for what reading stamps costs the client. With --rps N both sides run an open loop of N calls/s
 (the same offered load, so a server slowed by stamping does not change the client's batching).
 
+With --transport h2 both clients run on the h2 crate's transport (the reference) instead of
+grpclab's engine.
+
 Usage: benches/stream_client_ab.py OLD_BINARY [NEW_BINARY] [--rounds 5] [--duration 8] [--warmup 2] [--stamp-b] [--rps N]
+                                   [--transport engine|h2]
 """
 import argparse
 import json
@@ -40,6 +44,7 @@ def round_of(binary, target, args, stamp=False):
         argv += ["-d", stamped_payload(), "--stream-stamp", "sent_unix_nanos"]
     if args.rps:
         argv += ["--rps", str(args.rps)]
+    argv += ["--transport", args.transport]
     stdout, cpu, _ = run_client(argv, args.warmup)
     report = json.loads(stdout)
     received = max(report.get("messagesReceived", 0), 1)
@@ -55,6 +60,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--stamp-b", action="store_true", help="side B reads every reply's stamp")
     parser.add_argument("--rps", type=int, default=0, help="open loop at this many calls/s (0: closed loop)")
+    parser.add_argument("--transport", choices=["engine", "h2"], default="engine",
+                        help="the clients' transport")
     args = parser.parse_args()
     if args.new == BIN:
         build()

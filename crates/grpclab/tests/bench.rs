@@ -1699,7 +1699,7 @@ fn a_protocol_axis_loads_one_server_in_each_protocol() {
         (
             &["lab", "--sweep", "protocol=grpc-web"][..],
             [SHORT, &[("GRPC_REQUEST_SCENARIO", "streaming_ping_pong")]].concat(),
-            "gRPC-Web and Connect are unary-only here so far",
+            "bench runs gRPC-Web and Connect rows on unary scenarios so far",
         ),
     ] {
         let output = bench(dir.path(), args, &env);

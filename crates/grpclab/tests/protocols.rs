@@ -169,6 +169,20 @@ fn grpc_web_and_its_text_form_count_every_call_as_grpc_does() {
     }
 }
 
+/// lab does not serve gRPC-Web: it refuses each such call with HTTP 415 (one clear outcome),
+/// not a gRPC reply whose status a gRPC-Web client never finds.
+#[test]
+fn lab_refuses_grpc_web_calls_with_415() {
+    let server = Server::start_with(&["--impl", "lab"]);
+    let (report, code, stderr) = load_as(&server.target(), "grpc-web", 8, &[]);
+    each_of_8_failed_alike(
+        "grpc-web",
+        (&report, code, &stderr),
+        "Unknown",
+        "HTTP status 415",
+    );
+}
+
 #[test]
 fn a_grpc_web_status_is_read_from_its_trailer_frame_or_its_headers() {
     // A message, then the trailer frame: NotFound with a percent-encoded message.

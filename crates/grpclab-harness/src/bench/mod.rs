@@ -258,7 +258,7 @@ pub fn prepare(request: BenchRequest<'_>) -> Result<PreparedBench, InputError> {
                     ))
                 } else if method.is_client_streaming() || method.is_server_streaming() {
                     Some(format!(
-                        "GRPC_REQUEST_SCENARIO='{}' streams ({}), and gRPC-Web and Connect are unary-only here so far",
+                        "GRPC_REQUEST_SCENARIO='{}' streams ({}), and bench runs gRPC-Web and Connect rows on unary scenarios so far (load --protocol calls server streams)",
                         run_config.scenario,
                         method.full_name()
                     ))

@@ -147,7 +147,8 @@ pub struct RequestHeaders<'a> {
 /// The encodings lab accepts, as `grpc-accept-encoding` says them.
 pub const ACCEPT_ENCODING: &[u8] = b"identity,gzip";
 
-/// Checks a request's headers (gRPC over HTTP/2: POST, `application/grpc*`, a known method,
+/// Checks a request's headers (gRPC over HTTP/2: POST, `application/grpc*` but not gRPC-Web's
+/// `application/grpc-web*`, a known method,
 /// a supported encoding, a well-formed timeout). `max_message_bytes` also bounds what a
 /// compressed message may inflate to.
 pub fn check_head(
@@ -157,7 +158,9 @@ pub fn check_head(
     codec: Codec,
 ) -> Result<CallHead, HeadRejection> {
     let content_type = headers.content_type.unwrap_or_default();
-    if !content_type.starts_with(b"application/grpc") {
+    // gRPC-Web (`application/grpc-web...`) is not served here: answering it as gRPC would put
+    // its status where a gRPC-Web client never looks.
+    if !content_type.starts_with(b"application/grpc") || content_type.get(16) == Some(&b'-') {
         return Err(HeadRejection::Http(415));
     }
     if headers.method != b"POST" {
@@ -623,6 +626,17 @@ mod tests {
             check_head(&json, now, limit, Codec::View),
             Err(HeadRejection::Http(415))
         );
+        // gRPC-Web is not gRPC: refused, not answered with trailers it would never read.
+        for (content_type, accepted) in [
+            (&b"application/grpc-web+proto"[..], false),
+            (b"application/grpc-web-text", false),
+            (b"application/grpc+proto", true),
+        ] {
+            let mut typed = headers(SAY_HELLO_PATH);
+            typed.content_type = Some(content_type);
+            let checked = check_head(&typed, now, limit, Codec::View);
+            assert_eq!(checked.is_ok(), accepted, "{content_type:?}");
+        }
         let Err(HeadRejection::Status(status)) =
             check_head(&headers("/x.Y/Z"), now, limit, Codec::View)
         else {

@@ -108,25 +108,36 @@ fn a_against_itself_shows_no_significant_difference() {
         &["--rounds", "3", "--fail-if", "req/s<-5%"],
     );
     let report = report(&output);
-    // Three rounds at 99.9 % cannot see a 5 % limit through a debug build's round-to-round
-    // spread: the passing verdict says how rarely a 10 % loss would be caught, and how many
-    // rounds would catch it (or, on a machine busy enough that no number of rounds up to 200
-    // would, that the spread must narrow: seen on CI beside the JVM peers' builds).
+    // Three rounds at 99.9 % rarely see a 5 % limit through a debug build's round-to-round
+    // spread: the passing verdict then says how rarely a 10 % loss would be caught, and how
+    // many rounds would catch it (or, on a machine busy enough that no number of rounds up to
+    // 200 would, that the spread must narrow: seen on CI beside the JVM peers' builds). On a
+    // quiet machine the spread can be narrow enough that three rounds would catch it (CI saw
+    // [0.939, 1.063]): then the line says nothing more, by design.
     let gate = report["gate"][0]["line"].as_str().unwrap();
     assert!(gate.contains("B passed"), "{gate}");
-    assert!(
-        gate.contains("a true change of -10 % would be caught")
-            && (gate.contains("use --rounds ")
-                || gate.contains("more than 200 rounds would be needed: narrow the spread")),
-        "{gate}"
-    );
-    let report = &report["comparisons"][0];
+    let comparison = &report["comparisons"][0];
+    let low = comparison["rps"]["ratio_low"].as_f64().unwrap();
+    let high = comparison["rps"]["ratio_high"].as_f64().unwrap();
+    if gate.contains("would be caught") {
+        assert!(
+            gate.contains("a true change of -10 % would be caught")
+                && (gate.contains("use --rounds ")
+                    || gate.contains("more than 200 rounds would be needed: narrow the spread")),
+            "{gate}"
+        );
+    } else {
+        // No word on power: the interval must be narrow enough for a 10 % loss to show.
+        assert!(
+            high - low < 0.2,
+            "{gate}: [{low}, {high}] is too wide to say nothing"
+        );
+    }
+    let report = comparison;
     assert_eq!(
         report["rps"]["verdict"], "no_significant_difference",
         "{report:#}"
     );
-    let low = report["rps"]["ratio_low"].as_f64().unwrap();
-    let high = report["rps"]["ratio_high"].as_f64().unwrap();
     assert!(low <= 1.0 && high >= 1.0, "{low}..{high}");
 }
 

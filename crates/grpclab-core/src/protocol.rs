@@ -247,14 +247,7 @@ pub fn decode_grpc_web(body: &[u8], text: bool) -> Result<WebReply, ProtocolErro
             )));
         }
         // A compressed trailer frame (0x81: connect-go compresses it with the messages).
-        let block = if flag & 0x01 != 0 {
-            std::borrow::Cow::Owned(
-                crate::framing::gunzip(&body[at + 5..end], 1 << 20)
-                    .map_err(|err| ProtocolError(format!("a compressed trailer frame: {err}")))?,
-            )
-        } else {
-            std::borrow::Cow::Borrowed(&body[at + 5..end])
-        };
+        let block = last_frame_payload(flag, &body[at + 5..end], "trailer frame")?;
         let trailers = parse_trailer_lines(&block)?;
         let status = trailers
             .iter()
@@ -277,6 +270,25 @@ pub fn decode_grpc_web(body: &[u8], text: bool) -> Result<WebReply, ProtocolErro
     Err(ProtocolError(
         "the body ended without its trailer frame (no grpc-status)".to_owned(),
     ))
+}
+
+/// The largest last frame read (a gRPC-Web trailer block, a Connect end-stream JSON), and
+/// the most a compressed one may inflate to.
+pub(crate) const LARGEST_LAST_FRAME: usize = 1 << 20;
+
+/// A stream's last frame's payload (`what` names it in an error): inflated when its `flag`
+/// says compressed (0x01 beside the frame's own flag), as is otherwise.
+pub(crate) fn last_frame_payload<'a>(
+    flag: u8,
+    payload: &'a [u8],
+    what: &str,
+) -> Result<std::borrow::Cow<'a, [u8]>, ProtocolError> {
+    if flag & 0x01 == 0 {
+        return Ok(std::borrow::Cow::Borrowed(payload));
+    }
+    crate::framing::gunzip(payload, LARGEST_LAST_FRAME)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|err| ProtocolError(format!("a compressed {what}: {err}")))
 }
 
 /// gRPC-Web text: base64 in chunks, each padded on its own (a server may flush a message and
@@ -443,6 +455,20 @@ pub fn reply_content_type_fits_codec(
         return false;
     };
     value == protocol.content_type_with(Codec::Json)
+}
+
+/// Whether a streamed reply's `content-type` is the one `protocol` expects for a server
+/// stream in `codec`: Connect's enveloped type (`application/connect+proto`), the others'
+/// as for a unary reply.
+pub fn stream_reply_content_type_fits(
+    protocol: Protocol,
+    codec: Codec,
+    content_type: Option<&[u8]>,
+) -> bool {
+    if protocol != Protocol::Connect {
+        return reply_content_type_fits_codec(protocol, codec, content_type);
+    }
+    media_type(content_type).is_some_and(|value| value == protocol.stream_content_type_with(codec))
 }
 
 /// Whether a reply's `content-type` is the one `protocol` expects for a message (Connect's

@@ -11,13 +11,10 @@
 //! fuzzed on bytes alone.
 
 use crate::protocol::{
-    connect_code_named, parse_trailer_lines, unknown_code_said, Protocol, ProtocolError,
+    connect_code_named, last_frame_payload, parse_trailer_lines, unknown_code_said, Protocol,
+    ProtocolError, LARGEST_LAST_FRAME,
 };
 use crate::Code;
-
-/// The largest last frame kept (a trailer block or an end-stream JSON), and the most a
-/// compressed one may inflate to: past it the reply is refused rather than buffered.
-const LARGEST_END_FRAME: usize = 1 << 20;
 
 /// How a streamed reply marks its last frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +61,7 @@ pub struct StreamStatus {
 /// A streamed reply body being read; see the module's doc.
 #[derive(Debug)]
 pub struct StreamedReply {
+    protocol: Protocol,
     ending: Ending,
     /// gRPC-Web text: base64 characters not yet decoded (fewer than four).
     text: Option<Vec<u8>>,
@@ -75,8 +73,8 @@ pub struct StreamedReply {
     last: Option<Vec<u8>>,
     /// The last frame is whole: nothing may follow.
     ended: bool,
-    /// The last frame is gzip-compressed (flag 0x01 beside its own).
-    last_compressed: bool,
+    /// The last frame's flag (0x01 beside its own: gzip-compressed).
+    last_flag: u8,
     messages: u64,
 }
 
@@ -91,6 +89,7 @@ impl StreamedReply {
             Protocol::Connect => (Ending::ConnectEndStream, false),
         };
         Some(StreamedReply {
+            protocol,
             ending,
             text: text.then(Vec::new),
             prefix: [0; 5],
@@ -98,9 +97,14 @@ impl StreamedReply {
             remaining: 0,
             last: None,
             ended: false,
-            last_compressed: false,
+            last_flag: 0,
             messages: 0,
         })
+    }
+
+    /// The protocol it reads.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
     }
 
     /// Message frames whole so far.
@@ -180,10 +184,10 @@ impl StreamedReply {
 
     /// The last frame's prefix has come (its `flag`): its payload is kept from here.
     fn start_last(&mut self, flag: u8) -> Result<(), ProtocolError> {
-        self.last_compressed = flag & 0x01 != 0;
-        if self.remaining > LARGEST_END_FRAME {
+        self.last_flag = flag;
+        if self.remaining > LARGEST_LAST_FRAME {
             return Err(ProtocolError(format!(
-                "a {} of {} bytes, more than the {LARGEST_END_FRAME} read",
+                "a {} of {} bytes, more than the {LARGEST_LAST_FRAME} read",
                 self.ending.name(),
                 self.remaining
             )));
@@ -234,13 +238,7 @@ impl StreamedReply {
                 }
             }));
         };
-        let last = if self.last_compressed {
-            crate::framing::gunzip(&last, LARGEST_END_FRAME).map_err(|err| {
-                ProtocolError(format!("a compressed {}: {err}", self.ending.name()))
-            })?
-        } else {
-            last
-        };
+        let last = last_frame_payload(self.last_flag, &last, self.ending.name())?;
         match self.ending {
             Ending::GrpcWebTrailers => web_status(&last),
             Ending::ConnectEndStream => connect_end_status(&last),
@@ -446,7 +444,7 @@ mod tests {
             assert!(err.0.contains(says), "{protocol}: {err} (wanted {says:?})");
         }
         let mut huge = vec![0x80];
-        huge.extend_from_slice(&(LARGEST_END_FRAME as u32 + 1).to_be_bytes());
+        huge.extend_from_slice(&(LARGEST_LAST_FRAME as u32 + 1).to_be_bytes());
         let mut reader = StreamedReply::new(Protocol::GrpcWeb).unwrap();
         let err = reader.feed(&huge).unwrap_err();
         assert!(err.0.contains("more than the 1048576 read"), "{err}");

@@ -5,8 +5,9 @@
 //! `jcmd PID JFR.start settings=profile method-profiling=max` at the end of the warmup and
 //! `JFR.stop` after the window; `jfr print --json` then yields the execution samples (→ folded
 //! stacks → the same flamegraph and top-functions files as perf's) and the allocation samples
-//! (→ the same allocation-site lists as dhat's, with sampled counts and JFR's estimated bytes). The JSON is
-//! read as a stream into the few fields used: a recording's JSON runs to hundreds of MB.
+//! (→ the same allocation-site lists as dhat's, with sampled counts and JFR's estimated
+//! bytes). The JSON is read as a stream into the few fields used: a recording's JSON runs to
+//! hundreds of MB.
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

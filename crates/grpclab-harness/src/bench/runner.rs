@@ -587,8 +587,7 @@ fn measure(
         name,
         context,
         &mut notes,
-        window_calls.or(measured_calls),
-        config.duration,
+        (window_calls.or(measured_calls), config.duration),
         (&mut cpu_profile, &mut alloc_profile),
     );
     let profile_note = (!notes.is_empty()).then(|| notes.join("; "));
@@ -873,14 +872,12 @@ fn row_load(
 /// A JVM's Flight Recorder file read into the row's CPU and allocation profiles (allocations
 /// per call over `calls`), in place of perf's and dhat's; what could not be read, and a CPU
 /// recording too thin for its `window`, becomes a note.
-#[allow(clippy::too_many_arguments)]
 fn jvm_profiles(
     jfr: Option<Result<std::path::PathBuf, String>>,
     name: &str,
     context: &mut RunContext<'_>,
     notes: &mut Vec<String>,
-    calls: Option<u64>,
-    window: std::time::Duration,
+    (calls, window): (Option<u64>, std::time::Duration),
     (cpu_profile, alloc_profile): (
         &mut Option<super::profile::CpuProfile>,
         &mut Option<super::alloc_profile::AllocProfile>,

@@ -15,11 +15,12 @@ use h2::client::SendRequest;
 use h2::{RecvStream, SendStream};
 use http::StatusCode;
 
-use grpclab_core::protocol::{reply_content_type_fits_codec, Protocol};
+use grpclab_core::protocol::{stream_reply_content_type_fits, Protocol};
 use grpclab_core::streamed_reply::StreamedReply;
 use grpclab_h2::client::MessageCounter;
 
 use super::unary::{failure_from_h2, status_from, CallTemplate};
+use super::web::{described, with_details};
 use crate::config::{CallShape, StreamSettings};
 use crate::outcome::CallFailure;
 
@@ -156,16 +157,14 @@ async fn finish(
             if status.code == Code::Ok {
                 return Ok(());
             }
-            let details = match status.details {
-                0 => String::new(),
-                n => format!(" ({n} error detail{})", if n == 1 { "" } else { "s" }),
+            // gRPC-Web's grpc-message is percent-encoded, as gRPC's; Connect's JSON is not.
+            let message = match reader.protocol() {
+                Protocol::Connect => status.message,
+                _ => grpclab_h2::grpc::percent_decode(status.message.as_bytes()),
             };
             return Err(CallFailure::new(
                 status.code,
-                format!(
-                    "{}{details}",
-                    grpclab_h2::grpc::percent_decode(status.message.as_bytes())
-                ),
+                with_details(&message, status.details),
             ));
         }
     };
@@ -207,23 +206,13 @@ async fn response_head(
             .headers
             .get(http::header::CONTENT_TYPE)
             .map(|value| value.as_bytes());
-        let expected = template.protocol.stream_content_type_with(template.codec);
-        let fits = match template.protocol {
-            Protocol::Connect => content_type
-                .and_then(|value| std::str::from_utf8(value).ok())
-                .and_then(|value| value.split(';').next())
-                .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected)),
-            protocol => reply_content_type_fits_codec(protocol, template.codec, content_type),
-        };
-        if !fits {
+        if !stream_reply_content_type_fits(template.protocol, template.codec, content_type) {
             return Err(CallFailure::new(
                 Code::Unknown,
                 format!(
-                    "the reply's content-type is {}, not {expected}",
-                    content_type.map_or_else(
-                        || "missing".to_owned(),
-                        |v| format!("{:?}", String::from_utf8_lossy(v))
-                    )
+                    "the reply's content-type is {}, not {}",
+                    described(content_type),
+                    template.protocol.stream_content_type_with(template.codec)
                 ),
             ));
         }

@@ -217,13 +217,9 @@ fn connect_reply(
     }
     if head.status != StatusCode::OK {
         let failure = decode_connect_error(head.status.as_u16(), scratch);
-        let details = match failure.details {
-            0 => String::new(),
-            n => format!(" ({n} error detail{})", if n == 1 { "" } else { "s" }),
-        };
         return Err(CallFailure::new(
             failure.code,
-            format!("{}{details}", failure.message),
+            with_details(&failure.message, failure.details),
         ));
     }
     let content_type = content_type(head);
@@ -301,8 +297,17 @@ fn content_type(head: &http::response::Parts) -> Option<&[u8]> {
         .map(|value| value.as_bytes())
 }
 
+/// A Connect error's message with how many details it carried (` (1 error detail)`).
+pub(super) fn with_details(message: &str, details: usize) -> String {
+    match details {
+        0 => message.to_owned(),
+        1 => format!("{message} (1 error detail)"),
+        n => format!("{message} ({n} error details)"),
+    }
+}
+
 /// A header value as an error says it: quoted, or `missing`.
-fn described(value: Option<&[u8]>) -> String {
+pub(super) fn described(value: Option<&[u8]>) -> String {
     value.map_or_else(
         || "missing".to_owned(),
         |v| format!("{:?}", String::from_utf8_lossy(v)),

@@ -79,7 +79,7 @@ pub struct ServeConfig {
     /// tonic's own `ServerTlsConfig` (as tonic users do); lab takes the rustls configuration
     /// built from them in `lab.tls`.
     pub tls: Option<grpclab_core::tls::ServerTls>,
-    /// The tonic servers: serve gRPC-Web too, through tonic-web's layer.
+    /// The tonic servers: serve gRPC-Web too, through tonic-web's layer (lab: `lab.grpc_web`).
     pub grpc_web: bool,
 }
 

@@ -183,6 +183,144 @@ fn lab_refuses_grpc_web_calls_with_415() {
     );
 }
 
+/// lab with `--grpc-web` serves gRPC-Web's binary form on its own engine: every call
+/// counted as gRPC counts it, on each path a reply takes (written in place; built by prost;
+/// larger than one frame, so it waits for window and its last DATA ends the stream; from the
+/// decode pool; under gzip, answered uncompressed).
+#[test]
+fn lab_serves_grpc_web_calls_as_it_serves_grpc() {
+    let paths: [(&[&str], &str, &[&str]); 5] = [
+        (&[], "string_10B", &[]),
+        (&["--codec", "prost"], "complex_proto", &[]),
+        (&[], "large_complex", &[]),
+        (&["--decode", "pool"], "string_1kB", &[]),
+        (&[], "string_100B", &["-e"]),
+    ];
+    for (serve, scenario, load) in paths {
+        let mut args = vec!["--impl", "lab", "--grpc-web"];
+        args.extend_from_slice(serve);
+        let server = Server::start_with(&args);
+        let target = server.target();
+        let mut served_before = server.stats()["calls"].as_u64().unwrap_or(0);
+        for protocol in ["grpc", "grpc-web"] {
+            // A reply that never ends fails its call in 10 s rather than hanging the run.
+            let mut extra = vec!["--validate", "-t", "10s"];
+            extra.extend_from_slice(load);
+            let call = ["--scenario", scenario];
+            let (report, code, stderr) = load_in(&target, protocol, 200, &call, &extra);
+            let case = format!("{protocol} {scenario} {serve:?} {load:?}");
+            assert_eq!(code, Some(0), "{case}: {stderr}");
+            assert_eq!(
+                report["statusCodeDistribution"]["OK"], 200,
+                "{case}: {report}"
+            );
+            let served = server.stats()["calls"].as_u64().unwrap_or(0);
+            assert_eq!(served - served_before, 200, "{case}");
+            served_before = served;
+        }
+    }
+}
+
+/// lab's refusals of a gRPC-Web call are gRPC-Web statuses its client reads: an unknown
+/// method, a server stream (not served over gRPC-Web), a message over the limit, a deadline
+/// passed; its text form is refused with 415 as gRPC-Web is without `--grpc-web`.
+#[test]
+fn lab_answers_grpc_web_errors_in_grpc_web() {
+    let server =
+        Server::start_with(&["--impl", "lab", "--grpc-web", "--max-message-bytes", "1000"]);
+    let target = server.target();
+    let (report, code, stderr) = feed_as(&target, "grpc-web", r#"{"count":3}"#, 8, &[]);
+    each_of_8_failed_alike(
+        "grpc-web",
+        (&report, code, &stderr),
+        "Unimplemented",
+        "lab serves gRPC-Web's unary calls only",
+    );
+    let (report, code, stderr) =
+        load_in(&target, "grpc-web", 8, &["--scenario", "string_10kB"], &[]);
+    each_of_8_failed_alike(
+        "grpc-web",
+        (&report, code, &stderr),
+        "ResourceExhausted",
+        "larger than the server's limit of 1000",
+    );
+    let (report, code, stderr) = load_as(&target, "grpc-web-text", 8, &[]);
+    each_of_8_failed_alike(
+        "grpc-web-text",
+        (&report, code, &stderr),
+        "Unknown",
+        "HTTP status 415",
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proto = dir.path().join("unknown.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\"; package x; message M {} service Y { rpc Z(M) returns (M); }",
+    )
+    .expect("write the .proto");
+    let proto = proto.to_string_lossy();
+    let (report, code, stderr) = load_in(
+        &target,
+        "grpc-web",
+        8,
+        &["--proto", &proto, "--call", "x.Y.Z", "-d", "{}"],
+        &[],
+    );
+    each_of_8_failed_alike(
+        "grpc-web",
+        (&report, code, &stderr),
+        "Unimplemented",
+        "unknown method /x.Y/Z",
+    );
+}
+
+/// What lab's gRPC-Web replies are on the wire, read by the h2 crate (a client apart from
+/// grpclab's): gRPC-Web's content type, the message and then the trailer frame in the body,
+/// no HTTP trailers; an error trailers-only, with gRPC-Web's content type too.
+#[test]
+fn lab_grpc_web_replies_carry_their_status_in_the_body() {
+    use grpclab_testkit::h2_call::{raw_call, RawCall};
+    let server = Server::start_with(&["--impl", "lab", "--grpc-web"]);
+    let web_call = |path| RawCall {
+        path,
+        headers: vec![
+            ("content-type", "application/grpc-web+proto"),
+            ("x-grpc-web", "1"),
+        ],
+        // A HelloRequest whose `request` field is empty: its reply is empty too.
+        body: Some(bytes::Bytes::from_static(b"\0\0\0\0\0")),
+        keep_open: false,
+    };
+    let reply = raw_call(server.addr, web_call("/helloworld.Greeter/SayHello"));
+    assert_eq!(reply.http_status, 200);
+    assert_eq!(reply.headers["content-type"], "application/grpc-web+proto");
+    assert!(reply.trailers.is_none(), "{:?}", reply.trailers);
+    let mut expected = frame(0, b"");
+    expected.extend_from_slice(&frame(0x80, b"grpc-status:0\r\n"));
+    assert_eq!(reply.body, expected);
+    let refused = raw_call(server.addr, web_call("/x.Y/Z"));
+    assert_eq!(
+        refused.headers["content-type"],
+        "application/grpc-web+proto"
+    );
+    assert_eq!(refused.grpc_status(), Some(12), "{:?}", refused.headers);
+    assert!(refused.body.is_empty());
+}
+
+/// `serve --impl lab --transport h2 --grpc-web`: refused in one line (gRPC-Web is served on
+/// lab's own engine only).
+#[test]
+fn lab_on_the_h2_crate_refuses_grpc_web_in_one_line() {
+    let out = grpclab()
+        .args(["serve", "--impl", "lab", "--transport", "h2", "--grpc-web"])
+        .output()
+        .expect("run grpclab serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("drop --transport h2"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
 #[test]
 fn a_grpc_web_status_is_read_from_its_trailer_frame_or_its_headers() {
     // A message, then the trailer frame: NotFound with a percent-encoded message.

@@ -60,7 +60,12 @@ impl<S: Service> Connection<S> {
             }
         }
         for stream_id in expired {
-            let response = self.service.deadline_exceeded();
+            let Some(StreamState::Receiving { call, .. }) =
+                self.streams.get(&stream_id).map(|stream| &stream.state)
+            else {
+                continue;
+            };
+            let response = self.service.deadline_exceeded(call);
             self.respond(stream_id, response);
             frame::write_rst_stream(&mut self.out, stream_id, code::CANCEL);
         }

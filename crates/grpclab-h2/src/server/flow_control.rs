@@ -99,7 +99,8 @@ impl<S: Service> Connection<S> {
         }
     }
 
-    /// Sends as much of a stream's pending data as the windows allow, then its trailers.
+    /// Sends as much of a stream's pending data as the windows allow, then its trailers (or,
+    /// for a reply without trailers, with END_STREAM on its last DATA).
     pub(super) fn send_stream(&mut self, stream_id: u32) -> bool {
         let max_frame = self.peer_max_frame;
         let Some(stream) = self.streams.get_mut(&stream_id) else {
@@ -113,6 +114,10 @@ impl<S: Service> Connection<S> {
             }
             return true;
         };
+        let trailers = *trailers;
+        if data.is_empty() && !trailers {
+            frame::write_data(&mut self.out, stream_id, &[], true);
+        }
         while !data.is_empty() {
             let allowed = flow::sendable(
                 self.conn_send_window,
@@ -126,12 +131,13 @@ impl<S: Service> Connection<S> {
                 return false;
             }
             let chunk = data.split_to(allowed.min(data.len()));
-            frame::write_data(&mut self.out, stream_id, &chunk, false);
+            let last = data.is_empty() && !trailers;
+            frame::write_data(&mut self.out, stream_id, &chunk, last);
             self.conn_send_window.spend(chunk.len());
             stream.send_window_offset -= chunk.len() as i64;
         }
-        if *trailers {
-            self.status_block(0, "", false);
+        if trailers {
+            self.status_block(0, "", StatusPlace::Trailers);
             self.end_with_headers(stream_id);
         } else {
             self.finish_stream(stream_id);

@@ -43,14 +43,14 @@ impl Service for EchoService {
         1 << 20
     }
 
-    fn too_large(&self, _: usize) -> Response {
+    fn too_large(&self, _: &bool, _: usize) -> Response {
         Response::Status {
             code: 8,
             message: Cow::Borrowed("too large"),
         }
     }
 
-    fn deadline_exceeded(&self) -> Response {
+    fn deadline_exceeded(&self, _: &bool) -> Response {
         Response::Status {
             code: 4,
             message: Cow::Borrowed("deadline"),

@@ -53,7 +53,7 @@ use deadlines::arm_no_later_than;
 pub use fuzz::feed_server;
 use go_away::{close_after_error, ResetMemory};
 use head::{HeadScratch, PartialHeaders, SkippedIds};
-use respond::Message;
+use respond::{Message, ReplyHead, StatusPlace};
 pub use service::{
     CallReply, Dispatch, Reply, RequestHead, Response, ServerSettings, Service,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_KEEPALIVE_TIMEOUT,
@@ -101,7 +101,8 @@ enum StreamState<C> {
     },
     /// The service has the call.
     Running,
-    /// Response data waiting for flow-control window, then the trailers.
+    /// Response data waiting for flow-control window, then the trailers (`trailers`), or
+    /// not (a gRPC-Web reply: its last DATA ends the stream).
     Sending { data: Bytes, trailers: bool },
     /// The response's END_STREAM is in the write buffer, not yet on the socket: the stream
     /// still counts against SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §5.1.2), and frames the
@@ -241,6 +242,8 @@ struct Connection<S: Service> {
     head_block: CachedBlock,
     /// The same + `grpc-encoding: gzip` (+ `grpc-accept-encoding`), for gzip responses.
     gzip_head_block: CachedBlock,
+    /// `:status 200` + `content-type: application/grpc-web+proto`, for gRPC-Web replies.
+    web_head_block: CachedBlock,
     /// `grpc-status: 0`, once indexed.
     ok_trailers_block: CachedBlock,
 }
@@ -533,6 +536,7 @@ impl<S: Service> Connection<S> {
             block_scratch: Vec::new(),
             head_block: CachedBlock::default(),
             gzip_head_block: CachedBlock::default(),
+            web_head_block: CachedBlock::default(),
             ok_trailers_block: CachedBlock::default(),
         }
     }
@@ -769,6 +773,7 @@ impl<S: Service> Connection<S> {
             }
         }
         let StreamState::Receiving {
+            call,
             body,
             content_length,
             ..
@@ -798,7 +803,7 @@ impl<S: Service> Connection<S> {
             .filter(|declared| *declared > max_message);
         let oversized = body.len() > max_message + 5;
         if let Some(declared) = too_large.or(oversized.then_some(body.len())) {
-            let response = self.service.too_large(declared);
+            let response = self.service.too_large(call, declared);
             // An early answer: `respond` also asks the client to stop sending the rest.
             self.respond(header.stream, response);
             return Ok(());
@@ -899,17 +904,27 @@ impl<S: Service> Connection<S> {
                 None
             }
             Dispatch::Written => {
-                let mut message = std::mem::take(&mut self.reply_message);
-                self.respond_message(stream_id, Message::Buffer(&mut message), false);
-                message.clear();
-                // A large reply's buffer is not held by an idle connection.
-                if message.capacity() <= REPLY_BUFFER_KEPT {
-                    self.reply_message = message;
-                }
+                self.respond_written(stream_id, ReplyHead::Grpc);
+                None
+            }
+            Dispatch::WrittenWeb => {
+                self.respond_written(stream_id, ReplyHead::Web);
                 None
             }
             Dispatch::Later => None,
             Dispatch::Busy(call, body) => Some((call, body)),
+        }
+    }
+
+    /// Sends the reply the service wrote into the connection's reply buffer.
+    #[inline(always)]
+    fn respond_written(&mut self, stream_id: u32, head: ReplyHead) {
+        let mut message = std::mem::take(&mut self.reply_message);
+        self.respond_message(stream_id, Message::Buffer(&mut message), head);
+        message.clear();
+        // A large reply's buffer is not held by an idle connection.
+        if message.capacity() <= REPLY_BUFFER_KEPT {
+            self.reply_message = message;
         }
     }
 

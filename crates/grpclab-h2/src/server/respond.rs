@@ -19,8 +19,10 @@ impl<S: Service> Connection<S> {
         // response, RST_STREAM(NO_ERROR) asks the client to stop sending (§8.1), and its late
         // DATA is ignored rather than answered with STREAM_CLOSED.
         let early = matches!(stream.state, StreamState::Receiving { .. })
-            && !matches!(response, Response::Message(_) | Response::Gzip(_));
-        let response_is_gzip = matches!(response, Response::Gzip(_));
+            && !matches!(
+                response,
+                Response::Message(_) | Response::Gzip(_) | Response::Web(_)
+            );
         self.block_scratch.clear();
         match response {
             Response::Http(status) => {
@@ -35,11 +37,21 @@ impl<S: Service> Connection<S> {
                 self.end_with_headers(stream_id);
             }
             Response::Status { code, message } => {
-                self.status_block(code, &message, true);
+                self.status_block(code, &message, StatusPlace::TrailersOnly);
                 self.end_with_headers(stream_id);
             }
-            Response::Message(data) | Response::Gzip(data) => {
-                self.respond_message(stream_id, Message::Shared(data), response_is_gzip);
+            Response::WebStatus { code, message } => {
+                self.status_block(code, &message, StatusPlace::WebTrailersOnly);
+                self.end_with_headers(stream_id);
+            }
+            Response::Message(data) => {
+                self.respond_message(stream_id, Message::Shared(data), ReplyHead::Grpc)
+            }
+            Response::Gzip(data) => {
+                self.respond_message(stream_id, Message::Shared(data), ReplyHead::Gzip)
+            }
+            Response::Web(body) => {
+                self.respond_message(stream_id, Message::Shared(body), ReplyHead::Web)
             }
         }
         if early {
@@ -49,8 +61,15 @@ impl<S: Service> Connection<S> {
 
     /// A unary call's message response: HEADERS, then DATA and the trailers at once when the
     /// message fits the windows and one frame (nearly always: the stream is looked up once,
-    /// the message never parked in it), else the message waits in the stream.
-    pub(super) fn respond_message(&mut self, stream_id: u32, message: Message<'_>, gzip: bool) {
+    /// the message never parked in it), else the message waits in the stream. A gRPC-Web
+    /// reply ([`ReplyHead::Web`]) carries its trailers in its body: its last DATA ends the
+    /// stream instead.
+    pub(super) fn respond_message(
+        &mut self,
+        stream_id: u32,
+        message: Message<'_>,
+        head: ReplyHead,
+    ) {
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return; // reset by the client meanwhile
         };
@@ -63,9 +82,9 @@ impl<S: Service> Connection<S> {
         if len > allowed {
             stream.state = StreamState::Sending {
                 data: message.into_bytes(),
-                trailers: true,
+                trailers: head != ReplyHead::Web,
             };
-            self.write_response_head(stream_id, gzip);
+            self.write_response_head(stream_id, head);
             self.send_stream(stream_id);
             return;
         }
@@ -74,7 +93,11 @@ impl<S: Service> Connection<S> {
         stream.state = StreamState::Flushing;
         self.flushing.push(stream_id);
         self.conn_send_window.spend(len);
-        self.write_response_head(stream_id, gzip);
+        self.write_response_head(stream_id, head);
+        if head == ReplyHead::Web {
+            frame::write_data(&mut self.out, stream_id, message.as_slice(), true);
+            return;
+        }
         if len > 0 {
             frame::write_data(&mut self.out, stream_id, message.as_slice(), false);
         }
@@ -83,19 +106,21 @@ impl<S: Service> Connection<S> {
                 frame::write_headers(&mut self.out, stream_id, block, true, self.peer_max_frame)
             }
             None => {
-                self.status_block(0, "", false);
+                self.status_block(0, "", StatusPlace::Trailers);
                 self.write_last_headers(stream_id);
             }
         }
     }
 
     /// Writes a response's HEADERS, not ending the stream: `:status 200` and `content-type`,
-    /// with `grpc-encoding: gzip` (and `grpc-accept-encoding`) for a gzip response; from the
-    /// cached blocks, so after the first response they are a few bytes.
-    pub(super) fn write_response_head(&mut self, stream_id: u32, gzip: bool) {
-        let cached = match gzip {
-            false => self.head_block.cached(&self.encoder),
-            true => self.gzip_head_block.cached(&self.encoder),
+    /// with `grpc-encoding: gzip` (and `grpc-accept-encoding`) for a gzip response, or
+    /// gRPC-Web's content type; from the cached blocks, so after the first response they are
+    /// a few bytes.
+    pub(super) fn write_response_head(&mut self, stream_id: u32, head: ReplyHead) {
+        let cached = match head {
+            ReplyHead::Grpc => self.head_block.cached(&self.encoder),
+            ReplyHead::Gzip => self.gzip_head_block.cached(&self.encoder),
+            ReplyHead::Web => self.web_head_block.cached(&self.encoder),
         };
         if let Some(block) = cached {
             frame::write_headers(&mut self.out, stream_id, block, false, self.peer_max_frame);
@@ -103,9 +128,10 @@ impl<S: Service> Connection<S> {
         }
         self.block_scratch.clear();
         let accept_encoding = self.settings.accept_encoding;
-        let block = match gzip {
-            false => &mut self.head_block,
-            true => &mut self.gzip_head_block,
+        let block = match head {
+            ReplyHead::Grpc => &mut self.head_block,
+            ReplyHead::Gzip => &mut self.gzip_head_block,
+            ReplyHead::Web => &mut self.web_head_block,
         };
         block.write(
             &mut self.encoder,
@@ -114,11 +140,11 @@ impl<S: Service> Connection<S> {
                 encoder.field(b":status", b"200", Indexing::Incremental, block);
                 encoder.field(
                     b"content-type",
-                    b"application/grpc",
+                    head.content_type(),
                     Indexing::Incremental,
                     block,
                 );
-                if gzip {
+                if head == ReplyHead::Gzip {
                     encoder.field(b"grpc-encoding", b"gzip", Indexing::Incremental, block);
                     if let Some(accepted) = accept_encoding {
                         encoder.field(
@@ -161,9 +187,9 @@ impl<S: Service> Connection<S> {
     /// Encodes a status into `block_scratch`: a trailers-only response (`:status`,
     /// `content-type`, `grpc-accept-encoding` when configured) or the trailers after messages;
     /// `grpc-status 0` after messages comes from the cached block.
-    pub(super) fn status_block(&mut self, code: u8, message: &str, trailers_only: bool) {
+    pub(super) fn status_block(&mut self, code: u8, message: &str, place: StatusPlace) {
         self.block_scratch.clear();
-        if !trailers_only && code == 0 && message.is_empty() {
+        if place == StatusPlace::Trailers && code == 0 && message.is_empty() {
             self.ok_trailers_block.write(
                 &mut self.encoder,
                 &mut self.block_scratch,
@@ -174,8 +200,24 @@ impl<S: Service> Connection<S> {
             return;
         }
         self.encoder.begin_block(&mut self.block_scratch);
-        if trailers_only {
-            self.grpc_head();
+        let head = match place {
+            StatusPlace::Trailers => None,
+            StatusPlace::TrailersOnly => Some(ReplyHead::Grpc),
+            StatusPlace::WebTrailersOnly => Some(ReplyHead::Web),
+        };
+        if let Some(head) = head {
+            self.encoder.field(
+                b":status",
+                b"200",
+                Indexing::Incremental,
+                &mut self.block_scratch,
+            );
+            self.encoder.field(
+                b"content-type",
+                head.content_type(),
+                Indexing::Incremental,
+                &mut self.block_scratch,
+            );
             if let Some(accepted) = self.settings.accept_encoding {
                 self.encoder.field(
                     b"grpc-accept-encoding",
@@ -202,21 +244,38 @@ impl<S: Service> Connection<S> {
             );
         }
     }
+}
 
-    pub(super) fn grpc_head(&mut self) {
-        self.encoder.field(
-            b":status",
-            b"200",
-            Indexing::Incremental,
-            &mut self.block_scratch,
-        );
-        self.encoder.field(
-            b"content-type",
-            b"application/grpc",
-            Indexing::Incremental,
-            &mut self.block_scratch,
-        );
+/// The HEADERS a reply with messages starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReplyHead {
+    /// `:status 200`, `content-type: application/grpc`.
+    Grpc,
+    /// The same with `grpc-encoding: gzip` (and `grpc-accept-encoding`).
+    Gzip,
+    /// `:status 200`, `content-type: application/grpc-web+proto`: a gRPC-Web reply, whose
+    /// status is in its body's trailer frame.
+    Web,
+}
+
+impl ReplyHead {
+    fn content_type(self) -> &'static [u8] {
+        match self {
+            ReplyHead::Grpc | ReplyHead::Gzip => b"application/grpc",
+            ReplyHead::Web => b"application/grpc-web+proto",
+        }
     }
+}
+
+/// Where a status block goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StatusPlace {
+    /// The trailers after a reply's messages.
+    Trailers,
+    /// A gRPC trailers-only response: the whole response is one HEADERS.
+    TrailersOnly,
+    /// A gRPC-Web trailers-only response (gRPC-Web's content type).
+    WebTrailersOnly,
 }
 
 /// A response message: shared bytes ([`Response::Message`]), or the connection's reply buffer

@@ -90,6 +90,18 @@ pub enum Response {
     },
     /// A bare HTTP status (not gRPC at all, e.g. 415).
     Http(u16),
+    /// A gRPC-Web reply: `200`, `content-type: application/grpc-web+proto`, and this whole
+    /// body — the framed message, then the trailer frame (flag 0x80) with `grpc-status` —
+    /// in DATA, the last of which ends the stream: gRPC-Web has no HTTP trailers.
+    Web(Bytes),
+    /// A gRPC-Web error: as [`Response::Status`] (trailers-only), with gRPC-Web's
+    /// content type.
+    WebStatus {
+        /// `grpc-status`
+        code: u8,
+        /// `grpc-message` (percent-encoded on the wire)
+        message: Cow<'static, str>,
+    },
 }
 
 /// Sends a response later, from any thread.
@@ -174,6 +186,10 @@ pub enum Dispatch<C> {
     /// Answer now with the framed message written into [`CallReply::message_buffer`]: the
     /// same response as [`Response::Message`] of those bytes.
     Written,
+    /// Answer now with a gRPC-Web body (the framed message and the trailer frame) written
+    /// into [`CallReply::message_buffer`]: the same response as [`Response::Web`] of those
+    /// bytes.
+    WrittenWeb,
     /// The service keeps the [`Reply`] and answers later.
     Later,
     /// The service cannot take it now (a full queue): the connection keeps the call and
@@ -191,10 +207,10 @@ pub trait Service {
     fn deadline(&self, call: &Self::Call) -> Option<Instant>;
     /// The largest request message the service accepts.
     fn max_message_bytes(&self) -> usize;
-    /// The answer to a message declared larger than [`Service::max_message_bytes`].
-    fn too_large(&self, declared: usize) -> Response;
-    /// The answer to a call whose deadline passed before its body arrived.
-    fn deadline_exceeded(&self) -> Response;
+    /// The answer to `call`'s message declared larger than [`Service::max_message_bytes`].
+    fn too_large(&self, call: &Self::Call, declared: usize) -> Response;
+    /// The answer to `call`, whose deadline passed before its body arrived.
+    fn deadline_exceeded(&self, call: &Self::Call) -> Response;
     /// The body is complete (one framed message, or whatever the client sent). `now` is when
     /// the bytes that completed it were read (or when a busy call is offered again): the
     /// clock for a deadline check, read once per turn rather than once per call.

@@ -32,6 +32,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use super::respond::{ReplyHead, StatusPlace};
 use super::{Connection, Reply, Response, Service, StreamState, WRITE_BACKLOG_LIMIT};
 use crate::frame::{self, code};
 
@@ -243,7 +244,7 @@ impl<S: Service> Connection<S> {
             call.half_closed = true;
         }
         if let Some(declared) = too_large {
-            let response = self.service.too_large(declared);
+            let response = self.service.too_large(&call.call, declared);
             self.abort_stream(stream_id, response);
             return;
         }
@@ -395,10 +396,10 @@ impl<S: Service> Connection<S> {
         };
         let taken = call.in_service.take().unwrap_or(0);
         match response {
-            Response::Message(data) | Response::Gzip(data) => {
+            Response::Message(data) | Response::Gzip(data) | Response::Web(data) => {
                 call.outbox.data.extend_from_slice(&data);
             }
-            Response::Status { code, message } => {
+            Response::Status { code, message } | Response::WebStatus { code, message } => {
                 call.outbox.end.get_or_insert((code, message));
             }
             Response::Http(_) => {
@@ -420,7 +421,9 @@ impl<S: Service> Connection<S> {
             return;
         };
         let (code, message) = match response {
-            Response::Status { code, message } => (code, message),
+            Response::Status { code, message } | Response::WebStatus { code, message } => {
+                (code, message)
+            }
             _ => (INTERNAL, Cow::Borrowed("stream failed")),
         };
         call.outbox.data.clear();
@@ -445,7 +448,7 @@ impl<S: Service> Connection<S> {
             None => return false,
         };
         if needs_head {
-            self.write_response_head(stream_id, false);
+            self.write_response_head(stream_id, ReplyHead::Grpc);
         }
         let max_frame = self.peer_max_frame;
         let (Some(stream), Some(call)) = (
@@ -481,7 +484,11 @@ impl<S: Service> Connection<S> {
         let trailers_only = !call.head_sent;
         // The call is over; its stream lives on (Flushing) until the trailers are written.
         self.streaming.remove(&stream_id);
-        self.status_block(status, &message, trailers_only);
+        let place = match trailers_only {
+            true => StatusPlace::TrailersOnly,
+            false => StatusPlace::Trailers,
+        };
+        self.status_block(status, &message, place);
         self.end_with_headers(stream_id);
         if early {
             // The client is still sending: ask it to stop (§8.1).

@@ -87,6 +87,9 @@ pub struct LabConfig {
     pub handler_spin: Option<std::time::Duration>,
     /// Serve TLS (ALPN h2) with this configuration instead of plaintext h2c.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Our engine: serve gRPC-Web's binary form (`application/grpc-web+proto`) over HTTP/2
+    /// beside gRPC (`serve --grpc-web`); otherwise such calls get HTTP 415.
+    pub grpc_web: bool,
 }
 
 impl Default for LabConfig {
@@ -109,6 +112,7 @@ impl Default for LabConfig {
             handler_delay: None,
             handler_spin: None,
             tls: None,
+            grpc_web: false,
         }
     }
 }

@@ -105,6 +105,10 @@ pub struct CallHead {
     /// How a Greeter request is decoded and its reply encoded (one byte: it sits in the
     /// padding beside `gzip`, the head stays 24 bytes).
     pub codec: Codec,
+    /// A gRPC-Web call (`application/grpc-web+proto`, `serve --grpc-web`): its reply carries
+    /// its status in a trailer frame at the end of the body ([`web_body`]), its errors
+    /// gRPC-Web's content type. One byte, in the padding as `codec` is.
+    pub web: bool,
 }
 
 /// How lab decodes a unary Greeter request and encodes its reply (`serve --codec`).
@@ -127,7 +131,25 @@ pub enum HeadRejection {
     Http(u16),
     /// A gRPC request we answer with this status at once (trailers-only).
     Status(Status),
+    /// A gRPC-Web request we answer with this status at once (trailers-only, gRPC-Web's
+    /// content type).
+    WebStatus(Status),
 }
+
+/// The trailer frame ending every successful gRPC-Web reply: flag 0x80, its length, and
+/// `grpc-status:0` as an HTTP/1 header line.
+pub const GRPC_WEB_OK_TRAILER_FRAME: &[u8] = b"\x80\0\0\0\x0fgrpc-status:0\r\n";
+
+/// A gRPC-Web reply's whole body: the framed message, then the OK trailer frame.
+pub fn web_body(framed: &[u8]) -> Bytes {
+    let mut body = BytesMut::with_capacity(framed.len() + GRPC_WEB_OK_TRAILER_FRAME.len());
+    body.extend_from_slice(framed);
+    body.extend_from_slice(GRPC_WEB_OK_TRAILER_FRAME);
+    body.freeze()
+}
+
+/// Why lab answers a gRPC-Web call of a streaming method UNIMPLEMENTED.
+pub const WEB_STREAMS_NOT_SERVED: &str = "lab serves gRPC-Web's unary calls only; for gRPC-Web server streams use serve --impl tonic-mt --grpc-web";
 
 /// The request header values the gRPC layer looks at, as raw bytes from the transport.
 #[derive(Debug, Clone, Copy, Default)]
@@ -147,25 +169,41 @@ pub struct RequestHeaders<'a> {
 /// The encodings lab accepts, as `grpc-accept-encoding` says them.
 pub const ACCEPT_ENCODING: &[u8] = b"identity,gzip";
 
-/// Checks a request's headers (gRPC over HTTP/2: POST, `application/grpc*` but not gRPC-Web's
-/// `application/grpc-web*`, a known method,
-/// a supported encoding, a well-formed timeout). `max_message_bytes` also bounds what a
-/// compressed message may inflate to.
+/// Checks a request's headers (gRPC over HTTP/2: POST, `application/grpc*`, a known method,
+/// a supported encoding, a well-formed timeout). gRPC-Web's binary form
+/// (`application/grpc-web`, `+proto`) is a call only with `grpc_web`; otherwise, and its text
+/// form always, it is refused with 415. `max_message_bytes` also bounds what a compressed
+/// message may inflate to.
 pub fn check_head(
     headers: &RequestHeaders<'_>,
     now: Instant,
     max_message_bytes: usize,
     codec: Codec,
+    grpc_web: bool,
 ) -> Result<CallHead, HeadRejection> {
     let content_type = headers.content_type.unwrap_or_default();
-    // gRPC-Web (`application/grpc-web...`) is not served here: answering it as gRPC would put
-    // its status where a gRPC-Web client never looks.
-    if !content_type.starts_with(b"application/grpc") || content_type.get(16) == Some(&b'-') {
+    if !content_type.starts_with(b"application/grpc") {
+        return Err(HeadRejection::Http(415));
+    }
+    // gRPC-Web unasked for is refused, not answered as gRPC: that would put its status where
+    // a gRPC-Web client never looks.
+    let web = content_type.get(16) == Some(&b'-');
+    if web
+        && !(grpc_web
+            && matches!(
+                content_type,
+                b"application/grpc-web" | b"application/grpc-web+proto"
+            ))
+    {
         return Err(HeadRejection::Http(415));
     }
     if headers.method != b"POST" {
         return Err(HeadRejection::Http(405));
     }
+    let refuse = |status: Status| match web {
+        true => HeadRejection::WebStatus(status),
+        false => HeadRejection::Status(status),
+    };
     let route = match headers.path {
         path if path == SAY_HELLO_PATH.as_bytes() => Route::SayHello,
         path if path == STATS_PATH.as_bytes() => Route::Stats,
@@ -184,7 +222,7 @@ pub fn check_head(
             Route::Reflection
         }
         path => {
-            return Err(HeadRejection::Status(Status {
+            return Err(refuse(Status {
                 code: Code::Unimplemented,
                 message: Cow::Owned(format!(
                     "unknown method {}; this server serves {SAY_HELLO_PATH}, grpclab.streaming.v1.StreamingEcho, grpclab.session.v1.Sessions, {} and {STATS_PATH}",
@@ -194,13 +232,19 @@ pub fn check_head(
             }))
         }
     };
+    if web && route.is_streaming() {
+        return Err(refuse(Status::new(
+            Code::Unimplemented,
+            WEB_STREAMS_NOT_SERVED,
+        )));
+    }
     // The spec: an encoding the server does not support is UNIMPLEMENTED (and the response
     // names the accepted ones in grpc-accept-encoding: the transport adds it).
     let gzip = match headers.grpc_encoding {
         None | Some(b"identity") => false,
         Some(b"gzip") => true,
         Some(encoding) => {
-            return Err(HeadRejection::Status(Status {
+            return Err(refuse(Status {
                 code: Code::Unimplemented,
                 message: Cow::Owned(format!(
                     "grpc-encoding '{}' is not supported; this server accepts identity and gzip",
@@ -214,7 +258,7 @@ pub fn check_head(
         Some(value) => match parse_grpc_timeout(value) {
             Some(timeout) => Some(now + timeout),
             None => {
-                return Err(HeadRejection::Status(Status::new(
+                return Err(refuse(Status::new(
                     Code::Internal,
                     "malformed grpc-timeout header",
                 )))
@@ -227,6 +271,7 @@ pub fn check_head(
         gzip,
         inflate_limit: u32::try_from(max_message_bytes).unwrap_or(u32::MAX),
         codec,
+        web,
     })
 }
 
@@ -320,10 +365,12 @@ pub fn run_call_into(
     }
 }
 
-/// Mirrors the client: a gzip request gets a gzip reply (it accepts what it sends).
+/// Mirrors the client: a gzip request gets a gzip reply (it accepts what it sends). A
+/// gRPC-Web reply goes uncompressed (its head names no encoding; the spec lets a server
+/// choose identity whatever the client's).
 fn gzip_if_asked(head: &CallHead, outcome: Outcome) -> Outcome {
     match outcome {
-        Outcome::Reply(framed) if head.gzip => {
+        Outcome::Reply(framed) if head.gzip && !head.web => {
             Outcome::GzipReply(grpclab_core::framing::frame_gzip(&framed[PREFIX_LEN..]))
         }
         other => other,
@@ -619,48 +666,75 @@ mod tests {
     fn heads_are_checked_per_spec() {
         let now = Instant::now();
         let limit = 4 << 20;
-        assert!(check_head(&headers(SAY_HELLO_PATH), now, limit, Codec::View).is_ok());
+        assert!(check_head(&headers(SAY_HELLO_PATH), now, limit, Codec::View, false).is_ok());
         let mut json = headers(SAY_HELLO_PATH);
         json.content_type = Some(b"application/json");
         assert_eq!(
-            check_head(&json, now, limit, Codec::View),
+            check_head(&json, now, limit, Codec::View, false),
             Err(HeadRejection::Http(415))
         );
-        // gRPC-Web is not gRPC: refused, not answered with trailers it would never read.
-        for (content_type, accepted) in [
-            (&b"application/grpc-web+proto"[..], false),
-            (b"application/grpc-web-text", false),
-            (b"application/grpc+proto", true),
+        // gRPC-Web is not gRPC: unless served (`grpc_web`), refused, not answered with
+        // trailers it would never read; its text form always.
+        for (content_type, accepted, accepted_as_web) in [
+            (&b"application/grpc-web+proto"[..], false, true),
+            (b"application/grpc-web", false, true),
+            (b"application/grpc-web-text", false, false),
+            (b"application/grpc-web+json", false, false),
+            (b"application/grpc+proto", true, true),
         ] {
             let mut typed = headers(SAY_HELLO_PATH);
             typed.content_type = Some(content_type);
-            let checked = check_head(&typed, now, limit, Codec::View);
+            let checked = check_head(&typed, now, limit, Codec::View, false);
             assert_eq!(checked.is_ok(), accepted, "{content_type:?}");
+            let checked = check_head(&typed, now, limit, Codec::View, true);
+            assert_eq!(checked.is_ok(), accepted_as_web, "{content_type:?}");
+            if let Ok(head) = checked {
+                assert_eq!(head.web, content_type.starts_with(b"application/grpc-web"));
+            }
         }
+        // A gRPC-Web call's refusals are gRPC-Web statuses; its streams are not served.
+        let mut web = headers("/x.Y/Z");
+        web.content_type = Some(b"application/grpc-web+proto");
+        assert!(matches!(
+            check_head(&web, now, limit, Codec::View, true),
+            Err(HeadRejection::WebStatus(s)) if s.code == Code::Unimplemented
+        ));
+        web.path = FEED_PATH.as_bytes();
+        assert_eq!(
+            check_head(&web, now, limit, Codec::View, true),
+            Err(HeadRejection::WebStatus(Status::new(
+                Code::Unimplemented,
+                WEB_STREAMS_NOT_SERVED
+            )))
+        );
         let Err(HeadRejection::Status(status)) =
-            check_head(&headers("/x.Y/Z"), now, limit, Codec::View)
+            check_head(&headers("/x.Y/Z"), now, limit, Codec::View, false)
         else {
             panic!("unknown path must be refused")
         };
         assert_eq!(status.code, Code::Unimplemented);
         let mut gzip = headers(SAY_HELLO_PATH);
         gzip.grpc_encoding = Some(b"gzip");
-        assert!(check_head(&gzip, now, limit, Codec::View).unwrap().gzip);
+        assert!(
+            check_head(&gzip, now, limit, Codec::View, false)
+                .unwrap()
+                .gzip
+        );
         let mut brotli = headers(SAY_HELLO_PATH);
         brotli.grpc_encoding = Some(b"br");
         assert!(
-            matches!(check_head(&brotli, now, limit, Codec::View), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
+            matches!(check_head(&brotli, now, limit, Codec::View, false), Err(HeadRejection::Status(s)) if s.code == Code::Unimplemented)
         );
         let mut timed = headers(SAY_HELLO_PATH);
         timed.grpc_timeout = Some(b"100m");
         assert_eq!(
-            check_head(&timed, now, limit, Codec::View)
+            check_head(&timed, now, limit, Codec::View, false)
                 .unwrap()
                 .deadline,
             Some(now + std::time::Duration::from_millis(100))
         );
         timed.grpc_timeout = Some(b"soon");
-        assert!(check_head(&timed, now, limit, Codec::View).is_err());
+        assert!(check_head(&timed, now, limit, Codec::View, false).is_err());
     }
 
     #[test]
@@ -673,6 +747,7 @@ mod tests {
             gzip: false,
             inflate_limit: 1 << 20,
             codec: Codec::View,
+            web: false,
         };
         assert_eq!(std::mem::size_of::<CallHead>(), 24, "see inflate_limit");
         // HelloReply and HelloRequest share their layout: the reply re-encodes the same bytes,

@@ -293,6 +293,12 @@ fn a_burst_beyond_the_limit_is_answered_or_refused() {
         eprintln!("{name}: a burst of 10,000 requests");
         let mut connection = RawConnection::open(server.addr);
         connection.send(SETTINGS, ACK, 0, &[]);
+        // The burst's 2.7 MB of bodies need the server's connection window beyond 64 KiB:
+        // until its WINDOW_UPDATE has come, sending them is the client's flow-control error
+        // (the h2 crate then ends the connection with FLOW_CONTROL_ERROR, when the burst
+        // outruns it).
+        let update = connection.read_until(WINDOW_UPDATE);
+        assert_eq!(update.map(|frame| frame.stream), Some(0), "{name}");
         // Window for every reply, as a reading client gives it: without it the replies past
         // 64 KiB wait for window and hold their streams.
         connection.send(

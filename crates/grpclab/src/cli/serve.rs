@@ -27,9 +27,13 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             "--unix: only lab listens on a unix socket, in plaintext: use --impl lab, without --tls-cert".to_owned(),
         ));
     }
-    if args.grpc_web && implementation == Implementation::Lab {
+    if args.grpc_web
+        && implementation == Implementation::Lab
+        && matches!(args.transport, TransportArg::H2)
+    {
         return Err(InputError(
-            "--grpc-web: lab does not serve gRPC-Web yet; use --impl tonic-mt or tonic-st (tonic-web's layer)".to_owned(),
+            "--grpc-web: lab serves gRPC-Web on its own engine only; drop --transport h2"
+                .to_owned(),
         ));
     }
     let threads = args.threads.unwrap_or(1);
@@ -124,6 +128,7 @@ pub fn prepare(args: &ServeArgs) -> Result<ServeConfig, InputError> {
             handler_delay: args.handler_delay,
             handler_spin: args.handler_spin,
             tls: lab_tls,
+            grpc_web: args.grpc_web,
         },
     })
 }

@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use crate::lab::config::LabConfig;
 use crate::lab::grpc::{
     check_head, invalid, ping_pong_message, run_call, run_call_into, run_ping_pong, stream_message,
-    Answer, CallHead, HeadRejection, Outcome, RequestHeaders, Route, Status, ECHO_REQUEST,
-    FEED_REQUEST,
+    web_body, Answer, CallHead, HeadRejection, Outcome, RequestHeaders, Route, Status,
+    ECHO_REQUEST, FEED_REQUEST, GRPC_WEB_OK_TRAILER_FRAME,
 };
 use crate::lab::placement::{Job, Placement, PoolSender, Responder, Work};
 use crate::lab::stream_codec;
@@ -24,26 +24,34 @@ use crate::stats::count_call;
 const IMPLEMENTATION: &str = "lab";
 
 /// Answers through the engine's [`Reply`] (from a task or a pool thread).
-pub struct EngineResponder(Reply);
+pub struct EngineResponder {
+    reply: Reply,
+    /// The call is gRPC-Web's.
+    web: bool,
+}
 
 impl Responder for EngineResponder {
     fn respond(self, outcome: Outcome) {
-        self.0.send(response(outcome));
+        self.reply.send(response(outcome, self.web));
     }
 }
 
-fn response(outcome: Outcome) -> Response {
+/// The engine's response to a call's outcome; `web`: in gRPC-Web's form.
+fn response(outcome: Outcome, web: bool) -> Response {
     match outcome {
+        Outcome::Reply(message) if web => Response::Web(web_body(&message)),
         Outcome::Reply(message) => Response::Message(message),
         Outcome::GzipReply(message) => Response::Gzip(message),
-        Outcome::Status(status) => status_response(status),
+        Outcome::Status(status) => status_response(status, web),
     }
 }
 
-fn status_response(status: Status) -> Response {
-    Response::Status {
-        code: status.code as u8,
-        message: status.message,
+fn status_response(status: Status, web: bool) -> Response {
+    let code = status.code as u8;
+    let message = status.message;
+    match web {
+        true => Response::WebStatus { code, message },
+        false => Response::Status { code, message },
     }
 }
 
@@ -274,10 +282,12 @@ impl Service for LabService {
             now,
             self.config.max_message_bytes,
             self.config.codec,
+            self.config.grpc_web,
         )
         .map_err(|rejection| match rejection {
             HeadRejection::Http(status) => Response::Http(status),
-            HeadRejection::Status(status) => status_response(status),
+            HeadRejection::Status(status) => status_response(status, false),
+            HeadRejection::WebStatus(status) => status_response(status, true),
         })
     }
 
@@ -289,21 +299,23 @@ impl Service for LabService {
         self.config.max_message_bytes
     }
 
-    fn too_large(&self, declared: usize) -> Response {
-        Response::Status {
-            code: grpclab_core::Code::ResourceExhausted as u8,
+    fn too_large(&self, call: &CallHead, declared: usize) -> Response {
+        let status = Status {
+            code: Code::ResourceExhausted,
             message: Cow::Owned(format!(
                 "request message of {declared} bytes is larger than the server's limit of {} (--max-message-bytes)",
                 self.config.max_message_bytes
             )),
-        }
+        };
+        status_response(status, call.web)
     }
 
-    fn deadline_exceeded(&self) -> Response {
-        Response::Status {
-            code: grpclab_core::Code::DeadlineExceeded as u8,
-            message: Cow::Borrowed("deadline exceeded while receiving the request"),
-        }
+    fn deadline_exceeded(&self, call: &CallHead) -> Response {
+        let status = Status::new(
+            Code::DeadlineExceeded,
+            "deadline exceeded while receiving the request",
+        );
+        status_response(status, call.web)
     }
 
     fn call(
@@ -348,7 +360,7 @@ impl LabService {
             let reply = out.later();
             let head = *call;
             tokio::spawn(async move {
-                reply.send(response(run_ping_pong(&head, &message, this)));
+                reply.send(response(run_ping_pong(&head, &message, this), false));
             });
             *sequence += 1;
             return Step::Later;
@@ -358,7 +370,10 @@ impl LabService {
                 work: Work::PingPong { sequence: this },
                 head: *call,
                 body: message,
-                responder: EngineResponder(out.later()),
+                responder: EngineResponder {
+                    reply: out.later(),
+                    web: false,
+                },
                 implementation: IMPLEMENTATION,
             };
             match pool.sender.try_send(job) {
@@ -412,21 +427,29 @@ impl LabService {
         if self.config.placement == Placement::Task {
             let reply = reply.keep();
             tokio::spawn(async move {
-                reply.send(response(run_call(&call, &body, IMPLEMENTATION)));
+                reply.send(response(run_call(&call, &body, IMPLEMENTATION), call.web));
             });
             return Dispatch::Later;
         }
         let Some(pool) = self.pool.as_ref().filter(|_| self.offload(body.len())) else {
-            return match run_call_into(&call, &body, IMPLEMENTATION, now, reply.message_buffer()) {
+            let buffer = reply.message_buffer();
+            return match run_call_into(&call, &body, IMPLEMENTATION, now, buffer) {
+                Answer::Written if call.web => {
+                    buffer.extend_from_slice(GRPC_WEB_OK_TRAILER_FRAME);
+                    Dispatch::WrittenWeb
+                }
                 Answer::Written => Dispatch::Written,
-                Answer::Outcome(outcome) => Dispatch::Respond(response(outcome)),
+                Answer::Outcome(outcome) => Dispatch::Respond(response(outcome, call.web)),
             };
         };
         let job = Job {
             work: Work::Call,
             head: call,
             body,
-            responder: EngineResponder(reply.keep()),
+            responder: EngineResponder {
+                reply: reply.keep(),
+                web: call.web,
+            },
             implementation: IMPLEMENTATION,
         };
         match pool.sender.try_send(job) {
@@ -435,7 +458,11 @@ impl LabService {
             Err(mpsc::error::TrySendError::Full(job)) => Dispatch::Busy(job.head, job.body),
             // The pool is shutting down: answer here rather than drop the call.
             Err(mpsc::error::TrySendError::Closed(job)) => {
-                Dispatch::Respond(response(run_call(&job.head, &job.body, IMPLEMENTATION)))
+                let web = job.head.web;
+                Dispatch::Respond(response(
+                    run_call(&job.head, &job.body, IMPLEMENTATION),
+                    web,
+                ))
             }
         }
     }

@@ -255,6 +255,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
             Instant::now(),
             self.config.max_message_bytes,
             self.config.codec,
+            // gRPC-Web is served on lab's own engine only (`serve` refuses it here).
+            false,
         ) {
             // Streaming is served on lab's own engine only: answered at once, since a bidi
             // client waits for replies before it half-closes.
@@ -274,7 +276,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> ConnectionTask<T> {
                 respond,
             }),
             Err(HeadRejection::Http(status)) => send_http_status(&mut respond, status),
-            Err(HeadRejection::Status(status)) => {
+            Err(HeadRejection::Status(status) | HeadRejection::WebStatus(status)) => {
                 let _ = send_status(&mut respond, &status);
             }
         }

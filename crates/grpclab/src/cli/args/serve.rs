@@ -75,9 +75,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
 
-    /// tonic-mt and tonic-st: serve gRPC-Web too (binary and text, over HTTP/1.1 and
-    /// HTTP/2) through tonic-web's layer, as tonic users add it. Off, the baseline is
-    /// unchanged.
+    /// Serve gRPC-Web too. tonic-mt and tonic-st: binary and text, over HTTP/1.1 and
+    /// HTTP/2, through tonic-web's layer, as tonic users add it. lab: binary gRPC-Web's unary
+    /// calls over HTTP/2, on its own engine. Off, the baseline is unchanged.
     #[arg(long)]
     pub grpc_web: bool,
 

@@ -2,8 +2,9 @@
 """What each wire protocol costs: the same server and payload over gRPC, gRPC-Web (binary
 and text) and Connect (unary, binary codec), side by side.
 
-Servers: tonic-mt with tonic-web's layer (`grpclab serve --impl tonic-mt --grpc-web`: gRPC,
-gRPC-Web, gRPC-Web text) and the connect-go peer (peers/connect_go: gRPC, gRPC-Web, Connect
+Servers: lab (`grpclab serve --impl lab --grpc-web`: gRPC and binary gRPC-Web, unary, over
+HTTP/2 on its own engine), tonic-mt with tonic-web's layer (`grpclab serve --impl tonic-mt
+--grpc-web`: gRPC, gRPC-Web, gRPC-Web text) and the connect-go peer (peers/connect_go: gRPC, gRPC-Web, Connect
 from one handler; GOMAXPROCS=1). Each window: a fresh server on CPU 0, `grpclab load
 --transport h2 --protocol P` on CPU 1 (closed loop, --connections x -c streams, the scenario's
 payload), so only the protocol differs between the rows of one server. Server CPU =
@@ -15,7 +16,7 @@ With --feed N the calls are server streams instead: the streaming echo's Feed, N
 HTTP/1.1 rows), and CPU is per reply message.
 
 Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
-                            [--feed N]
+                            [--feed N] [--servers lab,tonic-mt,connect-go]
 Needs Go and protoc for the connect-go peer (bash peers/install.sh go).
 """
 import argparse
@@ -32,6 +33,7 @@ from common import (BIN, ROOT, build, cpu_seconds, free_port, median, run_client
 # a time, so those rows open as many connections as the others have streams (the same calls
 # in flight).
 SERVERS = {
+    "lab": [("grpc", False), ("grpc-web", False)],
     "tonic-mt + tonic-web": [("grpc", False), ("grpc-web", False), ("grpc-web-text", False),
                              ("grpc-web", True)],
     "connect-go": [("grpc", False), ("grpc-web", False), ("connect", False),
@@ -49,6 +51,8 @@ def build_connect_go(scenario, folder):
 
 def start(name, connect_go):
     """Starts one server on CPU 0; returns (process, target)."""
+    if name == "lab":
+        return start_server(["--impl", "lab", "--grpc-web"])
     if name != "connect-go":
         return start_server(["--impl", "tonic-mt", "--grpc-web"])
     port = free_port()
@@ -107,14 +111,23 @@ def main():
     parser.add_argument("--connections", type=int, default=2)
     parser.add_argument("--feed", type=int, default=0,
                         help="server streams of N replies instead of unary calls")
+    parser.add_argument("--servers", default="lab,tonic-mt,connect-go",
+                        help="which servers' rows, comma-separated")
     args = parser.parse_args()
+    wanted = set(args.servers.split(","))
+    unknown = wanted - {name.split(" ")[0] for name in SERVERS}
+    if unknown:
+        sys.exit(f"--servers: unknown {', '.join(sorted(unknown))}; "
+                 "the servers are lab, tonic-mt and connect-go")
     unit = "reply" if args.feed else "call"
     build()
     with tempfile.TemporaryDirectory() as folder:
-        connect_go = build_connect_go(args.scenario, folder)
-        # A server stream goes over HTTP/2 only.
+        connect_go = (build_connect_go(args.scenario, folder) if "connect-go" in wanted
+                      else None)
+        # A server stream goes over HTTP/2 only; lab serves gRPC-Web's unary calls only.
         rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows
-                if not (args.feed and row[1])}
+                if name.split(" ")[0] in wanted and not (args.feed and row[1])
+                and not (args.feed and name == "lab" and row[0] != "grpc")}
         for round_ in range(args.rounds):
             for (name, row), results in rows.items():
                 results.append(window(name, row, connect_go, args))

@@ -810,6 +810,30 @@ fn against_connect_go_server_streams_count_every_reply_in_each_protocol() {
             asked_code_came_back(protocol, number, &report, &stderr);
             assert_eq!(report["messagesReceived"], 9, "{protocol} code {number}");
         }
+        // In JSON (`application/grpc+json`, `grpc-web+json`, `connect+json`): the request
+        // in protobuf's JSON mapping, each reply counted, a status read as in proto.
+        let (report, code, stderr) = feed_as(
+            &peer.target,
+            protocol,
+            r#"{"count":50,"payload":"aGVsbG8="}"#,
+            100,
+            &["--codec", "json"],
+        );
+        assert_eq!(code, Some(0), "{protocol} json: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 100,
+            "{protocol} json"
+        );
+        assert_eq!(report["messagesReceived"], 5000, "{protocol} json");
+        let (report, _, stderr) = feed_as(
+            &peer.target,
+            protocol,
+            r#"{"count":3}"#,
+            3,
+            &["--codec", "json", "-m", r#"{"x-want-code":"5"}"#],
+        );
+        asked_code_came_back(protocol, 5, &report, &stderr);
+        assert_eq!(report["messagesReceived"], 9, "{protocol} json code 5");
     }
 }
 
@@ -965,6 +989,21 @@ fn json_requests_are_the_json_mapping_and_json_replies_are_checked() {
         let args = [&["--scenario", "string_10B"][..], args].concat();
         refused(&args, says);
     }
+    refused(
+        &[
+            "--proto",
+            STREAMING_PROTO,
+            "--call",
+            "grpclab.streaming.v1.StreamingEcho.Upload",
+            "-d",
+            "{}",
+            "--codec",
+            "json",
+            "--transport",
+            "h2",
+        ],
+        "JSON goes in unary calls and server streams only so far",
+    );
 }
 
 /// `--http1`: gRPC-Web (binary and text) and Connect over HTTP/1.1 keep-alive connections,

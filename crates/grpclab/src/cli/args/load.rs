@@ -527,7 +527,7 @@ pub struct LoadArgs {
     /// How messages go on the wire: proto (binary) or json (protobuf's JSON mapping:
     /// application/grpc+json, grpc-web+json, Connect's application/json). JSON on the h2
     /// crate's transport, for the scenario's or --proto's method (no workload, no payload
-    /// template): its requests are encoded once before the run.
+    /// template), unary or server-streaming: its requests are encoded once before the run.
     #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = WireCodecArg::Proto, value_name = "CODEC")]
     pub codec: WireCodecArg,
 

@@ -610,9 +610,9 @@ fn apply_json_codec(
             "--codec json encodes the scenario's (or --proto's) requests once before the run: a workload or a payload template cannot use it yet".to_owned(),
         ));
     }
-    if method.is_client_streaming() || method.is_server_streaming() {
+    if method.is_client_streaming() {
         return Err(InputError(format!(
-            "--codec json: {} is a streaming method; JSON is unary-only here so far",
+            "--codec json: {} streams its requests; JSON goes in unary calls and server streams only so far",
             method.full_name()
         )));
     }

@@ -426,6 +426,12 @@ fn each_of_8_failed_alike(
         message.contains(says),
         "{protocol}: {message} (wanted {says:?})"
     );
+    // The line saying nothing succeeded quotes the reply's own error before any hint.
+    let quoted: String = message.chars().take(60).collect();
+    assert!(
+        stderr.contains(&format!("failed (8 {code_name}); most often \"{quoted}")),
+        "{protocol}: {stderr}"
+    );
 }
 
 #[test]

@@ -86,8 +86,9 @@ fn ghz_summary(report: &Report) -> Result<String, std::fmt::Error> {
     Ok(out)
 }
 
-/// One line when no call of a run succeeded: how many failed, with which status most, and
-/// what that status usually means here; `None` when any call succeeded (or none ended).
+/// One line when no call of a run succeeded: how many failed, with which status most, the
+/// error seen most (the reply's own words come before any guess), and what that status
+/// usually means here; `None` when any call succeeded (or none ended).
 pub fn nothing_succeeded(result: &grpclab_load::LoadResult) -> Option<String> {
     if result.count() == 0 || result.ok() > 0 {
         return None;
@@ -108,15 +109,30 @@ pub fn nothing_succeeded(result: &grpclab_load::LoadResult) -> Option<String> {
             "the server wants credentials: -m/--metadata, or --cert and --key"
         }
         grpclab_core::Code::InvalidArgument | grpclab_core::Code::Internal => {
-            "the server refused the request: check -d/--data against the method's input type (grpclab's built-in servers, like grpc_bench's, serve helloworld.Greeter whose HelloRequest wraps the scenario's message in field 1, `request`, where ghz's example helloworld.proto has a string: add --scenario complex_proto, or use the scenario's .proto, with -d '{\"request\":{\"name\":\"Joe\"}}')"
+            "if the server refused the request, check -d/--data against the method's input type (grpclab's built-in servers, like grpc_bench's, serve helloworld.Greeter whose HelloRequest wraps the scenario's message in field 1, `request`, where ghz's example helloworld.proto has a string: add --scenario complex_proto, or use the scenario's .proto, with -d '{\"request\":{\"name\":\"Joe\"}}')"
         }
         _ => "see the error distribution",
     };
+    let most_often = result
+        .error_counts()
+        .iter()
+        .max_by_key(|(_, count)| **count)
+        .map(|(message, _)| format!("; most often \"{}\"", shortened(message)))
+        .unwrap_or_default();
     Some(format!(
-        "no call succeeded: all {} failed ({count} {}): {hint}",
+        "no call succeeded: all {} failed ({count} {}){most_often}: {hint}",
         result.count(),
         code.name()
     ))
+}
+
+/// An error message cut to a line's worth (at a character boundary), marked when cut.
+fn shortened(message: &str) -> String {
+    const MOST: usize = 200;
+    match message.char_indices().nth(MOST) {
+        Some((end, _)) => format!("{}…", &message[..end]),
+        None => message.to_owned(),
+    }
 }
 
 /// grpclab's extras, after ghz's sections.

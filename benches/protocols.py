@@ -3,7 +3,9 @@
 and text) and Connect (unary, binary codec), side by side.
 
 Servers: lab (`grpclab serve --impl lab --grpc-web`: gRPC and binary gRPC-Web, unary, over
-HTTP/2 on its own engine), tonic-mt with tonic-web's layer (`grpclab serve --impl tonic-mt
+HTTP/2 on its own engine), grpcwebproxy in front of lab (peers/grpcwebproxy: gRPC-Web over
+HTTP/1.1 to the proxy, gRPC on to lab; both on CPU 0, the proxy with GOMAXPROCS=1, server CPU
+the two together), tonic-mt with tonic-web's layer (`grpclab serve --impl tonic-mt
 --grpc-web`: gRPC, gRPC-Web, gRPC-Web text) and the connect-go peer (peers/connect_go: gRPC, gRPC-Web, Connect
 from one handler; GOMAXPROCS=1). Each window: a fresh server on CPU 0, `grpclab load
 --transport h2 --protocol P` on CPU 1 (closed loop, --connections x -c streams, the scenario's
@@ -16,8 +18,8 @@ With --feed N the calls are server streams instead: the streaming echo's Feed, N
 HTTP/1.1 rows), and CPU is per reply message.
 
 Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
-                            [--feed N] [--servers lab,tonic-mt,connect-go]
-Needs Go and protoc for the connect-go peer (bash peers/install.sh go).
+                            [--feed N] [--servers lab,grpcwebproxy,tonic-mt,connect-go]
+Needs Go and protoc for the connect-go peer and grpcwebproxy (bash peers/install.sh go).
 """
 import argparse
 import json
@@ -34,11 +36,14 @@ from common import (BIN, ROOT, build, cpu_seconds, free_port, median, run_client
 # in flight).
 SERVERS = {
     "lab": [("grpc", False), ("grpc-web", False)],
+    "grpcwebproxy + lab": [("grpc-web", True), ("grpc-web-text", True)],
     "tonic-mt + tonic-web": [("grpc", False), ("grpc-web", False), ("grpc-web-text", False),
                              ("grpc-web", True)],
     "connect-go": [("grpc", False), ("grpc-web", False), ("connect", False),
                    ("grpc-web", True), ("connect", True)],
 }
+# A server without gRPC rows of its own is compared with its backend's gRPC.
+BASELINE = {"grpcwebproxy + lab": "lab"}
 
 
 def build_connect_go(scenario, folder):
@@ -49,18 +54,39 @@ def build_connect_go(scenario, folder):
     return os.path.join(folder, "server")
 
 
-def start(name, connect_go):
-    """Starts one server on CPU 0; returns (process, target)."""
+def build_grpcwebproxy(folder):
+    """Builds grpcwebproxy into `folder`; returns its binary."""
+    subprocess.run(["./build.sh", folder], cwd=os.path.join(ROOT, "peers", "grpcwebproxy"),
+                   check=True, capture_output=True)
+    return os.path.join(folder, "bin", "grpcwebproxy")
+
+
+def start(name, builds):
+    """Starts one server on CPU 0 (a proxy beside its backend); returns ([processes], target)."""
     if name == "lab":
-        return start_server(["--impl", "lab", "--grpc-web"])
+        server, target = start_server(["--impl", "lab", "--grpc-web"])
+        return [server], target
+    if name == "grpcwebproxy + lab":
+        lab, backend = start_server(["--impl", "lab"])
+        port = free_port()
+        proxy = subprocess.Popen(
+            ["taskset", "-c", "0", builds["grpcwebproxy"], f"--backend_addr={backend}",
+             "--run_tls_server=false", "--server_bind_address=127.0.0.1",
+             f"--server_http_debug_port={port}",
+             "--allow_all_origins"],
+            env=dict(os.environ, GOMAXPROCS="1"), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        wait_listening(port, proxy)
+        return [proxy, lab], f"127.0.0.1:{port}"
     if name != "connect-go":
-        return start_server(["--impl", "tonic-mt", "--grpc-web"])
+        server, target = start_server(["--impl", "tonic-mt", "--grpc-web"])
+        return [server], target
     port = free_port()
     env = dict(os.environ, GOMAXPROCS="1", GRPC_SERVER_HOST="127.0.0.1")
-    server = subprocess.Popen(["taskset", "-c", "0", connect_go, str(port)], env=env,
+    server = subprocess.Popen(["taskset", "-c", "0", builds["connect-go"], str(port)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(port, server)
-    return server, f"127.0.0.1:{port}"
+    return [server], f"127.0.0.1:{port}"
 
 
 # --feed: the streaming echo's server stream, N replies of 100 bytes each.
@@ -69,9 +95,9 @@ FEED_CALL = ["--proto", os.path.join(ROOT, "scenarios", "streaming", "streaming.
 PAYLOAD_100B = "eHh4" * 33 + "eA=="  # 100 bytes of "x", base64
 
 
-def window(name, row, connect_go, args):
+def window(name, row, builds, args):
     protocol, http1 = row
-    server, target = start(name, connect_go)
+    servers, target = start(name, builds)
     call = (FEED_CALL + ["-d", json.dumps({"count": args.feed, "payload": PAYLOAD_100B})]
             if args.feed else ["--scenario", args.scenario])
     try:
@@ -81,11 +107,14 @@ def window(name, row, connect_go, args):
                 "--protocol", protocol, "-c", str(args.streams), "--connections",
                 str(args.streams if http1 else args.connections), "-z", f"{args.duration}s",
                 "--warmup", f"{args.warmup}s", "--cpus", "1"] + (["--http1"] if http1 else [])
+        def server_cpu_now():
+            return sum(cpu_seconds(server.pid) for server in servers)
         stdout, client_cpu, _ = run_client(argv, args.warmup,
-                                           lambda: marks.update(cpu=cpu_seconds(server.pid)))
-        server_cpu = cpu_seconds(server.pid) - marks["cpu"]
+                                           lambda: marks.update(cpu=server_cpu_now()))
+        server_cpu = server_cpu_now() - marks["cpu"]
     finally:
-        stop_server(server)
+        for server in servers:
+            stop_server(server)
     report = json.loads(stdout)
     ok = report["statusCodeDistribution"].get("OK", 0)
     if ok != report["count"]:
@@ -111,26 +140,30 @@ def main():
     parser.add_argument("--connections", type=int, default=2)
     parser.add_argument("--feed", type=int, default=0,
                         help="server streams of N replies instead of unary calls")
-    parser.add_argument("--servers", default="lab,tonic-mt,connect-go",
+    parser.add_argument("--servers", default="lab,grpcwebproxy,tonic-mt,connect-go",
                         help="which servers' rows, comma-separated")
     args = parser.parse_args()
     wanted = set(args.servers.split(","))
     unknown = wanted - {name.split(" ")[0] for name in SERVERS}
     if unknown:
         sys.exit(f"--servers: unknown {', '.join(sorted(unknown))}; "
-                 "the servers are lab, tonic-mt and connect-go")
+                 "the servers are lab, grpcwebproxy, tonic-mt and connect-go")
     unit = "reply" if args.feed else "call"
     build()
     with tempfile.TemporaryDirectory() as folder:
-        connect_go = (build_connect_go(args.scenario, folder) if "connect-go" in wanted
-                      else None)
+        builds = {}
+        if "connect-go" in wanted:
+            builds["connect-go"] = build_connect_go(args.scenario, folder)
+        if "grpcwebproxy" in wanted:
+            builds["grpcwebproxy"] = build_grpcwebproxy(os.path.join(folder, "grpcwebproxy"))
         # A server stream goes over HTTP/2 only; lab serves gRPC-Web's unary calls only.
         rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows
                 if name.split(" ")[0] in wanted and not (args.feed and row[1])
-                and not (args.feed and name == "lab" and row[0] != "grpc")}
+                and not (args.feed and name == "lab" and row[0] != "grpc")
+                and not (args.feed and name == "grpcwebproxy + lab")}
         for round_ in range(args.rounds):
             for (name, row), results in rows.items():
-                results.append(window(name, row, connect_go, args))
+                results.append(window(name, row, builds, args))
                 r = results[-1]
                 print(f"round {round_ + 1}: {name} {label(row)}: {r['rps']:.0f} req/s, "
                       f"server {r['server_us']:.2f} µs/{unit}, client {r['client_us']:.2f} "
@@ -148,7 +181,8 @@ def main():
             values = [r[key] for r in results]
             return median(values), min(values), max(values)
         rps, server, client = stat("rps"), stat("server_us"), stat("client_us")
-        base = median([r["server_us"] for r in rows[(name, ("grpc", False))]])
+        base_rows = rows.get((BASELINE.get(name, name), ("grpc", False)))
+        base = median([r["server_us"] for r in base_rows]) if base_rows else server[0]
         print(f"| {name} | {label(row)} | {rps[0]:,.0f} ({rps[1]:,.0f}-{rps[2]:,.0f}) | "
               f"{server[0]:.2f} ({server[1]:.2f}-{server[2]:.2f}) | "
               f"{client[0]:.2f} ({client[1]:.2f}-{client[2]:.2f}) | {server[0] / base:.2f}x |")

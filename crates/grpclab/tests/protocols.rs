@@ -726,6 +726,123 @@ impl Drop for ConnectGo {
     }
 }
 
+/// grpcwebproxy (peers/grpcwebproxy, the role Envoy's grpc_web filter plays) in front of a
+/// lab serving only gRPC; `None` (the test skipped) where Go is missing, never on CI.
+struct GrpcWebProxy {
+    child: std::process::Child,
+    target: String,
+    _build: tempfile::TempDir,
+}
+
+impl GrpcWebProxy {
+    fn start(backend: &str) -> Option<GrpcWebProxy> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let has_go = std::process::Command::new("sh")
+            .args(["-c", "command -v go"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !has_go {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "go is installed on CI (peers/install.sh go)"
+            );
+            eprintln!("SKIPPED: no go here (bash peers/install.sh go)");
+            return None;
+        }
+        let build = tempfile::tempdir().expect("build folder");
+        let built = std::process::Command::new("./build.sh")
+            .arg(build.path())
+            .current_dir(root.join("peers/grpcwebproxy"))
+            .output()
+            .expect("run peers/grpcwebproxy/build.sh");
+        assert!(
+            built.status.success(),
+            "grpcwebproxy build failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new(build.path().join("bin/grpcwebproxy"))
+            .args([
+                &format!("--backend_addr={backend}"),
+                "--run_tls_server=false",
+                "--server_bind_address=127.0.0.1",
+                &format!("--server_http_debug_port={port}"),
+                "--allow_all_origins",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start grpcwebproxy");
+        let target = format!("127.0.0.1:{port}");
+        let mut tries = 0;
+        while std::net::TcpStream::connect(&target).is_err() {
+            tries += 1;
+            assert!(tries < 500, "grpcwebproxy never listened on {target}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(GrpcWebProxy {
+            child,
+            target,
+            _build: build,
+        })
+    }
+}
+
+impl Drop for GrpcWebProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Through grpcwebproxy (gRPC-Web over HTTP/1.1 to it, gRPC from it to lab): every call of
+/// each gRPC-Web form counted as lab served it, and lab's status for an unknown method
+/// comes back through the proxy's trailer frame.
+#[test]
+fn through_grpcwebproxy_every_call_reaches_lab_and_its_status_comes_back() {
+    let lab = Server::start_with(&["--impl", "lab"]);
+    let Some(proxy) = GrpcWebProxy::start(&lab.target()) else {
+        return;
+    };
+    let http1 = ["--http1", "--connections", "4", "--validate"];
+    let mut served_before = lab.stats()["calls"].as_u64().unwrap_or(0);
+    for protocol in ["grpc-web", "grpc-web-text"] {
+        let (report, code, stderr) = load_as(&proxy.target, protocol, 300, &http1);
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 300,
+            "{protocol}: {report}"
+        );
+        let served = lab.stats()["calls"].as_u64().unwrap_or(0);
+        assert_eq!(served - served_before, 300, "{protocol}");
+        served_before = served;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proto = dir.path().join("unknown.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\"; package x; message M {} service Y { rpc Z(M) returns (M); }",
+    )
+    .expect("write the .proto");
+    let proto = proto.to_string_lossy();
+    let (report, code, stderr) = load_in(
+        &proxy.target,
+        "grpc-web",
+        8,
+        &["--proto", &proto, "--call", "x.Y.Z", "-d", "{}"],
+        &["--http1"],
+    );
+    each_of_8_failed_alike(
+        "grpc-web",
+        (&report, code, &stderr),
+        "Unimplemented",
+        "unknown method /x.Y/Z",
+    );
+}
+
 /// connect-go serves gRPC, gRPC-Web and Connect from one handler: each protocol gets every
 /// call answered, and each gRPC code the handler returns comes back as itself, with its
 /// message (and, in Connect, its error detail counted). gRPC-Web's text form is one clear

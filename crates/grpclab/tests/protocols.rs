@@ -652,66 +652,69 @@ fn asked_code_came_back(protocol: &str, number: u32, report: &serde_json::Value,
     }
 }
 
-/// The connect-go peer (peers/connect_go), built for string_10B and listening on a free
-/// loopback port until dropped; `None` where Go or protoc is missing (never on CI).
-struct ConnectGo {
+/// A peer built with Go from `peers/DIR` (its `build.sh`, given `build_args` and then the
+/// build folder) and listening on a free loopback port until dropped; `None` (the test
+/// skipped) where a tool it needs is missing, never on CI.
+struct GoPeer {
     child: std::process::Child,
     target: String,
     _build: tempfile::TempDir,
 }
 
-impl ConnectGo {
-    fn start() -> Option<ConnectGo> {
+impl GoPeer {
+    /// Builds the peer, then starts what `command` makes of the build folder and a port.
+    fn start(
+        dir: &str,
+        build_args: &[std::path::PathBuf],
+        tools: &[&str],
+        command: impl FnOnce(&std::path::Path, u16) -> std::process::Command,
+    ) -> Option<GoPeer> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let has = |tool: &str| {
+        let has = |tool: &&str| {
             std::process::Command::new("sh")
                 .args(["-c", &format!("command -v {tool}")])
                 .output()
                 .is_ok_and(|out| out.status.success())
         };
-        if !has("go") || !has("protoc") {
+        if !tools.iter().all(has) {
             assert!(
                 std::env::var_os("CI").is_none(),
-                "go and protoc are installed on CI (peers/install.sh go)"
+                "{tools:?} are installed on CI (peers/install.sh go)"
             );
-            eprintln!("SKIPPED: no go or protoc here (bash peers/install.sh go)");
+            eprintln!("SKIPPED: one of {tools:?} is missing here (bash peers/install.sh go)");
             return None;
         }
         let build = tempfile::tempdir().expect("build folder");
         let built = std::process::Command::new("./build.sh")
-            .arg(root.join("scenarios/string_10B"))
+            .args(build_args)
             .arg(build.path())
-            .current_dir(root.join("peers/connect_go"))
+            .current_dir(root.join("peers").join(dir))
             .output()
-            .expect("run peers/connect_go/build.sh");
+            .expect("run the peer's build.sh");
         assert!(
             built.status.success(),
-            "connect-go peer build failed: {}",
+            "peers/{dir} build failed: {}",
             String::from_utf8_lossy(&built.stderr)
         );
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let child = std::process::Command::new(build.path().join("server"))
-            .arg(port.to_string())
-            .env("GRPC_SERVER_HOST", "127.0.0.1")
+        let child = command(build.path(), port)
             .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("start the connect-go peer");
+            .expect("start the peer");
         let target = format!("127.0.0.1:{port}");
         // Listening once a connection is accepted (it starts in milliseconds; the loop
         // ends on its own if it never does).
         let mut tries = 0;
         while std::net::TcpStream::connect(&target).is_err() {
             tries += 1;
-            assert!(
-                tries < 500,
-                "the connect-go peer never listened on {target}"
-            );
+            assert!(tries < 500, "peers/{dir} never listened on {target}");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        Some(ConnectGo {
+        Some(GoPeer {
             child,
             target,
             _build: build,
@@ -719,83 +722,44 @@ impl ConnectGo {
     }
 }
 
-impl Drop for ConnectGo {
+impl Drop for GoPeer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-/// grpcwebproxy (peers/grpcwebproxy, the role Envoy's grpc_web filter plays) in front of a
-/// lab serving only gRPC; `None` (the test skipped) where Go is missing, never on CI.
-struct GrpcWebProxy {
-    child: std::process::Child,
-    target: String,
-    _build: tempfile::TempDir,
+/// The connect-go peer (peers/connect_go), built for string_10B.
+fn connect_go() -> Option<GoPeer> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    GoPeer::start(
+        "connect_go",
+        &[root.join("scenarios/string_10B")],
+        &["go", "protoc"],
+        |build, port| {
+            let mut command = std::process::Command::new(build.join("server"));
+            command
+                .arg(port.to_string())
+                .env("GRPC_SERVER_HOST", "127.0.0.1");
+            command
+        },
+    )
 }
 
-impl GrpcWebProxy {
-    fn start(backend: &str) -> Option<GrpcWebProxy> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let has_go = std::process::Command::new("sh")
-            .args(["-c", "command -v go"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if !has_go {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "go is installed on CI (peers/install.sh go)"
-            );
-            eprintln!("SKIPPED: no go here (bash peers/install.sh go)");
-            return None;
-        }
-        let build = tempfile::tempdir().expect("build folder");
-        let built = std::process::Command::new("./build.sh")
-            .arg(build.path())
-            .current_dir(root.join("peers/grpcwebproxy"))
-            .output()
-            .expect("run peers/grpcwebproxy/build.sh");
-        assert!(
-            built.status.success(),
-            "grpcwebproxy build failed: {}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = std::process::Command::new(build.path().join("bin/grpcwebproxy"))
-            .args([
-                &format!("--backend_addr={backend}"),
-                "--run_tls_server=false",
-                "--server_bind_address=127.0.0.1",
-                &format!("--server_http_debug_port={port}"),
-                "--allow_all_origins",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start grpcwebproxy");
-        let target = format!("127.0.0.1:{port}");
-        let mut tries = 0;
-        while std::net::TcpStream::connect(&target).is_err() {
-            tries += 1;
-            assert!(tries < 500, "grpcwebproxy never listened on {target}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Some(GrpcWebProxy {
-            child,
-            target,
-            _build: build,
-        })
-    }
-}
-
-impl Drop for GrpcWebProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// grpcwebproxy (peers/grpcwebproxy, the role Envoy's grpc_web filter plays) in front of
+/// the gRPC server at `backend`, on loopback.
+fn grpcwebproxy(backend: &str) -> Option<GoPeer> {
+    GoPeer::start("grpcwebproxy", &[], &["go"], |build, port| {
+        let mut command = std::process::Command::new(build.join("bin/grpcwebproxy"));
+        command.args([
+            &format!("--backend_addr={backend}"),
+            "--run_tls_server=false",
+            "--server_bind_address=127.0.0.1",
+            &format!("--server_http_debug_port={port}"),
+            "--allow_all_origins",
+        ]);
+        command
+    })
 }
 
 /// Through grpcwebproxy (gRPC-Web over HTTP/1.1 to it, gRPC from it to lab): every call of
@@ -804,7 +768,7 @@ impl Drop for GrpcWebProxy {
 #[test]
 fn through_grpcwebproxy_every_call_reaches_lab_and_its_status_comes_back() {
     let lab = Server::start_with(&["--impl", "lab"]);
-    let Some(proxy) = GrpcWebProxy::start(&lab.target()) else {
+    let Some(proxy) = grpcwebproxy(&lab.target()) else {
         return;
     };
     let http1 = ["--http1", "--connections", "4", "--validate"];
@@ -849,7 +813,7 @@ fn through_grpcwebproxy_every_call_reaches_lab_and_its_status_comes_back() {
 /// outcome: connect-go does not speak it (415).
 #[test]
 fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
-    let Some(peer) = ConnectGo::start() else {
+    let Some(peer) = connect_go() else {
         return;
     };
     for protocol in ["grpc", "grpc-web", "connect"] {
@@ -916,7 +880,7 @@ fn against_connect_go_every_protocol_counts_calls_and_maps_every_code() {
 /// message with its error detail (Connect).
 #[test]
 fn against_connect_go_server_streams_count_every_reply_in_each_protocol() {
-    let Some(peer) = ConnectGo::start() else {
+    let Some(peer) = connect_go() else {
         return;
     };
     for protocol in ["grpc", "grpc-web", "connect"] {
@@ -966,7 +930,7 @@ fn against_connect_go_server_streams_count_every_reply_in_each_protocol() {
 /// compressed end-stream message.
 #[test]
 fn against_connect_go_gzip_goes_in_each_protocols_own_headers() {
-    let Some(peer) = ConnectGo::start() else {
+    let Some(peer) = connect_go() else {
         return;
     };
     for protocol in ["grpc", "grpc-web", "connect"] {

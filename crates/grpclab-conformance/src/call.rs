@@ -6,14 +6,49 @@ use bytes::Bytes;
 use grpclab_core::framing::{frame_gzip, frame_message, gunzip};
 use grpclab_core::protocol::{
     decode_connect_error, decode_grpc_web, reply_content_type_fits_codec,
-    stream_reply_content_type_fits, Protocol,
+    stream_reply_content_type_fits, Codec, Protocol,
 };
 use grpclab_core::Code;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message;
 
-use crate::spec::{CallSpec, Cancel};
+/// One call, as the runner asked for it.
+pub struct CallSpec {
+    /// HTTP/2 (h2c) rather than HTTP/1.1.
+    pub http2: bool,
+    /// The wire protocol.
+    pub protocol: Protocol,
+    /// The codec.
+    pub codec: Codec,
+    /// Messages gzip-compressed (in each protocol's own headers).
+    pub gzip: bool,
+    /// `http://host:port`.
+    pub authority: String,
+    /// `/service/method`.
+    pub path: String,
+    /// The method streams its replies.
+    pub server_stream: bool,
+    /// Request metadata.
+    pub headers: Vec<(String, String)>,
+    /// The request messages, encoded in `codec`.
+    pub requests: Vec<Vec<u8>>,
+    /// The call's deadline.
+    pub timeout_ms: Option<u32>,
+    /// When the client cancels the call.
+    pub cancel: Cancel,
+}
+
+/// When the client cancels a call (the request's `cancel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// Never.
+    Never,
+    /// This many milliseconds after the request is sent.
+    AfterSendMs(u32),
+    /// Once this many replies have come.
+    AfterReplies(u32),
+}
 
 /// The most a compressed reply message may inflate to.
 const INFLATE_LIMIT: usize = 64 << 20;

@@ -6,50 +6,13 @@ use grpclab_core::protocol::{Codec, Protocol};
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, Value};
 
-use crate::call::{self, Outcome};
+use crate::call::{self, CallSpec, Cancel, Outcome};
 
 const PACKAGE: &str = "connectrpc.conformance.v1";
 
 /// The suite's descriptors.
 pub struct Schema {
     pool: DescriptorPool,
-}
-
-/// One call, as the runner asked for it.
-pub struct CallSpec {
-    /// HTTP/2 (h2c) rather than HTTP/1.1.
-    pub http2: bool,
-    /// The wire protocol.
-    pub protocol: Protocol,
-    /// The codec.
-    pub codec: Codec,
-    /// Messages gzip-compressed (in each protocol's own headers).
-    pub gzip: bool,
-    /// `http://host:port`.
-    pub authority: String,
-    /// `/service/method`.
-    pub path: String,
-    /// The method streams its replies.
-    pub server_stream: bool,
-    /// Request metadata.
-    pub headers: Vec<(String, String)>,
-    /// The request messages, encoded in `codec`.
-    pub requests: Vec<Vec<u8>>,
-    /// The call's deadline.
-    pub timeout_ms: Option<u32>,
-    /// When the client cancels the call.
-    pub cancel: Cancel,
-}
-
-/// When the client cancels a call (the request's `cancel`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cancel {
-    /// Never.
-    Never,
-    /// This many milliseconds after the request is sent.
-    AfterSendMs(u32),
-    /// Once this many replies have come.
-    AfterReplies(u32),
 }
 
 impl Schema {

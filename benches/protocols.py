@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What each wire protocol costs: the same server and payload over gRPC, gRPC-Web (binary
-and text) and Connect (unary, binary codec), side by side.
+and text) and Connect (unary; binary codec, or JSON with --codec json), side by side.
 
 Servers: lab (`grpclab serve --impl lab --grpc-web`: gRPC and binary gRPC-Web, unary, over
 HTTP/2 on its own engine), grpcwebproxy in front of lab (peers/grpcwebproxy: gRPC-Web over
@@ -19,6 +19,11 @@ HTTP/1.1 rows), and CPU is per reply message.
 
 Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
                             [--feed N] [--servers lab,grpcwebproxy,tonic-mt,connect-go]
+                            [--codec json]
+
+With --codec json every call is protobuf's JSON mapping (application/grpc+json,
+grpc-web+json, application/json; connect+json on a stream): connect-go's rows only, since
+lab, tonic and grpcwebproxy serve the binary codec alone.
 Needs Go and protoc for the connect-go peer and grpcwebproxy (bash peers/install.sh go).
 """
 import argparse
@@ -104,7 +109,8 @@ def window(name, row, builds, args):
         marks = {}
         argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json", "--insecure",
                 "--no-history"] + call + ["--transport", "h2",
-                "--protocol", protocol, "-c", str(args.streams), "--connections",
+                "--protocol", protocol, "--codec", args.codec, "-c", str(args.streams),
+                "--connections",
                 str(args.streams if http1 else args.connections), "-z", f"{args.duration}s",
                 "--warmup", f"{args.warmup}s", "--cpus", "1"] + (["--http1"] if http1 else [])
         def server_cpu_now():
@@ -142,8 +148,13 @@ def main():
                         help="server streams of N replies instead of unary calls")
     parser.add_argument("--servers", default="lab,grpcwebproxy,tonic-mt,connect-go",
                         help="which servers' rows, comma-separated")
+    parser.add_argument("--codec", choices=["proto", "json"], default="proto")
     args = parser.parse_args()
     wanted = set(args.servers.split(","))
+    if args.codec == "json":
+        if wanted - {"connect-go"} and args.servers != parser.get_default("servers"):
+            sys.exit("--codec json: only connect-go serves JSON; give --servers connect-go")
+        wanted = {"connect-go"}
     unknown = wanted - {name.split(" ")[0] for name in SERVERS}
     if unknown:
         sys.exit(f"--servers: unknown {', '.join(sorted(unknown))}; "
@@ -169,7 +180,7 @@ def main():
                       f"server {r['server_us']:.2f} µs/{unit}, client {r['client_us']:.2f} "
                       f"µs/{unit}", file=sys.stderr)
     what = (f"server streams of {args.feed} x 100 B replies (Feed)" if args.feed
-            else args.scenario)
+            else args.scenario) + (", JSON codec" if args.codec == "json" else "")
     http1 = "" if args.feed else f" ({args.streams} HTTP/1.1 connections)"
     print(f"\n{what}, {args.streams} streams on {args.connections} HTTP/2 connections"
           f"{http1}, closed loop, server CPU 0 (1 thread), "

@@ -106,19 +106,26 @@ struct RpcStatus {
 
 /// Makes the call, within its deadline.
 pub async fn run(spec: &CallSpec) -> Outcome {
+    let started = std::time::Instant::now();
     let call = perform(spec);
-    match spec.timeout_ms {
-        Some(ms) => {
-            match tokio::time::timeout(std::time::Duration::from_millis(u64::from(ms)), call).await
-            {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    Outcome::failed(Code::DeadlineExceeded, format!("no reply within {ms} ms"))
-                }
-            }
+    let Some(ms) = spec.timeout_ms else {
+        return call.await;
+    };
+    let deadline = std::time::Duration::from_millis(u64::from(ms));
+    let mut outcome = match tokio::time::timeout(deadline, call).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            return Outcome::failed(Code::DeadlineExceeded, format!("no reply within {ms} ms"))
         }
-        None => call.await,
+    };
+    // A server may end the stream at the deadline (grpc-go resets it) just before the
+    // client's own timer fires: a call that broke once its deadline had passed ended by it.
+    if let Some(error) = outcome.error.as_mut() {
+        if error.code == Code::Unavailable as i32 && started.elapsed() >= deadline {
+            error.code = Code::DeadlineExceeded as i32;
+        }
     }
+    outcome
 }
 
 /// The raw reply: status, headers, body, trailers.

@@ -322,19 +322,34 @@ async fn exchange(spec: &CallSpec, body: Bytes) -> Result<Exchange, String> {
 /// it has come.
 fn end_of_replies(body: &[u8], n: usize) -> Option<usize> {
     let mut seen = 0;
-    let mut offset = 0;
+    let mut rest = body;
     while seen < n {
-        let prefix = body.get(offset..offset + 5)?;
-        let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
-        if body.len() < offset + 5 + length {
-            return None;
-        }
-        offset += 5 + length;
-        if prefix[0] & 0x82 == 0 {
+        let (flags, _, after) = next_frame(rest).ok()??;
+        if flags & 0x82 == 0 {
             seen += 1;
         }
+        rest = after;
     }
-    Some(offset)
+    Some(body.len() - rest.len())
+}
+
+/// A frame: its flags, its payload, and the bytes after it.
+type Frame<'a> = (u8, &'a [u8], &'a [u8]);
+
+/// The first frame of an enveloped body (gRPC's, gRPC-Web's, Connect's: a flag byte, a
+/// 4-byte length, the payload); `None` for an empty body, an error for one cut short.
+fn next_frame(body: &[u8]) -> Result<Option<Frame<'_>>, String> {
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let Some(prefix) = body.get(..5) else {
+        return Err(format!("{} bytes after the last whole message", body.len()));
+    };
+    let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+    let Some(payload) = body.get(5..5 + length) else {
+        return Err("a message cut short".to_owned());
+    };
+    Ok(Some((prefix[0], payload, &body[5 + length..])))
 }
 
 fn pairs(map: &http::HeaderMap) -> Vec<(String, String)> {
@@ -360,24 +375,20 @@ fn find<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 fn unframe_all(body: &[u8]) -> (Vec<Vec<u8>>, Option<String>) {
     let mut messages = Vec::new();
     let mut rest = body;
-    while !rest.is_empty() {
-        if rest.len() < 5 {
-            return (
-                messages,
-                Some(format!("{} bytes after the last whole message", rest.len())),
-            );
-        }
-        let length = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
-        let Some(message) = rest.get(5..5 + length) else {
-            return (messages, Some("a message cut short".to_owned()));
-        };
-        match inflated(rest[0] & 1 == 1, message) {
-            Ok(message) => messages.push(message),
+    loop {
+        match next_frame(rest).and_then(|frame| {
+            frame
+                .map(|(flags, payload, after)| Ok((inflated(flags & 1 == 1, payload)?, after)))
+                .transpose()
+        }) {
+            Ok(Some((message, after))) => {
+                messages.push(message);
+                rest = after;
+            }
+            Ok(None) => return (messages, None),
             Err(err) => return (messages, Some(err)),
         }
-        rest = &rest[5 + length..];
     }
-    (messages, None)
 }
 
 fn internal(message: String) -> Option<RpcError> {
@@ -532,13 +543,12 @@ fn grpc_web(exchange: Exchange) -> Outcome {
         Err(err) => {
             // The whole messages before the break still count.
             let mut rest = &exchange.body[..];
-            while rest.len() >= 5 && rest[0] & 0x80 == 0 {
-                let length = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
-                let Some(message) = rest.get(..5 + length) else {
-                    break;
-                };
-                outcome.replies.extend(unframe_all(message).0);
-                rest = &rest[5 + length..];
+            while let Ok(Some((flags, payload, after))) = next_frame(rest) {
+                match inflated(flags & 1 == 1, payload) {
+                    Ok(message) if flags & 0x80 == 0 => outcome.replies.push(message),
+                    _ => break,
+                }
+                rest = after;
             }
             outcome.error = internal(err.to_string());
             return outcome;
@@ -643,13 +653,8 @@ fn connect_stream(exchange: Exchange, asked_gzip: bool) -> Outcome {
     }
     let mut rest = &exchange.body[..];
     let mut ended = false;
-    while rest.len() >= 5 {
-        let flags = rest[0];
-        let length = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
-        let Some(payload) = rest.get(5..5 + length) else {
-            break;
-        };
-        rest = &rest[5 + length..];
+    while let Ok(Some((flags, payload, after))) = next_frame(rest) {
+        rest = after;
         if flags & 1 == 1 && !gzip {
             outcome.error = internal("a compressed message, but no encoding was agreed".to_owned());
             return outcome;
@@ -657,11 +662,7 @@ fn connect_stream(exchange: Exchange, asked_gzip: bool) -> Outcome {
         let payload = match inflated(flags & 1 == 1, payload) {
             Ok(payload) => payload,
             Err(err) => {
-                outcome.error = Some(RpcError {
-                    code: Code::Internal as i32,
-                    message: Some(err),
-                    details: Vec::new(),
-                });
+                outcome.error = internal(err);
                 return outcome;
             }
         };
@@ -693,11 +694,7 @@ fn connect_stream(exchange: Exchange, asked_gzip: bool) -> Outcome {
         break;
     }
     if !ended && outcome.error.is_none() {
-        outcome.error = Some(RpcError {
-            code: Code::Internal as i32,
-            message: Some("the stream ended without its end-stream message".to_owned()),
-            details: Vec::new(),
-        });
+        outcome.error = internal("the stream ended without its end-stream message".to_owned());
     }
     outcome
 }

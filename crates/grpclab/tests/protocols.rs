@@ -183,6 +183,32 @@ fn lab_refuses_grpc_web_calls_with_415() {
     );
 }
 
+/// 8 gRPC-Web calls of a method the server does not have (`x.Y.Z`, from a .proto written
+/// for it): each UNIMPLEMENTED, naming the method.
+fn each_unknown_method_call_is_unimplemented(target: &str, extra: &[&str]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proto = dir.path().join("unknown.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\"; package x; message M {} service Y { rpc Z(M) returns (M); }",
+    )
+    .expect("write the .proto");
+    let proto = proto.to_string_lossy();
+    let (report, code, stderr) = load_in(
+        target,
+        "grpc-web",
+        8,
+        &["--proto", &proto, "--call", "x.Y.Z", "-d", "{}"],
+        extra,
+    );
+    each_of_8_failed_alike(
+        "grpc-web",
+        (&report, code, &stderr),
+        "Unimplemented",
+        "unknown method /x.Y/Z",
+    );
+}
+
 /// lab with `--grpc-web` serves gRPC-Web's binary form on its own engine: every call
 /// counted as gRPC counts it, on each path a reply takes (written in place; built by prost;
 /// larger than one frame, so it waits for window and its last DATA ends the stream; from the
@@ -251,27 +277,7 @@ fn lab_answers_grpc_web_errors_in_grpc_web() {
         "Unknown",
         "HTTP status 415",
     );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let proto = dir.path().join("unknown.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\"; package x; message M {} service Y { rpc Z(M) returns (M); }",
-    )
-    .expect("write the .proto");
-    let proto = proto.to_string_lossy();
-    let (report, code, stderr) = load_in(
-        &target,
-        "grpc-web",
-        8,
-        &["--proto", &proto, "--call", "x.Y.Z", "-d", "{}"],
-        &[],
-    );
-    each_of_8_failed_alike(
-        "grpc-web",
-        (&report, code, &stderr),
-        "Unimplemented",
-        "unknown method /x.Y/Z",
-    );
+    each_unknown_method_call_is_unimplemented(&target, &[]);
 }
 
 /// What lab's gRPC-Web replies are on the wire, read by the h2 crate (a client apart from
@@ -784,27 +790,7 @@ fn through_grpcwebproxy_every_call_reaches_lab_and_its_status_comes_back() {
         assert_eq!(served - served_before, 300, "{protocol}");
         served_before = served;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let proto = dir.path().join("unknown.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\"; package x; message M {} service Y { rpc Z(M) returns (M); }",
-    )
-    .expect("write the .proto");
-    let proto = proto.to_string_lossy();
-    let (report, code, stderr) = load_in(
-        &proxy.target,
-        "grpc-web",
-        8,
-        &["--proto", &proto, "--call", "x.Y.Z", "-d", "{}"],
-        &["--http1"],
-    );
-    each_of_8_failed_alike(
-        "grpc-web",
-        (&report, code, &stderr),
-        "Unimplemented",
-        "unknown method /x.Y/Z",
-    );
+    each_unknown_method_call_is_unimplemented(&proxy.target, &["--http1"]);
 }
 
 /// connect-go serves gRPC, gRPC-Web and Connect from one handler: each protocol gets every

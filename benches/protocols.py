@@ -13,9 +13,12 @@ payload), so only the protocol differs between the rows of one server. Server CP
 utime+stime over the measured window / calls completed in it; client CPU the same for the
 load. Rounds alternate the protocols; medians of --rounds.
 
+connect-go's rows include Connect's GET (`--connect-get`: the message in the URL's query),
+over HTTP/2 and HTTP/1.1.
+
 With --feed N the calls are server streams instead: the streaming echo's Feed, N replies of
-100 bytes to each request (gRPC-Web's trailer frame, Connect's end-stream message; no
-HTTP/1.1 rows), and CPU is per reply message.
+100 bytes to each request (gRPC-Web's trailer frame, Connect's end-stream message; over
+HTTP/1.1 a stream holds its connection to its end), and CPU is per reply message.
 
 Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
                             [--feed N] [--servers lab,grpcwebproxy,tonic-mt,connect-go]
@@ -45,8 +48,11 @@ SERVERS = {
     "tonic-mt + tonic-web": [("grpc", False), ("grpc-web", False), ("grpc-web-text", False),
                              ("grpc-web", True)],
     "connect-go": [("grpc", False), ("grpc-web", False), ("connect", False),
-                   ("grpc-web", True), ("connect", True)],
+                   ("connect-get", False), ("grpc-web", True), ("connect", True),
+                   ("connect-get", True)],
 }
+# Connect's GET: the protocol connect with --connect-get (unary calls only).
+GET = "connect-get"
 # A server without gRPC rows of its own is compared with its backend's gRPC.
 BASELINE = {"grpcwebproxy + lab": "lab"}
 
@@ -109,10 +115,12 @@ def window(name, row, builds, args):
         marks = {}
         argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json", "--insecure",
                 "--no-history"] + call + ["--transport", "h2",
-                "--protocol", protocol, "--codec", args.codec, "-c", str(args.streams),
+                "--protocol", "connect" if protocol == GET else protocol,
+                "--codec", args.codec, "-c", str(args.streams),
                 "--connections",
                 str(args.streams if http1 else args.connections), "-z", f"{args.duration}s",
-                "--warmup", f"{args.warmup}s", "--cpus", "1"] + (["--http1"] if http1 else [])
+                "--warmup", f"{args.warmup}s", "--cpus", "1"] + (["--http1"] if http1 else []) \
+            + (["--connect-get"] if protocol == GET else [])
         def server_cpu_now():
             return sum(cpu_seconds(server.pid) for server in servers)
         stdout, client_cpu, _ = run_client(argv, args.warmup,
@@ -133,6 +141,7 @@ def window(name, row, builds, args):
 
 def label(row):
     protocol, http1 = row
+    protocol = "connect GET" if protocol == GET else protocol
     return f"{protocol} (HTTP/1.1)" if http1 else protocol
 
 
@@ -167,11 +176,10 @@ def main():
             builds["connect-go"] = build_connect_go(args.scenario, folder)
         if "grpcwebproxy" in wanted:
             builds["grpcwebproxy"] = build_grpcwebproxy(os.path.join(folder, "grpcwebproxy"))
-        # A server stream goes over HTTP/2 only; lab serves gRPC-Web's unary calls only.
+        # GET is for unary calls; lab serves gRPC-Web's unary calls only.
         rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows
-                if name.split(" ")[0] in wanted and not (args.feed and row[1])
-                and not (args.feed and name == "lab" and row[0] != "grpc")
-                and not (args.feed and name == "grpcwebproxy + lab")}
+                if name.split(" ")[0] in wanted and not (args.feed and row[0] == GET)
+                and not (args.feed and name == "lab" and row[0] != "grpc")}
         for round_ in range(args.rounds):
             for (name, row), results in rows.items():
                 results.append(window(name, row, builds, args))
@@ -181,7 +189,7 @@ def main():
                       f"µs/{unit}", file=sys.stderr)
     what = (f"server streams of {args.feed} x 100 B replies (Feed)" if args.feed
             else args.scenario) + (", JSON codec" if args.codec == "json" else "")
-    http1 = "" if args.feed else f" ({args.streams} HTTP/1.1 connections)"
+    http1 = f" ({args.streams} HTTP/1.1 connections)"
     print(f"\n{what}, {args.streams} streams on {args.connections} HTTP/2 connections"
           f"{http1}, closed loop, server CPU 0 (1 thread), "
           f"grpclab load --transport h2 on CPU 1; medians of {args.rounds} rounds (range)\n")

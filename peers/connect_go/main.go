@@ -3,6 +3,7 @@
 // Usage: server PORT [CERT KEY]
 //
 // It also serves the streaming echo's Feed (server streaming: `count` replies to one request).
+// SayHello takes Connect's GET as well as POST.
 //
 // A call with the header x-want-code: N (1-16) ends with that gRPC code instead, its message
 // "asked for code N" and one error detail, so a client's status mapping can be checked
@@ -87,7 +88,11 @@ func main() {
 		log.Fatalf("cannot listen: %v", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(helloworldconnect.NewGreeterHandler(greeter{}))
+	// SayHello has no side effects: connect-go then takes its calls as GET too (Connect's
+	// GET, `load --connect-get`). The option is set here, not in the scenario's .proto,
+	// which every peer shares.
+	mux.Handle(helloworldconnect.NewGreeterHandler(greeter{},
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects)))
 	mux.Handle(streamingconnect.NewStreamingEchoHandler(echo{}))
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)

@@ -5,7 +5,7 @@ use base64::Engine;
 use bytes::Bytes;
 use grpclab_core::framing::{frame_gzip, frame_message, gunzip};
 use grpclab_core::protocol::{
-    decode_connect_error, decode_grpc_web, reply_content_type_fits_codec,
+    connect_get_query, decode_connect_error, decode_grpc_web, reply_content_type_fits_codec,
     stream_reply_content_type_fits, Codec, Protocol,
 };
 use grpclab_core::Code;
@@ -17,6 +17,8 @@ use prost::Message;
 pub struct CallSpec {
     /// HTTP/2 (h2c) rather than HTTP/1.1.
     pub http2: bool,
+    /// A unary Connect call sent as GET, its message in the query.
+    pub get: bool,
     /// The wire protocol.
     pub protocol: Protocol,
     /// The codec.
@@ -228,25 +230,40 @@ async fn exchange(spec: &CallSpec, body: Bytes) -> Result<Exchange, String> {
         true => spec.protocol.stream_content_type_with(spec.codec),
         false => spec.protocol.content_type_with(spec.codec),
     };
-    let uri = match spec.http2 {
-        true => format!("http://{}{}", spec.authority, spec.path),
+    // Connect's GET: the message, codec, compression and version in the query, no body.
+    let get = spec.get && spec.protocol == Protocol::Connect && !spec.server_stream;
+    let path = match get {
+        true => format!(
+            "{}?{}",
+            spec.path,
+            connect_get_query(&body, spec.codec, spec.gzip)
+        ),
         false => spec.path.clone(),
     };
-    let mut request = http::Request::builder()
-        .method(http::Method::POST)
-        .uri(uri)
-        .header("content-type", content_type);
+    let uri = match spec.http2 {
+        true => format!("http://{}{path}", spec.authority),
+        false => path,
+    };
+    let mut request = http::Request::builder().uri(uri);
+    request = match get {
+        true => request.method(http::Method::GET),
+        false => request
+            .method(http::Method::POST)
+            .header("content-type", content_type),
+    };
     if !spec.http2 {
         request = request.header("host", &spec.authority);
     }
     for (name, value) in spec.protocol.request_headers() {
-        if *name != "accept" {
+        if *name != "accept" && !get {
             request = request.header(*name, *value);
         }
     }
     if spec.gzip {
         for (name, value) in spec.protocol.compression_headers(spec.server_stream) {
-            request = request.header(name, value);
+            if !(get && name == "content-encoding") {
+                request = request.header(name, value);
+            }
         }
     }
     if let Some(ms) = spec.timeout_ms {
@@ -258,6 +275,10 @@ async fn exchange(spec: &CallSpec, body: Bytes) -> Result<Exchange, String> {
     for (name, value) in &spec.headers {
         request = request.header(name.as_str(), value.as_str());
     }
+    let body = match get {
+        true => Bytes::new(),
+        false => body,
+    };
     let request = request
         .body(Full::new(body))
         .map_err(|err| format!("cannot build the request: {err}"))?;

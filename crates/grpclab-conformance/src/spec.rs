@@ -204,8 +204,13 @@ impl Schema {
             Some(Value::U32(port)) => *port,
             _ => 0,
         };
+        let get = matches!(
+            request.get_field_by_name("use_get_http_method").as_deref(),
+            Some(Value::Bool(true))
+        );
         let spec = CallSpec {
             http2,
+            get,
             protocol,
             codec,
             gzip,

@@ -183,6 +183,28 @@ impl Protocol {
     }
 }
 
+/// The query of a Connect unary call sent as HTTP GET (Connect's GET for methods without
+/// side effects, `load --connect-get`): the protocol version, the codec, the compression when
+/// `compressed`, and the request `message` (the bare message Connect's POST would send, gzip
+/// bytes when compressed) in unpadded base64url, which needs no percent-encoding. The
+/// parameters go in the order Connect's spec recommends, so equal calls make equal URLs for
+/// shared caches (`connect`, `base64`, `compression`, `encoding`, `message`; the conformance
+/// suite checks it).
+pub fn connect_get_query(message: &[u8], codec: Codec, compressed: bool) -> String {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(message);
+    let mut query = String::with_capacity(64 + encoded.len());
+    query.push_str("connect=v1&base64=1");
+    if compressed {
+        query.push_str("&compression=gzip");
+    }
+    query.push_str("&encoding=");
+    query.push_str(codec.name());
+    query.push_str("&message=");
+    query.push_str(&encoded);
+    query
+}
+
 /// A reply that breaks its protocol: what is wrong, in one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -499,6 +521,25 @@ pub(crate) mod tests {
         out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
         out.extend_from_slice(payload);
         out
+    }
+
+    #[test]
+    fn connect_get_query_carries_the_message_in_unpadded_base64url() {
+        // 0xfb 0xff: '+' and '/' in standard base64, '-' and '_' in base64url; one byte
+        // more than a multiple of 3 would be padded.
+        let message = [0x0a, 0xfb, 0xff, 0x01];
+        assert_eq!(
+            connect_get_query(&message, Codec::Proto, false),
+            "connect=v1&base64=1&encoding=proto&message=Cvv_AQ"
+        );
+        assert_eq!(
+            connect_get_query(b"{}", Codec::Json, true),
+            "connect=v1&base64=1&compression=gzip&encoding=json&message=e30"
+        );
+        assert_eq!(
+            connect_get_query(b"", Codec::Proto, false),
+            "connect=v1&base64=1&encoding=proto&message="
+        );
     }
 
     #[test]

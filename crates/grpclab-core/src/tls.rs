@@ -502,6 +502,9 @@ pub fn explain_tls_error(error: &rustls::Error) -> String {
         Error::NoApplicationProtocol => {
             "the server does not offer HTTP/2 over TLS (ALPN h2), which gRPC requires".to_owned()
         }
+        Error::AlertReceived(AlertDescription::NoApplicationProtocol) => {
+            format!("the server speaks none of the application protocols offered over TLS ({error}; ALPN: load offers h2, or http/1.1 alone with --http1): leave out --http1 for a server that serves HTTP/2 only")
+        }
         other => format!("TLS failed: {other}"),
     }
 }

@@ -407,6 +407,9 @@ pub struct LoadConfig {
     /// `--http1`: gRPC-Web or Connect over HTTP/1.1, one request in flight per connection
     /// (on the h2 transport's side of the seam, with hyper's HTTP/1.1 client).
     pub http1: bool,
+    /// `--connect-get`: Connect unary calls go as HTTP GET, the message in the URL's query
+    /// (Connect's form for methods without side effects).
+    pub connect_get: bool,
     /// `--skipFirst`: leave the first this many measured calls to end out of the results (the
     /// count excludes them; the run's `-n` budget includes them, as in ghz).
     pub skip_first: u64,
@@ -599,6 +602,7 @@ impl LoadConfig {
             protocol: grpclab_core::protocol::Protocol::Grpc,
             codec: grpclab_core::protocol::Codec::Proto,
             http1: false,
+            connect_get: false,
             details: None,
             skip_first: 0,
             first_stream_id: 1,

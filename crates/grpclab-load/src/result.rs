@@ -49,7 +49,8 @@ pub struct LoadResult {
     /// Connections re-established after being lost.
     pub reconnects: u64,
     /// New connections opened because a connection had used all its stream ids (RFC 9113
-    /// §5.1.1): planned, no call fails.
+    /// §5.1.1), or (`--http1`) because the client closed one to end a stream early:
+    /// planned, no call fails.
     pub planned_reconnects: u64,
     /// Calls still in flight when the drain limit ran out; counted as `Canceled` errors.
     pub abandoned: u64,

@@ -86,12 +86,17 @@ fn feed_as(
 /// A Feed of 50 replies to each of 300 calls in `protocol`: every call OK, every reply
 /// counted, one gap per reply after each call's first.
 fn every_reply_counted(target: &str, protocol: &str) {
+    every_reply_counted_with(target, protocol, &[]);
+}
+
+/// [`every_reply_counted`] with `extra` flags.
+fn every_reply_counted_with(target: &str, protocol: &str, extra: &[&str]) {
     let (report, code, stderr) = feed_as(
         target,
         protocol,
         r#"{"count":50,"payload":"aGVsbG8="}"#,
         300,
-        &[],
+        extra,
     );
     assert_eq!(code, Some(0), "{protocol}: {stderr}");
     assert_eq!(
@@ -110,7 +115,7 @@ fn every_reply_counted(target: &str, protocol: &str) {
         protocol,
         r#"{"count":50}"#,
         40,
-        &["--stream-call-count", "9"],
+        &[extra, &["--stream-call-count", "9"]].concat(),
     );
     assert_eq!(
         report["statusCodeDistribution"]["OK"], 40,
@@ -532,20 +537,6 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
                 "--call",
                 "grpclab.streaming.v1.StreamingEcho.Feed",
                 "--protocol",
-                "connect",
-                "--transport",
-                "h2",
-                "--http1",
-            ][..],
-            "--http1 sends unary calls so far",
-        ),
-        (
-            &[
-                "--proto",
-                STREAMING_PROTO,
-                "--call",
-                "grpclab.streaming.v1.StreamingEcho.Feed",
-                "--protocol",
                 "grpc-web",
                 "--transport",
                 "h2",
@@ -557,6 +548,18 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
     ] {
         refused(args, says);
     }
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("lab.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    let out = grpclab()
+        .args(["load", &format!("unix:{}", socket.display()), "--insecure"])
+        .args(["--scenario", "string_10B", "--transport", "h2"])
+        .args(["--protocol", "connect", "--http1"])
+        .output()
+        .expect("run grpclab load");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--http1 dials TCP so far"), "{stderr}");
 }
 
 /// A server stream that breaks its protocol: one clear outcome per call, its replies up to
@@ -737,6 +740,16 @@ impl Drop for GoPeer {
 
 /// The connect-go peer (peers/connect_go), built for string_10B.
 fn connect_go() -> Option<GoPeer> {
+    connect_go_serving(None)
+}
+
+/// The connect-go peer serving TLS with `pair` (Go's net/http offers h2 and http/1.1).
+fn connect_go_tls(pair: &common::pki::Pair) -> Option<GoPeer> {
+    connect_go_serving(Some(pair))
+}
+
+/// The connect-go peer, in plaintext or (given a certificate and key) TLS.
+fn connect_go_serving(tls: Option<&common::pki::Pair>) -> Option<GoPeer> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     GoPeer::start(
         "connect_go",
@@ -747,6 +760,9 @@ fn connect_go() -> Option<GoPeer> {
             command
                 .arg(port.to_string())
                 .env("GRPC_SERVER_HOST", "127.0.0.1");
+            if let Some(pair) = tls {
+                command.arg(&pair.cert).arg(&pair.key);
+            }
             command
         },
     )
@@ -1178,4 +1194,283 @@ fn over_http1_a_connection_the_server_closes_is_made_again_for_the_next_call() {
     );
     // Every call after the first found its connection closed and made it again.
     assert_eq!(report["reconnects"], 19, "{report}");
+}
+
+/// `--connect-get`: each unary Connect call goes as GET, its message in the query (unpadded
+/// base64url; gzip bytes named in `compression` under `-e`), with no body and no content
+/// type; a server that takes no GET for the method (405) is one line saying what to do.
+#[test]
+fn connect_get_sends_each_message_in_its_query() {
+    use base64::Engine;
+    use std::io::Read;
+    let server = ScriptedServer::start(ScriptedReply {
+        status: 200,
+        headers: vec![("content-type", "application/proto".to_owned())],
+        body: Vec::new(),
+        trailers: None,
+    });
+    let scenario = grpclab_core::Scenario::builtin("string_10B").unwrap();
+    let message = &scenario.requests()[0][5..];
+    let query_of = |server: &ScriptedServer| {
+        let (method, path) = server.last_request_line();
+        assert_eq!(method, "GET", "{path}");
+        let (path, query) = path.split_once('?').expect("a query");
+        assert_eq!(path, "/helloworld.Greeter/SayHello");
+        assert!(server.last_body().is_empty());
+        let headers = server.last_headers();
+        assert!(
+            !headers.iter().any(|(name, _)| name == "content-type"
+                || name == "content-encoding"
+                || name == "connect-protocol-version"),
+            "{headers:?}"
+        );
+        let parameters: Vec<(String, String)> = query
+            .split('&')
+            .map(|pair| {
+                let (name, value) = pair.split_once('=').expect("name=value");
+                (name.to_owned(), value.to_owned())
+            })
+            .collect();
+        let sent = parameters
+            .iter()
+            .find(|(name, _)| name == "message")
+            .map(|(_, value)| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(value)
+                    .expect("unpadded base64url")
+            })
+            .expect("a message parameter");
+        (parameters, sent)
+    };
+    let (report, code, stderr) = load_as(&server.target(), "connect", 10, &["--connect-get"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["statusCodeDistribution"]["OK"], 10, "{report}");
+    assert_eq!(report["options"]["protocol"], "connect (GET)", "{report}");
+    let (parameters, sent) = query_of(&server);
+    assert_eq!(sent, message);
+    let names: Vec<&str> = parameters.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["connect", "base64", "encoding", "message"]);
+    assert_eq!(parameters[0].1, "v1");
+    assert_eq!(parameters[2].1, "proto");
+
+    let (report, code, stderr) = load_as(&server.target(), "connect", 4, &["--connect-get", "-e"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["statusCodeDistribution"]["OK"], 4, "{report}");
+    let (parameters, sent) = query_of(&server);
+    assert!(
+        parameters.contains(&("compression".into(), "gzip".into())),
+        "{parameters:?}"
+    );
+    let mut inflated = Vec::new();
+    flate2::read::GzDecoder::new(sent.as_slice())
+        .read_to_end(&mut inflated)
+        .expect("the message is one gzip stream");
+    assert_eq!(inflated, message);
+
+    let refuses = ScriptedServer::start(ScriptedReply {
+        status: 405,
+        headers: vec![("allow", "POST".to_owned())],
+        body: Vec::new(),
+        trailers: None,
+    });
+    let (report, _, _) = load_as(&refuses.target(), "connect", 5, &["--connect-get"]);
+    let (_, count, message) = only_error(&report);
+    assert_eq!(count, 5);
+    assert!(message.contains("leave out --connect-get"), "{message}");
+
+    for (args, says) in [
+        (
+            &["--scenario", "string_10B", "--connect-get"][..],
+            "--connect-get sends Connect's GET: add --protocol connect",
+        ),
+        (
+            &[
+                "--proto",
+                STREAMING_PROTO,
+                "--call",
+                "grpclab.streaming.v1.StreamingEcho.Feed",
+                "--protocol",
+                "connect",
+                "--transport",
+                "h2",
+                "--connect-get",
+            ][..],
+            "Connect sends GET for unary calls only",
+        ),
+    ] {
+        refused(args, says);
+    }
+}
+
+/// Against connect-go, whose SayHello takes GET: every GET call answered over HTTP/2 and
+/// HTTP/1.1, in proto and JSON, compressed or not, and a code the handler returns comes
+/// back as itself with its detail.
+#[test]
+fn against_connect_go_get_calls_are_answered_as_posts_are() {
+    let Some(peer) = connect_go() else {
+        return;
+    };
+    for extra in [
+        &[][..],
+        &["--http1", "--connections", "2"][..],
+        &["--codec", "json"][..],
+        &["-e"][..],
+        &["--http1", "-e", "--codec", "json"][..],
+    ] {
+        let args = [&["--connect-get", "--validate"][..], extra].concat();
+        let (report, code, stderr) = load_as(&peer.target, "connect", 200, &args);
+        assert_eq!(code, Some(0), "{extra:?}: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 200,
+            "{extra:?}: {report}"
+        );
+        let args = [
+            &["--connect-get", "-m", r#"{"x-want-code":"7"}"#][..],
+            extra,
+        ]
+        .concat();
+        let (report, _, stderr) = load_as(&peer.target, "connect", 3, &args);
+        asked_code_came_back("connect", 7, &report, &stderr);
+    }
+}
+
+/// `--http1` over TLS: the client offers HTTP/1.1 alone (ALPN http/1.1) and verifies the
+/// server against `--cacert`. connect-go answers every call of each protocol over it, GET
+/// too; a server that speaks only HTTP/2 over TLS (lab) refuses the run in one line, and an
+/// untrusted certificate is one line too.
+#[test]
+fn over_http1_tls_offers_http1_alone_and_verifies_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = common::pki::TestCa::new(dir.path(), "main");
+    let pair = ca.leaf(dir.path(), "server", false);
+    let cacert = ca.cert.to_str().unwrap().to_owned();
+    let lab = Server::start_tls(&["--impl", "lab"], &pair);
+    let out = grpclab()
+        .args([
+            "load",
+            &lab.target(),
+            "--cacert",
+            &cacert,
+            "--cname",
+            "localhost",
+        ])
+        .args([
+            "--scenario",
+            "string_10B",
+            "--transport",
+            "h2",
+            "--protocol",
+            "grpc-web",
+        ])
+        .args(["--http1", "-n", "5"])
+        .output()
+        .expect("run grpclab load");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("leave out --http1"), "{stderr}");
+
+    let Some(peer) = connect_go_tls(&pair) else {
+        return;
+    };
+    let tls = ["--cacert", &cacert, "--cname", "localhost"];
+    for protocol in ["grpc-web", "connect"] {
+        let load = |extra: &[&str]| {
+            let mut args = vec![peer.target.as_str(), "--scenario", "string_10B"];
+            args.extend_from_slice(&tls);
+            args.extend_from_slice(&[
+                "--transport",
+                "h2",
+                "--protocol",
+                protocol,
+                "--http1",
+                "--connections",
+                "2",
+                "-c",
+                "4",
+                "--validate",
+            ]);
+            args.extend_from_slice(extra);
+            load_report(&args)
+        };
+        let (report, code, stderr) = load(&["-n", "200"]);
+        let report = report.unwrap_or_else(|| panic!("{protocol}: {stderr}"));
+        assert_eq!(code, Some(0), "{protocol}: {stderr}");
+        assert_eq!(
+            report["statusCodeDistribution"]["OK"], 200,
+            "{protocol}: {report}"
+        );
+        assert_eq!(report["reconnects"], 0, "{protocol}: {report}");
+        if protocol == "connect" {
+            let (report, code, stderr) = load(&["-n", "50", "--connect-get"]);
+            assert_eq!(code, Some(0), "connect GET: {stderr}");
+            assert_eq!(report.unwrap()["statusCodeDistribution"]["OK"], 50);
+        }
+    }
+    // A certificate from a CA the client does not trust.
+    let other = common::pki::TestCa::new(dir.path(), "other");
+    let out = grpclab()
+        .args([
+            "load",
+            &peer.target,
+            "--cacert",
+            other.cert.to_str().unwrap(),
+        ])
+        .args(["--cname", "localhost", "--scenario", "string_10B"])
+        .args([
+            "--transport",
+            "h2",
+            "--protocol",
+            "connect",
+            "--http1",
+            "-n",
+            "5",
+        ])
+        .output()
+        .expect("run grpclab load");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("certificate"), "{stderr}");
+}
+
+/// Server streams over HTTP/1.1 (`--http1`), each stream holding its connection until its
+/// last reply: against connect-go (gRPC-Web and Connect) and tonic-web every reply counted
+/// as over HTTP/2, and a code after the replies read from the body's last frame. A stream
+/// the client ends early (`--stream-call-count`) closes its connection, which the next call
+/// makes again: counted as planned, never as a failure.
+#[test]
+fn over_http1_server_streams_count_every_reply() {
+    let http1 = ["--http1", "--connections", "2"];
+    if let Some(peer) = connect_go() {
+        for protocol in ["grpc-web", "connect"] {
+            every_reply_counted_with(&peer.target, protocol, &http1);
+            let (report, _, stderr) = feed_as(
+                &peer.target,
+                protocol,
+                r#"{"count":3}"#,
+                3,
+                &[&http1[..], &["-m", r#"{"x-want-code":"9"}"#]].concat(),
+            );
+            asked_code_came_back(protocol, 9, &report, &stderr);
+            assert_eq!(report["messagesReceived"], 9, "{protocol}");
+            let (report, code, stderr) = feed_as(
+                &peer.target,
+                protocol,
+                r#"{"count":50}"#,
+                30,
+                &[&http1[..], &["--stream-call-count", "9", "-c", "2"]].concat(),
+            );
+            assert_eq!(code, Some(0), "{protocol}: {stderr}");
+            assert_eq!(report["messagesReceived"], 270, "{protocol}");
+            // Every stream closed its connection; the last on each of the 2 was not
+            // made again.
+            assert_eq!(report["reconnects"], 0, "{protocol}: {report}");
+            assert_eq!(report["plannedReconnects"], 28, "{protocol}: {report}");
+        }
+    }
+    let server = Server::start_with(&["--impl", "tonic-mt", "--grpc-web"]);
+    for protocol in ["grpc-web", "grpc-web-text"] {
+        every_reply_counted_with(&server.target(), protocol, &http1);
+    }
 }

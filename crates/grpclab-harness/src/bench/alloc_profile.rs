@@ -223,7 +223,10 @@ fn is_machinery(frame: &str) -> bool {
         "src/sync/",
     ];
     let function = frame.trim_start_matches('<');
+    // The counting allocator is named by its path within the workspace (line tables give
+    // `grpclab-server/src/alloc_count.rs`), not from its start.
     FILES.iter().any(|file| location.starts_with(file))
+        || location.contains("/alloc_count.rs")
         || [
             "alloc::", "core::", "std::", "__rust", "__rdl", "dhat::", "[root]", "???",
         ]
@@ -427,11 +430,11 @@ mod tests {
     use super::*;
 
     /// A dhat file in version 2's shape: two backtraces through `Vec` growth into two callers,
-    /// one of them twice.
+    /// one of them twice; one enters through the counting allocator (`alloc_count.rs`).
     const DHAT: &str = r#"{
         "dhatFileVersion": 2, "mode": "rust-heap", "verb": "Allocated",
         "pps": [
-            {"tb": 600, "tbk": 6, "fs": [1, 2, 3, 5]},
+            {"tb": 600, "tbk": 6, "fs": [7, 8, 1, 2, 3, 5]},
             {"tb": 400, "tbk": 2, "fs": [1, 4, 5]},
             {"tb": 100, "tbk": 2, "fs": [1, 2, 3, 6]}
         ],
@@ -442,7 +445,9 @@ mod tests {
             "0x3: new<fn(axum_core::error::Error) -> tonic::status::Status> (h2-0.4.12/src/frame/headers.rs:10:5)",
             "0x4: merge<&mut &mut tonic::codec::buffer::DecodeBuf> (prost-0.14.6/src/encoding.rs:1:1)",
             "0x5: decode<grpclab_server::pb::HelloRequest> (tonic-prost-0.14.9/src/codec.rs:167:20)",
-            "0x6: recv (h2-0.4.12/src/proto.rs:3:3)"
+            "0x6: recv (h2-0.4.12/src/proto.rs:3:3)",
+            "0x7: <grpclab_server::alloc_count::CountingAllocator as core::alloc::global::GlobalAlloc>::alloc (grpclab-server/src/alloc_count.rs:143:9)",
+            "0x8: __rustc::__rust_alloc (grpclab/src/main.rs:13:1)"
         ]
     }"#;
 

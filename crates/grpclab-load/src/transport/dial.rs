@@ -112,9 +112,15 @@ pub(crate) async fn tls_handshake(
     }
     let (_, session) = stream.get_ref();
     if let Some(protocol) = session.alpn_protocol() {
-        if protocol != grpclab_core::tls::ALPN_H2 {
+        // The one protocol offered: h2, or http/1.1 for `--http1`.
+        let offered = tls.config.alpn_protocols.first().map(Vec::as_slice);
+        if Some(protocol) != offered {
+            let wanted = match offered {
+                Some(grpclab_core::tls::ALPN_H2) | None => "HTTP/2 (ALPN h2) as gRPC requires",
+                Some(_) => "HTTP/1.1 (ALPN http/1.1) as --http1 asks",
+            };
             return Err(format!(
-                "{target} chose the application protocol '{}' over TLS, not HTTP/2 (ALPN h2) as gRPC requires",
+                "{target} chose the application protocol '{}' over TLS, not {wanted}",
                 String::from_utf8_lossy(protocol)
             ));
         }

@@ -376,7 +376,7 @@ fn accounting_lines(out: &mut String, result: &LoadResult) -> std::fmt::Result {
     if result.planned_reconnects > 0 {
         writeln!(
             out,
-            "  New connections after stream ids ran out:\t{}",
+            "  Planned new connections (stream ids ran out; --http1: streams ended early):\t{}",
             result.planned_reconnects
         )?;
     }

@@ -124,7 +124,8 @@ pub struct JsonReport {
     pub stamps_ahead: u64,
     /// grpclab: connections re-established during the run.
     pub reconnects: u64,
-    /// grpclab: new connections opened because a connection's stream ids ran out.
+    /// grpclab: new connections opened because a connection's stream ids ran out, or
+    /// (`--http1`) because the client closed one to end a stream early.
     #[serde(default)]
     pub planned_reconnects: u64,
     /// grpclab: calls abandoned at the end (counted as Canceled).

@@ -158,8 +158,8 @@ pub struct JsonOptions {
     /// omitted when not given.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub network: String,
-    /// grpclab: `--protocol` when not gRPC (`grpc-web`, `grpc-web-text`, `connect`);
-    /// omitted for gRPC.
+    /// grpclab: `--protocol` when not gRPC (`grpc-web`, `grpc-web-text`, `connect`, and
+    /// `connect (GET)` with `--connect-get`); omitted for gRPC.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub protocol: String,
     /// grpclab: `--codec` when not proto (`json`); omitted for proto.

@@ -26,6 +26,8 @@ struct Seen {
     received: AtomicU64,
     headers: Mutex<Vec<(String, String)>>,
     body: Mutex<Vec<u8>>,
+    /// The last request's method and its path with the query.
+    line: Mutex<(String, String)>,
 }
 
 /// The server, on a loopback port of its own, until dropped.
@@ -80,6 +82,12 @@ impl ScriptedServer {
         self.seen.headers.lock().unwrap().clone()
     }
 
+    /// The last request's method and path (with its query).
+    #[allow(dead_code)]
+    pub fn last_request_line(&self) -> (String, String) {
+        self.seen.line.lock().unwrap().clone()
+    }
+
     /// The last request's body, as received.
     #[allow(dead_code)]
     pub fn last_body(&self) -> Vec<u8> {
@@ -103,6 +111,13 @@ async fn answer(
         bytes.extend_from_slice(&chunk);
     }
     *seen.body.lock().unwrap() = bytes;
+    *seen.line.lock().unwrap() = (
+        parts.method.to_string(),
+        parts
+            .uri
+            .path_and_query()
+            .map_or_else(String::new, ToString::to_string),
+    );
     *seen.headers.lock().unwrap() = parts
         .headers
         .iter()

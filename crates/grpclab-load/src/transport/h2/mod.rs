@@ -9,7 +9,7 @@
 mod attempts;
 mod connection;
 mod flow;
-mod streaming;
+pub(crate) mod streaming;
 mod unary;
 mod web;
 
@@ -115,6 +115,11 @@ pub(crate) fn start(
 pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String> {
     let mut headers = HeaderMap::new();
     let protocol = config.protocol;
+    // Connect's GET has no body, hence no content type; its protocol version and
+    // compression are in the query (`CallTemplate::request_with_body`).
+    let connect_get = config.connect_get
+        && protocol == grpclab_core::protocol::Protocol::Connect
+        && config.shape == CallShape::Unary;
     // A run's streaming calls are its one method's: Connect envelopes them in a type of
     // their own.
     let content_type = if config.shape == CallShape::Unary {
@@ -122,12 +127,14 @@ pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String>
     } else {
         protocol.stream_content_type_with(config.codec)
     };
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
-    for (name, value) in protocol.request_headers() {
-        headers.insert(*name, HeaderValue::from_static(value));
+    if !connect_get {
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        );
+        for (name, value) in protocol.request_headers() {
+            headers.insert(*name, HeaderValue::from_static(value));
+        }
     }
     headers.insert(
         http::header::USER_AGENT,
@@ -146,6 +153,9 @@ pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String>
     }
     if config.gzip {
         for (name, value) in protocol.compression_headers(config.shape != CallShape::Unary) {
+            if connect_get && name == "content-encoding" {
+                continue;
+            }
             headers.insert(name, HeaderValue::from_static(value));
         }
     }
@@ -175,6 +185,7 @@ pub(crate) fn call_template(config: &LoadConfig) -> Result<CallTemplate, String>
         step_traits: config.step_traits(),
         protocol,
         codec: config.codec,
+        connect_get,
     })
 }
 
@@ -357,11 +368,47 @@ pub(crate) async fn within_deadline(
 
 /// A streaming call's tally while it runs: dropped before the call ended (its task stopped at
 /// the drain limit), it hands the messages so far to the thread, to count with the call.
-struct AbandonGuard<'a> {
+pub(crate) struct AbandonGuard<'a> {
     thread: &'a ThreadState,
     measured: bool,
-    tally: streaming::StreamTally,
+    pub(crate) tally: streaming::StreamTally,
     ended: bool,
+}
+
+impl<'a> AbandonGuard<'a> {
+    /// The tally of a call on `thread` (`measured`: its messages count).
+    pub(crate) fn new(thread: &'a ThreadState, measured: bool) -> AbandonGuard<'a> {
+        let config = &thread.shared.config;
+        AbandonGuard {
+            thread,
+            measured,
+            tally: streaming::StreamTally {
+                keep_gaps: config.shape != CallShape::Bidi || config.stream.independent,
+                ..streaming::StreamTally::default()
+            },
+            ended: false,
+        }
+    }
+
+    /// The call ended: its messages (counts, gaps, stamps) go to the recorder if measured.
+    pub(crate) fn record(&mut self) {
+        self.ended = true;
+        if !self.measured {
+            return;
+        }
+        let tally = &mut self.tally;
+        let mut recorder = self.thread.recorder.borrow_mut();
+        for gap in tally.gaps.drain(..) {
+            recorder.record_message_gaps(Some(gap), 0);
+        }
+        if tally.together > 0 {
+            recorder.record_message_gaps(None, tally.together);
+        }
+        for (arrived, stamp) in tally.stamps.drain(..) {
+            recorder.record_message_stamps(arrived, &[stamp]);
+        }
+        recorder.record_messages(tally.sent, tally.received);
+    }
 }
 
 impl Drop for AbandonGuard<'_> {
@@ -519,15 +566,7 @@ async fn stream_loop(
                     let config = &thread.shared.config;
                     // Until the call ends, its tally is in the guard: a task stopped mid-call (the
                     // drain limit passed) hands its messages to the thread as it is dropped.
-                    let mut tally = AbandonGuard {
-                        thread: &thread,
-                        measured,
-                        tally: streaming::StreamTally {
-                            keep_gaps: config.shape != CallShape::Bidi || config.stream.independent,
-                            ..streaming::StreamTally::default()
-                        },
-                        ended: false,
-                    };
+                    let mut tally = AbandonGuard::new(&thread, measured);
                     let mut round_trip = |latency: Duration| {
                         if measured {
                             thread.recorder.borrow_mut().record_round_trip(latency);
@@ -555,20 +594,7 @@ async fn stream_loop(
                         &mut round_trip,
                     );
                     let outcome = within_deadline(timeout, call).await;
-                    tally.ended = true;
-                    if measured {
-                        let mut recorder = thread.recorder.borrow_mut();
-                        for gap in tally.tally.gaps.drain(..) {
-                            recorder.record_message_gaps(Some(gap), 0);
-                        }
-                        if tally.tally.together > 0 {
-                            recorder.record_message_gaps(None, tally.tally.together);
-                        }
-                        for (arrived, stamp) in tally.tally.stamps.drain(..) {
-                            recorder.record_message_stamps(arrived, &[stamp]);
-                        }
-                        recorder.record_messages(tally.tally.sent, tally.tally.received);
-                    }
+                    tally.record();
                     outcome.map_err(|failure| connection.explain(failure))
                 }
                 Ok(sender) => {

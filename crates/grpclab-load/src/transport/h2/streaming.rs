@@ -78,12 +78,17 @@ async fn send_message(
 
 /// A reply's messages counted as they arrive: gRPC's frames, or a gRPC-Web or Connect
 /// server stream's, whose last frame says how the call ended.
-enum Replies {
+pub(crate) enum Replies {
     Grpc(MessageCounter),
     Web(Box<StreamedReply>),
 }
 
 impl Replies {
+    /// The counter for a gRPC-Web or Connect stream in `protocol` (`None` for gRPC).
+    pub(crate) fn web(protocol: Protocol) -> Option<Replies> {
+        StreamedReply::new(protocol).map(|reader| Replies::Web(Box::new(reader)))
+    }
+
     /// Feeds a chunk; how many messages it completed.
     fn feed(&mut self, chunk: &[u8]) -> Result<u64, CallFailure> {
         match self {
@@ -103,20 +108,52 @@ impl Replies {
     }
 }
 
+/// A streaming reply's body as an HTTP version delivers it: HTTP/2's stream (h2), or an
+/// HTTP/1.1 body (hyper, `--http1`).
+pub(crate) trait ReplyBody {
+    /// The next piece of data (HTTP/2: its flow-control credit given back), `None` at the
+    /// body's end.
+    async fn chunk(&mut self) -> Option<Result<Bytes, CallFailure>>;
+    /// The HTTP trailers after the body, if any (read once the body has ended).
+    async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, CallFailure>;
+}
+
+impl ReplyBody for RecvStream {
+    async fn chunk(&mut self) -> Option<Result<Bytes, CallFailure>> {
+        let chunk = self.data().await?;
+        Some(chunk.map_err(failure_from_h2).inspect(|chunk| {
+            let _ = self.flow_control().release_capacity(chunk.len());
+        }))
+    }
+
+    async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, CallFailure> {
+        RecvStream::trailers(self).await.map_err(failure_from_h2)
+    }
+}
+
+impl<T: ReplyBody> ReplyBody for &mut T {
+    async fn chunk(&mut self) -> Option<Result<Bytes, CallFailure>> {
+        (**self).chunk().await
+    }
+
+    async fn trailers(&mut self) -> Result<Option<http::HeaderMap>, CallFailure> {
+        (**self).trailers().await
+    }
+}
+
 /// Reads reply data until `want` more messages are whole (or the stream ends: `false`).
 async fn receive_messages(
-    reply: &mut RecvStream,
+    reply: &mut impl ReplyBody,
     counter: &mut Replies,
     want: u64,
     tally: &mut StreamTally,
 ) -> Result<bool, CallFailure> {
     let mut got = 0;
     while got < want {
-        let Some(chunk) = reply.data().await else {
+        let Some(chunk) = reply.chunk().await else {
             return Ok(false);
         };
-        let chunk = chunk.map_err(failure_from_h2)?;
-        let _ = reply.flow_control().release_capacity(chunk.len());
+        let chunk = chunk?;
         let whole = counter.feed(&chunk)?;
         got += whole;
         tally.received += whole;
@@ -141,7 +178,7 @@ async fn receive_messages(
 /// Reads what is left (counting messages) and the call's status: from the HTTP/2 trailers
 /// (gRPC), or from the body's last frame (gRPC-Web, Connect).
 async fn finish(
-    mut reply: RecvStream,
+    mut reply: impl ReplyBody,
     counter: &mut Replies,
     tally: &mut StreamTally,
 ) -> Result<(), CallFailure> {
@@ -150,7 +187,7 @@ async fn finish(
         Replies::Grpc(counter) => counter,
         Replies::Web(reader) => {
             // HTTP trailers beside the body's own, if any: read to the stream's end.
-            reply.trailers().await.map_err(failure_from_h2)?;
+            reply.trailers().await?;
             let status = reader
                 .finish()
                 .map_err(|err| CallFailure::new(Code::Internal, format!("stream reply: {err}")))?;
@@ -174,12 +211,68 @@ async fn finish(
             "the stream ended inside a message",
         ));
     }
-    match reply.trailers().await.map_err(failure_from_h2)? {
+    match reply.trailers().await? {
         Some(trailers) => status_from(&trailers),
         None => Err(CallFailure::new(
             Code::Internal,
             "the server ended the stream without trailers (no grpc-status)",
         )),
+    }
+}
+
+/// How a server stream's replies are read once its head has come: to the end, or (ghz's
+/// `--stream-call-count`, `--stream-call-duration`) until enough replies are whole or the
+/// time is up.
+pub(crate) struct ServerStream<'a> {
+    pub shape: CallShape,
+    pub settings: &'a StreamSettings,
+    /// When the call started (`--stream-call-duration` counts from it).
+    pub started: Instant,
+    /// The run's stop, which ends a stream bounded by time.
+    pub stop: &'a tokio_util::sync::CancellationToken,
+}
+
+impl ServerStream<'_> {
+    /// Reads `reply` (a unary call's reply too), counting its messages into `tally`, and
+    /// returns the call's outcome.
+    pub(crate) async fn read(
+        &self,
+        mut reply: impl ReplyBody,
+        counter: &mut Replies,
+        tally: &mut StreamTally,
+    ) -> Result<(), CallFailure> {
+        let settings = self.settings;
+        let bounded = settings.call_count.is_some() || settings.call_duration.is_some();
+        if self.shape == CallShape::ServerStreaming && bounded {
+            // Once that many replies are whole, or the time is up (or the run stops), the
+            // client cancels the rest (HTTP/2: dropping the stream sends RST_STREAM CANCEL;
+            // HTTP/1.1: the connection closes) and the call is a success, with the replies
+            // whole by then.
+            let limit = settings.call_count.map_or(u64::MAX, |count| count as u64);
+            let receiving = receive_messages(&mut reply, counter, limit, tally);
+            let received = match settings.call_duration {
+                Some(duration) => {
+                    let until = tokio::time::Instant::from_std(self.started + duration);
+                    tokio::select! {
+                        received = receiving => Some(received?),
+                        _ = tokio::time::sleep_until(until) => None,
+                        _ = self.stop.cancelled() => None,
+                    }
+                }
+                None => Some(receiving.await?),
+            };
+            match received {
+                // The server ended the stream first: its trailers say how.
+                Some(false) => {}
+                Some(true) => {
+                    tally.received = tally.received.min(limit);
+                    tally.stamps.truncate(limit as usize);
+                    return Ok(());
+                }
+                None => return Ok(()),
+            }
+        }
+        finish(reply, counter, tally).await
     }
 }
 
@@ -191,6 +284,16 @@ async fn response_head(
 ) -> Result<RecvStream, CallFailure> {
     let response = response.await.map_err(failure_from_h2)?;
     let (head, reply) = response.into_parts();
+    check_head(&head, template)?;
+    Ok(reply)
+}
+
+/// Whether a streaming reply's head lets its body be read: HTTP 200, no Trailers-Only
+/// failure, and (gRPC-Web, Connect) the protocol's stream content type.
+pub(crate) fn check_head(
+    head: &http::response::Parts,
+    template: &CallTemplate,
+) -> Result<(), CallFailure> {
     if head.status != StatusCode::OK {
         return Err(CallFailure::new(
             Code::from_http_status(head.status.as_u16()),
@@ -217,7 +320,7 @@ async fn response_head(
             ));
         }
     }
-    Ok(reply)
+    Ok(())
 }
 
 /// What a streaming call sends: its shape, ghz's stream settings, and the messages (the
@@ -360,38 +463,14 @@ pub(crate) async fn streaming_call(
                 .map_err(|err| CallFailure::new(Code::Internal, err.0))?;
             send_message(&mut body, request, true).await?;
             tally.sent += 1;
-            let mut reply = response_head(response, template).await?;
-            let bounded = settings.call_count.is_some() || settings.call_duration.is_some();
-            if shape == CallShape::ServerStreaming && bounded {
-                // ghz's --stream-call-count and --stream-call-duration on a server stream:
-                // once that many replies are whole, or the time is up (or the run stops), the
-                // client cancels the rest (dropping the stream sends RST_STREAM CANCEL) and
-                // the call is a success, with the replies whole by then.
-                let limit = settings.call_count.map_or(u64::MAX, |count| count as u64);
-                let receiving = receive_messages(&mut reply, &mut counter, limit, tally);
-                let received = match settings.call_duration {
-                    Some(duration) => {
-                        let until = tokio::time::Instant::from_std(started + duration);
-                        tokio::select! {
-                            received = receiving => Some(received?),
-                            _ = tokio::time::sleep_until(until) => None,
-                            _ = stop.cancelled() => None,
-                        }
-                    }
-                    None => Some(receiving.await?),
-                };
-                match received {
-                    // The server ended the stream first: its trailers say how.
-                    Some(false) => {}
-                    Some(true) => {
-                        tally.received = tally.received.min(limit);
-                        tally.stamps.truncate(limit as usize);
-                        return Ok(());
-                    }
-                    None => return Ok(()),
-                }
-            }
-            finish(reply, &mut counter, tally).await
+            let reply = response_head(response, template).await?;
+            let reading = ServerStream {
+                shape,
+                settings,
+                started,
+                stop,
+            };
+            reading.read(reply, &mut counter, tally).await
         }
         CallShape::ClientStreaming => {
             let mut sending = Ok(());

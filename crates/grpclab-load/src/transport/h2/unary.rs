@@ -30,6 +30,8 @@ pub(crate) struct CallTemplate {
     pub protocol: grpclab_core::protocol::Protocol,
     /// How messages are encoded (the reply's content type must say the same).
     pub codec: grpclab_core::protocol::Codec,
+    /// Unary Connect calls go as GET, their message in the query (`--connect-get`).
+    pub connect_get: bool,
 }
 
 impl CallTemplate {
@@ -60,6 +62,36 @@ impl CallTemplate {
             }
         }
         request
+    }
+}
+
+impl CallTemplate {
+    /// The request for one unary call carrying `body` (the protocol's request body): a POST
+    /// and the body to send after it, or with `--connect-get` a GET whose query holds the
+    /// message, and no body.
+    pub(crate) fn request_with_body(
+        &self,
+        method: u32,
+        call_headers: &CallHeaders,
+        body: Bytes,
+    ) -> Result<(Request<()>, Option<Bytes>), CallFailure> {
+        let mut request = self.request(method, call_headers);
+        if !self.connect_get {
+            return Ok((request, Some(body)));
+        }
+        let query = grpclab_core::protocol::connect_get_query(&body, self.codec, self.gzip);
+        let uri = format!("{}?{query}", request.uri());
+        *request.uri_mut() = uri.parse().map_err(|err| {
+            CallFailure::new(
+                grpclab_core::Code::Internal,
+                format!(
+                    "a GET request's URL cannot be made ({err}; {} bytes)",
+                    uri.len()
+                ),
+            )
+        })?;
+        *request.method_mut() = http::Method::GET;
+        Ok((request, None))
     }
 }
 
@@ -196,12 +228,15 @@ pub(super) async fn send(
     std::future::poll_fn(|cx| sender.poll_ready(cx))
         .await
         .map_err(failure_from_h2)?;
+    let (request, body) = template.request_with_body(method, call_headers, body)?;
     let (response, mut request_body) = sender
-        .send_request(template.request(method, call_headers), false)
+        .send_request(request, body.is_none())
         .map_err(failure_from_h2)?;
-    request_body
-        .send_data(body, true)
-        .map_err(failure_from_h2)?;
+    if let Some(body) = body {
+        request_body
+            .send_data(body, true)
+            .map_err(failure_from_h2)?;
+    }
     let response = response.await.map_err(failure_from_h2)?;
     let (head, reply) = response.into_parts();
     if let Some(kept) = kept {

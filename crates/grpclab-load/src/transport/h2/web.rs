@@ -217,10 +217,13 @@ fn connect_reply(
     }
     if head.status != StatusCode::OK {
         let failure = decode_connect_error(head.status.as_u16(), scratch);
-        return Err(CallFailure::new(
-            failure.code,
-            with_details(&failure.message, failure.details),
-        ));
+        let mut message = with_details(&failure.message, failure.details);
+        if template.connect_get && head.status == StatusCode::METHOD_NOT_ALLOWED {
+            message.push_str(
+                "; the server takes no GET for this method (Connect allows it for methods marked idempotency_level = NO_SIDE_EFFECTS): leave out --connect-get",
+            );
+        }
+        return Err(CallFailure::new(failure.code, message));
     }
     let content_type = content_type(head);
     if !reply_content_type_fits_codec(Protocol::Connect, template.codec, content_type) {

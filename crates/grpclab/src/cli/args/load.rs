@@ -533,9 +533,17 @@ pub struct LoadArgs {
 
     /// gRPC-Web or Connect over HTTP/1.1, as browsers send them: keep-alive connections with
     /// one request in flight each (--connections is the pool; -c streams take turns on it,
-    /// their waits in their latency). Plaintext TCP, unary calls, no workload.
+    /// their waits in their latency). Over TLS it offers HTTP/1.1 alone (ALPN http/1.1).
+    /// TCP targets, no workload.
     #[arg(help_heading = "Target and connections", long)]
     pub http1: bool,
+
+    /// Connect unary calls as HTTP GET, the message in the URL's query (Connect's form for
+    /// methods without side effects, which caches and CDNs can serve): with --protocol
+    /// connect and a unary method. The server must allow GET for it (connect-go: methods
+    /// marked idempotency_level = NO_SIDE_EFFECTS; others answer 405).
+    #[arg(help_heading = "Target and connections", long = "connect-get")]
+    pub connect_get: bool,
     /// How connections are spread over the target's addresses (ghz's flag, gRPC's
     /// policies): pick_first (every connection to the first address that accepts one) or
     /// round_robin (connection i to address i mod n). A target may name several: HOST:PORT

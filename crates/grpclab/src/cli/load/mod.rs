@@ -671,6 +671,26 @@ fn apply_call_shape(
             "--http1: gRPC needs HTTP/2; add --protocol grpc-web, grpc-web-text or connect (and --transport h2)".to_owned(),
         ));
     }
+    if args.connect_get {
+        if config.protocol != grpclab_core::protocol::Protocol::Connect {
+            return Err(InputError(format!(
+                "--connect-get sends Connect's GET: add --protocol connect (this run speaks {})",
+                config.protocol
+            )));
+        }
+        if method.is_client_streaming() || method.is_server_streaming() {
+            return Err(InputError(format!(
+                "--connect-get: {} streams; Connect sends GET for unary calls only: leave --connect-get out",
+                method.full_name()
+            )));
+        }
+        if args.workload.is_some() {
+            return Err(InputError(
+                "--connect-get applies to the run's one method; a --workload's steps go as POST: leave --connect-get out".to_owned(),
+            ));
+        }
+        config.connect_get = true;
+    }
     if config.protocol != grpclab_core::protocol::Protocol::Grpc {
         let protocol = config.protocol;
         if args.transport != TransportArg::H2 {
@@ -684,18 +704,10 @@ fn apply_call_shape(
                 method.full_name()
             )));
         }
-        if method.is_server_streaming() {
-            if args.http1 {
-                return Err(InputError(format!(
-                    "--http1 sends unary calls so far; {} is server-streaming: leave --http1 out (its stream goes over HTTP/2)",
-                    method.full_name()
-                )));
-            }
-            if args.stream_stamp.is_some() {
-                return Err(InputError(format!(
-                    "--stream-stamp reads gRPC's frames; with --protocol {protocol} leave it out"
-                )));
-            }
+        if method.is_server_streaming() && args.stream_stamp.is_some() {
+            return Err(InputError(format!(
+                "--stream-stamp reads gRPC's frames; with --protocol {protocol} leave it out"
+            )));
         }
         if args.http1 {
             if args.workload.is_some() {
@@ -703,9 +715,10 @@ fn apply_call_shape(
                     "--http1 runs single calls; a --workload's flows, retries and hedging go over HTTP/2: leave --http1 out".to_owned(),
                 ));
             }
-            if config.tls.is_some() || config.unix.is_some() {
+            if config.unix.is_some() {
                 return Err(InputError(
-                    "--http1 speaks plaintext TCP so far: leave out TLS (add --insecure) and unix: targets".to_owned(),
+                    "--http1 dials TCP so far: give a HOST:PORT target, not a unix: socket"
+                        .to_owned(),
                 ));
             }
             config.http1 = true;

@@ -101,6 +101,7 @@ pub(super) fn run_options(
             .unwrap_or_default(),
         protocol: match args.protocol.protocol() {
             grpclab_core::protocol::Protocol::Grpc => String::new(),
+            other if args.connect_get => format!("{other} (GET)"),
             other => other.name().to_owned(),
         },
         codec: match args.codec {

@@ -2,17 +2,21 @@
 // protocol from one handler (over HTTP/1.1 and cleartext HTTP/2, or TLS).
 // Usage: server PORT [CERT KEY]
 //
-// It also serves the streaming echo's Feed (server streaming: `count` replies to one request).
-// SayHello takes Connect's GET as well as POST.
+// It also serves the streaming echo: Feed (server streaming: `count` replies to one request),
+// Upload (client streaming: how many messages and payload bytes came) and PingPong (bidi: a
+// reply per request, in order). SayHello takes Connect's GET as well as POST.
 //
 // A call with the header x-want-code: N (1-16) ends with that gRPC code instead, its message
 // "asked for code N" and one error detail, so a client's status mapping can be checked
-// against each code in each protocol; a Feed sends its replies first, then fails.
+// against each code in each protocol; a stream sends its replies (or reads its requests)
+// first, then fails.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -74,6 +78,43 @@ func (echo) Feed(
 		}
 	}
 	return wantedFailure(request.Header())
+}
+
+func (echo) Upload(
+	_ context.Context,
+	stream *connect.ClientStream[spb.EchoRequest],
+) (*connect.Response[spb.UploadSummary], error) {
+	var messages, bytes uint64
+	for stream.Receive() {
+		messages++
+		bytes += uint64(len(stream.Msg().GetPayload()))
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if failure := wantedFailure(stream.RequestHeader()); failure != nil {
+		return nil, failure
+	}
+	return connect.NewResponse(&spb.UploadSummary{Messages: messages, Bytes: bytes}), nil
+}
+
+func (echo) PingPong(
+	_ context.Context,
+	stream *connect.BidiStream[spb.EchoRequest, spb.EchoReply],
+) error {
+	for sequence := uint64(0); ; sequence++ {
+		request, err := stream.Receive()
+		if errors.Is(err, io.EOF) {
+			return wantedFailure(stream.RequestHeader())
+		}
+		if err != nil {
+			return err
+		}
+		reply := &spb.EchoReply{Payload: request.GetPayload(), Sequence: sequence}
+		if err := stream.Send(reply); err != nil {
+			return err
+		}
+	}
 }
 
 func main() {

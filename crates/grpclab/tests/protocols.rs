@@ -532,6 +532,18 @@ fn a_protocol_the_run_cannot_speak_is_refused_in_one_line() {
         ),
         (
             &[
+                "--scenario",
+                "client_stream_1kB",
+                "--protocol",
+                "connect",
+                "--transport",
+                "h2",
+                "--http1",
+            ][..],
+            "streams requests, which go over HTTP/2 here: leave --http1 out",
+        ),
+        (
+            &[
                 "--proto",
                 STREAMING_PROTO,
                 "--call",
@@ -1472,5 +1484,67 @@ fn over_http1_server_streams_count_every_reply() {
     let server = Server::start_with(&["--impl", "tonic-mt", "--grpc-web"]);
     for protocol in ["grpc-web", "grpc-web-text"] {
         every_reply_counted_with(&server.target(), protocol, &http1);
+    }
+}
+
+/// [`load_in`] for one of the streaming echo's methods with `data`.
+fn echo_as(
+    target: &str,
+    protocol: &str,
+    method: &str,
+    data: &str,
+    n: u64,
+    extra: &[&str],
+) -> (serde_json::Value, Option<i32>, String) {
+    let call = format!("grpclab.streaming.v1.StreamingEcho.{method}");
+    let call = ["--proto", STREAMING_PROTO, "--call", &call, "-d", data];
+    load_in(target, protocol, n, &call, extra)
+}
+
+/// Connect's client and bidi streams against connect-go, in gRPC beside them: every request
+/// sent in its envelope (`application/connect+proto`), the half-close its end, every reply
+/// counted, and a code the handler returns after reading the requests read from the
+/// end-stream message with its detail.
+#[test]
+fn against_connect_go_client_and_bidi_streams_count_every_message() {
+    let Some(peer) = connect_go() else {
+        return;
+    };
+    let payload = r#"{"payload":"aGVsbG8="}"#;
+    for protocol in ["grpc", "connect"] {
+        for extra in [&[][..], &["-e"][..]] {
+            let count = [&["--stream-call-count", "20"][..], extra].concat();
+            let (report, code, stderr) =
+                echo_as(&peer.target, protocol, "Upload", payload, 100, &count);
+            assert_eq!(code, Some(0), "{protocol} {extra:?}: {stderr}");
+            assert_eq!(report["statusCodeDistribution"]["OK"], 100, "{report}");
+            assert_eq!(
+                (&report["messagesSent"], &report["messagesReceived"]),
+                (&2000.into(), &100.into()),
+                "{protocol} {extra:?}"
+            );
+            let (report, code, stderr) =
+                echo_as(&peer.target, protocol, "PingPong", payload, 100, &count);
+            assert_eq!(code, Some(0), "{protocol} {extra:?}: {stderr}");
+            assert_eq!(report["statusCodeDistribution"]["OK"], 100, "{report}");
+            assert_eq!(
+                (&report["messagesSent"], &report["messagesReceived"]),
+                (&2000.into(), &2000.into()),
+                "{protocol} {extra:?}"
+            );
+            assert!(report["roundTrip"]["fastest"].as_u64().unwrap_or(0) > 0);
+        }
+        for method in ["Upload", "PingPong"] {
+            let (report, _, stderr) = echo_as(
+                &peer.target,
+                protocol,
+                method,
+                payload,
+                3,
+                &["--stream-call-count", "4", "-m", r#"{"x-want-code":"8"}"#],
+            );
+            asked_code_came_back(protocol, 8, &report, &stderr);
+            assert_eq!(report["messagesSent"], 12, "{protocol} {method}");
+        }
     }
 }

@@ -520,7 +520,8 @@ pub struct LoadArgs {
 
     /// The wire protocol of each call: grpc, grpc-web (binary), grpc-web-text (base64) or
     /// connect (Connect, binary codec). gRPC-Web and Connect go over HTTP/2 on the h2
-    /// crate's transport (--transport h2): unary calls and server streams.
+    /// crate's transport (--transport h2): unary calls and server streams (Connect: client
+    /// and bidi streams too).
     #[arg(help_heading = "Target and connections", long, value_enum, default_value_t = ProtocolArg::Grpc, value_name = "PROTOCOL")]
     pub protocol: ProtocolArg,
 

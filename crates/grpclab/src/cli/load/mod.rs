@@ -699,10 +699,18 @@ fn apply_call_shape(
             )));
         }
         if method.is_client_streaming() {
-            return Err(InputError(format!(
-                "--protocol {protocol}: {} streams requests; gRPC-Web carries unary and server-streaming calls only (Connect's client and bidi streams are not sent here yet): call a unary or server-streaming method",
-                method.full_name()
-            )));
+            if protocol != grpclab_core::protocol::Protocol::Connect {
+                return Err(InputError(format!(
+                    "--protocol {protocol}: {} streams requests; gRPC-Web carries unary and server-streaming calls only: call one of those, or use --protocol connect or grpc",
+                    method.full_name()
+                )));
+            }
+            if args.http1 {
+                return Err(InputError(format!(
+                    "--http1: {} streams requests, which go over HTTP/2 here: leave --http1 out",
+                    method.full_name()
+                )));
+            }
         }
         if method.is_server_streaming() && args.stream_stamp.is_some() {
             return Err(InputError(format!(

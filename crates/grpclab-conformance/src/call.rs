@@ -9,7 +9,7 @@ use grpclab_core::protocol::{
     stream_reply_content_type_fits, Codec, Protocol,
 };
 use grpclab_core::Code;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message;
 
@@ -31,6 +31,9 @@ pub struct CallSpec {
     pub path: String,
     /// The method streams its replies.
     pub server_stream: bool,
+    /// The method streams its requests (sent whole, then the half-close: client streams and
+    /// half-duplex bidi).
+    pub client_stream: bool,
     /// Request metadata.
     pub headers: Vec<(String, String)>,
     /// The request messages, encoded in `codec`.
@@ -39,6 +42,13 @@ pub struct CallSpec {
     pub timeout_ms: Option<u32>,
     /// When the client cancels the call.
     pub cancel: Cancel,
+}
+
+impl CallSpec {
+    /// Either side streams: the protocol's stream framing and content type apply.
+    fn streams(&self) -> bool {
+        self.server_stream || self.client_stream
+    }
 }
 
 /// When the client cancels a call (the request's `cancel`).
@@ -50,6 +60,8 @@ pub enum Cancel {
     AfterSendMs(u32),
     /// Once this many replies have come.
     AfterReplies(u32),
+    /// Once the requests are handed over, before the half-close that would end them.
+    BeforeCloseSend,
 }
 
 /// The most a compressed reply message may inflate to.
@@ -148,7 +160,7 @@ async fn perform(spec: &CallSpec) -> Outcome {
     let exchanged = match spec.cancel {
         Cancel::AfterSendMs(ms) => {
             let wait = std::time::Duration::from_millis(u64::from(ms));
-            match tokio::time::timeout(wait, exchange(spec, body)).await {
+            match tokio::time::timeout(wait, exchange(spec, body, None)).await {
                 Ok(exchanged) => exchanged,
                 Err(_) => {
                     return Outcome::failed(
@@ -158,7 +170,20 @@ async fn perform(spec: &CallSpec) -> Outcome {
                 }
             }
         }
-        _ => exchange(spec, body).await,
+        Cancel::BeforeCloseSend => {
+            let (sent, on_sent) = tokio::sync::oneshot::channel();
+            tokio::select! {
+                // The server ended the call before the client cancelled it.
+                exchanged = exchange(spec, body, Some(sent)) => exchanged,
+                _ = on_sent => {
+                    return Outcome::failed(
+                        Code::Canceled,
+                        "cancelled by the client before closing its requests".to_owned(),
+                    )
+                }
+            }
+        }
+        _ => exchange(spec, body, None).await,
     };
     let exchange = match exchanged {
         Ok(exchange) => exchange,
@@ -179,7 +204,7 @@ async fn perform(spec: &CallSpec) -> Outcome {
     let mut outcome = match spec.protocol {
         Protocol::Grpc => grpc(exchange),
         Protocol::GrpcWeb | Protocol::GrpcWebText => grpc_web(exchange),
-        Protocol::Connect if spec.server_stream => connect_stream(exchange, spec.gzip),
+        Protocol::Connect if spec.streams() => connect_stream(exchange, spec.gzip),
         Protocol::Connect => connect_unary(exchange),
     };
     if !spec.server_stream {
@@ -211,7 +236,7 @@ fn request_body(spec: &CallSpec) -> Result<Bytes, String> {
             true => frame_gzip(message),
             false => frame_message(message),
         };
-        let encoded = match spec.server_stream {
+        let encoded = match spec.streams() {
             true => spec.protocol.stream_request_body(&framed),
             false => spec.protocol.request_body(&framed),
         }
@@ -221,17 +246,63 @@ fn request_body(spec: &CallSpec) -> Result<Bytes, String> {
     Ok(Bytes::from(body))
 }
 
-async fn exchange(spec: &CallSpec, body: Bytes) -> Result<Exchange, String> {
+/// A request body: whole, or (`left_open`, a call cancelled before its half-close) its
+/// messages without the end, `left_open` told once they are handed over.
+struct RequestBody {
+    data: Option<Bytes>,
+    left_open: Option<tokio::sync::oneshot::Sender<()>>,
+    ends: bool,
+}
+
+impl hyper::body::Body for RequestBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        if let Some(data) = self.data.take() {
+            return std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(data))));
+        }
+        if self.ends {
+            return std::task::Poll::Ready(None);
+        }
+        if let Some(sent) = self.left_open.take() {
+            let _ = sent.send(());
+        }
+        // The end never comes: the call is dropped (cancelled) instead.
+        std::task::Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ends && self.data.is_none()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match (self.ends, &self.data) {
+            (true, Some(data)) => hyper::body::SizeHint::with_exact(data.len() as u64),
+            (true, None) => hyper::body::SizeHint::with_exact(0),
+            (false, _) => hyper::body::SizeHint::default(),
+        }
+    }
+}
+
+async fn exchange(
+    spec: &CallSpec,
+    body: Bytes,
+    left_open: Option<tokio::sync::oneshot::Sender<()>>,
+) -> Result<Exchange, String> {
     let tcp = tokio::net::TcpStream::connect(&spec.authority)
         .await
         .map_err(|err| format!("cannot connect to {}: {err}", spec.authority))?;
     let _ = tcp.set_nodelay(true);
-    let content_type = match spec.server_stream {
+    let content_type = match spec.streams() {
         true => spec.protocol.stream_content_type_with(spec.codec),
         false => spec.protocol.content_type_with(spec.codec),
     };
     // Connect's GET: the message, codec, compression and version in the query, no body.
-    let get = spec.get && spec.protocol == Protocol::Connect && !spec.server_stream;
+    let get = spec.get && spec.protocol == Protocol::Connect && !spec.streams();
     let path = match get {
         true => format!(
             "{}?{}",
@@ -260,7 +331,7 @@ async fn exchange(spec: &CallSpec, body: Bytes) -> Result<Exchange, String> {
         }
     }
     if spec.gzip {
-        for (name, value) in spec.protocol.compression_headers(spec.server_stream) {
+        for (name, value) in spec.protocol.compression_headers(spec.streams()) {
             if !(get && name == "content-encoding") {
                 request = request.header(name, value);
             }
@@ -280,7 +351,11 @@ async fn exchange(spec: &CallSpec, body: Bytes) -> Result<Exchange, String> {
         false => body,
     };
     let request = request
-        .body(Full::new(body))
+        .body(RequestBody {
+            data: Some(body).filter(|body| !body.is_empty()),
+            ends: left_open.is_none(),
+            left_open,
+        })
         .map_err(|err| format!("cannot build the request: {err}"))?;
     let io = TokioIo::new(tcp);
     let response = if spec.http2 {
@@ -425,7 +500,7 @@ fn internal(message: String) -> Option<RpcError> {
 /// and Connect specs map an unexpected content type).
 fn wrong_content_type(spec: &CallSpec, headers: &[(String, String)]) -> Option<Outcome> {
     let content_type = find(headers, "content-type");
-    let fits = match spec.server_stream {
+    let fits = match spec.streams() {
         true => stream_reply_content_type_fits(
             spec.protocol,
             spec.codec,
@@ -441,7 +516,7 @@ fn wrong_content_type(spec: &CallSpec, headers: &[(String, String)]) -> Option<O
         return None;
     }
     let value = content_type.unwrap_or_default().to_ascii_lowercase();
-    let family = match (spec.protocol, spec.server_stream) {
+    let family = match (spec.protocol, spec.streams()) {
         (Protocol::Grpc, _) => {
             value.starts_with("application/grpc") && !value.starts_with("application/grpc-web")
         }

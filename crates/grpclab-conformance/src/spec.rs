@@ -120,9 +120,6 @@ impl Schema {
             .methods()
             .find(|method| method.name() == method_name)
             .ok_or_else(|| format!("unknown method {service_name}/{method_name}"))?;
-        if method.is_client_streaming() {
-            return Err(format!("{method_name} streams its requests: not supported"));
-        }
         let input = method.input();
         let mut requests = Vec::new();
         if let Some(Value::List(messages)) =
@@ -193,7 +190,7 @@ impl Schema {
                 } else if cancel.has_field_by_name("after_num_responses") {
                     Cancel::AfterReplies(number("after_num_responses"))
                 } else if cancel.has_field_by_name("before_close_send") {
-                    Cancel::AfterSendMs(0)
+                    Cancel::BeforeCloseSend
                 } else {
                     Cancel::Never
                 }
@@ -217,6 +214,7 @@ impl Schema {
             authority: format!("{}:{port}", text("host")),
             path: format!("/{service_name}/{method_name}"),
             server_stream: method.is_server_streaming(),
+            client_stream: method.is_client_streaming(),
             headers,
             requests,
             timeout_ms,

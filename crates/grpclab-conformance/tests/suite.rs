@@ -41,9 +41,9 @@ fn every_conformance_case_the_config_allows_passes() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     // HTTP/1.1 and HTTP/2 x gRPC, gRPC-Web and Connect x proto and JSON x identity and gzip,
-    // unary and server streams, and Connect's GET, at v1.0.7.
+    // unary, client, server and half-duplex bidi streams, and Connect's GET, at v1.0.7.
     let all = format!("{stdout}{stderr}");
-    assert!(all.contains("1891 passed, 0 failed"), "{all}");
+    assert!(all.contains("2371 passed, 0 failed"), "{all}");
 }
 
 #[test]

@@ -1548,3 +1548,116 @@ fn against_connect_go_client_and_bidi_streams_count_every_message() {
         }
     }
 }
+
+/// A gRPC-Web run is a run like any other: its shards merge to their sum with the protocol
+/// kept (a gRPC part beside them is refused, naming the protocol), a threshold it misses sets
+/// the exit code with its results kept, and `capacity` searches in it (lab without
+/// `--grpc-web` refuses every call, so the search cannot have spoken gRPC).
+#[test]
+fn grpc_web_runs_merge_gate_and_search_capacity_as_grpc_does() {
+    let server = Server::start_with(&["--impl", "lab", "--grpc-web"]);
+    let target = server.target();
+    let dir = tempfile::tempdir().unwrap();
+    let web = [
+        target.as_str(),
+        "--insecure",
+        "--no-history",
+        "--scenario",
+        "string_10B",
+        "--transport",
+        "h2",
+        "--protocol",
+        "grpc-web",
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "--connections",
+        "2",
+    ];
+    let (parts, merged) = common::run_shards_and_merge(&web, 2, dir.path());
+    assert_eq!(merged["count"], 300, "{merged}");
+    assert_eq!(merged["statusCodeDistribution"]["OK"], 300, "{merged}");
+    assert_eq!(merged["options"]["protocol"], "grpc-web", "{merged}");
+
+    let grpc_part = dir.path().join("grpc.json");
+    // The second shard of the same run, in gRPC.
+    let grpc: Vec<&str> = web
+        .iter()
+        .copied()
+        .filter(|arg| *arg != "--protocol" && *arg != "grpc-web")
+        .collect();
+    let out = grpclab()
+        .arg("load")
+        .args(grpc)
+        .args(["--shard", "1/2", "-O", "json", "-o"])
+        .arg(&grpc_part)
+        .output()
+        .expect("run grpclab load");
+    assert!(out.status.success());
+    let out = grpclab()
+        .arg("merge")
+        .arg(&parts[0])
+        .arg(&grpc_part)
+        .output()
+        .expect("run grpclab merge");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("the protocol (--protocol)"), "{stderr}");
+
+    let gated = dir.path().join("gated.json");
+    let out = grpclab()
+        .arg("load")
+        .args(web)
+        .args(["--threshold", "p99<=1ns", "-O", "json", "-o"])
+        .arg(&gated)
+        .output()
+        .expect("run grpclab load");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&gated).unwrap()).unwrap();
+    assert_eq!(kept["statusCodeDistribution"]["OK"], 300, "{kept}");
+
+    let capacity = |target: &str| {
+        grpclab()
+            .args(["capacity", "--insecure", target, "--scenario", "string_10B"])
+            .args([
+                "--transport",
+                "h2",
+                "--protocol",
+                "grpc-web",
+                "--slo",
+                "errors<=0%",
+            ])
+            .args([
+                "--start-rps",
+                "200",
+                "--max-rps",
+                "400",
+                "--probe-min",
+                "1s",
+            ])
+            .args(["--probe-max", "2s", "--warmup", "300ms", "-O", "json"])
+            .output()
+            .expect("run grpclab capacity")
+    };
+    let out = capacity(&target);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("capacity JSON");
+    assert!(
+        found["capacity_rps"].as_f64().unwrap_or(0.0) >= 200.0,
+        "{found:#}"
+    );
+    let plain = Server::start_with(&["--impl", "lab"]);
+    let out = capacity(&plain.target());
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(
+        found["capacity_rps"].as_f64().unwrap_or(0.0) < 200.0,
+        "every call refused (415), yet: {found:#}"
+    );
+}

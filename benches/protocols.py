@@ -20,9 +20,13 @@ With --feed N the calls are server streams instead: the streaming echo's Feed, N
 100 bytes to each request (gRPC-Web's trailer frame, Connect's end-stream message; over
 HTTP/1.1 a stream holds its connection to its end), and CPU is per reply message.
 
+With --upload N or --pingpong N the calls stream their requests: the echo's Upload (N
+requests of 100 bytes, one reply) or PingPong (N round trips), in gRPC and Connect only
+(gRPC-Web has no request streams), over HTTP/2; CPU is per request message.
+
 Usage: benches/protocols.py [--rounds 3] [--duration 6] [--warmup 2] [--scenario complex_proto]
-                            [--feed N] [--servers lab,grpcwebproxy,tonic-mt,connect-go]
-                            [--codec json]
+                            [--feed N | --upload N | --pingpong N]
+                            [--servers lab,grpcwebproxy,tonic-mt,connect-go] [--codec json]
 
 With --codec json every call is protobuf's JSON mapping (application/grpc+json,
 grpc-web+json, application/json; connect+json on a stream): connect-go's rows only, since
@@ -106,11 +110,23 @@ FEED_CALL = ["--proto", os.path.join(ROOT, "scenarios", "streaming", "streaming.
 PAYLOAD_100B = "eHh4" * 33 + "eA=="  # 100 bytes of "x", base64
 
 
+def call_of(args):
+    """What each call sends: the scenario, or the echo's Feed, Upload or PingPong."""
+    echo = ["--proto", FEED_CALL[1], "--call"]
+    if args.feed:
+        return FEED_CALL + ["-d", json.dumps({"count": args.feed, "payload": PAYLOAD_100B})]
+    if args.upload or args.pingpong:
+        method = "Upload" if args.upload else "PingPong"
+        return echo + [f"grpclab.streaming.v1.StreamingEcho.{method}", "-d",
+                       json.dumps({"payload": PAYLOAD_100B}), "--stream-call-count",
+                       str(args.upload or args.pingpong)]
+    return ["--scenario", args.scenario]
+
+
 def window(name, row, builds, args):
     protocol, http1 = row
     servers, target = start(name, builds)
-    call = (FEED_CALL + ["-d", json.dumps({"count": args.feed, "payload": PAYLOAD_100B})]
-            if args.feed else ["--scenario", args.scenario])
+    call = call_of(args)
     try:
         marks = {}
         argv = ["taskset", "-c", "1", BIN, "load", target, "-O", "json", "--insecure",
@@ -133,8 +149,14 @@ def window(name, row, builds, args):
     ok = report["statusCodeDistribution"].get("OK", 0)
     if ok != report["count"]:
         sys.exit(f"{name} {protocol}: {report['count'] - ok} calls failed: {report.get('errorDistribution')}")
-    # Per call, or per reply message of a feed.
-    units = max(report.get("messagesReceived", ok) if args.feed else ok, 1)
+    # Per call, per reply message of a feed, or per request message of a request stream.
+    if args.feed:
+        units = report.get("messagesReceived", ok)
+    elif args.upload or args.pingpong:
+        units = report.get("messagesSent", ok)
+    else:
+        units = ok
+    units = max(units, 1)
     return {"rps": report["measuredRps"], "server_us": server_cpu * 1e6 / units,
             "client_us": client_cpu * 1e6 / units}
 
@@ -155,6 +177,10 @@ def main():
     parser.add_argument("--connections", type=int, default=2)
     parser.add_argument("--feed", type=int, default=0,
                         help="server streams of N replies instead of unary calls")
+    parser.add_argument("--upload", type=int, default=0,
+                        help="client streams of N requests (Upload) instead of unary calls")
+    parser.add_argument("--pingpong", type=int, default=0,
+                        help="bidi streams of N round trips (PingPong) instead of unary calls")
     parser.add_argument("--servers", default="lab,grpcwebproxy,tonic-mt,connect-go",
                         help="which servers' rows, comma-separated")
     parser.add_argument("--codec", choices=["proto", "json"], default="proto")
@@ -168,7 +194,10 @@ def main():
     if unknown:
         sys.exit(f"--servers: unknown {', '.join(sorted(unknown))}; "
                  "the servers are lab, grpcwebproxy, tonic-mt and connect-go")
-    unit = "reply" if args.feed else "call"
+    if sum(1 for mode in (args.feed, args.upload, args.pingpong) if mode) > 1:
+        sys.exit("give one of --feed, --upload and --pingpong")
+    requests = bool(args.upload or args.pingpong)
+    unit = "reply" if args.feed else "request" if requests else "call"
     build()
     with tempfile.TemporaryDirectory() as folder:
         builds = {}
@@ -177,9 +206,11 @@ def main():
         if "grpcwebproxy" in wanted:
             builds["grpcwebproxy"] = build_grpcwebproxy(os.path.join(folder, "grpcwebproxy"))
         # GET is for unary calls; lab serves gRPC-Web's unary calls only.
+        # Request streams: gRPC and Connect over HTTP/2 (gRPC-Web has none).
         rows = {(name, row): [] for name, server_rows in SERVERS.items() for row in server_rows
                 if name.split(" ")[0] in wanted and not (args.feed and row[0] == GET)
-                and not (args.feed and name == "lab" and row[0] != "grpc")}
+                and not (args.feed and name == "lab" and row[0] != "grpc")
+                and not (requests and (row[1] or row[0] not in ("grpc", "connect")))}
         for round_ in range(args.rounds):
             for (name, row), results in rows.items():
                 results.append(window(name, row, builds, args))
@@ -187,8 +218,15 @@ def main():
                 print(f"round {round_ + 1}: {name} {label(row)}: {r['rps']:.0f} req/s, "
                       f"server {r['server_us']:.2f} µs/{unit}, client {r['client_us']:.2f} "
                       f"µs/{unit}", file=sys.stderr)
-    what = (f"server streams of {args.feed} x 100 B replies (Feed)" if args.feed
-            else args.scenario) + (", JSON codec" if args.codec == "json" else "")
+    if args.feed:
+        what = f"server streams of {args.feed} x 100 B replies (Feed)"
+    elif args.upload:
+        what = f"client streams of {args.upload} x 100 B requests (Upload)"
+    elif args.pingpong:
+        what = f"bidi streams of {args.pingpong} x 100 B round trips (PingPong)"
+    else:
+        what = args.scenario
+    what += ", JSON codec" if args.codec == "json" else ""
     http1 = f" ({args.streams} HTTP/1.1 connections)"
     print(f"\n{what}, {args.streams} streams on {args.connections} HTTP/2 connections"
           f"{http1}, closed loop, server CPU 0 (1 thread), "

@@ -1661,3 +1661,70 @@ fn grpc_web_runs_merge_gate_and_search_capacity_as_grpc_does() {
         "every call refused (415), yet: {found:#}"
     );
 }
+
+/// Over HTTP/1.1 a call that passes its deadline leaves its connection with a reply still
+/// owed: the next call on it must not wait behind that reply (or fail on the closing
+/// connection), but make the connection again. A server that never answers the first request
+/// of each connection and answers the rest at once: with one connection and --timeout, every
+/// call is accounted for, one DeadlineExceeded per stalled connection and the others OK.
+#[test]
+fn over_http1_a_call_past_its_deadline_does_not_hold_up_the_next() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let target = listener.local_addr().expect("address").to_string();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = std::sync::Arc::clone(&connections);
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            let first = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            std::thread::spawn(move || {
+                let mut buffer = [0u8; 4096];
+                let mut request = Vec::new();
+                loop {
+                    let Ok(n) = socket.read(&mut buffer) else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buffer[..n]);
+                    // Requests here are small: each read ends one (head and body).
+                    if first {
+                        // The first connection stalls: read on, never answer.
+                        continue;
+                    }
+                    request.clear();
+                    let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ncontent-length: 0\r\n\r\n";
+                    if socket.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let (report, _, stderr) = load_as(
+        &target,
+        "connect",
+        10,
+        &[
+            "--http1",
+            "-c",
+            "1",
+            "--connections",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+    );
+    let statuses = &report["statusCodeDistribution"];
+    assert_eq!(statuses["DeadlineExceeded"], 1, "{stderr}: {report}");
+    assert_eq!(statuses["OK"], 9, "{stderr}: {report}");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // The client gave the stalled connection up: planned, not blamed on the server.
+    assert_eq!(
+        (&report["reconnects"], &report["plannedReconnects"]),
+        (&0.into(), &1.into()),
+        "{report}"
+    );
+}

@@ -225,12 +225,43 @@ async fn stream_loop(
     }
 }
 
+/// A stream's turn on its connection. A turn dropped before its exchange finished (the
+/// call's deadline passed, or the client ended a stream early) leaves a reply owed on the
+/// connection, which HTTP/1.1 cannot skip: hyper closes it, and this turn forgets it, so the
+/// next call makes a new one (counted as planned) rather than wait behind the old reply or
+/// fail on the closing connection.
+struct Turn<'a> {
+    sender: tokio::sync::MutexGuard<'a, Option<Sender>>,
+    turns: &'a Turns,
+    /// The reply was read to its end: the connection may carry the next call.
+    finished: bool,
+}
+
+impl Turn<'_> {
+    /// The sender, ready (checked by `take_turn`).
+    fn sender(&mut self) -> Result<&mut Sender, CallFailure> {
+        self.sender.as_mut().ok_or_else(|| lost(None))
+    }
+
+    /// The connection broke under the call: forgotten, and the next call's new connection
+    /// counts as unplanned (the client did not close it).
+    fn lost(&mut self, err: Option<&hyper::Error>) -> CallFailure {
+        self.sender.take();
+        lost(err)
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if !self.finished && self.sender.take().is_some() {
+            self.turns.closed_by_client.set(true);
+        }
+    }
+}
+
 /// The connection's turn, with a sender ready to send: the connection made again first if it
 /// has closed (counted as planned when this client closed it, as unplanned otherwise).
-async fn take_turn<'a>(
-    thread: &ThreadState,
-    turns: &'a Turns,
-) -> Result<tokio::sync::MutexGuard<'a, Option<Sender>>, CallFailure> {
+async fn take_turn<'a>(thread: &ThreadState, turns: &'a Turns) -> Result<Turn<'a>, CallFailure> {
     let mut turn = turns.sender.lock().await;
     if turn.as_ref().is_none_or(Sender::is_closed) {
         *turn = None;
@@ -255,7 +286,11 @@ async fn take_turn<'a>(
         Some(sender) => sender.ready().await.map_err(|err| lost(Some(&err)))?,
         None => return Err(lost(None)),
     }
-    Ok(turn)
+    Ok(Turn {
+        sender: turn,
+        turns,
+        finished: false,
+    })
 }
 
 /// One call on its connection's turn.
@@ -272,16 +307,15 @@ async fn one_call(
         .map_err(|err| CallFailure::new(Code::Internal, err.0))?;
     let (request, request_body) = template.request_with_body(method, headers, request_body)?;
     let mut turn = take_turn(thread, turns).await?;
-    let Some(sender) = turn.as_mut() else {
-        return Err(lost(None));
-    };
-    let response = sender
+    let response = turn
+        .sender()?
         .send_request(origin_form(request, request_body))
-        .await
-        .map_err(|err| lost(Some(&err)))?;
+        .await;
+    let response = response.map_err(|err| turn.lost(Some(&err)))?;
     let (head, reply) = response.into_parts();
-    let collected = reply.collect().await.map_err(|err| lost(Some(&err)))?;
+    let collected = reply.collect().await.map_err(|err| turn.lost(Some(&err)))?;
     // The turn ends with the reply read: the next stream may send.
+    turn.finished = true;
     drop(turn);
     let trailers = collected.trailers().cloned();
     scratch.clear();
@@ -310,7 +344,8 @@ fn first_message(thread: &ThreadState, number: Option<u64>) -> Bytes {
 /// One server-streaming call on its connection's turn, which it keeps until the stream ends:
 /// its replies counted as they arrive into `tally`. A stream the client ends early
 /// (`--stream-call-count`, `--stream-call-duration`) leaves its connection unusable, as
-/// HTTP/1.1 has no way to stop one reply but closing: the next call makes a new one.
+/// HTTP/1.1 has no way to stop one reply but closing: the next call makes a new one (see
+/// [`Turn`]).
 async fn stream_call(
     thread: &ThreadState,
     template: &CallTemplate,
@@ -327,17 +362,15 @@ async fn stream_call(
         CallFailure::new(Code::Internal, "HTTP/1.1 carries gRPC-Web and Connect only")
     })?;
     let mut turn = take_turn(thread, turns).await?;
-    let Some(sender) = turn.as_mut() else {
-        return Err(lost(None));
-    };
     // Streaming calls are never in a mix: the run's one method.
-    let response = sender
+    let response = turn
+        .sender()?
         .send_request(origin_form(
             template.request(0, headers),
             Some(request_body),
         ))
-        .await
-        .map_err(|err| lost(Some(&err)))?;
+        .await;
+    let response = response.map_err(|err| turn.lost(Some(&err)))?;
     tally.sent += 1;
     let (head, body) = response.into_parts();
     let mut reply = Http1Reply {
@@ -356,11 +389,14 @@ async fn stream_call(
         Ok(()) => reading.read(&mut reply, &mut counter, tally).await,
         Err(failure) => Err(failure),
     };
-    if !reply.ended {
-        // hyper closes a connection whose reply was left unread: the next call on this
-        // connection makes a new one rather than find this one closing.
-        *turn = None;
-        turns.closed_by_client.set(true);
+    // A reply left unread (a stream ended early) leaves the connection to be made again
+    // (`Turn`'s drop); one that broke is the server's doing.
+    turn.finished = reply.ended;
+    if outcome
+        .as_ref()
+        .is_err_and(|failure| failure.connection_lost)
+    {
+        turn.sender.take();
     }
     outcome
 }

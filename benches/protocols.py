@@ -227,7 +227,8 @@ def main():
     else:
         what = args.scenario
     what += ", JSON codec" if args.codec == "json" else ""
-    http1 = f" ({args.streams} HTTP/1.1 connections)"
+    http1 = (f" ({args.streams} HTTP/1.1 connections)"
+             if any(row[1] for (_, row) in rows) else "")
     print(f"\n{what}, {args.streams} streams on {args.connections} HTTP/2 connections"
           f"{http1}, closed loop, server CPU 0 (1 thread), "
           f"grpclab load --transport h2 on CPU 1; medians of {args.rounds} rounds (range)\n")

@@ -427,8 +427,8 @@ pub(crate) async fn streaming_call(
         index += 1;
         message
     };
-    let mut counter = match (StreamedReply::new(template.protocol), settings.stamp) {
-        (Some(reader), _) => Replies::Web(Box::new(reader)),
+    let mut counter = match (Replies::web(template.protocol), settings.stamp) {
+        (Some(web), _) => web,
         // Client streaming has one reply: its latency is the call's.
         (None, Some(field)) if shape != CallShape::ClientStreaming => {
             Replies::Grpc(MessageCounter::stamped(field))
